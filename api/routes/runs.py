@@ -1,0 +1,75 @@
+"""Runs: read one, read its events (text streams in as the model writes it), or wait for it to end (the
+gateway's ``agent.wait``). Secrets in what they return are
+redacted; a run of a session the token may not act for is unknown to it (404, like a missing one)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Path, Query
+
+from api.auth import Principal
+from api.deps import PrincipalDep, ServicesDep
+from api.errors import ErrorResponse, not_found
+from api.params import StreamId
+from api.services import Services
+from shared.models import Run
+from shared.redaction import scrub, scrubbed_run
+
+router = APIRouter(prefix="/v1/runs", tags=["runs"])
+RunId = Annotated[str, Path(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_-]+$")]
+_errors: dict[int | str, dict[str, Any]] = {code: {"model": ErrorResponse} for code in (400, 401, 404)}
+
+
+async def _run_for(services: Services, principal: Principal, run_id: str) -> Run:
+    run = await services.waiter.read(run_id)
+    if run is None or not principal.may_act_as(run.session_key):
+        raise not_found(f"Run not found: {run_id}")
+    return run
+
+
+@router.get("/{run_id}", responses=_errors)
+async def get_run(run_id: RunId, services: ServicesDep, principal: PrincipalDep) -> dict[str, Any]:
+    return scrubbed_run(await _run_for(services, principal, run_id)).wire()
+
+
+@router.get("/{run_id}/wait", responses=_errors)
+async def wait_run(
+    run_id: RunId,
+    services: ServicesDep,
+    principal: PrincipalDep,
+    timeout: Annotated[
+        float, Query(ge=0, description="Seconds to wait (capped at gateway.maxWaitSeconds)")
+    ] = 30,
+) -> dict[str, Any]:
+    """The run once terminal; ``{runId, status: "timeout"}`` after ``timeout`` s (the run is untouched)."""
+    await _run_for(services, principal, run_id)
+    run = await services.waiter.wait(run_id, min(timeout, services.config.gateway.max_wait_seconds))
+    if run is None:
+        raise not_found(f"Run not found: {run_id}")
+    if not run.status.terminal:
+        return {"runId": run_id, "status": "timeout"}
+    return scrubbed_run(run).wire()
+
+
+@router.get("/{run_id}/events", responses=_errors)
+async def run_events(
+    run_id: RunId,
+    services: ServicesDep,
+    principal: PrincipalDep,
+    after: StreamId = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 200,
+) -> dict[str, Any]:
+    """The run's event stream (queued, started, text pieces as the model streams them, ended), oldest
+    first; page on with ``after`` = the last id seen."""
+    await _run_for(services, principal, run_id)
+    start = f"({after}" if after else "-"
+    entries = await services.async_redis.xrange(
+        services.store.keys.run_events(run_id), start, "+", count=limit
+    )
+    events = [{"id": entry_id, **_scrubbed(fields)} for entry_id, fields in entries]
+    return {"runId": run_id, "events": events, "last": events[-1]["id"] if events else after}
+
+
+def _scrubbed(fields: dict[str, str]) -> dict[str, str]:
+    return {name: (scrub(value) or "") if name == "text" else value for name, value in fields.items()}

@@ -1,0 +1,83 @@
+"""Sessions: read, patch, deliver inbound chat messages; the owner's listing of every session."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query
+from fastapi.concurrency import run_in_threadpool
+
+from api.auth import forbidden
+from api.deps import PrincipalDep, ServicesDep
+from api.errors import ApiError, ErrorResponse, bad_request, not_found
+from api.routes.resolve import session_context
+from api.routes.tools import settle
+from api.schemas import SessionPatchBody
+from shared.inbound import receive
+from shared.models import InboundMessageParams, SessionEntry, SessionsListParams, SessionsListResult
+from shared.store.sessions import LabelTaken, SessionPatch
+from shared.tools.list import every_session
+
+router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
+_errors: dict[int | str, dict[str, Any]] = {
+    code: {"model": ErrorResponse} for code in (400, 401, 403, 404, 409, 413)
+}
+
+
+@router.get("", response_model=SessionsListResult, response_model_exclude_none=True, responses=_errors)
+def list_sessions(
+    services: ServicesDep,
+    principal: PrincipalDep,
+    kind: Annotated[list[str] | None, Query(max_length=6)] = None,
+    limit: Annotated[int, Query(ge=1, le=200)] = 50,
+    active_minutes: Annotated[int | None, Query(alias="activeMinutes", ge=1)] = None,
+) -> SessionsListResult:
+    """Every session, whatever visibility says (owner tokens only): the operator's view."""
+    if not principal.owner:
+        raise forbidden("listing every session needs an owner token")
+    params = SessionsListParams(kinds=kind, limit=limit, active_minutes=active_minutes)
+    return every_session(services.config, services.store, services.dispatcher, params)
+
+
+@router.get("/{key}", response_model=SessionEntry, response_model_exclude_none=True, responses=_errors)
+def get_session(key: str, services: ServicesDep, principal: PrincipalDep) -> SessionEntry:
+    ctx = session_context(services, principal, key)
+    entry = services.store.sessions.get(ctx.caller_key)
+    if entry is None:
+        raise not_found(f"Session not found: {key}")
+    return entry
+
+
+@router.patch("/{key}", response_model=SessionEntry, response_model_exclude_none=True, responses=_errors)
+def patch_session(
+    key: str, body: SessionPatchBody, services: ServicesDep, principal: PrincipalDep
+) -> SessionEntry:
+    ctx = session_context(services, principal, key)
+    changes = body.model_dump(by_alias=True, exclude_unset=True)
+    if "sendPolicy" in changes and not principal.owner:
+        raise forbidden("changing sendPolicy needs an owner token")
+    entry = services.store.sessions.get(ctx.caller_key)
+    if entry is None:
+        raise not_found(f"Session not found: {key}")
+    if changes.get("model") is not None and changes["model"] not in services.config.models.refs():
+        raise bad_request("model", f"invalid model: {changes['model']}")
+    try:
+        patched = services.store.sessions.patch(entry, SessionPatch(changes))
+    except LabelTaken as exc:
+        raise ApiError(409, "conflict", f"label: {exc}", "label") from None
+    if patched is None:
+        raise not_found(f"Session not found: {key}")
+    return patched
+
+
+@router.post("/{key}/messages", responses=_errors)
+async def post_message(
+    key: str, body: InboundMessageParams, services: ServicesDep, principal: PrincipalDep
+) -> dict[str, Any]:
+    limit = services.config.gateway.limits.message_bytes
+    size = len(body.message.encode("utf-8"))
+    if size > limit:
+        raise bad_request("message", f"too large: {size} bytes (limit {limit})")
+    ctx = session_context(services, principal, key)
+    result = await run_in_threadpool(receive, ctx, body)
+    return (await settle(services, result)).wire()

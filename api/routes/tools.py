@@ -1,0 +1,119 @@
+"""``POST /tools/invoke``: OpenClaw's HTTP tool call, ``{tool, args, sessionKey?} -> {ok, result}``; and
+``GET /v1/tools``: the tools as JSON schemas for any LLM application (OpenAI or Anthropic format)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query
+from fastapi.concurrency import run_in_threadpool
+from pydantic import ValidationError
+
+from api.auth import Principal, forbidden
+from api.deps import PrincipalDep, ServicesDep
+from api.errors import ApiError, ErrorResponse, bad_request
+from api.schemas import InvokeRequest, InvokeResponse
+from api.services import Services
+from shared import keys, subagents
+from shared.errors import ToolError, first_invalid
+from shared.models import Wire
+from shared.submit import AwaitRun
+from shared.tool_schemas import SchemaFormat, tool_schemas
+from shared.tools import TOOLS, ToolContext
+from shared.tools.context import require_agent
+
+router = APIRouter(tags=["tools"])
+
+
+@router.post(
+    "/tools/invoke",
+    response_model=InvokeResponse,
+    responses={400: {"model": ErrorResponse}, 401: {"model": ErrorResponse}, 404: {"model": ErrorResponse}},
+)
+async def invoke(body: InvokeRequest, services: ServicesDep, principal: PrincipalDep) -> InvokeResponse:
+    result = await call_tool(services, principal, body.tool, body.args, body.session_key, body.run_id)
+    return InvokeResponse(result=result.wire())
+
+
+async def call_tool(
+    services: Services,
+    principal: Principal,
+    name: str,
+    args: dict[str, Any],
+    session_key: str,
+    run_id: str | None = None,
+) -> Wire:
+    """One tool call on behalf of ``principal`` acting as ``session_key``, waits included (the HTTP call and
+    MCP share it). Bad input raises ApiError (4xx, naming the field); refusals are results."""
+    tool = TOOLS.get(name)
+    if tool is None:
+        raise ApiError(404, "not_found", f"Tool not available: {name}", "tool")
+    ctx = _caller(services, principal, session_key, run_id)
+    refused = tool.refusal(ctx)
+    if refused is not None:
+        return refused
+    try:
+        params = tool.parse(args, ctx)
+    except ValidationError as exc:
+        field, message = first_invalid(exc.errors(), prefix="args")
+        raise bad_request(field, message) from None
+    result = await run_in_threadpool(tool.run, ctx, params)
+    return await settle(services, result)
+
+
+@router.get("/v1/tools", responses={400: {"model": ErrorResponse}, 401: {"model": ErrorResponse}})
+def list_tools(
+    services: ServicesDep,
+    principal: PrincipalDep,
+    format: Annotated[SchemaFormat, Query(description="openai (function tools) or anthropic")] = "openai",
+    session_key: Annotated[
+        str | None,
+        Query(
+            alias="sessionKey", min_length=1, max_length=512, description="Only the tools this session has"
+        ),
+    ] = None,
+) -> dict[str, Any]:
+    """Every tool's schema (a sub-agent session gets the sub-agent tool set). Integers are ``number`` and
+    there is no top-level ``anyOf``/``oneOf``, which some model APIs reject."""
+    return {"format": format, "tools": schemas_for(services, principal, session_key, format)}
+
+
+def schemas_for(
+    services: Services, principal: Principal, session_key: str | None, fmt: SchemaFormat
+) -> list[dict[str, Any]]:
+    """The tools ``session_key`` has (a sub-agent gets the sub-agent set); every tool without one."""
+    names = list(TOOLS)
+    if session_key is not None:
+        ctx = _caller(services, principal, session_key, None)
+        if keys.is_subagent(ctx.caller_key):
+            names = subagents.tool_set(services.config, TOOLS)
+    return tool_schemas(fmt, names)
+
+
+async def settle(services: Services, result: Wire | AwaitRun) -> Wire:
+    """Finish a result that asked to wait for a run, on this process's pub/sub multiplexer."""
+    if isinstance(result, AwaitRun):
+        return result.finish(await services.waiter.wait(result.run_id, result.wait_seconds))
+    return result
+
+
+def _caller(services: Services, principal: Principal, session_key: str, run_id: str | None) -> ToolContext:
+    """The calling session: 400 if malformed, 403 if the token may not act for its agent (from the key
+    alone), 400 for an unknown agent or a runId that is not the caller's."""
+    try:
+        ctx = ToolContext.for_caller(
+            services.config, services.store, services.dispatcher, session_key, run_id, owner=principal.owner
+        )
+    except keys.SessionKeyError as exc:
+        raise bad_request("sessionKey", str(exc)) from None
+    if not principal.may_act_as(ctx.caller_key):
+        raise forbidden(f'this token may not act for agent "{ctx.caller_agent}"')
+    try:
+        require_agent(services.config, ctx.caller_key)
+    except ToolError as exc:
+        raise bad_request("sessionKey", exc.error) from None
+    if run_id is not None:
+        origin = services.store.runs.get(run_id)
+        if origin is None or origin.session_key != ctx.caller_key:
+            raise bad_request("runId", "not a run of the calling session")
+    return ctx

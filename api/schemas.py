@@ -1,0 +1,64 @@
+"""Request bodies of the HTTP routes that are not tool parameters."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic.alias_generators import to_camel
+
+from shared.models import THINKING_LEVELS
+
+
+class InvokeRequest(BaseModel):
+    """OpenClaw's ``/tools/invoke`` shape. ``sessionKey`` is the caller's session (default ``main``)."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+
+    tool: str = Field(min_length=1, max_length=128)
+    args: dict[str, Any] = {}
+    session_key: str = Field("main", min_length=1, max_length=512)
+    # The run this call is made from (an agent's tool call): sends from it count toward the hop limit.
+    run_id: str | None = Field(None, min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_-]+$")
+
+
+class InvokeResponse(BaseModel):
+    ok: bool = True
+    result: dict[str, Any]
+
+
+class SessionPatchBody(BaseModel):
+    """Fields that may be changed on a session; ``null`` clears one."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+
+    label: str | None = Field(None, min_length=1, max_length=128)
+    send_policy: str | None = None
+    model: str | None = Field(None, min_length=1, max_length=256)
+    thinking_level: str | None = None
+
+    @field_validator("send_policy")
+    @classmethod
+    def _policy(cls, value: str | None) -> str | None:
+        if value is not None and value not in ("allow", "deny"):
+            raise ValueError('invalid sendPolicy (use "allow"|"deny")')
+        return value
+
+    @field_validator("thinking_level")
+    @classmethod
+    def _thinking(cls, value: str | None) -> str | None:
+        if value is not None and value not in THINKING_LEVELS:
+            raise ValueError(f'Invalid thinking level "{value}". Use one of: {", ".join(THINKING_LEVELS)}')
+        return value
+
+    @field_validator("label")
+    @classmethod
+    def _label(cls, value: str | None) -> str | None:
+        if value is not None and (value != value.strip() or any(ord(c) < 32 for c in value)):
+            raise ValueError("must not have surrounding whitespace or control characters")
+        return value
+
+
+class WaitTimeout(BaseModel):
+    status: str = "timeout"
+    run_id: str = Field(serialization_alias="runId")

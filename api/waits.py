@@ -1,0 +1,210 @@
+"""Server-side waits: one pub/sub connection per API process, shared by every waiter.
+
+The protocol that makes a wait lose nothing:
+
+1. register the waiter, SUBSCRIBE to the run's completion channel, and wait for Redis to confirm;
+2. only then read the run hash (a commit publishes in the same atomic step that writes the terminal
+   state, so a run that ended before step 1 is seen here, and one that ends after is heard);
+3. on a pub/sub reconnect, redis-py re-subscribes by itself; our connect hook then sends a PING through
+   the same connection and, when its reply comes back (every re-SUBSCRIBE is then in force), re-reads
+   every pending run.
+
+A timeout reads the run one last time and never touches it. Any API process can answer any wait: the
+truth is the run hash, the channel is only the wake-up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from redis.asyncio import Redis
+from redis.asyncio.client import PubSub
+from redis.exceptions import RedisError
+
+from shared.models import Run
+from shared.store.codec import decode
+from shared.store.keys import RedisKeys
+
+log = logging.getLogger(__name__)
+
+_BARRIER = "clawbus-resubscribed"
+_RECONNECT_PAUSE_S = 0.5
+
+
+@dataclass(eq=False)
+class _Pending:
+    run_id: str
+    waiters: int = 0
+    unconfirmed: int = 0
+    confirmed: asyncio.Event = field(default_factory=asyncio.Event)
+    ended: asyncio.Event = field(default_factory=asyncio.Event)
+    # The terminal run as the commit published it; None means "read the hash".
+    run: Run | None = None
+
+
+class RunWaiter:
+    def __init__(self, client: Redis, keys: RedisKeys) -> None:
+        self._redis = client
+        self._keys = keys
+        self._pending: dict[str, _Pending] = {}
+        self._pubsub: PubSub | None = None
+        self._reader: asyncio.Task[None] | None = None
+        self._unsubscribing: set[asyncio.Task[None]] = set()
+        # Subscribed for the process's lifetime, so the connection is always in pub/sub mode.
+        self._home = keys.waiter_channel(uuid.uuid4().hex)
+
+    @property
+    def active(self) -> int:
+        return sum(p.waiters for p in self._pending.values())
+
+    async def start(self) -> None:
+        pubsub = self._redis.pubsub()
+        await pubsub.subscribe(self._home)
+        assert pubsub.connection is not None
+        pubsub.connection.register_connect_callback(self._on_connect)
+        self._pubsub = pubsub
+        self._reader = asyncio.create_task(self._read_forever(), name="clawbus-run-waiter")
+
+    async def close(self) -> None:
+        if self._reader:
+            self._reader.cancel()
+            await asyncio.gather(self._reader, return_exceptions=True)
+        if self._pubsub:
+            await self._pubsub.aclose()
+
+    async def read(self, run_id: str) -> Run | None:
+        fields = await self._redis.hgetall(self._keys.run(run_id))
+        return decode(Run, fields) if fields else None
+
+    async def wait(self, run_id: str, timeout: float) -> Run | None:
+        """The run once terminal, else (after ``timeout`` s) the run as it is; None if it does not exist."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        pending = await self._acquire(run_id)
+        try:
+            if await _within(pending.confirmed.wait(), deadline):
+                run = await self.read(run_id)
+                if run is None or run.status.terminal:
+                    return run
+                if await _within(pending.ended.wait(), deadline) and pending.run is not None:
+                    return pending.run
+            return await self.read(run_id)
+        finally:
+            self._release(run_id, pending)
+
+    # -- subscriptions --
+
+    async def _acquire(self, run_id: str) -> _Pending:
+        channel = self._keys.run_done_channel(run_id)
+        pending = self._pending.get(channel)
+        if pending is None:
+            pending = self._pending[channel] = _Pending(run_id)
+        pending.waiters += 1
+        if pending.waiters == 1:
+            await self._subscribe(channel, pending)
+        return pending
+
+    async def _subscribe(self, channel: str, pending: _Pending) -> None:
+        assert self._pubsub is not None
+        pending.unconfirmed += 1
+        try:
+            await self._pubsub.subscribe(channel)
+        except RedisError:
+            # Not fatal: the reconnect barrier re-subscribes and re-reads, and the deadline read still
+            # answers with the run's true state.
+            log.warning("subscribe to %s failed; waiting for the pub/sub connection to return", channel)
+
+    def _release(self, run_id: str, pending: _Pending) -> None:
+        channel = self._keys.run_done_channel(run_id)
+        pending.waiters -= 1
+        if pending.waiters == 0 and self._pending.get(channel) is pending:
+            del self._pending[channel]
+            # Off the answer's path: the caller need not wait for Redis to drop the subscription.
+            task = asyncio.get_running_loop().create_task(self._unsubscribe(channel))
+            self._unsubscribing.add(task)
+            task.add_done_callback(self._unsubscribing.discard)
+
+    async def _unsubscribe(self, channel: str) -> None:
+        if channel in self._pending:  # a new waiter took the channel over meanwhile: keep it
+            return
+        assert self._pubsub is not None
+        try:
+            await self._pubsub.unsubscribe(channel)
+        except RedisError:
+            log.debug("unsubscribe from %s failed; the next reconnect drops it", channel)
+
+    # -- the reader --
+
+    async def _read_forever(self) -> None:
+        assert self._pubsub is not None
+        while True:
+            try:
+                message = await self._pubsub.get_message(timeout=None)
+            except asyncio.CancelledError:
+                raise
+            except (RedisError, OSError) as exc:
+                log.warning("pub/sub connection lost (%s); reconnecting", exc)
+                await asyncio.sleep(_RECONNECT_PAUSE_S)
+                continue
+            if message is not None:
+                await self._handle(message)
+
+    async def _handle(self, message: dict[str, Any]) -> None:
+        kind, channel = message["type"], message.get("channel")
+        if kind == "message":
+            pending = self._pending.get(channel) if channel else None
+            if pending:
+                pending.run = _published_run(message.get("data"))
+                pending.ended.set()
+        elif kind == "subscribe":
+            pending = self._pending.get(channel) if channel else None
+            if pending and pending.unconfirmed > 0:
+                pending.unconfirmed -= 1
+                if pending.unconfirmed == 0:
+                    pending.confirmed.set()
+        elif kind == "pong" and message.get("data") == _BARRIER:
+            await self._recheck_all()
+
+    async def _on_connect(self, connection: Any) -> None:
+        """Runs after redis-py's own re-subscribe on every (re)connect of the pub/sub connection."""
+        await connection.send_command("PING", _BARRIER)
+
+    async def _recheck_all(self) -> None:
+        assert self._pubsub is not None
+        subscribed = {c.decode() if isinstance(c, bytes) else c for c in self._pubsub.channels}
+        for channel, pending in list(self._pending.items()):
+            if channel not in subscribed:
+                await self._subscribe(channel, pending)
+                continue
+            pending.unconfirmed = 0
+            pending.confirmed.set()
+            try:
+                run = await self.read(pending.run_id)
+            except RedisError:
+                continue
+            if run is None or run.status.terminal:
+                pending.run = run
+                pending.ended.set()
+
+
+def _published_run(data: Any) -> Run | None:
+    try:
+        fields = json.loads(data)
+        return decode(Run, fields) if isinstance(fields, dict) else None
+    except ValueError:  # not a payload we understand: the hash is read instead
+        return None
+
+
+async def _within(awaitable: Any, deadline: float) -> bool:
+    """Await until ``deadline`` (loop time); False if it passed first."""
+    remaining = deadline - asyncio.get_running_loop().time()
+    try:
+        await asyncio.wait_for(awaitable, max(remaining, 0))
+    except TimeoutError:
+        return False
+    return True

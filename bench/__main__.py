@@ -1,0 +1,111 @@
+"""``python -m bench`` (``make bench``): clawbus's figures next to bare Celery on the same Redis, same run.
+
+``--quick`` runs small sizes as a smoke test; ``--only send|throughput|list|exchange|spawn`` (repeatable)
+picks figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from bench import agent_loop, exchange, list_latency, send_latency, spawn, throughput
+from bench.report import Section, render, to_json, write
+from bench.stack import Stack, stack
+
+FIGURES = ("send", "throughput", "list", "exchange", "spawn", "loop")
+
+
+@dataclass(frozen=True)
+class Sizes:
+    send_calls: int
+    send_warmup: int
+    runs: int
+    threads: int
+    sessions: int
+    list_small: int
+    list_large: int
+    list_calls: int
+    list_warmup: int
+    exchanges: int
+    exchange_warmup: int
+    spawns: int
+    spawn_warmup: int
+    burst: int
+    loop_runs: int
+    loop_warmup: int
+
+
+FULL = Sizes(200, 20, 2000, 16, 200, 1_000, 100_000, 200, 20, 30, 3, 30, 3, 200, 100, 10)
+QUICK = Sizes(50, 10, 300, 16, 100, 1_000, 10_000, 50, 10, 5, 1, 5, 1, 20, 20, 3)
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes (10k sessions), for a smoke run")
+    parser.add_argument("--only", action="append", choices=FIGURES, help="run only this figure (repeatable)")
+    return parser.parse_args(argv)
+
+
+def measure(figure: str, running: Stack, sizes: Sizes) -> Section:
+    if figure == "send":
+        return send_latency.run(running, sizes.send_calls, sizes.send_warmup)
+    if figure == "throughput":
+        return throughput.run(running, throughput.Params(sizes.runs, sizes.threads, sizes.sessions))
+    if figure == "spawn":
+        return spawn.run(running, sizes.spawns, sizes.spawn_warmup, sizes.burst)
+    if figure == "loop":
+        return agent_loop.run(running, sizes.loop_runs, sizes.loop_warmup)
+    if figure == "exchange":
+        return exchange.run(running, sizes.exchanges, sizes.exchange_warmup)
+    return list_latency.run(running, sizes.list_small, sizes.list_large, sizes.list_calls, sizes.list_warmup)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    sizes = QUICK if args.quick else FULL
+    figures = [f for f in FIGURES if not args.only or f in args.only]
+    root = Path(tempfile.mkdtemp(prefix="clawbus-bench-"))
+    document: dict[str, Any] = {
+        "startedAt": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "mode": "quick" if args.quick else "full",
+        "sizes": asdict(sizes),
+        "host": {"cpus": os.cpu_count(), "python": platform.python_version(), "loadStart": os.getloadavg()},
+        "sections": [],
+    }
+    ok = False
+    try:
+        with stack(root) as running:
+            load = ", ".join(f"{value:.2f}" for value in document["host"]["loadStart"])
+            print(
+                f"{document['mode']} run: redis {running.redis_url}, API {running.api_url}, logs in {root}\n"
+                f"{os.cpu_count()} CPUs, load average {load} at start\n",
+                flush=True,
+            )
+            for figure in figures:
+                section = measure(figure, running, sizes)
+                document["sections"].append(to_json(section))
+                print(render(section) + "\n", flush=True)
+        ok = True
+    finally:
+        document["host"]["loadEnd"] = os.getloadavg()
+        if document["sections"]:
+            print(f"results: {write(document)}")
+        if ok:
+            shutil.rmtree(root, ignore_errors=True)
+        else:
+            print(f"logs kept in {root}", file=sys.stderr)
+    # A MISS is a finding to report, not a failure of the run: the exit status says only whether it ran.
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,143 @@
+"""Figure 6: the agent loop's own cost per model step, against one bare HTTP chat-completions call.
+
+Runs execute in this process (``shared.execution.execute``, the code a worker runs) against the bench's
+redis-server and a fake OpenAI-compatible server over real HTTP. Each run takes ``STEPS`` model steps
+(three tool rounds of ``agents_list``, then the answer), so a step's share covers building the request
+(transcript, tool schemas), the HTTP exchange and its streamed parse, the tool call, memoizing the loop
+state, and the run's claim and commit amortized. The fake server's own handler time is subtracted from
+both sides; what is left of the baseline is what any Python client pays for one streamed call.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
+
+import httpx
+import redis
+
+from bench.report import Row, Section
+from bench.stack import Stack
+from bench.stats import Latency
+from shared.config import Config
+from shared.execution import Attempt, execute
+from shared.models import SendResult
+from shared.store import Store
+from shared.store.runs import LaneHead
+from shared.tools import TOOLS, ToolContext
+from tests.support.fake_openai import FakeOpenAI, fake_openai, text, tool
+
+STEPS = 4
+
+
+class _Collected:
+    """The runs a tool call would enqueue: this benchmark executes them itself, in order."""
+
+    def __init__(self) -> None:
+        self.heads: list[LaneHead] = []
+
+    def dispatch_run(self, head: LaneHead) -> None:
+        self.heads.append(head)
+
+    def reply_turn(self, flow_id: str, turn: int) -> None:
+        return None
+
+    def announce(self, flow_id: str) -> None:
+        return None
+
+    def deliver(self, flow_id: str) -> None:
+        return None
+
+    def spawn(self, head: LaneHead) -> None:
+        self.heads.append(head)
+
+    def subagent_announce(self, flow_id: str) -> None:
+        return None
+
+
+def _config(server: FakeOpenAI) -> Config:
+    return Config.model_validate(
+        {
+            "agents": {"list": [{"id": "main", "default": True, "model": "fake/m"}]},
+            "tools": {"sessions": {"visibility": "agent"}},
+            "models": {"providers": {"fake": {"type": "openai", "baseUrl": server.url, "models": ["m"]}}},
+            "redis": {"prefix": f"bench-loop-{uuid.uuid4().hex[:6]}:"},
+        }
+    )
+
+
+def _script(server: FakeOpenAI) -> None:
+    server.script("m", *[tool("agents_list") for _ in range(STEPS - 1)], text("done: three tool rounds"))
+
+
+def clawbus_steps(stack: Stack, server: FakeOpenAI, runs: int, warmup: int) -> Latency:
+    config = _config(server)
+    store = Store(redis.Redis.from_url(stack.redis_url, decode_responses=True), config)
+    dispatcher = _Collected()
+    operator = ToolContext.for_caller(config, store, dispatcher, "agent:main:webchat:direct:bench")
+    per_step: list[float] = []
+    for i in range(warmup + runs):
+        session = f"agent:main:loop-{i}"
+        sent = TOOLS["sessions_send"].invoke(
+            operator, {"sessionKey": session, "message": "go", "timeoutSeconds": 0}
+        )
+        assert isinstance(sent, SendResult)
+        head = dispatcher.heads.pop()
+        _script(server)
+        served = len(server.server_seconds)
+        started = time.perf_counter()
+        result = execute(
+            store, config, dispatcher, Attempt(head.run_id, head.session_key, owner="bench", attempt=0)
+        )
+        elapsed = time.perf_counter() - started
+        if result.status is None or result.status.value != "ok":
+            raise RuntimeError(f"loop run {i} ended {result}")
+        server_time = sum(server.server_seconds[served:])
+        if i >= warmup:
+            per_step.append((elapsed - server_time) / STEPS)
+    return Latency.of(per_step)
+
+
+def bare_calls(server: FakeOpenAI, calls: int, warmup: int) -> Latency:
+    body: dict[str, Any] = {
+        "model": "m",
+        "messages": [{"role": "user", "content": "go"}],
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    seconds: list[float] = []
+    with httpx.Client() as client:
+        for i in range(warmup + calls):
+            server.script("m", text("done: three tool rounds"))
+            served = len(server.server_seconds)
+            started = time.perf_counter()
+            with client.stream("POST", f"{server.url}/chat/completions", json=body) as response:
+                for _line in response.iter_lines():
+                    pass
+            elapsed = time.perf_counter() - started
+            if i >= warmup:
+                seconds.append(elapsed - sum(server.server_seconds[served:]))
+    return Latency.of(seconds)
+
+
+def run(stack: Stack, runs: int, warmup: int) -> Section:
+    with fake_openai() as server:
+        bare = bare_calls(server, runs * STEPS, warmup * STEPS)
+        loop = clawbus_steps(stack, server, runs, warmup)
+    return Section(
+        title="Figure 6: agent loop overhead per model step (fake OpenAI server's handler time excluded)",
+        measured_label="clawbus step",
+        baseline_label="bare HTTP call",
+        rows=[
+            Row("p50 per model step", "ms", loop.p50_ms, bare.p50_ms),
+            Row("p95 per model step", "ms", loop.p95_ms, bare.p95_ms),
+        ],
+        notes=[
+            f"{runs} runs of {STEPS} model steps each (3 agents_list tool rounds + the answer), executed "
+            "in-process by the worker's code against the bench redis-server; the fake server streams (SSE).",
+            "A step's share includes its tool call, memoizing the loop state, the run's claim and commit.",
+            "Baseline: one streamed POST /chat/completions with httpx, read to the end.",
+        ],
+        details={"clawbus": loop.__dict__, "bare": bare.__dict__},
+    )

@@ -1,0 +1,203 @@
+"""The processes a benchmark runs against, as context managers that always stop what they started.
+
+One private redis-server and one clawbus API live for the whole run; workers (clawbus's or the bare
+Celery baseline's) are started per measurement so the two never compete for the machine's cores.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager, suppress
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import redis
+from celery import Celery
+
+from api.client import ClawbusError, Client
+from api.embedded import free_port
+from bench import bare_celery
+from shared.config import Config, load_config
+from shared.store.keys import RedisKeys
+from tests.support.processes import (
+    RedisServer,
+    Role,
+    role_env,
+    stop_process,
+    wait_for,
+    write_config,
+)
+
+TOKEN = "bench-token"
+# Echo runtime (the default model) for the one agent: the figures measure clawbus, not a model. Five
+# reply-back turns: figure 4 times the longest exchange SPEC allows.
+CLAWBUS_CONFIG: dict[str, Any] = {
+    "agents": {"list": [{"id": "main", "default": True}]},
+    "session": {"agentToAgent": {"maxPingPongTurns": 5}},
+    "tools": {"sessions": {"visibility": "agent"}},  # the benchmark's sessions all belong to main
+}
+READY_TIMEOUT_S = 60.0
+STOP_GRACE_S = 15.0
+# Per-task INFO lines would be a cost the bare worker does not pay.
+WORKER_LOGLEVEL = "WARNING"
+
+
+@dataclass(frozen=True)
+class Stack:
+    root: Path
+    redis_url: str
+    env: dict[str, str]
+    api_url: str
+    config: Config
+
+    @property
+    def keys(self) -> RedisKeys:
+        return RedisKeys(self.config.redis.prefix)
+
+    def redis(self) -> redis.Redis:
+        return redis.Redis.from_url(self.redis_url, decode_responses=True)
+
+    def client(self) -> Client:
+        return Client(self.api_url, TOKEN)
+
+
+@contextmanager
+def stack(root: Path) -> Iterator[Stack]:
+    """redis-server and the clawbus API; no workers yet."""
+    server = RedisServer(root / "redis")
+    try:
+        server.start()
+        config_path = write_config(root, CLAWBUS_CONFIG)
+        env = role_env(server.url, config_path, root / "home", TOKEN)
+        with _api(env, root) as url:
+            yield Stack(root, server.url, env, url, load_config(config_path, env))
+    finally:
+        server.stop()
+
+
+@contextmanager
+def clawbus_workers(stack: Stack, count: int) -> Iterator[None]:
+    """``count`` worker processes, each a prefork pool of one, consuming every clawbus queue."""
+    with ExitStack() as workers:
+        for _ in range(count):
+            workers.enter_context(_clawbus_worker(stack))
+        yield
+
+
+@contextmanager
+def bare_workers(stack: Stack, count: int, events: bool = False) -> Iterator[Celery]:
+    """``count`` bare Celery workers (prefork pools of one); yields the app to enqueue with."""
+    app = bare_celery.create_app(stack.redis_url, events)
+    try:
+        with ExitStack() as workers:
+            for _ in range(count):
+                workers.enter_context(_bare_worker(stack, app, events))
+            yield app
+    finally:
+        app.close()
+
+
+@contextmanager
+def _clawbus_worker(stack: Stack) -> Iterator[None]:
+    name = f"bench-{uuid.uuid4().hex[:8]}"
+    argv = [
+        sys.executable,
+        "-m",
+        "api.cli",
+        "worker",
+        "--concurrency=1",
+        "--pool=prefork",
+        f"--name={name}@%h",
+        f"--loglevel={WORKER_LOGLEVEL}",
+    ]
+    role = Role(argv, stack.env, stack.root / f"{name}.log")
+    heartbeat = f"{stack.keys.worker_heartbeat(name)}@*"
+    with stack.redis() as client, _running(role, lambda: bool(client.keys(heartbeat)), f"worker {name}"):
+        yield
+
+
+@contextmanager
+def _bare_worker(stack: Stack, app: Celery, events: bool) -> Iterator[None]:
+    name = f"bare-{uuid.uuid4().hex[:8]}"
+    argv = [
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        "bench.bare_celery",
+        "worker",
+        "--concurrency=1",
+        "-P",
+        "prefork",
+        f"--loglevel={WORKER_LOGLEVEL}",
+        "-n",
+        f"{name}@%h",
+    ]
+    env = {
+        **os.environ,
+        bare_celery.URL_ENV: stack.redis_url,
+        bare_celery.EVENTS_ENV: "1" if events else "0",
+        "PYTHONUNBUFFERED": "1",
+    }
+    role = Role(argv, env, stack.root / f"{name}.log")
+
+    def answers() -> bool:
+        replies: list[dict[str, Any]] = app.control.ping(timeout=1) or []
+        return any(node.startswith(f"{name}@") for reply in replies for node in reply)
+
+    with _running(role, answers, f"bare worker {name}"):
+        yield
+
+
+@contextmanager
+def _api(env: dict[str, str], root: Path) -> Iterator[str]:
+    port = free_port()
+    role = Role([sys.executable, "-m", "api.cli", "api", f"--port={port}"], env, root / f"api-{port}.log")
+    url = f"http://127.0.0.1:{port}"
+
+    def ready() -> bool:
+        try:
+            with Client(url, TOKEN) as client:
+                client.ready()
+        except (httpx.HTTPError, ClawbusError):
+            return False
+        return True
+
+    with _running(role, ready, "API"):
+        yield url
+
+
+@contextmanager
+def _running(role: Role, ready: Callable[[], bool], what: str) -> Iterator[Role]:
+    """Start ``role``, wait (with a deadline) until ``ready``, and stop it however the block ends."""
+    role.start()
+    try:
+        wait_for(lambda: ready() or _exited(role), READY_TIMEOUT_S, what=f"{what} ready")
+        if _exited(role):
+            raise RuntimeError(f"{what} exited early:\n{role.output()[-3000:]}")
+        yield role
+    finally:
+        _stop(role)
+
+
+def _exited(role: Role) -> bool:
+    return role.process is not None and role.process.poll() is not None
+
+
+def _stop(role: Role) -> None:
+    process = role.process
+    if process is None:
+        return
+    try:
+        stop_process(process, STOP_GRACE_S)
+    finally:
+        role.process = None
+        # A prefork child outlives a main process that had to be SIGKILLed; it is in the group we created.
+        with suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGKILL)

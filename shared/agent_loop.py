@@ -1,0 +1,190 @@
+"""The agent loop of one run: model step -> tool calls -> tool results -> model step ... -> final text.
+
+Its whole state (``LoopState``) is plain data memoized on the run after every model step, so an attempt
+that dies mid-loop is resumed by the next one without asking the model again, and a tool call that waits
+for another run parks the run (``pending``) instead of holding a worker slot: the awaited run's commit, or
+the wait's deadline, brings it back here.
+
+Tool calls create their runs with ids derived from the call, so a call made again after a lost worker
+finds what the first one made.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from pydantic import BaseModel, ValidationError
+
+from shared.config import Config
+from shared.dispatch import Dispatcher
+from shared.errors import ToolError, first_invalid
+from shared.models import Message, Run, TextBlock, ToolCallBlock, ToolFailure, Usage, Wire
+from shared.runtime.base import AgentRuntime, RunTimedOut, StepRequest
+from shared.store import Store
+from shared.submit import AwaitRun
+from shared.tools import TOOLS, ToolContext
+
+
+class PendingWait(BaseModel):
+    """A tool call waiting for a run to end."""
+
+    call_id: str
+    tool_name: str
+    wait: AwaitRun
+    deadline_ms: int
+
+
+class LoopState(BaseModel):
+    # What this run has said so far (assistant turns with tool calls, tool results, the final reply), not
+    # yet in the transcript: the commit appends them all at once.
+    messages: list[Message] = []
+    usage: Usage = Usage()
+    steps: int = 0
+    # The prompt size of the latest step: the session's contextTokens.
+    context_tokens: int | None = None
+    final: str | None = None
+    pending: PendingWait | None = None
+
+
+class StepsExhausted(Exception):
+    """The model kept calling tools past runs.maxSteps."""
+
+
+@dataclass(frozen=True, slots=True)
+class LoopEnv:
+    config: Config
+    store: Store
+    dispatcher: Dispatcher
+    run: Run
+    runtime: AgentRuntime
+    model: str
+    request: StepRequest  # the first step's request; later steps add this run's messages to it
+    tools: list[str]
+    memoize: Callable[[LoopState], None]
+    # Seconds left of the run's time limit, asked before every step (None: no limit).
+    time_left: Callable[[], float | None]
+    # Called when a step is over: text still buffered for the event stream goes out.
+    text_done: Callable[[], None]
+
+
+def advance(env: LoopEnv, state: LoopState) -> LoopState:
+    """Run the loop until it has a final reply or a tool call must wait (``state.pending`` is then set)."""
+    while True:
+        if state.pending is not None and not _settle(env, state, state.pending):
+            return state
+        calls = unanswered(state)
+        if calls:
+            for call in calls:
+                result = _call(env, call)
+                if isinstance(result, AwaitRun):
+                    deadline = env.store.clock.now_ms() + int(result.timeout_seconds * 1000)
+                    state.pending = PendingWait(
+                        call_id=call.id, tool_name=call.name, wait=result, deadline_ms=deadline
+                    )
+                    break
+                state.messages.append(_tool_result(env, call, result))
+            continue
+        if state.final is not None:
+            return state
+        _step(env, state)
+
+
+def unanswered(state: LoopState) -> list[ToolCallBlock]:
+    """The calls of the latest assistant turn that have no result yet, in order."""
+    answered = {m.tool_call_id for m in state.messages if m.role == "toolResult"}
+    latest = next((m for m in reversed(state.messages) if m.role == "assistant"), None)
+    if latest is None:
+        return []
+    return [call for call in latest.tool_calls if call.id not in answered]
+
+
+def _step(env: LoopEnv, state: LoopState) -> None:
+    if state.steps >= env.config.runs.max_steps:
+        raise StepsExhausted(
+            f"the agent was still calling tools after {state.steps} model steps (runs.maxSteps)"
+        )
+    limit = env.time_left()
+    if limit is not None and limit <= 0:
+        raise RunTimedOut("no time was left when the step started")
+    base = env.request
+    request = StepRequest(
+        agent_id=base.agent_id,
+        model=base.model,
+        session=base.session,
+        messages=[*base.messages, *state.messages],
+        context=base.context,
+        tools=base.tools,
+        time_limit=limit,
+        thinking=base.thinking,
+        on_text=base.on_text,
+    )
+    try:
+        result = env.runtime.step(request)
+    finally:
+        env.text_done()
+    state.steps += 1
+    state.usage = Usage(
+        input_tokens=state.usage.input_tokens + result.usage.input_tokens,
+        output_tokens=state.usage.output_tokens + result.usage.output_tokens,
+        cost_usd=state.usage.cost_usd + result.usage.cost_usd,
+    )
+    state.context_tokens = result.usage.input_tokens or state.context_tokens
+    now = env.store.clock.now_ms()
+    message = Message.of("assistant", result.reply, timestamp=now, run_id=env.run.run_id)
+    if result.tool_calls:
+        texts = [TextBlock(text=result.reply)] if result.reply else []
+        message = message.model_copy(update={"content": [*texts, *result.tool_calls]})
+        state.messages.append(message)
+        env.memoize(state)
+        return
+    state.final = result.reply
+    state.messages.append(message)
+
+
+def _settle(env: LoopEnv, state: LoopState, pending: PendingWait) -> bool:
+    """Turn a finished (or timed out) wait into its tool result; False while it must go on waiting."""
+    seen = env.store.runs.get(pending.wait.run_id)
+    ended = seen is not None and seen.status.terminal
+    if not ended and env.store.clock.now_ms() < pending.deadline_ms:
+        return False
+    call = ToolCallBlock(id=pending.call_id, name=pending.tool_name)
+    state.messages.append(_tool_result(env, call, pending.wait.finish(seen if ended else None)))
+    state.pending = None
+    return True
+
+
+def _call(env: LoopEnv, call: ToolCallBlock) -> Wire | AwaitRun:
+    tool = TOOLS.get(call.name)
+    if tool is None:
+        return ToolFailure(
+            status="error", error=f"Unknown tool: {call.name} (available: {', '.join(env.tools)})"
+        )
+    ctx = ToolContext(
+        env.config,
+        env.store,
+        env.dispatcher,
+        env.run.session_key,
+        origin_run_id=env.run.run_id,
+        owner=False,
+        id_seed=f"{env.run.run_id}:{call.id}",
+    )
+    refused = tool.refusal(ctx)
+    if refused is not None:
+        return refused
+    try:
+        return tool.invoke(ctx, call.arguments)
+    except ValidationError as exc:
+        field, message = first_invalid(exc.errors())
+        return ToolFailure(status="error", error=f"{field}: {message}")
+    except ToolError as exc:
+        return ToolFailure(status="forbidden" if exc.status == "forbidden" else "error", error=exc.error)
+
+
+def _tool_result(env: LoopEnv, call: ToolCallBlock, result: Wire) -> Message:
+    message = Message.of(
+        "toolResult", json.dumps(result.wire()), timestamp=env.store.clock.now_ms(), run_id=env.run.run_id
+    )
+    failed = isinstance(result, ToolFailure) or getattr(result, "status", None) in ("error", "forbidden")
+    return message.model_copy(update={"tool_call_id": call.id, "tool_name": call.name, "is_error": failed})

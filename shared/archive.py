@@ -1,0 +1,59 @@
+"""Ending a sub-agent session's life (SPEC 6): deleted at once (``cleanup=delete``), or archived
+``archiveAfterMinutes`` after it ended by a sweep over a due-time index (beat runs it; a long ETA task on
+the Redis broker would not be reliable).
+
+Archived: the transcript is exported as JSONL to its ``transcriptPath``, its attachments are removed
+(unless ``retainOnSessionKeep``), and it leaves ``sessions_list``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+
+from shared import attachments
+from shared.config import Config
+from shared.models import SessionEntry
+from shared.sessions import transcript_path
+from shared.store import Store
+
+log = logging.getLogger(__name__)
+
+
+def discard(config: Config, store: Store, entry: SessionEntry) -> None:
+    _remove_attachments(config, entry)
+    store.sessions.delete(entry)
+
+
+def sweep(config: Config, store: Store) -> list[str]:
+    """Archive every session whose time has come; the keys archived."""
+    now = store.clock.now_ms()
+    archived = []
+    for key in store.sessions.take_due_archives(now):
+        entry = store.sessions.get(key)
+        if entry is None or entry.mode == "session":  # thread-bound sessions stay open
+            continue
+        export_transcript(config, store, entry)
+        if not config.tools.sessions_spawn.attachments.retain_on_session_keep:
+            _remove_attachments(config, entry)
+        if store.sessions.archive(entry, now):
+            archived.append(key)
+    return archived
+
+
+def export_transcript(config: Config, store: Store, entry: SessionEntry) -> None:
+    path = transcript_path(config.store_dir(), entry)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(".jsonl.partial")
+    with partial.open("w", encoding="utf-8") as out:
+        for message in store.transcripts.all(entry.key):
+            out.write(message.model_dump_json(by_alias=True, exclude_none=True) + "\n")
+    os.replace(partial, path)
+
+
+def _remove_attachments(config: Config, entry: SessionEntry) -> None:
+    if entry.attachments_dir:
+        try:
+            attachments.remove(config.workspace(entry.agent_id), entry.attachments_dir)
+        except (OSError, ValueError):
+            log.exception("could not remove the attachments of %s", entry.key)

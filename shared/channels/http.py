@@ -1,0 +1,127 @@
+"""Adapters that POST to an HTTP service: a signed webhook, and the Telegram, Discord and Slack APIs.
+
+Network errors, timeouts, 429 and 5xx are retryable; any other 4xx is not (a later attempt would get the
+same answer).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+from typing import Any
+
+import httpx
+
+from shared.channels.base import DeliveryError
+from shared.config import DiscordChannel, SlackChannel, TelegramChannel, WebhookChannel
+from shared.models import Delivery
+
+SIGNATURE_HEADER = "X-Clawbus-Signature"
+
+
+def signature(secret: str, body: bytes) -> str:
+    return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+
+
+def _post(url: str, body: bytes, headers: dict[str, str], timeout: float) -> httpx.Response:
+    if not url.startswith(("http://", "https://")):
+        raise DeliveryError(f"refusing to deliver to a non-http(s) URL: {url}", retryable=False)
+    try:
+        response = httpx.post(
+            url, content=body, headers={"Content-Type": "application/json", **headers}, timeout=timeout
+        )
+    except httpx.HTTPError as exc:
+        raise DeliveryError(f"{type(exc).__name__}: {exc}", retryable=True) from None
+    if response.status_code == 429 or response.status_code >= 500:
+        raise DeliveryError(f"HTTP {response.status_code}: {response.text[:200]}", retryable=True)
+    if response.status_code >= 400:
+        raise DeliveryError(f"HTTP {response.status_code}: {response.text[:200]}", retryable=False)
+    return response
+
+
+def _json(payload: dict[str, Any]) -> bytes:
+    return json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def _require_to(delivery: Delivery) -> str:
+    if not delivery.to:
+        raise DeliveryError(
+            f"no recipient: the session's deliveryContext has no 'to' for {delivery.channel}", retryable=False
+        )
+    return delivery.to
+
+
+class WebhookAdapter:
+    def __init__(self, config: WebhookChannel) -> None:
+        self._config = config
+
+    def send(self, delivery: Delivery) -> None:
+        body = _json(
+            {
+                "deliveryId": delivery.delivery_id,
+                "flowId": delivery.flow_id,
+                "sessionKey": delivery.session_key,
+                "channel": delivery.channel,
+                "to": delivery.to,
+                "accountId": delivery.account_id,
+                "text": delivery.text,
+                "createdAt": delivery.created_at,
+            }
+        )
+        headers = {
+            SIGNATURE_HEADER: signature(self._config.secret, body),
+            # Retries carry the same id, so a receiver can drop a message it has already taken.
+            "X-Clawbus-Delivery": delivery.delivery_id,
+        }
+        _post(self._config.url, body, headers, self._config.timeout_seconds)
+
+
+class TelegramAdapter:
+    """Bot API ``sendMessage``."""
+
+    def __init__(self, config: TelegramChannel) -> None:
+        self._config = config
+
+    def send(self, delivery: Delivery) -> None:
+        url = f"{self._config.base_url.rstrip('/')}/bot{self._config.bot_token}/sendMessage"
+        body = _json({"chat_id": _require_to(delivery), "text": delivery.text})
+        _post(url, body, {}, self._config.timeout_seconds)
+
+
+class DiscordAdapter:
+    """``POST /channels/{id}/messages`` with a bot token."""
+
+    def __init__(self, config: DiscordChannel) -> None:
+        self._config = config
+
+    def send(self, delivery: Delivery) -> None:
+        url = f"{self._config.base_url.rstrip('/')}/channels/{_require_to(delivery)}/messages"
+        headers = {"Authorization": f"Bot {self._config.bot_token}"}
+        _post(url, _json({"content": delivery.text}), headers, self._config.timeout_seconds)
+
+
+class SlackAdapter:
+    """``chat.postMessage``; Slack answers errors with HTTP 200 and ``ok: false``."""
+
+    def __init__(self, config: SlackChannel) -> None:
+        self._config = config
+
+    def send(self, delivery: Delivery) -> None:
+        url = f"{self._config.base_url.rstrip('/')}/chat.postMessage"
+        headers = {"Authorization": f"Bearer {self._config.bot_token}"}
+        response = _post(
+            url,
+            _json({"channel": _require_to(delivery), "text": delivery.text}),
+            headers,
+            self._config.timeout_seconds,
+        )
+        try:
+            answer = response.json()
+        except ValueError:
+            raise DeliveryError(
+                f"Slack answered with no JSON: {response.text[:200]}", retryable=True
+            ) from None
+        if not answer.get("ok"):
+            error = answer.get("error", "unknown error")
+            raise DeliveryError(f"Slack: {error}", retryable=error == "ratelimited")

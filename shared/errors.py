@@ -1,0 +1,34 @@
+"""Errors the domain raises across modules."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+
+class ToolError(Exception):
+    """A refusal with SPEC text; tools turn it into ``{status, error}``, never into an exception."""
+
+    def __init__(self, error: str, status: str = "error") -> None:
+        super().__init__(error)
+        self.error = error
+        self.status = status
+
+
+def field_path(loc: Sequence[int | str]) -> str:
+    """A pydantic error location as the field path a client wrote (``attachments[0].content``)."""
+    parts = [p for p in loc if p not in ("body", "query", "path")]
+    out = ""
+    for part in parts:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "body"
+
+
+def first_invalid(errors: Sequence[Mapping[str, Any]], prefix: str = "") -> tuple[str, str]:
+    """The first validation error as (field path, message), the way every edge reports bad input."""
+    first = errors[0]
+    field = field_path([prefix, *first["loc"]] if prefix else first["loc"])
+    message = str(first["msg"]).removeprefix("Value error, ")
+    if first["type"] == "extra_forbidden":
+        message = "unknown field"
+    return field, message

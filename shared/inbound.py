@@ -1,0 +1,53 @@
+"""A chat message arriving from a channel: the session is created on first use and its agent runs."""
+
+from __future__ import annotations
+
+import uuid
+
+from shared import policy
+from shared.commands import is_command, run_command
+from shared.models import (
+    CommandReply,
+    DeliveryContext,
+    InboundMessageParams,
+    Message,
+    SendResult,
+    ToolFailure,
+)
+from shared.sessions import new_entry
+from shared.store.runs import NewRun
+from shared.submit import AwaitRun, send_outcome, submit
+from shared.tools.context import ToolContext, require_agent
+
+
+def receive(
+    ctx: ToolContext, inbound: InboundMessageParams
+) -> SendResult | AwaitRun | ToolFailure | CommandReply:
+    """``ctx.caller_key`` is the receiving session. Raises ToolError for a key of an unknown agent."""
+    session_key = ctx.caller_key
+    require_agent(ctx.config, session_key)
+    if is_command(inbound.message):
+        return run_command(ctx, inbound)
+    run_id = str(uuid.uuid4())
+    now = ctx.store.clock.now_ms()
+    existing = ctx.store.sessions.get(session_key)
+    seed = new_entry(ctx.config, session_key, now)
+    seed = seed.model_copy(
+        update={"channel": seed.channel or inbound.channel, "chat_type": seed.chat_type or inbound.chat_type}
+    )
+    route = DeliveryContext(channel=inbound.channel, to=inbound.to, account_id=inbound.account_id)
+    updates = {
+        "lastChannel": inbound.channel,
+        "lastTo": inbound.to,
+        "lastAccountId": inbound.account_id,
+        "deliveryContext": None if route.is_empty() else route.wire(),
+    }
+    judged = existing or seed.model_copy(update={"last_channel": inbound.channel})
+    if policy.decide(ctx.config, judged, channel=inbound.channel) == "deny":
+        return ToolFailure(status="error", error=policy.BLOCKED, run_id=run_id)
+    message = Message.of("user", inbound.message, timestamp=now, run_id=run_id)
+    new = NewRun(run_id=run_id, session_key=session_key, agent_id=seed.agent_id, kind="chat", input=message)
+    submit(ctx.store, ctx.dispatcher, seed, updates, new)
+    return send_outcome(
+        run_id, ctx.display(session_key), inbound.timeout_seconds, ctx.config.gateway.max_wait_seconds
+    )

@@ -1,0 +1,1 @@
+"""Agent runtimes behind one protocol (``base``), chosen by the agent's model ref in ``registry``."""

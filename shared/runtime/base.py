@@ -1,0 +1,53 @@
+"""The agent runtime protocol: one model step over a session's messages."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from pydantic import BaseModel
+
+from shared.models import Message, SessionEntry, ThinkingLevel, ToolCallBlock, Usage
+
+# Exact replies that end the reply-back loop or silence an announce (SPEC 4, 6).
+REPLY_SKIP = "REPLY_SKIP"
+ANNOUNCE_SKIP = "ANNOUNCE_SKIP"
+SKIP_TOKENS = frozenset({REPLY_SKIP, ANNOUNCE_SKIP})
+
+
+@dataclass(frozen=True, slots=True)
+class StepRequest:
+    agent_id: str
+    model: str
+    session: SessionEntry | None
+    # The transcript tail (``history_window`` long), oldest first, ending with this run's input.
+    messages: list[Message]
+    # Extra system text for this run only (the agent-to-agent context).
+    context: str | None = None
+    tools: list[str] = field(default_factory=list)
+    # Seconds this step may take before the run ends ``timeout`` (a sub-agent's runTimeoutSeconds).
+    time_limit: float | None = None
+    thinking: ThinkingLevel | None = None
+    # Called with each piece of reply text as it streams in (it lands in the run's event stream).
+    on_text: Callable[[str], None] | None = None
+
+
+class RunTimedOut(Exception):
+    """A runtime gave up because ``time_limit`` ran out."""
+
+
+class StepResult(BaseModel):
+    """What one model step produced: text, and the tools it wants called before it speaks again."""
+
+    reply: str
+    usage: Usage = Usage()
+    tool_calls: list[ToolCallBlock] = []
+
+
+class AgentRuntime(Protocol):
+    # How many transcript messages a step reads (1: only this run's input). Loading is not free: a
+    # runtime that reads less than the whole window says so.
+    history_window: int
+
+    def step(self, request: StepRequest) -> StepResult: ...

@@ -1,0 +1,256 @@
+"""The runtime for any OpenAI-compatible chat completions endpoint (OpenAI, vLLM, Ollama, llama.cpp server,
+LM Studio, OpenRouter): one ``POST /chat/completions`` per model step.
+
+The session's transcript tail is the conversation, the run's agent-to-agent context is system text, and the
+agent's tools go as function schemas. A 429, a 5xx or a dropped connection is retried with backoff
+(``Retry-After`` when the server gives one); any other 4xx ends the run with the server's own message.
+Streamed text lands in the run's event stream as it arrives.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import httpx
+
+from shared.config import OpenAIModel, OpenAIProvider
+from shared.models import Message, ToolCallBlock, Usage
+from shared.runtime.base import RunTimedOut, StepRequest, StepResult
+from shared.tool_schemas import tool_schemas
+
+RETRYABLE = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
+MAX_BACKOFF_SECONDS = 30.0
+
+
+class ModelRequestFailed(RuntimeError):
+    """The endpoint refused the request (a 4xx other than 429), or kept failing past the retries."""
+
+
+class OpenAIRuntime:
+    # The transcript tail a step sends: enough for a conversation, bounded so a long session's request
+    # stays within the model's context.
+    history_window = 100
+
+    def __init__(
+        self,
+        provider: OpenAIProvider,
+        model: OpenAIModel,
+        client: httpx.Client,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self._provider = provider
+        self._model = model
+        self._client = client
+        self._sleep = sleep
+
+    def step(self, request: StepRequest) -> StepResult:
+        body = self.body(request)
+        deadline = None if request.time_limit is None else time.monotonic() + request.time_limit
+        failures = 0
+        while True:
+            timeout = self._provider.timeout_seconds
+            if deadline is not None:
+                timeout = min(timeout, deadline - time.monotonic())
+                if timeout <= 0:
+                    raise RunTimedOut("the model did not answer in time")
+            try:
+                return self._attempt(body, request, timeout)
+            except _Retryable as exc:
+                failures += 1
+                if failures > self._provider.max_retries:
+                    raise ModelRequestFailed(f"{exc} (gave up after {failures} attempts)") from None
+                pause = exc.retry_after if exc.retry_after is not None else _backoff(failures)
+                if deadline is not None and time.monotonic() + pause >= deadline:
+                    raise RunTimedOut(f"{exc}; no time left to retry") from None
+                self._sleep(pause)
+
+    def body(self, request: StepRequest) -> dict[str, Any]:
+        body: dict[str, Any] = {"model": self._model.id, "messages": chat_messages(request)}
+        if request.tools:
+            body["tools"] = tool_schemas("openai", request.tools)
+        if self._model.max_tokens is not None:
+            body["max_tokens"] = self._model.max_tokens
+        if self._model.reasoning and request.thinking and request.thinking != "off":
+            body["reasoning_effort"] = request.thinking
+        if self._provider.stream:
+            body["stream"] = True
+            body["stream_options"] = {"include_usage": True}
+        return body
+
+    def _attempt(self, body: dict[str, Any], request: StepRequest, timeout: float) -> StepResult:
+        url = self._provider.base_url.rstrip("/") + "/chat/completions"
+        headers = {**self._provider.headers}
+        key = self._provider.api_key()
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        try:
+            with self._client.stream("POST", url, json=body, headers=headers, timeout=timeout) as response:
+                if response.status_code >= 400:
+                    response.read()
+                    _raise_for(response)
+                if body.get("stream"):
+                    return self._result(*_collect_stream(response.iter_lines(), request.on_text))
+                response.read()
+                return self._result(*_parse_whole(response.json(), request.on_text))
+        except httpx.TimeoutException as exc:
+            raise _Retryable(f"model request timed out ({type(exc).__name__})") from None
+        except httpx.TransportError as exc:
+            raise _Retryable(f"model endpoint unreachable ({type(exc).__name__}: {exc})") from None
+
+    def _result(self, text: str, calls: list[ToolCallBlock], usage: dict[str, Any]) -> StepResult:
+        prompt = int(usage.get("prompt_tokens") or 0)
+        completion = int(usage.get("completion_tokens") or 0)
+        cost = self._model.cost_usd(prompt, completion)
+        return StepResult(
+            reply=text,
+            tool_calls=calls,
+            usage=Usage(input_tokens=prompt, output_tokens=completion, cost_usd=cost),
+        )
+
+
+class _Retryable(Exception):
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+def _raise_for(response: httpx.Response) -> None:
+    detail = _error_text(response)
+    message = f"model request failed: HTTP {response.status_code}: {detail}"
+    if response.status_code in RETRYABLE:
+        raise _Retryable(message, _retry_after(response))
+    raise ModelRequestFailed(message)
+
+
+def _error_text(response: httpx.Response) -> str:
+    try:
+        payload = response.json()
+    except ValueError:
+        return response.text[:500] or response.reason_phrase
+    error = payload.get("error") if isinstance(payload, dict) else None
+    if isinstance(error, dict) and error.get("message"):
+        return str(error["message"])[:500]
+    if isinstance(error, str):
+        return error[:500]
+    return json.dumps(payload)[:500]
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    value = response.headers.get("retry-after")
+    try:
+        return min(max(float(value), 0.0), MAX_BACKOFF_SECONDS) if value is not None else None
+    except ValueError:  # an HTTP date: rare from model APIs, the computed backoff does as well
+        return None
+
+
+def _backoff(failures: int) -> float:
+    return float(min(0.5 * 2 ** (failures - 1), MAX_BACKOFF_SECONDS) * random.uniform(0.8, 1.2))
+
+
+def chat_messages(request: StepRequest) -> list[dict[str, Any]]:
+    """The transcript as chat messages. A tail cut mid-exchange would leave tool results without their
+    call (or calls without results), which the API rejects: those halves are left out."""
+    system = f'You are the agent "{request.agent_id}".'
+    if request.session is not None:
+        system += f" Your session is {request.session.key}."
+    if request.context:
+        system += "\n\n" + request.context
+    called = {call.id for m in request.messages for call in m.tool_calls}
+    answered = {m.tool_call_id for m in request.messages if m.role in ("toolResult", "tool")}
+    out: list[dict[str, Any]] = [{"role": "system", "content": system}]
+    for message in request.messages:
+        if message.role in ("toolResult", "tool"):
+            if message.tool_call_id in called:
+                out.append({"role": "tool", "tool_call_id": message.tool_call_id, "content": message.text})
+        elif message.role == "assistant":
+            out.append(_assistant(message, answered))
+        elif message.role == "system":
+            out.append({"role": "system", "content": message.text})
+        else:
+            out.append({"role": "user", "content": message.text})
+    return out
+
+
+def _assistant(message: Message, answered: set[str | None]) -> dict[str, Any]:
+    calls = [call for call in message.tool_calls if call.id in answered]
+    entry: dict[str, Any] = {"role": "assistant", "content": message.text or None}
+    if calls:
+        entry["tool_calls"] = [
+            {
+                "id": call.id,
+                "type": "function",
+                "function": {"name": call.name, "arguments": json.dumps(call.arguments)},
+            }
+            for call in calls
+        ]
+    elif entry["content"] is None:
+        entry["content"] = ""
+    return entry
+
+
+def _parse_whole(
+    payload: dict[str, Any], on_text: Callable[[str], None] | None
+) -> tuple[str, list[ToolCallBlock], dict[str, Any]]:
+    try:
+        message = payload["choices"][0]["message"]
+    except (KeyError, IndexError, TypeError):
+        raise ModelRequestFailed(f"model answered without a choice: {json.dumps(payload)[:300]}") from None
+    text = message.get("content") or ""
+    if text and on_text is not None:
+        on_text(text)
+    calls = [
+        _call(raw.get("id"), raw.get("function", {}).get("name"), raw.get("function", {}).get("arguments"))
+        for raw in message.get("tool_calls") or []
+    ]
+    return text, calls, payload.get("usage") or {}
+
+
+def _collect_stream(
+    lines: Iterator[str], on_text: Callable[[str], None] | None
+) -> tuple[str, list[ToolCallBlock], dict[str, Any]]:
+    """Server-sent chunks: text deltas (passed on as they come), tool call fragments by index, usage."""
+    text: list[str] = []
+    parts: dict[int, dict[str, Any]] = {}
+    usage: dict[str, Any] = {}
+    for line in lines:
+        if not line.startswith("data:"):
+            continue
+        data = line[5:].strip()
+        if data == "[DONE]":
+            break
+        chunk = json.loads(data)
+        if chunk.get("error"):
+            raise ModelRequestFailed(f"model stream failed: {json.dumps(chunk['error'])[:300]}")
+        usage = chunk.get("usage") or usage
+        for choice in chunk.get("choices") or []:
+            delta = choice.get("delta") or {}
+            if delta.get("content"):
+                text.append(delta["content"])
+                if on_text is not None:
+                    on_text(delta["content"])
+            for fragment in delta.get("tool_calls") or []:
+                part = parts.setdefault(fragment.get("index", 0), {"id": None, "name": "", "arguments": ""})
+                part["id"] = fragment.get("id") or part["id"]
+                function = fragment.get("function") or {}
+                part["name"] += function.get("name") or ""
+                part["arguments"] += function.get("arguments") or ""
+    calls = [_call(part["id"], part["name"], part["arguments"]) for _, part in sorted(parts.items())]
+    return "".join(text), calls, usage
+
+
+def _call(call_id: str | None, name: str | None, arguments: str | None) -> ToolCallBlock:
+    """Arguments that are not a JSON object are passed as none: the tool's validation then names what is
+    missing, which the model can act on."""
+    try:
+        parsed = json.loads(arguments) if arguments else {}
+    except ValueError:
+        parsed = {}
+    return ToolCallBlock(
+        id=call_id or f"call_{random.getrandbits(64):016x}",
+        name=name or "",
+        arguments=parsed if isinstance(parsed, dict) else {},
+    )

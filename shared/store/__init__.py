@@ -1,0 +1,67 @@
+"""The Redis adapter: the only code that talks to Redis about sessions, transcripts and runs."""
+
+from __future__ import annotations
+
+from redis import Redis
+from redis.backoff import ExponentialWithJitterBackoff
+from redis.exceptions import ConnectionError, TimeoutError
+from redis.retry import Retry
+
+from shared.clock import Clock, SystemClock
+from shared.config import Config
+from shared.store.flows import FlowStore
+from shared.store.keys import RedisKeys
+from shared.store.runs import RunStore
+from shared.store.scripts import Scripts
+from shared.store.sessions import SessionStore
+from shared.store.transcripts import TranscriptStore
+
+__all__ = ["RETRIES", "RETRY_ON", "Store", "backoff", "connect"]
+
+
+# A stale connection after a Redis restart or failover fails once; retrying reconnects. The scripts that
+# change state are idempotent under a retry (accept checks the run id, claim and commit are fenced).
+RETRIES = 3
+RETRY_ON = [ConnectionError, TimeoutError]
+
+
+def backoff() -> ExponentialWithJitterBackoff:
+    return ExponentialWithJitterBackoff(base=0.1, cap=2.0)
+
+
+def connect(url: str) -> Redis:
+    # A bounded wait per command: a stalled Redis must surface as an error, not hang a request forever.
+    return Redis.from_url(
+        url,
+        decode_responses=True,
+        socket_timeout=30,
+        socket_connect_timeout=5,
+        health_check_interval=30,
+        retry=Retry(backoff(), RETRIES),
+        retry_on_error=RETRY_ON,
+    )
+
+
+class Store:
+    def __init__(self, client: Redis, config: Config, clock: Clock | None = None) -> None:
+        self.redis = client
+        self.clock: Clock = clock or SystemClock()
+        self.keys = RedisKeys(config.redis.prefix)
+        scripts = Scripts(client)
+        self.sessions = SessionStore(client, self.keys, scripts)
+        self.transcripts = TranscriptStore(client, self.keys)
+        self.runs = RunStore(
+            client,
+            self.keys,
+            scripts,
+            self.clock,
+            dispatch_grace_ms=int(config.runs.dispatch_grace_seconds * 1000),
+            retention_seconds=config.runs.retention_hours * 3600,
+        )
+        self.flows = FlowStore(
+            client, self.keys, scripts, self.clock, grace_ms=int(config.runs.dispatch_grace_seconds * 1000)
+        )
+
+    @classmethod
+    def from_config(cls, config: Config, clock: Clock | None = None) -> Store:
+        return cls(connect(config.redis.url), config, clock)

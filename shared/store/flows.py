@@ -1,0 +1,140 @@
+"""Flows (sessions_send exchanges) and their deliveries."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from redis import Redis
+
+from shared.clock import Clock
+from shared.models import Delivery, DeliveryState, Flow, Run
+from shared.store.codec import decode, encode, encode_values
+from shared.store.keys import RedisKeys
+from shared.store.scripts import Scripts
+
+
+class DeliveryClaim(StrEnum):
+    CLAIMED = "claimed"
+    BUSY = "busy"
+    DONE = "done"
+    MISSING = "missing"
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """A flow and everything its next step depends on, read in one round trip."""
+
+    flow: Flow
+    primary: Run | None
+    turns: list[Run | None]
+    announce: Run | None
+    delivery: Delivery | None
+
+
+class FlowStore:
+    def __init__(
+        self, client: Redis, keys: RedisKeys, scripts: Scripts, clock: Clock, *, grace_ms: int
+    ) -> None:
+        self._redis = client
+        self._keys = keys
+        self._scripts = scripts
+        self._clock = clock
+        self._grace_ms = grace_ms
+
+    def get(self, flow_id: str) -> Flow | None:
+        fields = self._redis.hgetall(self._keys.flow(flow_id))
+        return decode(Flow, fields) if fields else None
+
+    def snapshot(
+        self, flow_id: str, turn_ids: Sequence[str], announce_id: str, delivery_id: str
+    ) -> Snapshot | None:
+        k = self._keys
+        pipe = self._redis.pipeline(transaction=False)
+        pipe.hgetall(k.flow(flow_id))
+        for run_id in (flow_id, *turn_ids, announce_id):
+            pipe.hgetall(k.run(run_id))
+        pipe.hgetall(k.delivery(delivery_id))
+        flow_fields, primary, *rest = pipe.execute()
+        if not flow_fields:
+            return None
+        *turns, announce, delivery = rest
+        return Snapshot(
+            flow=decode(Flow, flow_fields),
+            primary=_run(primary),
+            turns=[_run(fields) for fields in turns],
+            announce=_run(announce),
+            delivery=decode(Delivery, delivery) if delivery else None,
+        )
+
+    def update(
+        self, flow_id: str, fields: dict[str, Any], *, due_in_ms: int | None = None, done: bool = False
+    ) -> None:
+        """Set flow fields; reschedule the reaper's look at it (``due_in_ms``), or take it off (``done``)."""
+        k = self._keys
+        now = self._clock.now_ms()
+        pipe = self._redis.pipeline(transaction=True)
+        pipe.hset(k.flow(flow_id), mapping=encode_values({**fields, "updatedAt": now}))
+        if done:
+            pipe.hset(k.flow(flow_id), "status", "done")
+            pipe.zrem(k.flows_due(), flow_id)
+        elif due_in_ms is not None:
+            pipe.zadd(k.flows_due(), {flow_id: now + due_in_ms})
+        pipe.execute()
+
+    def reap(self, limit: int = 500) -> list[str]:
+        """Flows past their deadline; each is rescheduled by the grace so it is reported once per grace."""
+        due: list[str] = self._scripts.reap_flows(
+            keys=[self._keys.flows_due()], args=[self._clock.now_ms(), limit, self._grace_ms]
+        )
+        return due
+
+    # -- deliveries --
+
+    def create_delivery(self, delivery: Delivery) -> bool:
+        """False if it already existed (the step ran before)."""
+        created = self._scripts.create(
+            keys=[self._keys.delivery(delivery.delivery_id)], args=[json.dumps(encode(delivery))]
+        )
+        return bool(created)
+
+    def get_delivery(self, delivery_id: str) -> Delivery | None:
+        fields = self._redis.hgetall(self._keys.delivery(delivery_id))
+        return decode(Delivery, fields) if fields else None
+
+    def claim_delivery(self, delivery_id: str, *, owner: str, lease_ms: int) -> tuple[DeliveryClaim, int]:
+        result = self._scripts.claim_delivery(
+            keys=[self._keys.delivery(delivery_id)], args=[self._clock.now_ms(), lease_ms, owner]
+        )
+        outcome = DeliveryClaim(result[0])
+        return outcome, int(result[1]) if outcome is DeliveryClaim.CLAIMED else 0
+
+    def finish_delivery(self, delivery: Delivery, status: DeliveryState, error: str | None = None) -> None:
+        """``pending`` releases it for a retry; a final state also ends the flow."""
+        k = self._keys
+        self._scripts.finish_delivery(
+            keys=[k.delivery(delivery.delivery_id), k.flow(delivery.flow_id), k.flows_due()],
+            args=[status, error or "", self._clock.now_ms(), delivery.flow_id],
+        )
+
+    def append_outbox(self, channel: str, to: str, entry: dict[str, str]) -> str:
+        entry_id: str = self._redis.xadd(
+            self._keys.outbox(channel, to), entry, maxlen=10_000, approximate=True
+        )
+        return entry_id
+
+    def read_outbox(
+        self, channel: str, to: str, after: str = "-", count: int = 100
+    ) -> list[tuple[str, dict[str, str]]]:
+        start = f"({after}" if after != "-" else "-"
+        entries: list[tuple[str, dict[str, str]]] = self._redis.xrange(
+            self._keys.outbox(channel, to), start, "+", count=count
+        )
+        return entries
+
+
+def _run(fields: dict[str, str]) -> Run | None:
+    return decode(Run, fields) if fields else None

@@ -1,0 +1,117 @@
+"""Every Redis key and channel name clawbus uses, and nothing else spells one.
+
+All names share one configurable prefix (``redis.prefix``, default ``clawbus:``) so several deployments can
+share a Redis and an operator can find everything with one ``SCAN MATCH``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class RedisKeys:
+    prefix: str = "clawbus:"
+
+    # sessions
+    def session(self, session_key: str) -> str:
+        """HASH: the session entry."""
+        return f"{self.prefix}session:{session_key}"
+
+    def sessions_index(self) -> str:
+        """ZSET: every listed session, scored by updatedAt (ms)."""
+        return f"{self.prefix}idx:sessions"
+
+    def agent_index(self, agent_id: str) -> str:
+        """ZSET: one agent's sessions by updatedAt."""
+        return f"{self.prefix}idx:agent:{agent_id}"
+
+    def kind_index(self, kind: str) -> str:
+        """ZSET: sessions of one kind (main, group, cron, hook, node, other) by updatedAt."""
+        return f"{self.prefix}idx:kind:{kind}"
+
+    def children(self, parent_key: str) -> str:
+        """SET: the sessions a session spawned (the ``tree`` visibility, without a scan)."""
+        return f"{self.prefix}children:{parent_key}"
+
+    def session_id(self, session_id: str) -> str:
+        """STRING: sessionId -> session key."""
+        return f"{self.prefix}sid:{session_id}"
+
+    def labels(self, agent_id: str) -> str:
+        """HASH: label -> session key, per agent (labels are unique within an agent)."""
+        return f"{self.prefix}labels:{agent_id}"
+
+    def archive_due(self) -> str:
+        """ZSET: ended sub-agent sessions, scored by when they are to be archived."""
+        return f"{self.prefix}archive:due"
+
+    def transcript(self, session_key: str) -> str:
+        """STREAM: the session's messages, one JSON document per entry."""
+        return f"{self.prefix}transcript:{session_key}"
+
+    # runs and lanes
+    def run(self, run_id: str) -> str:
+        """HASH: one run; expires ``runs.retentionHours`` after it ends."""
+        return f"{self.prefix}run:{run_id}"
+
+    def run_events(self, run_id: str) -> str:
+        """STREAM: the run's progress events (queued, started, ended)."""
+        return f"{self.prefix}run-events:{run_id}"
+
+    def waiters(self, run_id: str) -> str:
+        """SET: runs suspended until this run ends (an agent's sessions_send with a wait)."""
+        return f"{self.prefix}waiters:{run_id}"
+
+    def run_done_channel(self, run_id: str) -> str:
+        """Pub/sub channel published in the same atomic step as the run's terminal state."""
+        return f"{self.prefix}run-done:{run_id}"
+
+    def waiter_channel(self, instance_id: str) -> str:
+        """Pub/sub channel an API process stays subscribed to, so its connection never leaves pub/sub mode."""
+        return f"{self.prefix}waits:{instance_id}"
+
+    def lane(self, session_key: str) -> str:
+        """LIST: run ids of one session in acceptance order; the head is the one that may execute."""
+        return f"{self.prefix}lane:{session_key}"
+
+    def lease(self, session_key: str) -> str:
+        """HASH: who executes the lane's head now (runId, owner, attempt, token, expiresAt)."""
+        return f"{self.prefix}lease:{session_key}"
+
+    def lanes_due(self) -> str:
+        """ZSET: session keys with pending runs, scored by when the reaper should look at them."""
+        return f"{self.prefix}lanes:due"
+
+    def fence_counter(self) -> str:
+        """STRING: source of fencing tokens; every claim takes a new one."""
+        return f"{self.prefix}seq:fence"
+
+    # flows and deliveries
+    def flow(self, flow_id: str) -> str:
+        """HASH: a sessions_send exchange (its id is the primary run's id)."""
+        return f"{self.prefix}flow:{flow_id}"
+
+    def flows_due(self) -> str:
+        """ZSET: flows that must be advanced by a time (a step's deadline, or now after a run ended)."""
+        return f"{self.prefix}flows:due"
+
+    def delivery(self, delivery_id: str) -> str:
+        """HASH: one outbound message and its delivery state."""
+        return f"{self.prefix}delivery:{delivery_id}"
+
+    def outbox(self, channel: str, to: str) -> str:
+        """STREAM: messages a local adapter delivered (webchat: per recipient; log: per session)."""
+        return f"{self.prefix}outbox:{channel}:{to}"
+
+    # fleet
+    def worker_heartbeat(self, hostname: str) -> str:
+        """STRING with TTL: a worker is alive and consuming."""
+        return f"{self.prefix}worker:{hostname}"
+
+    def worker_heartbeat_pattern(self) -> str:
+        return f"{self.prefix}worker:*"
+
+    def pattern(self) -> str:
+        """Matches every key of this deployment."""
+        return f"{self.prefix}*"

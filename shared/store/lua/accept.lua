@@ -1,0 +1,36 @@
+-- Accept a run: create or touch its session, record the run, queue it in the session's lane.
+-- The run may execute at once only if it is the lane's head; the caller dispatches it then.
+-- A sessions_send's flow record is created in the same step as its primary run.
+-- KEYS: 1 session, 2 index all, 3 index agent, 4 index kind, 5 sessionId lookup, 6 lane, 7 run,
+--       8 run events, 9 lanes due, 10 flow, 11 flows due
+-- ARGV: 1 now ms, 2 run id, 3 session key, 4 session fields on create (json), 5 session fields to set (json),
+--       6 run fields (json), 7 dispatch grace ms, 8 flow fields (json, '' for none), 9 flow deadline ms
+local now = tonumber(ARGV[1])
+-- A retried call (the reply to the first one was lost) must not queue the run twice.
+if redis.call('EXISTS', KEYS[7]) == 1 then
+  local head = redis.call('LINDEX', KEYS[6], 0) == ARGV[2] and redis.call('HGET', KEYS[7], 'status') == 'queued'
+  return {tonumber(redis.call('HGET', KEYS[7], 'seq')), head and 1 or 0}
+end
+if ARGV[8] ~= '' then
+  hset_object(KEYS[10], ARGV[8])
+  redis.call('ZADD', KEYS[11], ARGV[9], ARGV[2])
+end
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  hset_object(KEYS[1], ARGV[4])
+  redis.call('SET', KEYS[5], ARGV[3])
+end
+hset_object(KEYS[1], ARGV[5])
+redis.call('HSET', KEYS[1], 'updatedAt', now)
+for i = 2, 4 do
+  redis.call('ZADD', KEYS[i], now, ARGV[3])
+end
+local seq = redis.call('HINCRBY', KEYS[1], 'runSeq', 1)
+hset_object(KEYS[7], ARGV[6])
+redis.call('HSET', KEYS[7], 'seq', seq, 'status', 'queued', 'createdAt', now, 'attempts', 0)
+redis.call('XADD', KEYS[8], '*', 'type', 'queued', 'at', now)
+local position = redis.call('RPUSH', KEYS[6], ARGV[2])
+if position == 1 then
+  redis.call('HSET', KEYS[7], 'dispatchedAt', now)
+  redis.call('ZADD', KEYS[9], now + tonumber(ARGV[7]), ARGV[3])
+end
+return {seq, position}

@@ -1,0 +1,60 @@
+-- Claim the lane's head run for one execution attempt: a compare-and-set on (status, lane head, lease).
+-- A live lease held by someone else means "busy"; the same Celery task redelivered after its worker was
+-- lost (a higher retry count) may take over at once, anyone else waits for the lease to lapse.
+-- The first claim appends the run's input message to the transcript, so turns never interleave.
+-- A claimed (or exhausted) run comes back with its hash and its session's hash, so the attempt needs no
+-- second round trip to load them.
+-- KEYS: 1 run, 2 lane, 3 lease, 4 transcript, 5 run events, 6 lanes due, 7 fence counter, 8 session
+-- ARGV: 1 run id, 2 owner (task id), 3 attempt (task retries), 4 now ms, 5 lease ms, 6 max attempts,
+--       7 session key
+local run = redis.call('HMGET', KEYS[1], 'status', 'sessionKey', 'inputAppended')
+local status = run[1]
+if not status or run[2] ~= ARGV[7] then
+  return {'missing'}
+end
+if not is_active(status) then
+  return {'done', status}
+end
+if redis.call('LINDEX', KEYS[2], 0) ~= ARGV[1] then
+  return {'not_head'}
+end
+local now = tonumber(ARGV[4])
+local lease = redis.call('HMGET', KEYS[3], 'owner', 'attempt', 'expiresAt')
+-- A run suspended on a wait (its lease parked until the wait's deadline) is resumed by anyone, and its
+-- resumption is not a new attempt.
+local resuming = lease[1] == 'suspended'
+if lease[3] and tonumber(lease[3]) > now and not resuming then
+  local redelivered_after_loss = lease[1] == ARGV[2] and tonumber(ARGV[3]) > tonumber(lease[2])
+  if not redelivered_after_loss then
+    return {'busy', tostring(tonumber(lease[3]) - now)}
+  end
+end
+local attempts
+if resuming then
+  attempts = tonumber(redis.call('HGET', KEYS[1], 'attempts') or '1')
+else
+  attempts = redis.call('HINCRBY', KEYS[1], 'attempts', 1)
+end
+local token = redis.call('INCR', KEYS[7])
+local expires = now + tonumber(ARGV[5])
+redis.call('DEL', KEYS[3])
+redis.call('HSET', KEYS[3], 'runId', ARGV[1], 'owner', ARGV[2], 'attempt', ARGV[3],
+  'token', token, 'expiresAt', expires)
+redis.call('ZADD', KEYS[6], expires, ARGV[7])
+if attempts > tonumber(ARGV[6]) then
+  return {'exhausted', tostring(token), tostring(attempts), redis.call('HGETALL', KEYS[1]),
+    redis.call('HGETALL', KEYS[8])}
+end
+if status == 'queued' then
+  redis.call('HSET', KEYS[1], 'status', 'running', 'startedAt', now)
+end
+redis.call('XADD', KEYS[5], '*', 'type', 'started', 'at', now, 'attempt', attempts)
+if run[3] ~= '1' then
+  local input = redis.call('HGET', KEYS[1], 'input')
+  if input then
+    redis.call('XADD', KEYS[4], '*', 'm', input)
+  end
+  redis.call('HSET', KEYS[1], 'inputAppended', '1')
+end
+return {'claimed', tostring(token), tostring(attempts), redis.call('HGETALL', KEYS[1]),
+  redis.call('HGETALL', KEYS[8])}

@@ -1,0 +1,74 @@
+-- End a run in one atomic step: transcript append, terminal state, session activity and usage, lane
+-- advance, completion signal. Returns the next run of the lane (id, kind, flow), already marked
+-- dispatched, and the runs suspended waiting for this one (id, session, kind), for the caller to enqueue.
+-- A run of a flow puts the flow on the reaper's schedule, in case whoever should advance it dies first.
+-- KEYS: 1 run, 2 lease, 3 lane, 4 session, 5 transcript, 6 run events, 7 lanes due, 8 index all,
+--       9 index agent, 10 index kind, 11 flows due, 12 runs waiting for this one
+-- ARGV: 1 run id, 2 token, 3 now ms, 4 status, 5 run fields (json), 6 context tokens ('' unknown),
+--       7 retention s, 8 completion channel, 9 dispatch grace ms, 10 run key prefix, 11 session key,
+--       12 input tokens, 13 output tokens, 14 cost usd, 15.. the messages to append (json), in order
+if redis.call('HGET', KEYS[2], 'token') ~= ARGV[2] then
+  return {'fenced'}
+end
+if not is_active(redis.call('HGET', KEYS[1], 'status')) then
+  return {'fenced'}
+end
+local now = tonumber(ARGV[3])
+for i = 15, #ARGV do
+  redis.call('XADD', KEYS[5], '*', 'm', ARGV[i])
+end
+hset_object(KEYS[1], ARGV[5])
+redis.call('HSET', KEYS[1], 'status', ARGV[4], 'endedAt', now)
+redis.call('HDEL', KEYS[1], 'memo', 'dispatchedAt')
+redis.call('XADD', KEYS[6], '*', 'type', 'ended', 'status', ARGV[4], 'at', now)
+redis.call('EXPIRE', KEYS[1], ARGV[7])
+redis.call('EXPIRE', KEYS[6], ARGV[7])
+if redis.call('LINDEX', KEYS[3], 0) == ARGV[1] then
+  redis.call('LPOP', KEYS[3])
+end
+redis.call('DEL', KEYS[2])
+if redis.call('EXISTS', KEYS[4]) == 1 then
+  redis.call('HSET', KEYS[4], 'updatedAt', now)
+  local input_tokens = redis.call('HINCRBY', KEYS[4], 'inputTokens', ARGV[12])
+  local output_tokens = redis.call('HINCRBY', KEYS[4], 'outputTokens', ARGV[13])
+  redis.call('HSET', KEYS[4], 'totalTokens', input_tokens + output_tokens)
+  redis.call('HINCRBYFLOAT', KEYS[4], 'estimatedCostUsd', ARGV[14])
+  if ARGV[6] ~= '' then
+    redis.call('HSET', KEYS[4], 'contextTokens', ARGV[6])
+  end
+  for i = 8, 10 do
+    redis.call('ZADD', KEYS[i], now, ARGV[11])
+  end
+end
+-- The signal carries the terminal run, so a waiter needs no read to answer (the hash stays the truth).
+local ended = {}
+local fields = redis.call('HGETALL', KEYS[1])
+for i = 1, #fields, 2 do
+  if fields[i] ~= 'input' and fields[i] ~= 'memo' then
+    ended[fields[i]] = fields[i + 1]
+  end
+end
+redis.call('PUBLISH', ARGV[8], cjson.encode(ended))
+if ended['flowId'] then
+  redis.call('ZADD', KEYS[11], now + tonumber(ARGV[9]), ended['flowId'])
+end
+local result = {'committed', '', '', ''}
+local next_run = redis.call('LINDEX', KEYS[3], 0)
+if next_run then
+  redis.call('HSET', ARGV[10] .. next_run, 'dispatchedAt', now)
+  redis.call('ZADD', KEYS[7], now + tonumber(ARGV[9]), ARGV[11])
+  local next_fields = redis.call('HMGET', ARGV[10] .. next_run, 'kind', 'flowId')
+  result = {'committed', next_run, next_fields[1], next_fields[2] or ''}
+else
+  redis.call('ZREM', KEYS[7], ARGV[11])
+end
+for _, waiter in ipairs(redis.call('SMEMBERS', KEYS[12])) do
+  local fields = redis.call('HMGET', ARGV[10] .. waiter, 'sessionKey', 'kind')
+  if fields[1] then
+    result[#result + 1] = waiter
+    result[#result + 1] = fields[1]
+    result[#result + 1] = fields[2]
+  end
+end
+redis.call('DEL', KEYS[12])
+return result

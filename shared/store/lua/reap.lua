@@ -1,0 +1,28 @@
+-- Find lanes that stopped moving: a head that was dispatched but never claimed within the grace, or whose
+-- lease lapsed (its worker died). Marks them dispatched again and returns (runId, sessionKey, kind) triples
+-- (and flowId) for the caller to enqueue. Lanes with a live lease are rescheduled to their lease expiry.
+-- KEYS: 1 lanes due   ARGV: 1 now ms, 2 limit, 3 dispatch grace ms, 4 lane prefix, 5 lease prefix,
+--                           6 run prefix
+local now = tonumber(ARGV[1])
+local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[2]))
+local stalled = {}
+for _, session_key in ipairs(due) do
+  local head = redis.call('LINDEX', ARGV[4] .. session_key, 0)
+  if not head then
+    redis.call('ZREM', KEYS[1], session_key)
+  else
+    local expires = tonumber(redis.call('HGET', ARGV[5] .. session_key, 'expiresAt') or '0')
+    if expires > now then
+      redis.call('ZADD', KEYS[1], expires, session_key)
+    else
+      redis.call('HSET', ARGV[6] .. head, 'dispatchedAt', now)
+      redis.call('ZADD', KEYS[1], now + tonumber(ARGV[3]), session_key)
+      stalled[#stalled + 1] = head
+      stalled[#stalled + 1] = session_key
+      local fields = redis.call('HMGET', ARGV[6] .. head, 'kind', 'flowId')
+      stalled[#stalled + 1] = fields[1] or 'chat'
+      stalled[#stalled + 1] = fields[2] or ''
+    end
+  end
+end
+return stalled

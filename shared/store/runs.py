@@ -1,0 +1,343 @@
+"""Runs and the per-session lanes that order them.
+
+The life of a run, each step one Lua script (atomic):
+
+- ``accept``: record the run and append it to its session's lane; only the lane head may execute.
+- ``claim``: compare-and-set on (status, lane head, lease) that hands out a fencing token and returns the
+  run and session the attempt needs.
+- ``heartbeat``: keep the lease while the agent works.
+- ``memoize``: store the agent loop's state between model steps, so a retried attempt resumes it.
+- ``suspend``: park a run whose tool call waits for another run; that run's commit wakes it.
+- ``commit``: transcript + terminal state + lane advance + completion signal, returning the next head and
+  the runs that waited for this one.
+- ``reap``: lanes whose head was never claimed or whose lease lapsed, to be dispatched again.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from redis import Redis
+from redis.commands.core import Script
+
+from shared.clock import Clock
+from shared.models import Flow, Message, Run, RunKind, RunStatus, SessionEntry, Usage
+from shared.store.codec import decode, encode, encode_values
+from shared.store.keys import RedisKeys
+from shared.store.scripts import Scripts, run_pipelined
+
+
+@dataclass(frozen=True, slots=True)
+class NewRun:
+    run_id: str
+    session_key: str
+    agent_id: str
+    kind: RunKind
+    input: Message
+    context: str | None = None
+    flow_id: str | None = None
+    parent_run_id: str | None = None
+    turn: int | None = None
+    chain_id: str | None = None
+    hops: int = 0
+    timeout_ms: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Accepted:
+    run_id: str
+    session_key: str
+    seq: int
+    is_head: bool
+
+
+class ClaimOutcome(StrEnum):
+    CLAIMED = "claimed"
+    BUSY = "busy"  # another attempt holds a live lease; the reaper dispatches again when it lapses
+    DONE = "done"  # already terminal: a duplicate delivery
+    MISSING = "missing"
+    NOT_HEAD = "not_head"  # an earlier run of the session has not finished
+    EXHAUSTED = "exhausted"  # claimed more than runs.maxAttempts times: end it as an error
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    outcome: ClaimOutcome
+    token: str = ""
+    attempts: int = 0
+    # Set when the attempt may proceed (claimed or exhausted): what it needs, loaded by the claim itself.
+    state: ExecutionState | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    status: RunStatus
+    reply: str | None = None
+    error: str | None = None
+    usage: Usage = field(default_factory=Usage)
+
+
+@dataclass(frozen=True, slots=True)
+class LaneHead:
+    """A run that just became its lane's head (or whose lane stalled) and must be enqueued."""
+
+    run_id: str
+    session_key: str
+    kind: RunKind
+    flow_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Committed:
+    committed: bool
+    next_head: LaneHead | None = None
+    # Runs suspended on a wait for this one: to be enqueued, so they resume.
+    waiters: list[LaneHead] = field(default_factory=list)
+
+
+class SuspendOutcome(StrEnum):
+    SUSPENDED = "suspended"
+    READY = "ready"  # the awaited run has already ended: go on at once
+    FENCED = "fenced"  # the lease was lost
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutionState:
+    run: Run
+    input: Message | None
+    memo: str | None
+    session: SessionEntry | None
+
+
+class RunStore:
+    def __init__(
+        self,
+        client: Redis,
+        keys: RedisKeys,
+        scripts: Scripts,
+        clock: Clock,
+        *,
+        dispatch_grace_ms: int,
+        retention_seconds: int,
+    ) -> None:
+        self._redis = client
+        self._keys = keys
+        self._scripts = scripts
+        self._clock = clock
+        self._grace_ms = dispatch_grace_ms
+        self._retention_s = retention_seconds
+
+    def accept(
+        self,
+        session: SessionEntry,
+        session_updates: dict[str, Any],
+        new: NewRun,
+        flow: Flow | None = None,
+    ) -> Accepted:
+        """Create-or-touch ``session`` (``session`` holds the fields of a new entry), then queue the run;
+        a ``flow`` (whose id is this run's) is created in the same step."""
+        k = self._keys
+        run_fields = encode_values(
+            {
+                "runId": new.run_id,
+                "sessionKey": new.session_key,
+                "agentId": new.agent_id,
+                "kind": new.kind,
+                "flowId": new.flow_id,
+                "parentRunId": new.parent_run_id,
+                "turn": new.turn,
+                "context": new.context,
+                "chainId": new.chain_id or new.run_id,
+                "hops": new.hops,
+                "timeoutMs": new.timeout_ms,
+                "input": new.input.model_dump_json(by_alias=True, exclude_none=True),
+            }
+        )
+        run_fields = {field: value for field, value in run_fields.items() if value != "null"}
+        seq, position = self._scripts.accept(
+            keys=[
+                k.session(session.key),
+                k.sessions_index(),
+                k.agent_index(session.agent_id),
+                k.kind_index(session.kind),
+                k.session_id(session.session_id),
+                k.lane(session.key),
+                k.run(new.run_id),
+                k.run_events(new.run_id),
+                k.lanes_due(),
+                k.flow(new.run_id),
+                k.flows_due(),
+            ],
+            args=[
+                self._clock.now_ms(),
+                new.run_id,
+                session.key,
+                json.dumps(encode(session)),
+                json.dumps(encode_values({k: v for k, v in session_updates.items() if v is not None})),
+                json.dumps(run_fields),
+                self._grace_ms,
+                json.dumps(encode(flow)) if flow else "",
+                flow.created_at + flow.step_timeout_ms if flow else 0,
+            ],
+        )
+        return Accepted(new.run_id, session.key, int(seq), int(position) == 1)
+
+    def get(self, run_id: str) -> Run | None:
+        fields = self._redis.hgetall(self._keys.run(run_id))
+        return decode(Run, fields) if fields else None
+
+    def claim(
+        self, run_id: str, session_key: str, *, owner: str, attempt: int, lease_ms: int, max_attempts: int
+    ) -> Claim:
+        k = self._keys
+        result = self._scripts.claim(
+            keys=[
+                k.run(run_id),
+                k.lane(session_key),
+                k.lease(session_key),
+                k.transcript(session_key),
+                k.run_events(run_id),
+                k.lanes_due(),
+                k.fence_counter(),
+                k.session(session_key),
+            ],
+            args=[run_id, owner, attempt, self._clock.now_ms(), lease_ms, max_attempts, session_key],
+        )
+        outcome = ClaimOutcome(result[0])
+        if outcome not in (ClaimOutcome.CLAIMED, ClaimOutcome.EXHAUSTED):
+            return Claim(outcome)
+        run_fields, session_fields = _pairs(result[3]), _pairs(result[4])
+        state = ExecutionState(
+            run=decode(Run, run_fields),
+            input=Message.model_validate_json(run_fields["input"]) if "input" in run_fields else None,
+            memo=run_fields.get("memo"),
+            session=decode(SessionEntry, session_fields) if session_fields else None,
+        )
+        return Claim(outcome, token=result[1], attempts=int(result[2]), state=state)
+
+    def heartbeat(self, session_key: str, token: str, lease_ms: int) -> bool:
+        k = self._keys
+        held = self._scripts.heartbeat(
+            keys=[k.lease(session_key), k.lanes_due()],
+            args=[token, self._clock.now_ms() + lease_ms, session_key],
+        )
+        return bool(held)
+
+    def memoize(self, run: Run, token: str, memo: str) -> bool:
+        """Store the loop state (fenced: False if this attempt no longer holds the lease)."""
+        k = self._keys
+        return bool(
+            self._scripts.memoize(keys=[k.run(run.run_id), k.lease(run.session_key)], args=[token, memo])
+        )
+
+    def suspend(
+        self, run: Run, token: str, memo: str, awaited_run_id: str, deadline_ms: int
+    ) -> SuspendOutcome:
+        """Park ``run`` until ``awaited_run_id`` ends (its commit returns this run as a waiter) or the
+        deadline passes (the reaper dispatches it then); ``memo`` is the loop state to resume from."""
+        k = self._keys
+        result = self._scripts.suspend(
+            keys=[
+                k.run(run.run_id),
+                k.lease(run.session_key),
+                k.lanes_due(),
+                k.waiters(awaited_run_id),
+                k.run(awaited_run_id),
+            ],
+            args=[token, memo, deadline_ms, run.session_key, run.run_id],
+        )
+        return SuspendOutcome(result)
+
+    def commit(
+        self,
+        run: Run,
+        session: SessionEntry | None,
+        token: str,
+        outcome: Outcome,
+        messages: list[Message],
+        memo: str | None = None,
+        context_tokens: int | None = None,
+    ) -> Committed:
+        """End the run: ``messages`` (what the agent said, tool calls and results included) are appended to
+        the transcript in the same step. A ``memo`` (the agent's final state) is stored first, in the same
+        round trip: if the commit does not happen, a retried attempt commits it instead of asking the model
+        again."""
+        k = self._keys
+        calls: list[tuple[Script, list[str], list[Any]]] = []
+        if memo is not None:
+            calls.append(
+                (self._scripts.memoize, [k.run(run.run_id), k.lease(run.session_key)], [token, memo])
+            )
+        fields = encode_values(
+            {"reply": outcome.reply, "error": outcome.error, "usage": outcome.usage.wire()}
+        )
+        fields = {field: value for field, value in fields.items() if value != "null"}
+        agent_id = session.agent_id if session else run.agent_id
+        kind = session.kind if session else "other"
+        usage = outcome.usage
+        commit_keys = [
+            k.run(run.run_id),
+            k.lease(run.session_key),
+            k.lane(run.session_key),
+            k.session(run.session_key),
+            k.transcript(run.session_key),
+            k.run_events(run.run_id),
+            k.lanes_due(),
+            k.sessions_index(),
+            k.agent_index(agent_id),
+            k.kind_index(kind),
+            k.flows_due(),
+            k.waiters(run.run_id),
+        ]
+        commit_args: list[Any] = [
+            run.run_id,
+            token,
+            self._clock.now_ms(),
+            outcome.status.value,
+            json.dumps(fields),
+            "" if context_tokens is None else context_tokens,
+            self._retention_s,
+            k.run_done_channel(run.run_id),
+            self._grace_ms,
+            k.run(""),
+            run.session_key,
+            usage.input_tokens,
+            usage.output_tokens,
+            repr(usage.cost_usd),
+            *(message.model_dump_json(by_alias=True, exclude_none=True) for message in messages),
+        ]
+        calls.append((self._scripts.commit, commit_keys, commit_args))
+        result = run_pipelined(self._redis, calls)[-1]
+        if result[0] != "committed":
+            return Committed(False)
+        next_head = LaneHead(result[1], run.session_key, result[2], result[3] or None) if result[1] else None
+        waiters = [LaneHead(result[i], result[i + 1], result[i + 2]) for i in range(4, len(result), 3)]
+        return Committed(True, next_head, waiters)
+
+    def reap(self, limit: int = 500) -> list[LaneHead]:
+        """Lane heads to dispatch again: never claimed within the grace, or their lease lapsed."""
+        k = self._keys
+        # Scripts learn session keys and run ids as they go, so they get the key prefixes (``x("")``).
+        flat = self._scripts.reap(
+            keys=[k.lanes_due()],
+            args=[self._clock.now_ms(), limit, self._grace_ms, k.lane(""), k.lease(""), k.run("")],
+        )
+        return [
+            LaneHead(flat[i], flat[i + 1], flat[i + 2], flat[i + 3] or None) for i in range(0, len(flat), 4)
+        ]
+
+    def lane(self, session_key: str) -> list[str]:
+        return list(self._redis.lrange(self._keys.lane(session_key), 0, -1))
+
+    def add_event(self, run_id: str, fields: dict[str, str]) -> None:
+        self._redis.xadd(self._keys.run_events(run_id), fields)
+
+    def events(self, run_id: str) -> list[dict[str, str]]:
+        return [fields for _id, fields in self._redis.xrange(self._keys.run_events(run_id))]
+
+
+def _pairs(flat: list[str]) -> dict[str, str]:
+    return dict(zip(flat[0::2], flat[1::2], strict=True))

@@ -1,0 +1,65 @@
+"""The Lua scripts behind every multi-step state change, registered once per Redis client.
+
+redis-py's ``Script`` runs EVALSHA and reloads the script by itself after a Redis restart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from importlib import resources
+from typing import Any
+
+from redis import Redis
+from redis.commands.core import Script
+from redis.exceptions import NoScriptError
+
+_LUA = resources.files("shared.store") / "lua"
+
+
+def _source(name: str) -> str:
+    return (_LUA / "_lib.lua").read_text() + "\n" + (_LUA / f"{name}.lua").read_text()
+
+
+class Scripts:
+    def __init__(self, client: Redis) -> None:
+        self.accept: Script = client.register_script(_source("accept"))
+        self.claim: Script = client.register_script(_source("claim"))
+        self.heartbeat: Script = client.register_script(_source("heartbeat"))
+        self.memoize: Script = client.register_script(_source("memoize"))
+        self.commit: Script = client.register_script(_source("commit"))
+        self.suspend: Script = client.register_script(_source("suspend"))
+        self.reap: Script = client.register_script(_source("reap"))
+        self.patch_session: Script = client.register_script(_source("patch_session"))
+        self.create: Script = client.register_script(_source("create"))
+        self.create_session: Script = client.register_script(_source("create_session"))
+        self.delete_session: Script = client.register_script(_source("delete_session"))
+        self.archive_session: Script = client.register_script(_source("archive_session"))
+        self.take_due: Script = client.register_script(_source("take_due"))
+        self.reap_flows: Script = client.register_script(_source("reap_flows"))
+        self.claim_delivery: Script = client.register_script(_source("claim_delivery"))
+        self.finish_delivery: Script = client.register_script(_source("finish_delivery"))
+
+
+def run_pipelined(client: Redis, calls: Sequence[tuple[Script, list[str], list[Any]]]) -> list[Any]:
+    """Several scripts in one round trip, in order. redis-py's own pipeline support would first ask
+    ``SCRIPT EXISTS`` (another round trip) every time; here a script is loaded only when Redis answers
+    NOSCRIPT (its first use in a process, or after a restart), and only the calls that got that answer are
+    sent again (in their order): a call that ran must not run twice."""
+    results = _send(client, calls)
+    missing = [i for i, result in enumerate(results) if isinstance(result, NoScriptError)]
+    if missing:
+        for i in missing:
+            client.script_load(calls[i][0].script)
+        for i, result in zip(missing, _send(client, [calls[i] for i in missing]), strict=True):
+            results[i] = result
+    for result in results:
+        if isinstance(result, Exception):
+            raise result
+    return results
+
+
+def _send(client: Redis, calls: Sequence[tuple[Script, list[str], list[Any]]]) -> list[Any]:
+    pipe = client.pipeline(transaction=False)
+    for script, keys, args in calls:
+        pipe.evalsha(script.sha, len(keys), *keys, *args)
+    return list(pipe.execute(raise_on_error=False))

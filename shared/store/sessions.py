@@ -1,0 +1,156 @@
+"""Session entries, their list indexes and their id/label lookups."""
+
+from __future__ import annotations
+
+import heapq
+import json
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from redis import Redis
+
+from shared.models import SessionEntry
+from shared.store.codec import decode, encode, encode_values
+from shared.store.keys import RedisKeys
+from shared.store.scripts import Scripts
+
+
+class LabelTaken(Exception):
+    def __init__(self, label: str, holder: str) -> None:
+        super().__init__(f'label "{label}" is already used by {holder}')
+        self.holder = holder
+
+
+@dataclass(frozen=True, slots=True)
+class SessionPatch:
+    """Fields to change (camelCase names); ``None`` values are removed. ``label`` goes through the index."""
+
+    values: dict[str, Any]
+
+
+class SessionStore:
+    def __init__(self, client: Redis, keys: RedisKeys, scripts: Scripts) -> None:
+        self._redis = client
+        self._keys = keys
+        self._scripts = scripts
+
+    def get(self, session_key: str) -> SessionEntry | None:
+        fields = self._redis.hgetall(self._keys.session(session_key))
+        return decode(SessionEntry, fields) if fields else None
+
+    def get_many(self, session_keys: Sequence[str]) -> list[SessionEntry | None]:
+        pipe = self._redis.pipeline(transaction=False)
+        for session_key in session_keys:
+            pipe.hgetall(self._keys.session(session_key))
+        return [decode(SessionEntry, fields) if fields else None for fields in pipe.execute()]
+
+    def exists(self, session_key: str) -> bool:
+        return bool(self._redis.exists(self._keys.session(session_key)))
+
+    def key_for_session_id(self, session_id: str) -> str | None:
+        value: str | None = self._redis.get(self._keys.session_id(session_id.strip().lower()))
+        return value
+
+    def key_for_label(self, agent_id: str, label: str) -> str | None:
+        value: str | None = self._redis.hget(self._keys.labels(agent_id), label)
+        return value
+
+    def create(self, entry: SessionEntry) -> bool:
+        """Create ``entry`` with its indexes unless the session exists; True if it was created."""
+        k = self._keys
+        created = self._scripts.create_session(
+            keys=[
+                k.session(entry.key),
+                k.sessions_index(),
+                k.agent_index(entry.agent_id),
+                k.kind_index(entry.kind),
+                k.session_id(entry.session_id),
+            ],
+            args=[entry.key, json.dumps(encode(entry)), entry.updated_at],
+        )
+        return bool(created)
+
+    def delete(self, entry: SessionEntry) -> None:
+        k = self._keys
+        self._scripts.delete_session(
+            keys=[
+                k.session(entry.key),
+                k.transcript(entry.key),
+                k.lane(entry.key),
+                k.lease(entry.key),
+                k.sessions_index(),
+                k.agent_index(entry.agent_id),
+                k.kind_index(entry.kind),
+                k.session_id(entry.session_id),
+                k.labels(entry.agent_id),
+                k.archive_due(),
+                k.children(entry.spawned_by or ""),
+            ],
+            args=[entry.key],
+        )
+
+    def add_child(self, parent_key: str, child_key: str) -> None:
+        self._redis.sadd(self._keys.children(parent_key), child_key)
+
+    def children(self, parent_key: str) -> list[str]:
+        return sorted(self._redis.smembers(self._keys.children(parent_key)))
+
+    def schedule_archive(self, session_key: str, at_ms: int) -> None:
+        self._redis.zadd(self._keys.archive_due(), {session_key: at_ms})
+
+    def take_due_archives(self, now_ms: int, limit: int = 200) -> list[str]:
+        due: list[str] = self._scripts.take_due(keys=[self._keys.archive_due()], args=[now_ms, limit])
+        return due
+
+    def archive(self, entry: SessionEntry, now_ms: int) -> bool:
+        """Take the session out of the listings (False if it is gone)."""
+        k = self._keys
+        return bool(
+            self._scripts.archive_session(
+                keys=[
+                    k.session(entry.key),
+                    k.sessions_index(),
+                    k.agent_index(entry.agent_id),
+                    k.kind_index(entry.kind),
+                    k.archive_due(),
+                ],
+                args=[entry.key, now_ms],
+            )
+        )
+
+    def patch(self, entry: SessionEntry, patch: SessionPatch) -> SessionEntry | None:
+        """Apply a patch atomically; None if the session vanished. Raises LabelTaken."""
+        values = dict(patch.values)
+        label_action, new_label = "keep", ""
+        if "label" in values:
+            new_label = values.pop("label") or ""
+            label_action = "set" if new_label else "clear"
+        to_set = encode_values({k: v for k, v in values.items() if v is not None})
+        to_delete = [k for k, v in values.items() if v is None]
+        result = self._scripts.patch_session(
+            keys=[self._keys.session(entry.key), self._keys.labels(entry.agent_id)],
+            args=[entry.key, json.dumps(to_set), json.dumps(to_delete), label_action, new_label],
+        )
+        if result[0] == "label_taken":
+            raise LabelTaken(new_label, result[1])
+        return None if result[0] == "missing" else self.get(entry.key)
+
+    def recent(self, index_keys: Sequence[str], min_updated_ms: int | None, page: int = 100) -> Iterator[str]:
+        """Session keys from one or more indexes, newest first, merged without scanning the keyspace."""
+        floor: str | int = "-inf" if min_updated_ms is None else min_updated_ms
+        streams = [self._pages(index, floor, page) for index in index_keys]
+        merged = heapq.merge(*streams, key=lambda item: -item[1])
+        for member, _score in merged:
+            yield member
+
+    def _pages(self, index_key: str, floor: str | int, page: int) -> Iterator[tuple[str, float]]:
+        offset = 0
+        while True:
+            batch: list[tuple[str, float]] = self._redis.zrevrangebyscore(
+                index_key, "+inf", floor, start=offset, num=page, withscores=True
+            )
+            yield from batch
+            if len(batch) < page:
+                return
+            offset += page

@@ -1,0 +1,158 @@
+"""Sub-agent rules (SPEC 6), as pure functions: who may spawn whom, sandboxing, the sub-agent tool set,
+and the normalized announce (Status / Result / Notes / Stats)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from shared import keys
+from shared.config import Config
+from shared.models import Run, RunStatus, SessionEntry
+
+SESSION_TOOLS = frozenset(
+    {"sessions_list", "sessions_history", "sessions_send", "sessions_spawn", "agents_list"}
+)
+ANNOUNCE_MESSAGE = "Sub-agent announce step."
+
+
+def allowed_agents(config: Config, requester_agent: str) -> tuple[bool, list[str]]:
+    """(any agent allowed, the explicitly allowed ids), from ``agents.list[].subagents.allowAgents``."""
+    agent = config.agent(requester_agent)
+    listed = [a.strip().lower() for a in (agent.subagents.allow_agents if agent else []) if a.strip()]
+    return "*" in listed, sorted({a for a in listed if a != "*"})
+
+
+def may_spawn(config: Config, requester_agent: str, target_agent: str) -> bool:
+    if target_agent == requester_agent:
+        return True
+    allow_any, allowed = allowed_agents(config, requester_agent)
+    return allow_any or target_agent in allowed
+
+
+def sandboxed(config: Config, agent_id: str, session_key: str) -> bool:
+    """``all`` sandboxes every session of the agent, ``non-main`` every one but its main session."""
+    mode = config.sandbox_mode(agent_id)
+    return mode == "all" or (
+        mode == "non-main" and keys.classify(session_key, config.session.main_key) != "main"
+    )
+
+
+def tool_set(config: Config, all_tools: Iterable[str]) -> list[str]:
+    """The sub-agent tool set: every tool but the session tools, then ``tools.subagents.tools`` allow/deny."""
+    rules = config.tools.subagents.tools
+    tools = [t for t in all_tools if t not in SESSION_TOOLS]
+    if rules.allow is not None:
+        tools = [t for t in all_tools if t in set(rules.allow)]
+    if rules.deny is not None:
+        tools = [t for t in tools if t not in set(rules.deny)]
+    return sorted(tools)
+
+
+def announce_context(task: str, run: Run) -> str:
+    return "\n".join(
+        [
+            "Sub-agent announce step:",
+            f"Your task was: {task}",
+            f"Your run ended with status: {run.status.value}.",
+            "Report back to the session that spawned you, in this form:",
+            "Result: <what came of the task>",
+            "Notes: <anything the requester should know>",
+            'If there is nothing worth posting, reply exactly "ANNOUNCE_SKIP".',
+        ]
+    )
+
+
+# --- the normalized announce ---------------------------------------------------------------------------
+
+_LABEL = re.compile(
+    r"^\s*(?:[-*•]\s*)?(?:\*\*|__)?(result|notes)(?:\*\*|__)?\s*(?:\*\*|__)?\s*:\s*(?:\*\*|__)?",
+    re.IGNORECASE,
+)
+
+
+def sections(reply: str) -> dict[str, str]:
+    """``Result:`` and ``Notes:`` sections of a reply; bullets and bold labels are tolerated."""
+    found: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for line in reply.splitlines():
+        match = _LABEL.match(line)
+        if match:
+            current = found.setdefault(match.group(1).lower(), [])
+            current.append(line[match.end() :].strip())
+        elif current is not None:
+            current.append(line)
+    return {name: "\n".join(lines).strip() for name, lines in found.items()}
+
+
+def status_of(run: Run | None) -> str:
+    """From the runtime outcome, never from what the model wrote."""
+    if run is None:
+        return "unknown"
+    return {RunStatus.OK: "success", RunStatus.ERROR: "error", RunStatus.TIMEOUT: "timeout"}.get(
+        run.status, "unknown"
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class AnnounceInputs:
+    child: Run | None
+    announce_reply: str
+    tool_result: str | None
+    session: SessionEntry | None
+    transcript_path: str
+
+
+def normalize(inputs: AnnounceInputs) -> str:
+    parts = sections(inputs.announce_reply)
+    child = inputs.child
+    final = (child.reply or "").strip() if child else ""
+    result = parts.get("result") or final or (inputs.tool_result or "").strip() or "(no result)"
+    notes = [line for line in (parts.get("notes") or "").splitlines() if line.strip()]
+    if child is not None and child.status is not RunStatus.OK and child.error:
+        notes.append(f"- Error: {child.error}")
+    if not notes:
+        notes = ["- (none)"]
+    return "\n".join(
+        [
+            f"Status: {status_of(child)}",
+            f"Result: {result}",
+            "Notes: " + "\n".join(notes),
+            f"Stats: {stats(inputs)}",
+        ]
+    )
+
+
+def stats(inputs: AnnounceInputs) -> str:
+    child, session = inputs.child, inputs.session
+    runtime = duration((child.ended_at or 0) - (child.started_at or child.created_at)) if child else "?"
+    usage = child.usage if child else None
+    tokens_in = usage.input_tokens if usage else 0
+    tokens_out = usage.output_tokens if usage else 0
+    cost = usage.cost_usd if usage else 0.0
+    return " • ".join(
+        [
+            f"runtime {runtime}",
+            f"tokens {count(tokens_in + tokens_out)} (in {count(tokens_in)} / out {count(tokens_out)})",
+            f"est ${cost:.2f}",
+            f"sessionKey {session.key if session else '?'}",
+            f"sessionId {session.session_id if session else '?'}",
+            f"transcript {inputs.transcript_path}",
+        ]
+    )
+
+
+def duration(ms: int) -> str:
+    seconds = max(ms, 0) // 1000
+    if seconds < 60:
+        return f"{seconds}s"
+    minutes, seconds = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes}m{seconds}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes}m"
+
+
+def count(tokens: int) -> str:
+    return str(tokens) if tokens < 1000 else f"{tokens / 1000:.1f}k"

@@ -1,0 +1,109 @@
+"""Accepting a run and turning its fate into the ``sessions_send`` result shapes (SPEC 4).
+
+A caller that wants to wait gets an ``AwaitRun`` back instead of blocking: the HTTP API awaits it on its
+pub/sub multiplexer, an agent runtime stores it as a continuation. Both finish it with the run they saw.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from pydantic import BaseModel
+
+from shared.dispatch import Dispatcher
+from shared.models import DeliveryStatus, Flow, Run, RunStatus, SendResult, SessionEntry
+from shared.store import Store
+from shared.store.runs import Accepted, LaneHead, NewRun
+
+log = logging.getLogger(__name__)
+
+
+class AwaitRun(BaseModel):
+    """Wait for ``run_id`` to end, then ``finish`` with what was seen. Plain data: an agent's run stores it
+    while it is suspended on the wait."""
+
+    run_id: str
+    session_key: str  # as the result names it
+    timeout_seconds: float  # as asked for
+    # How long an HTTP request may be held (gateway.maxWaitSeconds); a suspended run holds nothing.
+    max_wait_seconds: float
+    flow_id: str | None = None
+
+    @property
+    def wait_seconds(self) -> float:
+        return min(self.timeout_seconds, self.max_wait_seconds)
+
+    def finish(self, run: Run | None) -> SendResult:
+        result = result_of(self.run_id, self.session_key, self.timeout_seconds, run)
+        return result.model_copy(update={"flow_id": self.flow_id})
+
+
+def submit(
+    store: Store,
+    dispatcher: Dispatcher,
+    session: SessionEntry,
+    updates: dict[str, Any],
+    new: NewRun,
+    flow: Flow | None = None,
+    dispatch: bool = True,
+) -> Accepted:
+    """Accept the run; enqueue it if it may start now, unless the caller runs it itself (``dispatch=False``:
+    then a head it fails to run is dispatched again by the reaper after the grace)."""
+    accepted = store.runs.accept(session, updates, new, flow)
+    if accepted.is_head and dispatch:
+        try:
+            dispatcher.dispatch_run(LaneHead(new.run_id, session.key, new.kind, new.flow_id))
+        except Exception:
+            # The run is stored and its lane is on the reaper's schedule: it is dispatched again after
+            # runs.dispatchGraceSeconds, so the caller's run is late, not lost.
+            log.exception("run %s accepted but not enqueued; the reaper will dispatch it", new.run_id)
+    return accepted
+
+
+def send_outcome(
+    run_id: str, session_key: str, timeout_seconds: float, max_wait_seconds: float, flow_id: str | None = None
+) -> SendResult | AwaitRun:
+    if timeout_seconds == 0:
+        return SendResult(
+            run_id=run_id,
+            status="accepted",
+            session_key=session_key,
+            delivery=DeliveryStatus(status="pending"),
+            flow_id=flow_id,
+        )
+
+    return AwaitRun(
+        run_id=run_id,
+        session_key=session_key,
+        timeout_seconds=timeout_seconds,
+        max_wait_seconds=max_wait_seconds,
+        flow_id=flow_id,
+    )
+
+
+def result_of(run_id: str, session_key: str, timeout_seconds: float, run: Run | None) -> SendResult:
+    if run is None or not run.status.terminal:
+        return SendResult(
+            run_id=run_id,
+            status="timeout",
+            session_key=session_key,
+            error=(
+                f"timed out after {timeout_seconds:g}s; the run continues: read sessions_history later "
+                f"or wait again with GET /v1/runs/{run_id}/wait"
+            ),
+        )
+    if run.status is RunStatus.OK:
+        return SendResult(
+            run_id=run_id,
+            status="ok",
+            session_key=session_key,
+            reply=run.reply or "",
+            delivery=DeliveryStatus(status="pending"),
+        )
+    return SendResult(
+        run_id=run_id,
+        status="error",
+        session_key=session_key,
+        error=run.error or f"run ended with status {run.status.value}",
+    )

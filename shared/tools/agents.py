@@ -1,0 +1,20 @@
+"""agents_list (SPEC 6): which agents the caller may spawn, its own first."""
+
+from __future__ import annotations
+
+from shared import subagents
+from shared.models import AgentRow, AgentsListParams, AgentsListResult
+from shared.tools.context import ToolContext
+
+
+def agents_list(ctx: ToolContext, _params: AgentsListParams) -> AgentsListResult:
+    config, requester = ctx.config, ctx.caller_agent
+    allow_any, allowed = subagents.allowed_agents(config, requester)
+    others = (
+        sorted(set(config.agent_ids()) - {requester}) if allow_any else [a for a in allowed if a != requester]
+    )
+    rows = []
+    for agent_id in [requester, *others]:
+        agent = config.agent(agent_id)
+        rows.append(AgentRow(id=agent_id, name=agent.name if agent else None, configured=agent is not None))
+    return AgentsListResult(requester=requester, allow_any=allow_any, agents=rows)

@@ -1,0 +1,100 @@
+"""What every tool call knows: who is calling, and the ports it may use."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+from shared import keys, subagents
+from shared.config import Config
+from shared.dispatch import Dispatcher
+from shared.errors import ToolError
+from shared.store import Store
+
+
+@dataclass(frozen=True, slots=True)
+class ToolContext:
+    config: Config
+    store: Store
+    dispatcher: Dispatcher
+    caller_key: str
+    # The run this call is made from (an agent's tool call), for the agent-to-agent hop limit.
+    origin_run_id: str | None = None
+    # Whether whoever stands behind the call may run owner-only operations (an owner API token).
+    owner: bool = True
+    # An agent's tool call: the runs it creates get ids derived from it, so a call repeated after a lost
+    # worker finds the runs the first one made instead of making them again.
+    id_seed: str | None = None
+
+    @classmethod
+    def for_caller(
+        cls,
+        config: Config,
+        store: Store,
+        dispatcher: Dispatcher,
+        caller: str,
+        origin_run_id: str | None = None,
+        owner: bool = True,
+    ) -> ToolContext:
+        """``caller`` as a client wrote it (``main`` by default); raises SessionKeyError if malformed."""
+        key = keys.canonical(
+            caller,
+            caller_agent=config.default_agent.id,
+            main_key=config.session.main_key,
+            global_scope=config.global_scope,
+        )
+        return cls(config, store, dispatcher, key, origin_run_id, owner)
+
+    def new_run_id(self) -> str:
+        if self.id_seed is None:
+            return str(uuid.uuid4())
+        return str(uuid.uuid5(uuid.NAMESPACE_URL, f"clawbus:tool-call:{self.id_seed}"))
+
+    @property
+    def caller_agent(self) -> str:
+        return keys.parse(self.caller_key).agent_id
+
+    def display(self, session_key: str) -> str:
+        return keys.display(
+            session_key, default_agent=self.config.default_agent.id, main_key=self.config.session.main_key
+        )
+
+    def resolve(self, reference: str) -> str:
+        """A ``sessionKey`` argument (key, short form, sessionId or ``current``) -> stored key."""
+        value = reference.strip()
+        if value == keys.CURRENT:
+            return self.caller_key
+        if keys.is_session_id(value):
+            found = self.store.sessions.key_for_session_id(value)
+            if found is None or not self.may_look_up(found):
+                raise ToolError(f"Session not found: {value} (use the full sessionKey from sessions_list)")
+            return found
+        try:
+            key = keys.canonical(
+                value,
+                caller_agent=self.caller_agent,
+                main_key=self.config.session.main_key,
+                global_scope=self.config.global_scope,
+            )
+        except keys.SessionKeyError as exc:
+            raise ToolError(str(exc)) from None
+        require_agent(self.config, key)
+        return key
+
+    def may_look_up(self, session_key: str) -> bool:
+        """A sandboxed session resolves sessionIds and labels only to the sessions it spawned (or itself):
+        for anything else the id does not exist, as far as it can tell."""
+        if session_key == self.caller_key or not subagents.sandboxed(
+            self.config, self.caller_agent, self.caller_key
+        ):
+            return True
+        entry = self.store.sessions.get(session_key)
+        return entry is not None and entry.spawned_by == self.caller_key
+
+
+def require_agent(config: Config, session_key: str) -> None:
+    """Sessions belong to configured agents; a key naming any other agent is refused."""
+    agent_id = keys.parse(session_key).agent_id
+    if config.agent(agent_id) is None:
+        configured = ", ".join(config.agent_ids())
+        raise ToolError(f'Unknown agent "{agent_id}" in session key {session_key} (configured: {configured})')

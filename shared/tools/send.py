@@ -1,0 +1,111 @@
+"""sessions_send (SPEC 4): message another session; fire-and-forget, or wait for its reply."""
+
+from __future__ import annotations
+
+from shared import keys, policy, visibility
+from shared.contexts import send_context
+from shared.errors import ToolError
+from shared.flows import new_flow
+from shared.models import Message, Provenance, SendResult, SessionsSendParams, ToolFailure
+from shared.sessions import channel_of, new_entry
+from shared.store.runs import NewRun
+from shared.submit import AwaitRun, send_outcome, submit
+from shared.tools.context import ToolContext
+
+
+def sessions_send(ctx: ToolContext, params: SessionsSendParams) -> SendResult | ToolFailure | AwaitRun:
+    run_id = ctx.new_run_id()
+    if params.session_key and params.label:
+        return ToolFailure(
+            status="error", error="Provide either sessionKey or label (not both).", run_id=run_id
+        )
+    if not params.session_key and not params.label:
+        return ToolFailure(status="error", error="Either sessionKey or label is required", run_id=run_id)
+    try:
+        target = ctx.resolve(params.session_key) if params.session_key else _by_label(ctx, params)
+    except ToolError as exc:
+        return ToolFailure(
+            status="error" if exc.status == "error" else "forbidden", error=exc.error, run_id=run_id
+        )
+    caller, existing = ctx.store.sessions.get_many([ctx.caller_key, target])
+    refused = visibility.refusal(ctx.config, ctx.caller_key, target, existing, "send")
+    if refused is not None:
+        return ToolFailure(status="forbidden", error=refused, run_id=run_id)
+    now = ctx.store.clock.now_ms()
+    entry = existing or new_entry(ctx.config, target, now)
+    if policy.decide(ctx.config, entry) == "deny":
+        return ToolFailure(status="error", error=policy.BLOCKED, run_id=run_id)
+    try:
+        chain_id, hops = _chain(ctx, run_id)
+    except ToolError as exc:
+        return ToolFailure(status="error", error=exc.error, run_id=run_id)
+    caller_channel = channel_of(caller, ctx.caller_key, ctx.config.session.main_key)
+    provenance = Provenance(
+        kind="inter_session",
+        source_session_key=ctx.caller_key,
+        source_channel=caller_channel,
+        source_tool="sessions_send",
+        source_run_id=ctx.origin_run_id,
+    )
+    new = NewRun(
+        run_id=run_id,
+        session_key=target,
+        agent_id=entry.agent_id,
+        kind="send",
+        input=Message.of("user", params.message, timestamp=now, run_id=run_id, provenance=provenance),
+        context=send_context(
+            requester_key=ctx.caller_key, requester_channel=caller_channel, target_key=target
+        ),
+        flow_id=run_id,
+        parent_run_id=ctx.origin_run_id,
+        chain_id=chain_id,
+        hops=hops,
+    )
+    flow = new_flow(
+        ctx.config,
+        run_id=run_id,
+        requester_key=ctx.caller_key,
+        requester=caller,
+        target_key=target,
+        target=existing,
+        message=params.message,
+        timeout_seconds=params.timeout_seconds,
+        chain_id=chain_id,
+        hops=hops,
+        now=now,
+    )
+    submit(ctx.store, ctx.dispatcher, entry, {}, new, flow)
+    return send_outcome(
+        run_id,
+        ctx.display(target),
+        params.timeout_seconds,
+        ctx.config.gateway.max_wait_seconds,
+        flow_id=run_id,
+    )
+
+
+def _chain(ctx: ToolContext, run_id: str) -> tuple[str, int]:
+    """The loop guard: a send from inside a run continues that run's chain one hop further, and a chain
+    that already has ``maxHops`` sends may not grow (OpenClaw's A->B->C->A cycles ran all night)."""
+    if ctx.origin_run_id is None:
+        return run_id, 0
+    origin = ctx.store.runs.get(ctx.origin_run_id)
+    if origin is None:
+        return run_id, 0
+    max_hops = ctx.config.session.agent_to_agent.max_hops
+    if origin.hops >= max_hops:
+        raise ToolError(f"agent-to-agent hop limit reached (maxHops={max_hops})")
+    return origin.chain_id or origin.run_id, origin.hops + 1
+
+
+def _by_label(ctx: ToolContext, params: SessionsSendParams) -> str:
+    """Labels are unique per agent: ``agentId`` picks the agent, else the caller's own."""
+    assert params.label is not None
+    try:
+        agent_id = keys.normalize_agent_id(params.agent_id) if params.agent_id else ctx.caller_agent
+    except keys.SessionKeyError as exc:
+        raise ToolError(str(exc)) from None
+    found = ctx.store.sessions.key_for_label(agent_id, params.label.strip())
+    if found is None or not ctx.may_look_up(found):
+        raise ToolError(f"No session found with label: {params.label}")
+    return found

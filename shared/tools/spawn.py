@@ -1,0 +1,210 @@
+"""sessions_spawn (SPEC 6): start a sub-agent in its own session; its result is announced back later.
+
+Returns at once. The child runs on the ``subagent`` queue; when it ends (ok, error or timeout), the flow's
+announce step runs on the child session and its normalized reply is posted to the requester's channel and
+recorded in the requester's transcript (``shared/flows.py``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from shared import attachments, keys, subagents
+from shared.errors import ToolError
+from shared.flows import new_spawn_flow
+from shared.models import (
+    THINKING_LEVELS,
+    AttachmentReceipt,
+    Message,
+    Provenance,
+    SessionsSpawnParams,
+    SpawnResult,
+    ToolFailure,
+)
+from shared.sessions import new_entry
+from shared.store.runs import LaneHead, NewRun
+from shared.store.sessions import SessionPatch
+from shared.submit import submit
+from shared.tools.context import ToolContext
+
+ROUTING_KEYS = {
+    "target": "target",
+    "channel": "channel",
+    "to": "to",
+    "thread_id": "threadId",
+    "reply_to": "replyTo",
+}
+NOTE = (
+    "The sub-agent runs on its own. When it ends, its result is announced to this session's channel and "
+    "recorded in this transcript; do not poll for it."
+)
+
+
+def sessions_spawn(ctx: ToolContext, params: SessionsSpawnParams) -> SpawnResult | ToolFailure:
+    run_id = ctx.new_run_id()
+    earlier = ctx.store.runs.get(run_id) if ctx.id_seed else None
+    if earlier is not None:  # an agent's call repeated after its worker was lost: the spawn it already made
+        entry = ctx.store.sessions.get(earlier.session_key)
+        mode = (entry.mode if entry else None) or "run"
+        return SpawnResult(run_id=run_id, child_session_key=earlier.session_key, mode=mode, note=NOTE)
+    try:
+        agent_id, mode = _check(ctx, params)
+        files = (
+            attachments.decode_all(ctx.config.tools.sessions_spawn.attachments, params.attachments)
+            if params.attachments
+            else []
+        )
+    except ToolError as exc:
+        return ToolFailure(
+            status="forbidden" if exc.status == "forbidden" else "error", error=exc.error, run_id=run_id
+        )
+    child_key = keys.subagent_key(agent_id)
+    workspace = ctx.config.workspace(agent_id)
+    receipt = attachments.materialize(workspace, files) if files else None
+    try:
+        _start(ctx, params, run_id, agent_id, mode, child_key, receipt)
+    except BaseException:
+        # Nothing of a spawn that did not start is left: neither its files nor its provisional session.
+        if receipt is not None:
+            attachments.remove(workspace, receipt.rel_dir)
+        entry = ctx.store.sessions.get(child_key)
+        if entry is not None:
+            ctx.store.sessions.delete(entry)
+        raise
+    return SpawnResult(run_id=run_id, child_session_key=child_key, mode=mode, note=NOTE, attachments=receipt)
+
+
+def _check(ctx: ToolContext, params: SessionsSpawnParams) -> tuple[str, Literal["run", "session"]]:
+    """SPEC 6's checks, in its order; the agent id and the mode to use."""
+    for field, name in ROUTING_KEYS.items():
+        if getattr(params, field) is not None:
+            raise ToolError(
+                f'sessions_spawn does not support "{name}". Use "sessions_send" for channel delivery.'
+            )
+    mode: Literal["run", "session"] = params.mode or ("session" if params.thread else "run")
+    if mode == "session" and not params.thread:
+        raise ToolError('mode="session" requires thread=true so the subagent can stay bound to a thread.')
+    config, requester = ctx.config, ctx.caller_agent
+    try:
+        agent_id = keys.normalize_agent_id(params.agent_id) if params.agent_id else requester
+    except keys.SessionKeyError:
+        raise ToolError(
+            f'Invalid agentId "{params.agent_id}". Agent IDs must match [a-z0-9][a-z0-9_-]{{0,63}}. '
+            "Use agents_list to discover valid targets."
+        ) from None
+    if keys.is_subagent(ctx.caller_key):
+        raise ToolError("sessions_spawn is not allowed from sub-agent sessions", "forbidden")
+    if not subagents.may_spawn(config, requester, agent_id):
+        _any, allowed = subagents.allowed_agents(config, requester)
+        raise ToolError(
+            f"agentId is not allowed for sessions_spawn (allowed: {', '.join(allowed) or 'none'})",
+            "forbidden",
+        )
+    if config.agent(agent_id) is None:
+        raise ToolError(
+            f'agentId "{agent_id}" is not a configured agent. Use agents_list to discover valid targets.'
+        )
+    child_sandboxed = config.sandbox_mode(agent_id) != "off"
+    if subagents.sandboxed(config, requester, ctx.caller_key) and not child_sandboxed:
+        raise ToolError(
+            f'a sandboxed session cannot spawn an unsandboxed sub-agent (agent "{agent_id}" has '
+            "sandbox.mode=off)",
+            "forbidden",
+        )
+    if params.sandbox == "require" and not child_sandboxed:
+        raise ToolError(
+            f'sandbox="require" needs a sandboxed target (agent "{agent_id}" has sandbox.mode=off)',
+            "forbidden",
+        )
+    if params.model is not None and params.model not in config.models.refs():
+        raise ToolError(f"invalid model: {params.model}")
+    if params.thinking is not None and params.thinking not in THINKING_LEVELS:
+        raise ToolError(
+            f'Invalid thinking level "{params.thinking}". Use one of: {", ".join(THINKING_LEVELS)}.'
+        )
+    if params.label and ctx.store.sessions.key_for_label(agent_id, params.label):
+        raise ToolError(f'label "{params.label}" is already used by a session of agent "{agent_id}"')
+    return agent_id, mode
+
+
+def _start(
+    ctx: ToolContext,
+    params: SessionsSpawnParams,
+    run_id: str,
+    agent_id: str,
+    mode: Literal["run", "session"],
+    child_key: str,
+    receipt: AttachmentReceipt | None,
+) -> None:
+    config, store = ctx.config, ctx.store
+    now = store.clock.now_ms()
+    cleanup: Literal["delete", "keep"] = "keep" if mode == "session" else params.cleanup
+    child = new_entry(config, child_key, now).model_copy(
+        update={
+            "spawned_by": ctx.caller_key,
+            "spawn_depth": 1,
+            "model": params.model,
+            "thinking_level": params.thinking,
+            "mode": mode,
+            "cleanup": cleanup,
+            "deliver": False,
+            "status": "running",
+            "attachments_dir": receipt.rel_dir if receipt else None,
+        }
+    )
+    timeout_s = (
+        params.run_timeout_seconds
+        if params.run_timeout_seconds is not None
+        else config.agents.defaults.subagents.run_timeout_seconds
+    )
+    provenance = Provenance(
+        kind="inter_session",
+        source_session_key=ctx.caller_key,
+        source_tool="sessions_spawn",
+        source_run_id=ctx.origin_run_id,
+    )
+    new = NewRun(
+        run_id=run_id,
+        session_key=child_key,
+        agent_id=agent_id,
+        kind="subagent",
+        input=Message.of(
+            "user", f"[Subagent Task]: {params.task}", timestamp=now, run_id=run_id, provenance=provenance
+        ),
+        context=_system_text(ctx, child_key, receipt, config.workspace(agent_id)),
+        flow_id=run_id,
+        parent_run_id=ctx.origin_run_id,
+        timeout_ms=int(timeout_s * 1000) or None,
+    )
+    requester = store.sessions.get(ctx.caller_key)
+    flow = new_spawn_flow(
+        config,
+        run_id=run_id,
+        requester_key=ctx.caller_key,
+        requester=requester,
+        child=child,
+        task=params.task,
+        cleanup=cleanup,
+        mode=mode,
+        now=now,
+    )
+    submit(store, ctx.dispatcher, child, {}, new, flow, dispatch=False)
+    store.sessions.add_child(ctx.caller_key, child_key)
+    if params.label:
+        store.sessions.patch(child, SessionPatch({"label": params.label}))
+    ctx.dispatcher.spawn(LaneHead(run_id, child_key, "subagent", run_id))
+
+
+def _system_text(ctx: ToolContext, child_key: str, receipt: AttachmentReceipt | None, workspace: Path) -> str:
+    lines = [
+        f"You are a sub-agent spawned by session {ctx.caller_key}; your session is {child_key}.",
+        "Session tools are not available to sub-agents.",
+        "When you finish, you will be asked to report back (Result / Notes).",
+    ]
+    if receipt is not None:
+        lines.append(
+            f"Attachments: {receipt.count} file(s), {receipt.total_bytes} bytes, in "
+            f"{workspace}/{receipt.rel_dir} (listed with sha256 in .manifest.json)."
+        )
+    return "\n".join(lines)

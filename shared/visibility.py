@@ -1,0 +1,102 @@
+"""Who may see and touch which session (SPEC 7), as pure functions over the config and the entries.
+
+``tools.sessions.visibility`` is ``self`` (the caller's own session), ``tree`` (and the sessions it spawned),
+``agent`` (any session of its agent) or ``all`` (any session; another agent's still needs
+``tools.agentToAgent``). A sandboxed caller is clamped to ``tree`` unless
+``agents.defaults.sandbox.sessionToolsVisibility`` is ``all``; the clamp only ever narrows.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from typing import Literal
+
+from shared import keys, subagents
+from shared.config import Config, Visibility
+from shared.models import SessionEntry
+
+Operation = Literal["list", "history", "send", "spawn"]
+_RANK: dict[Visibility, int] = {"self": 0, "tree": 1, "agent": 2, "all": 3}
+_NOUN = {"history": "history", "send": "send", "list": "list", "spawn": "spawn"}
+
+
+def effective(config: Config, caller_key: str) -> tuple[Visibility, bool]:
+    """The caller's visibility, and whether the sandbox clamp decided it."""
+    configured = config.tools.sessions.visibility
+    caller_agent = keys.parse(caller_key).agent_id
+    if (
+        subagents.sandboxed(config, caller_agent, caller_key)
+        and config.agents.defaults.sandbox.session_tools_visibility == "spawned"
+        and _RANK[configured] > _RANK["tree"]
+    ):
+        return "tree", True
+    return configured, False
+
+
+def agent_to_agent(config: Config, from_agent: str, to_agent: str) -> bool:
+    """A cross-agent pair is allowed when enabled and both ids match the allow list (empty: everyone)."""
+    a2a = config.tools.agent_to_agent
+    if not a2a.enabled:
+        return False
+    patterns = [p.lower() for p in a2a.allow]
+    return not patterns or all(
+        any(fnmatch.fnmatchcase(agent, pattern) for pattern in patterns) for agent in (from_agent, to_agent)
+    )
+
+
+def refusal(
+    config: Config, caller_key: str, target_key: str, target: SessionEntry | None, operation: Operation
+) -> str | None:
+    """None when the caller may reach the target, else the text that says which setting to change.
+
+    ``target`` is the target's entry, None when it does not exist (a send would create it).
+    """
+    if target_key == caller_key:
+        return None
+    level, clamped = effective(config, caller_key)
+    caller_agent, target_agent = keys.parse(caller_key).agent_id, keys.parse(target_key).agent_id
+    spawned_by_caller = target is not None and target.spawned_by == caller_key
+    noun = _NOUN[operation]
+    if level == "self":
+        return (
+            f"Session {noun} visibility is restricted to the current session "
+            "(tools.sessions.visibility=self)."
+        )
+    if level == "tree":
+        if spawned_by_caller:
+            return None
+        if clamped:
+            return (
+                f"Session {noun} visibility is restricted to the current session tree for sandboxed sessions "
+                "(agents.defaults.sandbox.sessionToolsVisibility=spawned)."
+            )
+        return (
+            f"Session {noun} visibility is restricted to the current session tree "
+            "(tools.sessions.visibility=tree)."
+        )
+    if caller_agent == target_agent or spawned_by_caller:
+        return None
+    if level == "agent":
+        return (
+            f"Session {noun} visibility is restricted to the current agent (tools.sessions.visibility=agent)."
+        )
+    if not config.tools.agent_to_agent.enabled:
+        if operation == "send":
+            return (
+                "Agent-to-agent messaging is disabled. Set tools.agentToAgent.enabled=true to allow "
+                "cross-agent sends."
+            )
+        return (
+            f"Agent-to-agent {noun} access is disabled. Set tools.agentToAgent.enabled=true to allow "
+            f"cross-agent {noun}."
+        )
+    if not agent_to_agent(config, caller_agent, target_agent):
+        return (
+            f"Agent-to-agent {noun} from {caller_agent} to {target_agent} is not allowed by "
+            "tools.agentToAgent.allow."
+        )
+    return None
+
+
+def visible(config: Config, caller_key: str, target: SessionEntry) -> bool:
+    return refusal(config, caller_key, target.key, target, "list") is None

@@ -1,0 +1,165 @@
+"""`clawbus up` as a user runs it, then the README's quick-start calls over HTTP, then Ctrl-C."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.support.processes import REPO, free_port, stop_process, wait_for
+
+pytestmark = pytest.mark.e2e
+
+
+@dataclass
+class Up:
+    process: subprocess.Popen[bytes]
+    log: Path
+    home: Path
+    api: str
+    flower: str
+    token: str
+    redis_port: int
+
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"}
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+
+def port_open(port: int) -> bool:
+    with socket.socket() as sock:
+        sock.settimeout(0.5)
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+@pytest.fixture(scope="module")
+def up(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Up]:
+    root = tmp_path_factory.mktemp("up")
+    home, log = root / "home", root / "up.log"
+    api_port, flower_port = free_port(), free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CLAWBUS_")}
+    env.update(CLAWBUS_HOME=str(home), PYTHONUNBUFFERED="1")
+    # The README's first step: `cp clawbus.example.json5 clawbus.json5`.
+    shutil.copy(REPO / "clawbus.example.json5", root / "clawbus.json5")
+    with log.open("wb") as handle:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "api.cli", "up", f"--api-port={api_port}", f"--flower-port={flower_port}"],
+            cwd=root,
+            env={**env, "PYTHONPATH": str(REPO)},
+            stdout=handle,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        wait_for(
+            lambda: "clawbus is up" in log.read_text(errors="replace") or process.poll() is not None,
+            90,
+            what="clawbus up",
+        )
+        text = log.read_text(errors="replace")
+        assert process.poll() is None, text[-3000:]
+        token = re.search(r"Token\s+(\S+)", text)
+        redis_port = re.search(r"Redis\s+redis://127\.0\.0\.1:(\d+)/0", text)
+        assert token, text[-3000:]
+        assert redis_port, text[-3000:]
+        yield Up(
+            process,
+            log,
+            home,
+            f"http://127.0.0.1:{api_port}",
+            f"http://127.0.0.1:{flower_port}",
+            token.group(1),
+            int(redis_port.group(1)),
+        )
+    finally:
+        stop_process(process, grace=60, sig=signal.SIGINT)
+
+
+def test_up_uses_a_private_redis_and_writes_the_token_for_the_cli(up: Up) -> None:
+    assert up.redis_port != 6379
+    assert "private" in up.output()
+    assert (up.home / "token").read_text().strip() == up.token
+    assert oct((up.home / "token").stat().st_mode & 0o777) == "0o600"
+
+
+def test_the_quick_start_calls_of_the_readme(up: Up) -> None:
+    with httpx.Client(base_url=up.api, headers=up.headers(), timeout=30) as http:
+        assert http.get("/readyz").json()["workers"] >= 1
+
+        inbound = http.post(
+            "/v1/sessions/main/messages", json={"message": "hello", "channel": "webchat", "to": "me"}
+        ).json()
+        assert inbound["status"] == "ok"
+        assert inbound["reply"] == "echo: hello"
+
+        sent = http.post(
+            "/tools/invoke",
+            json={
+                "tool": "sessions_send",
+                "args": {"sessionKey": "discord:group:ops", "message": "status?", "timeoutSeconds": 10},
+            },
+        ).json()
+        assert sent["ok"]
+        assert sent["result"]["status"] == "ok"
+        assert sent["result"]["reply"] == "echo: status?"
+
+        listed = http.post(
+            "/tools/invoke", json={"tool": "sessions_list", "args": {"messageLimit": 2}}
+        ).json()
+        rows = {row["key"]: row for row in listed["result"]["sessions"]}
+        assert set(rows) == {"main", "agent:main:discord:group:ops"}
+        assert rows["agent:main:discord:group:ops"]["channel"] == "discord"
+
+        history = http.post(
+            "/tools/invoke", json={"tool": "sessions_history", "args": {"sessionKey": "discord:group:ops"}}
+        ).json()
+        first, reply = history["result"]["messages"]
+        assert first["provenance"]["sourceSessionKey"] == "agent:main:main"
+        assert reply["role"] == "assistant"
+
+        run = http.get(f"/v1/runs/{sent['result']['runId']}/wait", params={"timeout": 5}).json()
+        assert run["status"] == "ok"
+        assert run["kind"] == "send"
+
+        assert http.get("/tools/invoke").status_code == 405
+        assert httpx.post(f"{up.api}/tools/invoke", json={"tool": "sessions_list"}).status_code == 401
+
+
+def test_the_cli_finds_the_running_service_by_itself(up: Up) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CLAWBUS_")}
+    env["CLAWBUS_HOME"] = str(up.home)
+    result = subprocess.run(
+        [sys.executable, "-m", "api.cli", "send", "main", "hello again"],
+        env=env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "echo: hello again"
+
+
+def test_flower_watches_the_fleet(up: Up) -> None:
+    wait_for(lambda: httpx.get(f"{up.flower}/healthcheck", timeout=2).status_code == 200, 30, what="flower")
+
+
+def test_ctrl_c_stops_every_process(up: Up) -> None:
+    api_port = int(up.api.rsplit(":", 1)[1])
+    up.process.send_signal(signal.SIGINT)
+    assert up.process.wait(60) == 0
+    assert not port_open(api_port)
+    assert not port_open(up.redis_port)
+    assert "Redis is now ready to exit" in up.output() or "ready to exit" in up.output()

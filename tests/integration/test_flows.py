@@ -1,0 +1,165 @@
+"""The agent-to-agent exchange through real workers: Celery tasks run -> reply_turn -> announce -> deliver."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+from api.client import Client
+from shared.models import Flow, SendResult, SessionsHistoryResult
+from tests.integration.conftest import TOKEN, Fresh
+from tests.support.processes import wait_for
+
+
+def unique(agent: str) -> tuple[str, str]:
+    """A direct-chat session of ``agent`` and its webchat recipient."""
+    peer = uuid.uuid4().hex[:8]
+    return f"agent:{agent}:webchat:direct:{peer}", f"peer-{peer}"
+
+
+def chat(client: Client, key: str, to: str) -> None:
+    result = client.post_message(key, "hello", channel="webchat", to=to, timeout_seconds=20)
+    assert isinstance(result, SendResult)
+    assert result.status == "ok"
+
+
+@dataclass(frozen=True)
+class Exchange:
+    sent: SendResult
+    flow_id: str
+    requester: str
+    target: str
+    recipient: str  # the target's webchat recipient: where its announce is delivered
+
+
+def start_exchange(
+    client: Client, requester_agent: str, target_agent: str, message: str, timeout_seconds: float = 0
+) -> Exchange:
+    """Two sessions people have written in (so both exist and have a route), then a send between them."""
+    requester, ann = unique(requester_agent)
+    target, bob = unique(target_agent)
+    chat(client, requester, ann)
+    chat(client, target, bob)
+    sent = client.sessions_send(target, message, timeout_seconds=timeout_seconds, caller=requester)
+    assert isinstance(sent, SendResult)
+    assert sent.flow_id is not None
+    return Exchange(sent, sent.flow_id, requester, target, bob)
+
+
+def finished(client: Client, flow_id: str, timeout: float = 30) -> Flow:
+    return wait_for(lambda: (f := client.get_flow(flow_id)).status == "done" and f, timeout, what="the flow")
+
+
+def history(client: Client, key: str) -> list[dict[str, object]]:
+    result = client.sessions_history(key, limit=1000)
+    assert isinstance(result, SessionsHistoryResult)
+    return result.messages
+
+
+def test_two_turns_then_announce_and_exactly_one_delivery(client: Client) -> None:
+    ex = start_exchange(client, "main", "research", "ping", timeout_seconds=20)
+    assert (ex.sent.status, ex.sent.reply, ex.flow_id) == ("ok", "echo: ping", ex.sent.run_id)
+    flow = finished(client, ex.flow_id)
+    assert [(s.step, s.turn, s.session_key, s.status) for s in flow.steps] == [
+        ("run", None, ex.target, "ok"),
+        ("reply_turn", 1, ex.requester, "ok"),
+        ("reply_turn", 2, ex.target, "ok"),
+        ("announce", None, ex.target, "ok"),
+        ("deliver", None, ex.target, "delivered"),
+    ]
+    assert (flow.stop_reason, flow.delivery_status) == ("max turns", "delivered")
+    turn_one = history(client, ex.requester)[2]
+    assert turn_one["content"] == [{"type": "text", "text": "echo: ping"}]
+    assert turn_one["provenance"] == {
+        "kind": "inter_session",
+        "sourceSessionKey": ex.target,
+        "sourceChannel": "webchat",
+        "sourceTool": "sessions_send",
+        "sourceRunId": ex.flow_id,
+    }
+    assert [m["content"][0]["text"] for m in history(client, ex.target)[2:]] == [  # type: ignore[index]
+        "ping",
+        "echo: ping",
+        "echo: echo: ping",
+        "echo: echo: echo: ping",
+        "Agent-to-agent announce step.",
+        "echo: Agent-to-agent announce step.",
+    ]
+    delivered = client.channel_messages("webchat", ex.recipient)
+    assert [m["text"] for m in delivered] == ["echo: Agent-to-agent announce step."]
+    assert delivered[0]["flowId"] == ex.flow_id
+
+
+def test_reply_skip_on_turn_two_stops_the_loop_and_the_announce_still_runs(client: Client) -> None:
+    flow = finished(client, start_exchange(client, "main", "scripted", "stop-at-2").flow_id)
+    assert [(s.step, s.turn) for s in flow.steps] == [
+        ("run", None),
+        ("reply_turn", 1),
+        ("reply_turn", 2),
+        ("announce", None),
+    ]
+    assert flow.steps[2].reply == "REPLY_SKIP"
+    assert flow.steps[3].status == "ok"
+    assert flow.stop_reason == "REPLY_SKIP"
+
+
+def test_announce_skip_gives_no_delivery(client: Client) -> None:
+    ex = start_exchange(client, "main", "scripted", "anything")
+    flow = finished(client, ex.flow_id)
+    assert flow.steps[-1].step == "announce"
+    assert flow.steps[-1].reply == "ANNOUNCE_SKIP"
+    assert (flow.delivery_status, flow.delivery) == ("skipped", None)
+    assert client.channel_messages("webchat", ex.recipient) == []
+
+
+def test_fire_and_forget_runs_the_same_flow(client: Client) -> None:
+    ex = start_exchange(client, "main", "research", "no wait")
+    assert ex.sent.status == "accepted"
+    flow = finished(client, ex.flow_id)
+    assert [s.step for s in flow.steps] == ["run", "reply_turn", "reply_turn", "announce", "deliver"]
+    assert flow.delivery_status == "delivered"
+
+
+def test_max_ping_pong_turns_zero_goes_straight_to_the_announce(fresh: Fresh) -> None:
+    fresh.start_redis(config={"session": {"agentToAgent": {"maxPingPongTurns": 0}}})
+    fresh.worker(concurrency=2)
+    _, url = fresh.api()
+    with Client(url, TOKEN) as client:
+        flow = finished(client, start_exchange(client, "main", "research", "hi", timeout_seconds=10).flow_id)
+        assert [s.step for s in flow.steps] == ["run", "announce", "deliver"]
+        assert (flow.loop_skipped, flow.delivery_status) == ("maxPingPongTurns is 0", "delivered")
+
+
+def test_a_worker_killed_in_a_reply_turn_leaves_a_flow_that_finishes_once(fresh: Fresh) -> None:
+    fresh.start_redis()
+    doomed = fresh.worker(concurrency=2)
+    fresh.beat()
+    _, url = fresh.api()
+    with Client(url, TOKEN) as client:
+        requester, ann = unique("slow")  # turn 1 is the requester's: 3 s, time to kill the worker in it
+        target, bob = unique("main")
+        chat(client, requester, ann)
+        chat(client, target, bob)
+        sent = client.sessions_send(target, "survive", timeout_seconds=0, caller=requester)
+        assert isinstance(sent, SendResult)
+        assert sent.flow_id is not None
+        flow_id = sent.flow_id
+        wait_for(
+            lambda: [s.status for s in client.get_flow(flow_id).steps if s.turn == 1] == ["running"],
+            30,
+            what="reply turn 1 to be running",
+        )
+        doomed.kill()
+        fresh.worker(concurrency=2)
+        flow = finished(client, flow_id, timeout=60)
+        assert [(s.step, s.turn, s.status) for s in flow.steps] == [
+            ("run", None, "ok"),
+            ("reply_turn", 1, "ok"),
+            ("reply_turn", 2, "ok"),
+            ("announce", None, "ok"),
+            ("deliver", None, "delivered"),
+        ]
+        turn_one = [m for m in history(client, requester) if m.get("runId") == flow.steps[1].run_id]
+        assert [m["role"] for m in turn_one] == ["user", "assistant"]  # the turn ran once
+        assert len(client.channel_messages("webchat", bob)) == 1
+        assert client.get_run(flow.steps[1].run_id or "").attempts == 2

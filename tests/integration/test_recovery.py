@@ -1,0 +1,99 @@
+"""Durability: nothing accepted is lost when a worker, the API or Redis goes away mid-flight."""
+
+from __future__ import annotations
+
+import base64
+import json
+import subprocess
+import uuid
+
+from api.client import Client
+from shared.models import SendResult, SessionsHistoryResult
+from tests.integration.conftest import TOKEN, Fresh
+from tests.support.processes import wait_for
+
+
+def slow_key() -> str:
+    return f"agent:slow:cron:{uuid.uuid4().hex[:10]}"
+
+
+def texts(client: Client, key: str) -> list[str]:
+    result = client.sessions_history(key)
+    assert isinstance(result, SessionsHistoryResult)
+    return [m["content"][0]["text"] for m in result.messages]
+
+
+def pool_children(pid: int) -> list[int]:
+    out = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True, check=False).stdout
+    return [int(p) for p in out.split()]
+
+
+def start_slow_run(client: Client, text: str) -> tuple[str, str]:
+    """A 3 s run, returned once a worker is executing it: (session key, run id)."""
+    key = slow_key()
+    sent = client.sessions_send(key, text, timeout_seconds=0)
+    assert isinstance(sent, SendResult)
+    wait_for(lambda: client.get_run(sent.run_id).status == "running", 20, what="the run to start")
+    return key, sent.run_id
+
+
+def assert_finished_exactly_once(client: Client, key: str, run_id: str, text: str, timeout: float) -> None:
+    run = client.wait_run(run_id, timeout=timeout)
+    assert run is not None
+    assert run.status == "ok"
+    assert run.attempts == 2
+    assert texts(client, key) == [text, f"echo: {text}"]
+
+
+def test_a_worker_killed_mid_run_is_finished_by_another_worker(fresh: Fresh) -> None:
+    fresh.start_redis()
+    doomed = fresh.worker()
+    fresh.beat()
+    _, url = fresh.api()
+    with Client(url, TOKEN) as client:
+        key, run_id = start_slow_run(client, "survive a crash")
+        doomed.kill()  # SIGKILL to the worker and its pool: its message stays unacknowledged
+        fresh.worker()
+        assert_finished_exactly_once(client, key, run_id, "survive a crash", timeout=40)
+
+
+def test_a_killed_pool_child_is_retried_at_once_without_the_reaper(fresh: Fresh) -> None:
+    fresh.start_redis()
+    worker = fresh.worker(concurrency=1)
+    _, url = fresh.api()
+    with Client(url, TOKEN) as client:
+        key, run_id = start_slow_run(client, "lose a child")
+        assert worker.process is not None
+        for child in pool_children(worker.process.pid):
+            subprocess.run(["kill", "-9", str(child)], check=False)
+        assert_finished_exactly_once(client, key, run_id, "lose a child", timeout=30)
+
+
+def test_accepted_runs_survive_a_redis_restart(fresh: Fresh) -> None:
+    server = fresh.start_redis(appendonly=True)
+    _, url = fresh.api()
+    key = f"agent:main:cron:{uuid.uuid4().hex[:8]}"
+    with Client(url, TOKEN) as client:
+        run_ids = []
+        for i in range(3):
+            sent = client.sessions_send(key, f"keep {i}", timeout_seconds=0)
+            assert isinstance(sent, SendResult)
+            run_ids.append(sent.run_id)
+        redis = server.client()
+        try:
+            queued = [json.loads(m) for m in redis.lrange("runs", 0, -1)]
+        finally:
+            redis.close()
+        # Only the lane head is enqueued, and a task carries ids, never state.
+        assert len(queued) == 1
+        args, kwargs, _embed = json.loads(base64.b64decode(queued[0]["body"]))
+        assert (args, kwargs) == ([run_ids[0], key], {})
+        server.stop()
+        server.start()
+        fresh.worker()
+        runs = [client.wait_run(run_id, timeout=30) for run_id in run_ids]
+        assert all(run is not None and run.status == "ok" for run in runs)
+        transcript = client.sessions_history(key)
+        assert isinstance(transcript, SessionsHistoryResult)
+        ours = [m["content"][0]["text"] for m in transcript.messages if m["runId"] in run_ids]
+        assert ours == [t for i in range(3) for t in (f"keep {i}", f"echo: keep {i}")]

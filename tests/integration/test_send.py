@@ -1,0 +1,178 @@
+"""sessions_send and inbound messages through the real stack: API process -> Redis queue -> worker."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import httpx
+import pytest
+
+from api.client import Client
+from shared.models import SendResult, SessionsHistoryResult
+from tests.integration.conftest import TOKEN, Stack
+from tests.support.processes import wait_for
+
+
+def unique(prefix: str = "agent:main:cron") -> str:
+    return f"{prefix}:{uuid.uuid4().hex[:10]}"
+
+
+def history_texts(client: Client, key: str) -> list[str]:
+    result = client.sessions_history(key, limit=1000)
+    assert isinstance(result, SessionsHistoryResult)
+    return [m["content"][0]["text"] for m in result.messages]
+
+
+def test_send_with_zero_timeout_returns_accepted_and_the_reply_appears_in_history(client: Client) -> None:
+    key = unique()
+    result = client.sessions_send(key, "fire and forget", timeout_seconds=0)
+    assert isinstance(result, SendResult)
+    assert result.status == "accepted"
+    assert result.delivery is not None
+    assert result.delivery.status == "pending"
+    assert wait_for(
+        lambda: history_texts(client, key)[:2] == ["fire and forget", "echo: fire and forget"],
+        20,
+        what="the reply in history",
+    )
+
+
+def test_send_with_a_wait_returns_ok_and_the_reply(client: Client) -> None:
+    result = client.sessions_send(unique(), "are you there?", timeout_seconds=20)
+    assert isinstance(result, SendResult)
+    assert (result.status, result.reply) == ("ok", "echo: are you there?")
+
+
+def test_a_1s_wait_on_a_3s_run_times_out_and_a_later_wait_returns_ok(client: Client) -> None:
+    started = time.monotonic()
+    result = client.sessions_send(unique("agent:slow:cron"), "take your time", timeout_seconds=1)
+    assert isinstance(result, SendResult)
+    assert result.status == "timeout"
+    assert result.error
+    assert 0.9 < time.monotonic() - started < 2.9
+    run = client.wait_run(result.run_id, timeout=20)
+    assert run is not None
+    assert run.status == "ok"
+    assert run.reply == "echo: take your time"
+
+
+def test_20_concurrent_sends_into_one_session_give_20_whole_turns_in_order(
+    client: Client, stack: Stack
+) -> None:
+    key = unique()
+
+    def send(i: int) -> str:
+        with stack.client() as own:
+            result = own.sessions_send(key, f"message {i}", timeout_seconds=0)
+        assert isinstance(result, SendResult)
+        return result.run_id
+
+    with ThreadPoolExecutor(max_workers=20) as pool:
+        run_ids = list(pool.map(send, range(20)))
+    runs = [client.wait_run(run_id, timeout=30) for run_id in run_ids]
+    assert all(run is not None and run.status == "ok" for run in runs)
+    accepted_order = [run.run_id for run in sorted(runs, key=lambda r: r.seq)]  # type: ignore[union-attr]
+    for run_id in run_ids:  # each send's flow (its announce runs in this session too) has ended
+        wait_for(lambda r=run_id: client.get_flow(r).status == "done", 30, what="the flows to end")
+    transcript = client.sessions_history(key, limit=1000)
+    assert isinstance(transcript, SessionsHistoryResult)
+    # The flows' announce runs take turns in this session too; every turn is whole wherever it falls.
+    every = transcript.messages
+    assert all(every[i]["runId"] == every[i + 1]["runId"] for i in range(0, len(every), 2))
+    messages = [m for m in every if m["runId"] in set(run_ids)]
+    assert len(messages) == 40
+    for turn, run_id in enumerate(accepted_order):
+        user, assistant = messages[2 * turn], messages[2 * turn + 1]
+        assert (user["role"], assistant["role"]) == ("user", "assistant")
+        assert user["runId"] == assistant["runId"] == run_id
+        assert assistant["content"][0]["text"] == "echo: " + user["content"][0]["text"]
+    started = [run.started_at for run in sorted(runs, key=lambda r: r.seq)]  # type: ignore[union-attr]
+    ended = [run.ended_at for run in sorted(runs, key=lambda r: r.seq)]  # type: ignore[union-attr]
+    assert all(e <= s for e, s in zip(ended, started[1:], strict=False))  # never two at once
+
+
+def test_an_inbound_message_records_the_route_and_gets_the_agents_reply(client: Client) -> None:
+    key = unique("agent:research:webchat:direct")
+    result = client.post_message(key, "hello research", channel="webchat", to="visitor-1", timeout_seconds=20)
+    assert isinstance(result, SendResult)
+    assert result.reply == "echo: hello research"
+    entry = client.get_session(key)
+    assert entry.delivery_context is not None
+    assert entry.delivery_context.to == "visitor-1"
+    assert entry.last_channel == "webchat"
+    assert entry.kind == "other"
+
+
+def _snapshot(stack: Stack) -> dict[str, Any]:
+    redis = stack.redis()
+    try:
+        wait_for(lambda: redis.zcard("clawbus:lanes:due") == 0, 30, what="all lanes to drain")
+        keys = sorted(k for k in redis.keys("clawbus:*") if not k.startswith("clawbus:worker:"))
+        return {key: redis.dump(key) for key in keys} | {
+            "queues": [redis.llen(q) for q in ("runs", "nested")]
+        }
+    finally:
+        redis.close()
+
+
+UNKNOWN_ID = "0b1f6a3e-1111-4222-8333-444455556666"
+
+
+@pytest.mark.parametrize(
+    ("args", "status", "expected"),
+    [
+        ({"sessionKey": "cron:x"}, 400, "args.message: Field required"),
+        (
+            {"sessionKey": "cron:x", "label": "l", "message": "m"},
+            200,
+            "Provide either sessionKey or label (not both).",
+        ),
+        ({"message": "m"}, 200, "Either sessionKey or label is required"),
+        (
+            {"sessionKey": UNKNOWN_ID, "message": "m"},
+            200,
+            f"Session not found: {UNKNOWN_ID} (use the full sessionKey from sessions_list)",
+        ),
+        (
+            {"sessionKey": "cron:x", "message": "m", "timeoutSeconds": -1},
+            400,
+            "args.timeoutSeconds: Input should be greater than or equal to 0",
+        ),
+        (
+            {"sessionKey": "cron:x", "message": "x" * 10_000_000},
+            400,
+            "args.message: too large: 10000000 bytes (limit 262144)",
+        ),
+    ],
+    ids=[
+        "missing-message",
+        "key-and-label",
+        "neither",
+        "unknown-session-id",
+        "negative-timeout",
+        "10MB-message",
+    ],
+)
+def test_bad_inputs_get_the_spec_error_and_leave_redis_unchanged(
+    stack: Stack, args: dict[str, Any], status: int, expected: str
+) -> None:
+    before = _snapshot(stack)
+    response = httpx.post(
+        f"{stack.url}/tools/invoke",
+        json={"tool": "sessions_send", "args": args},
+        headers={"Authorization": f"Bearer {TOKEN}"},
+        timeout=60,
+    )
+    assert response.status_code == status
+    body = response.json()
+    if status == 200:
+        assert body["result"]["status"] == "error"
+        assert body["result"]["error"] == expected
+        assert body["result"]["runId"]
+    else:
+        assert body["ok"] is False
+        assert body["error"]["message"] == expected
+    assert _snapshot(stack) == before

@@ -1,0 +1,133 @@
+"""sessions_spawn through real workers: the child on the subagent queue, its announce as a chord callback."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
+
+import pytest
+
+from api.client import ClawbusError, Client
+from shared.models import Flow, SendResult, SessionsHistoryResult, SpawnResult
+from tests.integration.conftest import TOKEN, Fresh
+from tests.support.processes import wait_for
+
+
+def requester(client: Client) -> tuple[str, str]:
+    """A session someone wrote in over webchat: its announces are posted there."""
+    peer = uuid.uuid4().hex[:8]
+    key = f"agent:main:webchat:direct:{peer}"
+    result = client.post_message(key, "hello", channel="webchat", to=peer, timeout_seconds=20)
+    assert isinstance(result, SendResult)
+    return key, peer
+
+
+def spawn(client: Client, caller: str, **args: Any) -> SpawnResult:
+    result = SpawnResult.model_validate(
+        client.invoke("sessions_spawn", {"task": "look into it", **args}, caller=caller)
+    )
+    assert result.status == "accepted"
+    return result
+
+
+def done(client: Client, flow_id: str, timeout: float = 40) -> Flow:
+    return wait_for(
+        lambda: (f := client.get_flow(flow_id)).status == "done" and f, timeout, what="the spawn flow"
+    )
+
+
+def notes(client: Client, session_key: str) -> list[dict[str, Any]]:
+    """Sub-agent reports recorded in a session's transcript (each is a run in that session's lane)."""
+    history = client.sessions_history(session_key)
+    assert isinstance(history, SessionsHistoryResult)
+    return [m for m in history.messages if m.get("provenance", {}).get("kind") == "subagent_announce"]
+
+
+def posted(client: Client, peer: str) -> list[str]:
+    return [m["text"] for m in client.channel_messages("webchat", peer)]
+
+
+def test_spawn_returns_before_the_child_runs_and_the_announce_arrives_later(client: Client) -> None:
+    caller, peer = requester(client)
+    started = time.monotonic()
+    result = spawn(client, caller, agentId="slow", label=f"digger-{peer}")
+    assert time.monotonic() - started < 1.0
+    assert client.get_run(result.run_id).status in ("queued", "running")
+    flow = done(client, result.run_id)
+    assert [s.step for s in flow.steps] == ["run", "subagent_announce", "deliver"]
+    [report] = posted(client, peer)
+    assert report.startswith("Status: success\nResult: echo: [Subagent Task]: look into it\n")
+    [note] = wait_for(lambda: notes(client, caller), 20, what="the report in the requester's transcript")
+    assert note["content"][0]["text"] == report
+    child = client.get_session(result.child_session_key)
+    assert (child.status, child.spawned_by, child.label) == ("done", caller, f"digger-{peer}")
+
+
+def test_a_failing_child_announces_error_whatever_its_report_says(client: Client) -> None:
+    caller, peer = requester(client)
+    result = spawn(client, caller, agentId="scripted", task="fail please")
+    done(client, result.run_id)
+    [report] = posted(client, peer)
+    assert report.splitlines()[:4] == [
+        "Status: error",
+        "Result: all good, success!",
+        "Notes: none",
+        "- Error: ScriptedFailure: disk full",
+    ]
+
+
+def test_a_child_over_its_run_timeout_announces_timeout(client: Client) -> None:
+    caller, peer = requester(client)
+    result = spawn(client, caller, agentId="slow", runTimeoutSeconds=1)
+    done(client, result.run_id)
+    [report] = posted(client, peer)
+    assert report.startswith("Status: timeout\n")
+    assert client.get_run(result.run_id).status == "timeout"
+    assert client.get_session(result.child_session_key).status == "timeout"
+
+
+def test_announce_skip_is_silent(client: Client) -> None:
+    caller, peer = requester(client)
+    result = spawn(client, caller, agentId="quiet")
+    flow = done(client, result.run_id)
+    assert flow.delivery_status == "skipped"
+    assert posted(client, peer) == []
+
+
+def test_cleanup_delete_removes_the_child(client: Client) -> None:
+    caller, peer = requester(client)
+    result = spawn(client, caller, cleanup="delete")
+    done(client, result.run_id)
+    assert len(posted(client, peer)) == 1
+    with pytest.raises(ClawbusError) as caught:
+        client.get_session(result.child_session_key)
+    assert caught.value.status == 404
+
+
+def test_a_worker_killed_during_the_child_run_still_gives_exactly_one_announce(fresh: Fresh) -> None:
+    fresh.start_redis()
+    doomed = fresh.worker(concurrency=2)
+    fresh.beat()
+    _, url = fresh.api()
+    with Client(url, TOKEN) as client:
+        caller, peer = requester(client)
+        result = spawn(client, caller, agentId="slow")
+        wait_for(lambda: client.get_run(result.run_id).status == "running", 20, what="the child to run")
+        doomed.kill()
+        fresh.worker(concurrency=2)
+        done(client, result.run_id, timeout=60)
+        assert len(posted(client, peer)) == 1
+        assert len(wait_for(lambda: notes(client, caller), 20, what="the report")) == 1
+        assert client.get_run(result.run_id).attempts == 2
+
+
+def test_a_session_mode_child_takes_follow_up_messages(client: Client) -> None:
+    caller, _peer = requester(client)
+    result = spawn(client, caller, thread=True)
+    assert result.mode == "session"
+    done(client, result.run_id)
+    follow_up = client.post_message(result.child_session_key, "and one more thing", timeout_seconds=20)
+    assert isinstance(follow_up, SendResult)
+    assert follow_up.reply == "echo: and one more thing"
+    assert client.get_session(result.child_session_key).mode == "session"

@@ -1,0 +1,127 @@
+"""Server-side waits: the pub/sub multiplexer against a real Redis and real API processes."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+
+import httpx
+
+from api.client import Client
+from api.services import WAITS_CLIENT_NAME
+from shared.models import Run, SendResult
+from tests.integration.conftest import TOKEN, Fresh, Stack
+from tests.support.processes import free_port, wait_for
+
+
+def slow_key() -> str:
+    return f"agent:slow:cron:{uuid.uuid4().hex[:10]}"
+
+
+def test_a_waiter_whose_run_finished_before_it_subscribed_returns_at_once(client: Client) -> None:
+    result = client.sessions_send(f"agent:main:cron:{uuid.uuid4().hex[:8]}", "quick", timeout_seconds=0)
+    assert isinstance(result, SendResult)
+    wait_for(lambda: client.get_run(result.run_id).status == "ok", 20, what="the run to end")
+    started = time.monotonic()
+    run = client.wait_run(result.run_id, timeout=10)
+    assert run is not None
+    assert run.reply == "echo: quick"
+    assert time.monotonic() - started < 1.0
+
+
+def test_a_wait_timeout_answers_timeout_and_never_touches_the_run(client: Client) -> None:
+    result = client.sessions_send(slow_key(), "slowly", timeout_seconds=0)
+    assert isinstance(result, SendResult)
+    assert client.wait_run(result.run_id, timeout=0.5) is None
+    assert client.get_run(result.run_id).status in ("queued", "running")
+    finished = client.wait_run(result.run_id, timeout=20)
+    assert finished is not None
+    assert finished.status == "ok"
+
+
+def test_many_waiters_share_one_pubsub_connection(stack: Stack, client: Client) -> None:
+    key = f"agent:brisk:cron:{uuid.uuid4().hex[:8]}"  # 20 runs of 0.2 s in one lane: waits stay pending
+    run_ids = []
+    for i in range(20):
+        result = client.sessions_send(key, f"m{i}", timeout_seconds=0)
+        assert isinstance(result, SendResult)
+        run_ids.append(result.run_id)
+    results: list[Run | None] = []
+
+    def wait(run_id: str) -> None:
+        with stack.client() as own:
+            results.append(own.wait_run(run_id, timeout=30))
+
+    threads = [threading.Thread(target=wait, args=(run_id,)) for run_id in run_ids]
+    for thread in threads:
+        thread.start()
+    redis = stack.redis()
+    try:
+        wait_for(lambda: len(redis.pubsub_channels("clawbus:run-done:*")) > 1, 10, what="waits to subscribe")
+        subscribed = [c for c in redis.client_list() if int(c.get("sub", 0)) > 0]
+        # The one API process's multiplexer, whatever the number of waiters.
+        assert [c["name"] for c in subscribed] == [WAITS_CLIENT_NAME]
+    finally:
+        redis.close()
+    for thread in threads:
+        thread.join(60)
+    assert len(results) == 20
+    assert all(r is not None and r.status == "ok" for r in results)
+
+
+def test_a_wait_survives_its_pubsub_connection_being_killed(stack: Stack, client: Client) -> None:
+    result = client.sessions_send(slow_key(), "through a reconnect", timeout_seconds=0)
+    assert isinstance(result, SendResult)
+    outcome: list[Run | None] = []
+    waiter = threading.Thread(target=lambda: outcome.append(client.wait_run(result.run_id, timeout=25)))
+    started = time.monotonic()
+    waiter.start()
+    redis = stack.redis()
+    try:
+        channel = f"clawbus:run-done:{result.run_id}"
+        wait_for(lambda: redis.pubsub_numsub(channel)[0][1] == 1, 10, what="the wait to subscribe")
+        waits_connection = [
+            c for c in redis.client_list() if c["name"] == WAITS_CLIENT_NAME and c["sub"] != "0"
+        ]
+        assert len(waits_connection) == 1
+        redis.client_kill_filter(_id=waits_connection[0]["id"])
+    finally:
+        redis.close()
+    waiter.join(30)
+    assert outcome
+    assert outcome[0] is not None
+    assert outcome[0].status == "ok"
+    assert time.monotonic() - started < 10  # woken by the re-subscribed channel, not by the 25 s deadline
+
+
+def test_the_api_restarted_between_send_and_wait_still_answers_the_wait(fresh: Fresh) -> None:
+    fresh.start_redis()
+    fresh.worker()
+    port = free_port()
+    first, url = fresh.api(port)
+    with Client(url, TOKEN) as client:
+        sent = client.sessions_send(slow_key(), "outlive the API", timeout_seconds=0)
+    assert isinstance(sent, SendResult)
+    first.stop()
+    _, url = fresh.api(port)
+    with Client(url, TOKEN) as client:
+        run = client.wait_run(sent.run_id, timeout=20)
+    assert run is not None
+    assert run.status == "ok"
+    assert run.reply == "echo: outlive the API"
+
+
+def test_an_api_process_answers_waits_for_runs_another_one_accepted(stack: Stack, fresh: Fresh) -> None:
+    fresh.env = stack.env
+    _, other_url = fresh.api()
+    with Client(stack.url, TOKEN) as client:
+        sent = client.sessions_send(slow_key(), "cross-process", timeout_seconds=0)
+    assert isinstance(sent, SendResult)
+    response = httpx.get(
+        f"{other_url}/v1/runs/{sent.run_id}/wait",
+        params={"timeout": 20},
+        headers={"Authorization": f"Bearer {TOKEN}"},
+        timeout=30,
+    )
+    assert response.json()["status"] == "ok"

@@ -1,0 +1,191 @@
+"""A fake OpenAI-compatible chat completions server: FastAPI on a loopback port, answering from a script.
+
+Each model has its own queue of answers, so two agents on two models can be driven independently. An
+answer is a ``Reply`` or a function of the request body returning one (to answer with what a tool
+returned). The server streams (SSE, text and tool-call arguments split over several chunks) when asked
+to, records every request body, and times its own work so a benchmark can subtract it.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections import defaultdict, deque
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import uvicorn
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, Response, StreamingResponse
+
+
+@dataclass
+class Reply:
+    text: str = ""
+    tool_calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    usage: tuple[int, int] = (100, 20)
+    status: int = 200
+    error: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+Answer = Reply | Callable[[dict[str, Any]], Reply]
+
+
+def text(value: str, usage: tuple[int, int] = (100, 20)) -> Reply:
+    return Reply(text=value, usage=usage)
+
+
+def tool(name: str, usage: tuple[int, int] = (100, 20), **args: Any) -> Reply:
+    return Reply(tool_calls=[(name, args)], usage=usage)
+
+
+def failure(status: int, message: str, **headers: str) -> Reply:
+    return Reply(status=status, error=message, headers=headers)
+
+
+def last_tool_result(body: dict[str, Any]) -> dict[str, Any]:
+    """The JSON a tool returned, as the model sees it in its last ``tool`` message."""
+    message = next(m for m in reversed(body["messages"]) if m["role"] == "tool")
+    result: dict[str, Any] = json.loads(message["content"])
+    return result
+
+
+@dataclass
+class FakeOpenAI:
+    url: str  # the base URL a provider is configured with (ends in /v1)
+    queues: dict[str, deque[Answer]] = field(default_factory=lambda: defaultdict(deque))
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    headers: list[dict[str, str]] = field(default_factory=list)
+    # Seconds the server spent building each answer (from request parsed to last byte produced).
+    server_seconds: list[float] = field(default_factory=list)
+    default: Answer = field(default_factory=lambda: text("ok"))
+
+    def script(self, model: str, *answers: Answer) -> None:
+        self.queues[model].extend(answers)
+
+    def bodies(self, model: str) -> list[dict[str, Any]]:
+        return [body for body in self.requests if body["model"] == model]
+
+    def _next(self, body: dict[str, Any]) -> Reply:
+        queue = self.queues[body["model"]]
+        answer = queue.popleft() if queue else self.default
+        return answer(body) if callable(answer) else answer
+
+
+def _app(state: FakeOpenAI) -> FastAPI:
+    app = FastAPI()
+    lock = threading.Lock()
+
+    @app.post("/v1/chat/completions")
+    async def completions(request: Request) -> Response:
+        started = time.perf_counter()
+        body = await request.json()
+        with lock:
+            state.requests.append(body)
+            state.headers.append(dict(request.headers))
+            reply = state._next(body)
+        if reply.status >= 400:
+            state.server_seconds.append(time.perf_counter() - started)
+            return JSONResponse(
+                {"error": {"message": reply.error, "type": "invalid_request_error"}},
+                status_code=reply.status,
+                headers=reply.headers,
+            )
+        if body.get("stream"):
+            chunks = list(_chunks(body["model"], reply))
+            state.server_seconds.append(time.perf_counter() - started)
+            return StreamingResponse(iter(chunks), media_type="text/event-stream")
+        payload = _whole(body["model"], reply)
+        state.server_seconds.append(time.perf_counter() - started)
+        return JSONResponse(payload)
+
+    return app
+
+
+def _calls(reply: Reply) -> list[dict[str, Any]]:
+    return [
+        {
+            "id": f"call_{i}_{name}",
+            "type": "function",
+            "function": {"name": name, "arguments": json.dumps(args)},
+        }
+        for i, (name, args) in enumerate(reply.tool_calls)
+    ]
+
+
+def _usage(reply: Reply) -> dict[str, int]:
+    prompt, completion = reply.usage
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+
+
+def _whole(model: str, reply: Reply) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": reply.text or None}
+    if reply.tool_calls:
+        message["tool_calls"] = _calls(reply)
+    finish = "tool_calls" if reply.tool_calls else "stop"
+    return {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion",
+        "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "usage": _usage(reply),
+    }
+
+
+def _chunks(model: str, reply: Reply) -> Iterator[str]:
+    def chunk(delta: dict[str, Any], usage: dict[str, int] | None = None) -> str:
+        choices = [{"index": 0, "delta": delta}] if delta else []
+        payload = {
+            "id": "chatcmpl-fake",
+            "object": "chat.completion.chunk",
+            "model": model,
+            "choices": choices,
+        }
+        if usage is not None:
+            payload["usage"] = usage
+        return f"data: {json.dumps(payload)}\n\n"
+
+    pieces = [reply.text[i : i + 4] for i in range(0, len(reply.text), 4)]
+    for piece in pieces:
+        yield chunk({"content": piece})
+    for index, call in enumerate(_calls(reply)):
+        arguments = call["function"]["arguments"]
+        half = len(arguments) // 2
+        first = {"index": index, "id": call["id"], "type": "function"}
+        yield chunk(
+            {
+                "tool_calls": [
+                    {**first, "function": {"name": call["function"]["name"], "arguments": arguments[:half]}}
+                ]
+            }
+        )
+        yield chunk({"tool_calls": [{"index": index, "function": {"arguments": arguments[half:]}}]})
+    yield chunk({}, _usage(reply))
+    yield "data: [DONE]\n\n"
+
+
+@contextmanager
+def fake_openai() -> Iterator[FakeOpenAI]:
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    state = FakeOpenAI(f"http://127.0.0.1:{port}/v1")
+    server = uvicorn.Server(uvicorn.Config(_app(state), log_level="warning", lifespan="off"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        if time.monotonic() > deadline:
+            raise RuntimeError("the fake OpenAI server did not start")
+        time.sleep(0.01)
+    try:
+        yield state
+    finally:
+        server.should_exit = True
+        thread.join(10)
+        sock.close()

@@ -1,0 +1,53 @@
+"""The FastAPI app in-process over fakeredis, with a dispatcher that records instead of Celery."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import fakeredis
+import pytest
+from fastapi.testclient import TestClient
+
+from api.app import create_app
+from api.services import Services
+from api.waits import RunWaiter
+from shared.config import Config
+from shared.store import Store
+from tests.conftest import RecordingDispatcher, make_config
+
+TOKEN = "unit-token"
+
+
+@pytest.fixture
+def api_config() -> Config:
+    return make_config(
+        {"gateway": {"auth": {"tokens": [TOKEN]}, "limits": {"bodyBytes": 4096, "messageBytes": 1024}}}
+    )
+
+
+@pytest.fixture
+def recorded() -> RecordingDispatcher:
+    return RecordingDispatcher()
+
+
+@pytest.fixture
+def server() -> fakeredis.FakeServer:
+    return fakeredis.FakeServer()
+
+
+@pytest.fixture
+def api_store(server: fakeredis.FakeServer, api_config: Config) -> Store:
+    return Store(fakeredis.FakeRedis(server=server, decode_responses=True), api_config)
+
+
+@pytest.fixture
+def http(
+    api_config: Config, api_store: Store, server: fakeredis.FakeServer, recorded: RecordingDispatcher
+) -> Iterator[TestClient]:
+    def build(config: Config) -> Services:
+        async_redis = fakeredis.FakeAsyncRedis(server=server, decode_responses=True)
+        return Services(config, api_store, recorded, RunWaiter(async_redis, api_store.keys), async_redis)  # type: ignore[arg-type]
+
+    with TestClient(create_app(api_config, services=build)) as client:
+        client.headers["Authorization"] = f"Bearer {TOKEN}"
+        yield client

@@ -1,0 +1,207 @@
+"""api/: auth, the error envelope, body limits and the OpenAPI document, in-process."""
+
+from __future__ import annotations
+
+import pytest
+from fastapi.testclient import TestClient
+
+from api.app import create_app
+from shared.config import Config, ConfigError
+from shared.store import Store
+from tests.conftest import RecordingDispatcher, drain_flows, make_config
+
+
+def test_health_needs_no_token(http: TestClient) -> None:
+    http.headers.pop("Authorization")
+    assert http.get("/healthz").json() == {"ok": True}
+    assert http.get("/readyz").json() == {"ok": True, "redis": "ok", "workers": 0}
+
+
+@pytest.mark.parametrize("header", [None, "Bearer wrong", "Basic dXNlcjpwYXNz", "Bearer "])
+def test_tools_need_a_valid_bearer_token(http: TestClient, header: str | None) -> None:
+    http.headers.pop("Authorization")
+    headers = {"Authorization": header} if header else {}
+    response = http.post("/tools/invoke", json={"tool": "sessions_list"}, headers=headers)
+    assert response.status_code == 401
+    assert response.json() == {
+        "ok": False,
+        "error": {"type": "unauthorized", "message": "missing or invalid bearer token"},
+    }
+    assert response.headers["www-authenticate"] == "Bearer"
+
+
+@pytest.mark.parametrize("path", ["/v1/sessions/main", "/v1/runs/abc", "/v1/runs/abc/wait"])
+def test_every_v1_route_needs_a_token(http: TestClient, path: str) -> None:
+    http.headers.pop("Authorization")
+    assert http.get(path).status_code == 401
+
+
+def test_an_unknown_tool_is_404(http: TestClient) -> None:
+    response = http.post("/tools/invoke", json={"tool": "rm_rf"})
+    assert response.status_code == 404
+    assert response.json()["error"]["message"] == "Tool not available: rm_rf"
+
+
+def test_bad_args_are_400_naming_the_field(http: TestClient) -> None:
+    response = http.post("/tools/invoke", json={"tool": "sessions_send", "args": {"sessionKey": "main"}})
+    assert response.status_code == 400
+    assert response.json()["error"] == {
+        "type": "invalid_request",
+        "message": "args.message: Field required",
+        "field": "args.message",
+    }
+
+
+def test_a_bad_caller_key_is_400_naming_session_key(http: TestClient) -> None:
+    response = http.post("/tools/invoke", json={"tool": "sessions_list", "sessionKey": "agent:ghost:main"})
+    assert response.status_code == 400
+    assert response.json()["error"]["field"] == "sessionKey"
+
+
+def test_malformed_json_is_400_not_500(http: TestClient) -> None:
+    response = http.post("/tools/invoke", content=b"{nope", headers={"content-type": "application/json"})
+    assert response.status_code == 400
+    assert response.json()["error"]["field"] == "body"
+
+
+def test_an_oversized_message_names_the_field(http: TestClient, api_store: Store) -> None:
+    response = http.post(
+        "/tools/invoke", json={"tool": "sessions_send", "args": {"sessionKey": "main", "message": "x" * 2000}}
+    )
+    assert response.status_code == 400
+    assert response.json()["error"]["message"] == "args.message: too large: 2000 bytes (limit 1024)"
+    assert api_store.redis.keys("clawbus:*") == []
+
+
+def test_a_body_over_the_limit_is_413(http: TestClient) -> None:
+    response = http.post("/tools/invoke", json={"tool": "sessions_send", "args": {"message": "x" * 10_000}})
+    assert response.status_code == 413
+    assert response.json()["error"]["type"] == "too_large"
+
+
+def test_fire_and_forget_send_is_accepted_and_dispatched(
+    http: TestClient, recorded: RecordingDispatcher
+) -> None:
+    response = http.post(
+        "/tools/invoke",
+        json={
+            "tool": "sessions_send",
+            "args": {"sessionKey": "cron:x", "message": "hi", "timeoutSeconds": 0},
+        },
+    )
+    assert response.status_code == 200
+    result = response.json()["result"]
+    assert result["status"] == "accepted"
+    assert result["sessionKey"] == "agent:main:cron:x"
+    assert [h.run_id for h in recorded.heads] == [result["runId"]]
+
+
+def test_inbound_messages_create_the_session(http: TestClient) -> None:
+    response = http.post(
+        "/v1/sessions/main/messages",
+        json={"message": "hi", "channel": "webchat", "to": "u1", "timeoutSeconds": 0},
+    )
+    assert response.json()["status"] == "accepted"
+    entry = http.get("/v1/sessions/main").json()
+    assert entry["deliveryContext"] == {"channel": "webchat", "to": "u1"}
+    assert http.get(f"/v1/sessions/{entry['sessionId']}").json()["key"] == "agent:main:main"
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({}, "message"),
+        ({"message": "m", "timeoutSeconds": -1}, "timeoutSeconds"),
+        ({"message": "m", "x": 1}, "x"),
+        ({"message": "m", "chatType": "room"}, "chatType"),
+    ],
+)
+def test_inbound_bad_bodies_are_400_naming_the_field(
+    http: TestClient, body: dict[str, object], field: str
+) -> None:
+    response = http.post("/v1/sessions/main/messages", json=body)
+    assert response.status_code == 400
+    assert response.json()["error"]["field"] == field
+
+
+def test_inbound_to_an_unknown_agent_is_404(http: TestClient) -> None:
+    response = http.post("/v1/sessions/agent:ghost:main/messages", json={"message": "hi"})
+    assert response.status_code == 404
+
+
+def test_patch_validates_send_policy_with_the_spec_text(http: TestClient) -> None:
+    http.post("/v1/sessions/main/messages", json={"message": "hi", "timeoutSeconds": 0})
+    bad = http.patch("/v1/sessions/main", json={"sendPolicy": "sometimes"})
+    assert bad.status_code == 400
+    assert bad.json()["error"]["message"] == 'sendPolicy: invalid sendPolicy (use "allow"|"deny")'
+    assert http.patch("/v1/sessions/main", json={"sendPolicy": "deny"}).json()["sendPolicy"] == "deny"
+    assert "sendPolicy" not in http.patch("/v1/sessions/main", json={"sendPolicy": None}).json()
+
+
+def test_patch_checks_model_and_thinking_and_label_conflicts(http: TestClient) -> None:
+    for key in ("main", "cron:x"):
+        http.post(f"/v1/sessions/{key}/messages", json={"message": "hi", "timeoutSeconds": 0})
+    assert http.patch("/v1/sessions/main", json={"model": "nope/x"}).json()["error"]["message"] == (
+        "model: invalid model: nope/x"
+    )
+    assert http.patch("/v1/sessions/main", json={"thinkingLevel": "max"}).status_code == 400
+    assert http.patch("/v1/sessions/main", json={"label": "home", "model": "echo/echo"}).status_code == 200
+    conflict = http.patch("/v1/sessions/cron:x", json={"label": "home"})
+    assert conflict.status_code == 409
+    assert conflict.json()["error"]["field"] == "label"
+
+
+def test_patch_of_an_unknown_session_is_404(http: TestClient) -> None:
+    assert http.patch("/v1/sessions/cron:none", json={"label": "x"}).status_code == 404
+    assert http.get("/v1/sessions/cron:none").status_code == 404
+
+
+def test_unknown_runs_are_404_and_bad_ids_400(http: TestClient) -> None:
+    assert http.get("/v1/runs/nope").status_code == 404
+    assert http.get("/v1/runs/nope/wait", params={"timeout": 0}).status_code == 404
+    assert http.get("/v1/runs/bad%20id").status_code == 400
+    assert http.get("/v1/runs/x/wait", params={"timeout": -1}).json()["error"]["field"] == "timeout"
+
+
+def test_the_openapi_document_describes_the_routes(http: TestClient) -> None:
+    paths = http.get("/openapi.json").json()["paths"]
+    assert {
+        "/tools/invoke",
+        "/v1/sessions/{key}",
+        "/v1/sessions/{key}/messages",
+        "/v1/runs/{run_id}",
+        "/v1/runs/{run_id}/wait",
+        "/healthz",
+        "/readyz",
+    } <= set(paths)
+
+
+def test_an_api_without_tokens_refuses_to_start() -> None:
+    with pytest.raises(ConfigError, match="no API tokens"):
+        create_app(make_config())
+
+
+def test_runs_and_flows_come_back_with_secrets_redacted(
+    http: TestClient, api_store: Store, api_config: Config, recorded: RecordingDispatcher
+) -> None:
+    secret = "sk-abcdefghijklmnopqrstuvwx1234"
+    sent = http.post(
+        "/tools/invoke",
+        json={
+            "tool": "sessions_send",
+            "args": {"sessionKey": "cron:keys", "message": f"my key is {secret}", "timeoutSeconds": 0},
+        },
+    ).json()["result"]
+    drain_flows(api_store, api_config, recorded)
+    run = http.get(f"/v1/runs/{sent['runId']}").json()
+    flow = http.get(f"/v1/flows/{sent['flowId']}").json()
+    assert run["reply"] == "echo: my key is sk-abc…1234"
+    assert flow["message"] == "my key is sk-abc…1234"
+    assert secret not in str(run) + str(flow)
+
+
+@pytest.mark.parametrize("after", ["0-20000000000000000000", "99999999999999999999-0", "x-1", "1"])
+def test_an_out_of_range_stream_id_is_400_not_500(http: TestClient, after: str) -> None:
+    response = http.get("/v1/channels/log/x/messages", params={"after": after})
+    assert response.status_code == 400
+    assert response.json()["error"]["field"] == "after"

@@ -1,0 +1,44 @@
+"""api/routes/runs.py: a run's event stream, paged, with streamed text redacted."""
+
+from __future__ import annotations
+
+from fastapi.testclient import TestClient
+
+from shared.config import Config
+from shared.store import Store
+from tests.conftest import RecordingDispatcher, drain
+
+
+def test_a_runs_events_page_on_from_the_last_id_seen(
+    http: TestClient, api_store: Store, api_config: Config, recorded: RecordingDispatcher
+) -> None:
+    sent = http.post(
+        "/tools/invoke",
+        json={
+            "tool": "sessions_send",
+            "args": {"sessionKey": "cron:ev", "message": "hi", "timeoutSeconds": 0},
+        },
+    ).json()["result"]
+    drain(api_store, api_config, recorded)
+    events = http.get(f"/v1/runs/{sent['runId']}/events").json()["events"]
+    assert [e["type"] for e in events] == ["queued", "started", "ended"]
+    rest = http.get(f"/v1/runs/{sent['runId']}/events", params={"after": events[0]["id"]}).json()
+    assert [e["type"] for e in rest["events"]] == ["started", "ended"]
+    assert rest["last"] == events[-1]["id"]
+
+
+def test_streamed_text_is_redacted(http: TestClient, api_store: Store) -> None:
+    sent = http.post(
+        "/tools/invoke",
+        json={
+            "tool": "sessions_send",
+            "args": {"sessionKey": "cron:ev2", "message": "x", "timeoutSeconds": 0},
+        },
+    ).json()["result"]
+    api_store.runs.add_event(sent["runId"], {"type": "text", "text": "key sk-abcdefghijklmnopqrstuvwx1234"})
+    [text] = [e for e in http.get(f"/v1/runs/{sent['runId']}/events").json()["events"] if e["type"] == "text"]
+    assert text["text"] == "key sk-abc…1234"
+
+
+def test_events_of_an_unknown_run_are_404(http: TestClient) -> None:
+    assert http.get("/v1/runs/nope/events").status_code == 404

@@ -1,0 +1,38 @@
+"""shared/runtime/echo.py: deterministic replies, skip tokens, usage estimate, delay."""
+
+from __future__ import annotations
+
+import pytest
+
+from shared.models import Message, Role
+from shared.runtime.base import StepRequest
+from shared.runtime.echo import EchoRuntime
+
+
+def request(*texts: str, role: Role = "user") -> StepRequest:
+    messages = [Message.of(role, t, timestamp=i) for i, t in enumerate(texts)]
+    return StepRequest(agent_id="main", model="echo/echo", session=None, messages=messages)
+
+
+def test_replies_with_the_last_user_message() -> None:
+    assert EchoRuntime().step(request("first", "second")).reply == "echo: second"
+
+
+@pytest.mark.parametrize("token", ["REPLY_SKIP", "ANNOUNCE_SKIP", "  REPLY_SKIP\n"])
+def test_a_skip_token_is_answered_with_itself(token: str) -> None:
+    assert EchoRuntime().step(request(token)).reply == token.strip()
+
+
+def test_a_near_skip_token_is_echoed() -> None:
+    assert EchoRuntime().step(request("reply_skip")).reply == "echo: reply_skip"
+
+
+def test_usage_is_estimated_from_characters() -> None:
+    usage = EchoRuntime().step(request("x" * 40)).usage
+    assert (usage.input_tokens, usage.output_tokens) == (10, 12)
+
+
+def test_the_delay_is_configurable() -> None:
+    slept: list[float] = []
+    EchoRuntime(delay_ms=250, sleep=slept.append).step(request("x"))
+    assert slept == [0.25]

@@ -1,0 +1,193 @@
+"""shared/runtime/openai.py against a real HTTP server speaking the chat completions protocol."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from shared.config import Config, OpenAIProvider
+from shared.models import Message, SessionEntry, TextBlock, ToolCallBlock
+from shared.runtime.base import RunTimedOut, StepRequest
+from shared.runtime.openai import ModelRequestFailed, OpenAIRuntime, chat_messages
+from shared.runtime.registry import runtime_for
+from tests.support.fake_openai import FakeOpenAI, failure, fake_openai, text, tool
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[FakeOpenAI]:
+    with fake_openai() as fake:
+        yield fake
+
+
+def runtime(server: FakeOpenAI, **provider: Any) -> OpenAIRuntime:
+    settings = {
+        "type": "openai",
+        "baseUrl": server.url,
+        "models": [{"id": "m", "cost": {"input": 2.0, "output": 8.0}, "reasoning": True}],
+        **provider,
+    }
+    config = Config.model_validate({"models": {"providers": {"fake": settings}}})
+    made = runtime_for(config, "fake/m")
+    assert isinstance(made, OpenAIRuntime)
+    return made
+
+
+def request(*messages: Message, **extra: Any) -> StepRequest:
+    fields: dict[str, Any] = {
+        "agent_id": "main",
+        "model": "fake/m",
+        "session": None,
+        "messages": list(messages),
+    }
+    return StepRequest(**{**fields, **extra})
+
+
+def user(value: str) -> Message:
+    return Message.of("user", value, timestamp=1)
+
+
+@pytest.fixture(autouse=True)
+def empty_queue(server: FakeOpenAI) -> Iterator[None]:
+    server.queues.clear()
+    server.requests.clear()
+    return
+
+
+@pytest.mark.parametrize("stream", [True, False])
+def test_a_text_answer_becomes_the_reply_with_usage_and_cost(server: FakeOpenAI, stream: bool) -> None:
+    server.script("m", text("hello there", usage=(1000, 500)))
+    streamed: list[str] = []
+    result = runtime(server, stream=stream).step(request(user("hi"), on_text=streamed.append))
+    assert result.reply == "hello there"
+    assert (result.usage.input_tokens, result.usage.output_tokens) == (1000, 500)
+    assert result.usage.cost_usd == pytest.approx((1000 * 2.0 + 500 * 8.0) / 1_000_000)
+    assert "".join(streamed) == "hello there"
+    if stream:
+        assert len(streamed) > 1  # it arrived in pieces, as they came
+
+
+@pytest.mark.parametrize("stream", [True, False])
+def test_tool_calls_come_back_with_their_parsed_arguments(server: FakeOpenAI, stream: bool) -> None:
+    server.script("m", tool("sessions_send", sessionKey="agent:research:main", message="2+2?"))
+    result = runtime(server, stream=stream).step(request(user("ask research"), tools=["sessions_send"]))
+    assert result.reply == ""
+    [call] = result.tool_calls
+    assert call.name == "sessions_send"
+    assert call.arguments == {"sessionKey": "agent:research:main", "message": "2+2?"}
+    sent = server.requests[-1]
+    assert [t["function"]["name"] for t in sent["tools"]] == ["sessions_send"]
+
+
+def test_a_429_is_retried_after_its_retry_after(server: FakeOpenAI) -> None:
+    server.script("m", failure(429, "slow down", **{"Retry-After": "0.01"}), text("finally"))
+    assert runtime(server).step(request(user("hi"))).reply == "finally"
+    assert len(server.requests) == 2
+
+
+def test_a_5xx_is_retried_then_given_up(server: FakeOpenAI) -> None:
+    server.script("m", *[failure(503, "overloaded", **{"Retry-After": "0"})] * 3)
+    with pytest.raises(ModelRequestFailed, match=r"HTTP 503: overloaded.*gave up after 3 attempts"):
+        runtime(server, maxRetries=2).step(request(user("hi")))
+
+
+def test_a_400_fails_at_once_with_the_servers_message(server: FakeOpenAI) -> None:
+    server.script("m", failure(400, "messages: too long"))
+    with pytest.raises(ModelRequestFailed, match="HTTP 400: messages: too long"):
+        runtime(server).step(request(user("hi")))
+    assert len(server.requests) == 1
+
+
+def test_an_unreachable_endpoint_is_a_clear_failure() -> None:
+    provider = OpenAIProvider.model_validate(
+        {"type": "openai", "baseUrl": refused_url(), "models": ["m"], "maxRetries": 1}
+    )
+    made = OpenAIRuntime(provider, provider.model("m"), httpx.Client(), sleep=lambda _: None)
+    with pytest.raises(ModelRequestFailed, match="unreachable"):
+        made.step(request(user("hi")))
+
+
+def test_the_time_limit_bounds_the_retries(server: FakeOpenAI) -> None:
+    server.script("m", failure(429, "slow down", **{"Retry-After": "5"}))
+    with pytest.raises(RunTimedOut):
+        runtime(server).step(request(user("hi"), time_limit=0.5))
+
+
+def test_the_api_key_comes_from_the_named_environment_variable(
+    server: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAKE_OPENAI_KEY", "sk-test")
+    runtime(server, apiKeyEnv="FAKE_OPENAI_KEY").step(request(user("hi")))
+    assert server.headers[-1]["authorization"] == "Bearer sk-test"
+
+
+def test_thinking_maps_to_reasoning_effort_on_reasoning_models(server: FakeOpenAI) -> None:
+    made = runtime(server)
+    assert made.body(request(user("hi"), thinking="high"))["reasoning_effort"] == "high"
+    assert "reasoning_effort" not in made.body(request(user("hi"), thinking="off"))
+    assert "reasoning_effort" not in made.body(request(user("hi")))
+
+
+def test_the_context_and_agent_become_system_text() -> None:
+    session = SessionEntry.model_validate(
+        {
+            "key": "agent:main:main",
+            "sessionId": "s",
+            "agentId": "main",
+            "kind": "main",
+            "createdAt": 1,
+            "updatedAt": 1,
+        }
+    )
+    [system, first] = chat_messages(
+        request(user("hi"), context="Agent-to-agent message context:", session=session)
+    )
+    assert system["role"] == "system"
+    assert 'agent "main"' in system["content"]
+    assert "agent:main:main" in system["content"]
+    assert system["content"].endswith("Agent-to-agent message context:")
+    assert first == {"role": "user", "content": "hi"}
+
+
+def test_tool_turns_become_assistant_tool_calls_and_tool_messages() -> None:
+    call = ToolCallBlock(id="c1", name="sessions_list", arguments={"limit": 2})
+    asked = Message(id="a", role="assistant", content=[TextBlock(text="looking"), call], timestamp=1)
+    answered = Message.of("toolResult", '{"sessions": []}', timestamp=1).model_copy(
+        update={"tool_call_id": "c1", "tool_name": "sessions_list"}
+    )
+    out = chat_messages(request(user("list"), asked, answered))
+    assert out[2] == {
+        "role": "assistant",
+        "content": "looking",
+        "tool_calls": [
+            {
+                "id": "c1",
+                "type": "function",
+                "function": {"name": "sessions_list", "arguments": '{"limit": 2}'},
+            }
+        ],
+    }
+    assert out[3] == {"role": "tool", "tool_call_id": "c1", "content": '{"sessions": []}'}
+
+
+def test_a_tail_cut_mid_exchange_leaves_out_the_orphaned_halves() -> None:
+    orphan_result = Message.of("toolResult", "{}", timestamp=1).model_copy(update={"tool_call_id": "gone"})
+    unanswered = Message(
+        id="a", role="assistant", content=[ToolCallBlock(id="c9", name="sessions_list")], timestamp=1
+    )
+    out = chat_messages(request(orphan_result, user("hi"), unanswered))
+    assert [m["role"] for m in out] == ["system", "user", "assistant"]
+    assert "tool_calls" not in out[2]
+    assert out[2]["content"] == ""
+
+
+def refused_url() -> str:
+    """A loopback port with nothing listening."""
+    probe = socket.socket()
+    probe.bind(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+    probe.close()
+    return f"http://127.0.0.1:{port}/v1"

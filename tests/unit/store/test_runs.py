@@ -1,0 +1,309 @@
+"""shared/store/runs.py and its Lua scripts: accept, claim, heartbeat, commit (with memo), reap."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import fakeredis
+
+from shared.clock import FixedClock
+from shared.config import Config
+from shared.models import Message, RunStatus, Usage
+from shared.sessions import new_entry
+from shared.store import Store
+from shared.store.runs import Accepted, ClaimOutcome, NewRun, Outcome
+
+KEY = "agent:main:webchat:direct:ann"
+LEASE_MS = 3000
+
+
+def accept(store: Store, config: Config, text: str = "hi", key: str = KEY):
+    run_id = str(uuid.uuid4())
+    message = Message.of("user", text, timestamp=store.clock.now_ms(), run_id=run_id)
+    new = NewRun(run_id=run_id, session_key=key, agent_id="main", kind="chat", input=message)
+    return store.runs.accept(new_entry(config, key, store.clock.now_ms()), {}, new)
+
+
+def claim(store: Store, run_id: str, owner: str = "task-1", attempt: int = 0, max_attempts: int = 3):
+    return store.runs.claim(
+        run_id, KEY, owner=owner, attempt=attempt, lease_ms=LEASE_MS, max_attempts=max_attempts
+    )
+
+
+def ok(store: Store, run_id: str, token: str, reply: str = "done"):
+    run = store.runs.get(run_id)
+    assert run is not None
+    message = Message.of("assistant", reply, timestamp=store.clock.now_ms(), run_id=run_id)
+    outcome = Outcome(RunStatus.OK, reply=reply, usage=Usage(input_tokens=3, output_tokens=2, cost_usd=0.5))
+    return store.runs.commit(run, store.sessions.get(KEY), token, outcome, [message])
+
+
+def test_accept_creates_the_session_and_queues_the_first_run_as_head(store: Store, config: Config) -> None:
+    first = accept(store, config)
+    second = accept(store, config)
+    assert first.is_head
+    assert not second.is_head
+    assert (first.seq, second.seq) == (1, 2)
+    assert store.runs.lane(KEY) == [first.run_id, second.run_id]
+    run = store.runs.get(first.run_id)
+    assert run is not None
+    assert run.status is RunStatus.QUEUED
+    entry = store.sessions.get(KEY)
+    assert entry is not None
+    assert entry.kind == "other"
+    assert store.sessions.key_for_session_id(entry.session_id) == KEY
+
+
+def test_accept_keeps_the_session_it_already_has(store: Store, config: Config, clock: FixedClock) -> None:
+    accept(store, config)
+    entry = store.sessions.get(KEY)
+    clock.advance(5)
+    accept(store, config)
+    again = store.sessions.get(KEY)
+    assert again is not None
+    assert entry is not None
+    assert again.session_id == entry.session_id
+    assert again.created_at == entry.created_at
+    assert again.updated_at == entry.updated_at + 5000
+
+
+def test_claim_appends_the_input_once_and_starts_the_run(store: Store, config: Config) -> None:
+    accepted = accept(store, config, "first message")
+    claimed = claim(store, accepted.run_id)
+    assert claimed.outcome is ClaimOutcome.CLAIMED
+    assert claimed.attempts == 1
+    run = store.runs.get(accepted.run_id)
+    assert run is not None
+    assert run.status is RunStatus.RUNNING
+    assert run.started_at is not None
+    assert [m.text for m in store.transcripts.last(KEY, 10)] == ["first message"]
+
+
+def test_a_second_run_of_the_session_cannot_claim_before_the_first_ends(store: Store, config: Config) -> None:
+    first, second = accept(store, config), accept(store, config)
+    assert claim(store, first.run_id).outcome is ClaimOutcome.CLAIMED
+    assert claim(store, second.run_id, owner="task-2").outcome is ClaimOutcome.NOT_HEAD
+
+
+def test_a_live_lease_makes_other_attempts_busy(store: Store, config: Config) -> None:
+    accepted = accept(store, config)
+    claim(store, accepted.run_id, owner="task-1")
+    assert claim(store, accepted.run_id, owner="task-2").outcome is ClaimOutcome.BUSY
+    # A redelivery of the same message (same retry count) is busy too: the first may still be running.
+    assert claim(store, accepted.run_id, owner="task-1", attempt=0).outcome is ClaimOutcome.BUSY
+
+
+def test_a_retry_after_worker_loss_takes_the_lease_over_at_once(store: Store, config: Config) -> None:
+    accepted = accept(store, config, "only once")
+    first = claim(store, accepted.run_id, owner="task-1", attempt=0)
+    retried = claim(store, accepted.run_id, owner="task-1", attempt=1)
+    assert retried.outcome is ClaimOutcome.CLAIMED
+    assert retried.token != first.token
+    assert [m.text for m in store.transcripts.last(KEY, 10)] == ["only once"]
+
+
+def test_a_lapsed_lease_can_be_claimed_by_anyone(store: Store, config: Config, clock: FixedClock) -> None:
+    accepted = accept(store, config)
+    claim(store, accepted.run_id, owner="task-1")
+    clock.advance(LEASE_MS / 1000 + 0.001)
+    assert claim(store, accepted.run_id, owner="task-2").outcome is ClaimOutcome.CLAIMED
+
+
+def test_the_old_holder_cannot_commit_after_a_takeover(
+    store: Store, config: Config, clock: FixedClock
+) -> None:
+    accepted = accept(store, config)
+    stale = claim(store, accepted.run_id, owner="task-1")
+    clock.advance(LEASE_MS / 1000 + 1)
+    fresh = claim(store, accepted.run_id, owner="task-2")
+    assert not ok(store, accepted.run_id, stale.token).committed
+    assert ok(store, accepted.run_id, fresh.token).committed
+
+
+def test_commit_is_atomic_and_hands_over_the_next_head(store: Store, config: Config) -> None:
+    first, second = accept(store, config, "one"), accept(store, config, "two")
+    token = claim(store, first.run_id).token
+    committed = ok(store, first.run_id, token, "reply one")
+    assert committed.committed
+    assert committed.next_head is not None
+    assert committed.next_head.run_id == second.run_id
+    assert committed.next_head.kind == "chat"
+    run = store.runs.get(first.run_id)
+    assert run is not None
+    assert run.status is RunStatus.OK
+    assert run.reply == "reply one"
+    assert run.usage.input_tokens == 3
+    assert store.runs.lane(KEY) == [second.run_id]
+    assert [m.text for m in store.transcripts.last(KEY, 10)] == ["one", "reply one"]
+    entry = store.sessions.get(KEY)
+    assert entry is not None
+    assert entry.total_tokens == 5
+    assert entry.estimated_cost_usd == 0.5
+
+
+def test_commit_publishes_completion_on_the_runs_channel(
+    store: Store, config: Config, redis_client: fakeredis.FakeRedis
+) -> None:
+    accepted = accept(store, config)
+    pubsub = redis_client.pubsub()
+    pubsub.subscribe(store.keys.run_done_channel(accepted.run_id))
+    pubsub.get_message(timeout=1)
+    ok(store, accepted.run_id, claim(store, accepted.run_id).token)
+    message = pubsub.get_message(timeout=1)
+    assert message is not None
+    ended = json.loads(message["data"])
+    assert ended["status"] == "ok"
+    assert ended["runId"] == accepted.run_id
+    assert "input" not in ended
+
+
+def test_terminal_runs_never_change(store: Store, config: Config) -> None:
+    accepted = accept(store, config)
+    token = claim(store, accepted.run_id).token
+    ok(store, accepted.run_id, token, "final")
+    assert claim(store, accepted.run_id, owner="late").outcome is ClaimOutcome.DONE
+    assert not ok(store, accepted.run_id, token, "again").committed
+    run = store.runs.get(accepted.run_id)
+    assert run is not None
+    assert run.reply == "final"
+
+
+def test_finished_runs_expire_after_the_retention(
+    store: Store, config: Config, redis_client: fakeredis.FakeRedis
+) -> None:
+    accepted = accept(store, config)
+    ok(store, accepted.run_id, claim(store, accepted.run_id).token)
+    ttl = redis_client.ttl(store.keys.run(accepted.run_id))
+    assert 0 < ttl <= config.runs.retention_hours * 3600
+
+
+def test_claims_beyond_max_attempts_are_exhausted(store: Store, config: Config) -> None:
+    accepted = accept(store, config)
+    for attempt in range(3):
+        assert claim(store, accepted.run_id, owner="t", attempt=attempt).outcome is ClaimOutcome.CLAIMED
+    assert claim(store, accepted.run_id, owner="t", attempt=3).outcome is ClaimOutcome.EXHAUSTED
+
+
+def test_a_claim_returns_what_the_attempt_needs(store: Store, config: Config) -> None:
+    accepted = accept(store, config, "the input")
+    claimed = claim(store, accepted.run_id)
+    assert claimed.state is not None
+    assert claimed.state.run.status is RunStatus.RUNNING
+    assert claimed.state.input is not None
+    assert claimed.state.input.text == "the input"
+    assert claimed.state.session is not None
+    assert claimed.state.session.key == KEY
+    assert claimed.state.memo is None
+
+
+def test_a_memo_left_by_a_failed_commit_comes_back_with_the_next_claim(store: Store, config: Config) -> None:
+    accepted = accept(store, config)
+    claim(store, accepted.run_id, owner="t", attempt=0)
+    # The memo landed, the commit did not (the worker died between them).
+    store.redis.hset(store.keys.run(accepted.run_id), "memo", json.dumps({"reply": "memo"}))
+    retried = claim(store, accepted.run_id, owner="t", attempt=1)
+    assert retried.state is not None
+    assert retried.state.memo is not None
+    assert json.loads(retried.state.memo)["reply"] == "memo"
+
+
+def test_a_stale_token_stores_neither_memo_nor_outcome(
+    store: Store, config: Config, clock: FixedClock
+) -> None:
+    accepted = accept(store, config)
+    stale = claim(store, accepted.run_id, owner="t1").token
+    clock.advance(LEASE_MS / 1000 + 1)
+    claim(store, accepted.run_id, owner="t2")
+    run = store.runs.get(accepted.run_id)
+    assert run is not None
+    committed = store.runs.commit(
+        run, None, stale, Outcome(RunStatus.OK, reply="late"), [], memo='{"reply":"x"}'
+    )
+    assert not committed.committed
+    assert store.redis.hget(store.keys.run(accepted.run_id), "memo") is None
+
+
+def test_commit_memoizes_then_ends_the_run_in_one_round_trip(store: Store, config: Config) -> None:
+    accepted = accept(store, config)
+    token = claim(store, accepted.run_id).token
+    run = store.runs.get(accepted.run_id)
+    assert run is not None
+    assert store.runs.commit(
+        run, None, token, Outcome(RunStatus.OK, reply="r"), [], memo='{"reply":"r"}'
+    ).committed
+    # A committed run needs no memo any more: the reply is on the run.
+    assert store.redis.hget(store.keys.run(accepted.run_id), "memo") is None
+
+
+def test_heartbeat_extends_only_the_holders_lease(store: Store, config: Config, clock: FixedClock) -> None:
+    accepted = accept(store, config)
+    token = claim(store, accepted.run_id).token
+    clock.advance(2)
+    assert store.runs.heartbeat(KEY, token, LEASE_MS)
+    clock.advance(2)  # past the first expiry, within the renewed one
+    assert claim(store, accepted.run_id, owner="other").outcome is ClaimOutcome.BUSY
+    assert not store.runs.heartbeat(KEY, "stale", LEASE_MS)
+
+
+def test_reap_finds_heads_never_claimed_within_the_grace(
+    store: Store, config: Config, clock: FixedClock
+) -> None:
+    accepted = accept(store, config)
+    assert store.runs.reap() == []
+    clock.advance(config.runs.dispatch_grace_seconds + 1)
+    heads = store.runs.reap()
+    assert [(h.run_id, h.session_key, h.kind) for h in heads] == [(accepted.run_id, KEY, "chat")]
+    assert store.runs.reap() == []  # rescheduled, not reported twice
+
+
+def test_reap_finds_lanes_whose_lease_lapsed(store: Store, config: Config, clock: FixedClock) -> None:
+    accepted = accept(store, config)
+    claim(store, accepted.run_id)
+    clock.advance(1)
+    assert store.runs.reap() == []
+    clock.advance(LEASE_MS / 1000)
+    assert [h.run_id for h in store.runs.reap()] == [accepted.run_id]
+
+
+def test_reap_leaves_alone_a_lane_whose_worker_keeps_its_lease(
+    store: Store, config: Config, clock: FixedClock
+) -> None:
+    accepted = accept(store, config)
+    token = claim(store, accepted.run_id).token
+    for _ in range(5):
+        clock.advance(2)
+        store.runs.heartbeat(KEY, token, LEASE_MS)
+        assert store.runs.reap() == []
+
+
+def test_reap_forgets_lanes_that_emptied(
+    store: Store, config: Config, clock: FixedClock, redis_client: fakeredis.FakeRedis
+) -> None:
+    accepted = accept(store, config)
+    ok(store, accepted.run_id, claim(store, accepted.run_id).token)
+    clock.advance(config.runs.dispatch_grace_seconds + 1)
+    assert store.runs.reap() == []
+    assert redis_client.zcard(store.keys.lanes_due()) == 0
+
+
+def test_run_events_record_the_life_of_a_run(store: Store, config: Config) -> None:
+    accepted = accept(store, config)
+    ok(store, accepted.run_id, claim(store, accepted.run_id).token)
+    assert [e["type"] for e in store.runs.events(accepted.run_id)] == ["queued", "started", "ended"]
+
+
+def test_accepting_the_same_run_twice_queues_it_once(store: Store, config: Config) -> None:
+    first, second = accept(store, config), accept(store, config)
+
+    def again(run_id: str) -> Accepted:
+        message = Message.of("user", "hi", timestamp=1, run_id=run_id)
+        new = NewRun(run_id=run_id, session_key=KEY, agent_id="main", kind="chat", input=message)
+        return store.runs.accept(new_entry(config, KEY, 1), {}, new)
+
+    # A repeated accept of a head that has not started says so: its caller dispatches it (again).
+    assert (again(first.run_id).seq, again(first.run_id).is_head) == (first.seq, True)
+    assert again(second.run_id).is_head is False
+    claim(store, first.run_id)
+    assert again(first.run_id).is_head is False
+    assert store.runs.lane(KEY) == [first.run_id, second.run_id]

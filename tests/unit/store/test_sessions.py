@@ -1,0 +1,98 @@
+"""shared/store/sessions.py: entries, indexes merged newest-first, id and label lookups, atomic patch."""
+
+from __future__ import annotations
+
+import pytest
+
+from shared.clock import FixedClock
+from shared.config import Config
+from shared.sessions import new_entry
+from shared.store import Store
+from shared.store.sessions import LabelTaken, SessionPatch
+
+
+def create(store: Store, config: Config, key: str) -> None:
+    entry = new_entry(config, key, store.clock.now_ms())
+    store.redis.hset(store.keys.session(key), mapping={k: str(v) for k, v in entry.wire().items()})
+    for index in (
+        store.keys.sessions_index(),
+        store.keys.kind_index(entry.kind),
+        store.keys.agent_index("main"),
+    ):
+        store.redis.zadd(index, {key: entry.updated_at})
+    store.redis.set(store.keys.session_id(entry.session_id), key)
+
+
+def test_recent_merges_several_indexes_newest_first(store: Store, config: Config, clock: FixedClock) -> None:
+    keys = ["agent:main:cron:a", "agent:main:hook:b", "agent:main:cron:c", "agent:main:discord:group:d"]
+    for key in keys:
+        clock.advance(1)
+        create(store, config, key)
+    indexes = [store.keys.kind_index("cron"), store.keys.kind_index("hook")]
+    assert list(store.sessions.recent(indexes, None, page=1)) == [keys[2], keys[1], keys[0]]
+
+
+def test_recent_stops_at_the_activity_floor(store: Store, config: Config, clock: FixedClock) -> None:
+    create(store, config, "agent:main:cron:old")
+    clock.advance(600)
+    create(store, config, "agent:main:cron:new")
+    floor = clock.now_ms() - 60_000
+    assert list(store.sessions.recent([store.keys.sessions_index()], floor)) == ["agent:main:cron:new"]
+
+
+def test_get_many_returns_none_for_missing_entries(store: Store, config: Config) -> None:
+    create(store, config, "agent:main:cron:a")
+    found = store.sessions.get_many(["agent:main:cron:a", "agent:main:cron:gone"])
+    assert found[0] is not None
+    assert found[0].kind == "cron"
+    assert found[1] is None
+
+
+def test_patch_sets_and_clears_fields(store: Store, config: Config) -> None:
+    create(store, config, "agent:main:main")
+    entry = store.sessions.get("agent:main:main")
+    assert entry is not None
+    patched = store.sessions.patch(entry, SessionPatch({"sendPolicy": "deny", "thinkingLevel": "high"}))
+    assert patched is not None
+    assert patched.send_policy == "deny"
+    assert patched.thinking_level == "high"
+    cleared = store.sessions.patch(patched, SessionPatch({"sendPolicy": None}))
+    assert cleared is not None
+    assert cleared.send_policy is None
+    assert cleared.thinking_level == "high"
+
+
+def test_labels_are_unique_within_an_agent(store: Store, config: Config) -> None:
+    for key in ("agent:main:main", "agent:main:cron:x"):
+        create(store, config, key)
+    first, second = store.sessions.get_many(["agent:main:main", "agent:main:cron:x"])
+    assert first is not None
+    assert second is not None
+    store.sessions.patch(first, SessionPatch({"label": "home"}))
+    assert store.sessions.key_for_label("main", "home") == "agent:main:main"
+    with pytest.raises(LabelTaken):
+        store.sessions.patch(second, SessionPatch({"label": "home"}))
+
+
+def test_relabel_frees_the_old_label_and_clear_removes_it(store: Store, config: Config) -> None:
+    create(store, config, "agent:main:main")
+    entry = store.sessions.get("agent:main:main")
+    assert entry is not None
+    entry = store.sessions.patch(entry, SessionPatch({"label": "a"}))
+    assert entry is not None
+    entry = store.sessions.patch(entry, SessionPatch({"label": "b"}))
+    assert store.sessions.key_for_label("main", "a") is None
+    assert store.sessions.key_for_label("main", "b") == "agent:main:main"
+    assert entry is not None
+    entry = store.sessions.patch(entry, SessionPatch({"label": None}))
+    assert entry is not None
+    assert entry.label is None
+    assert store.sessions.key_for_label("main", "b") is None
+
+
+def test_patch_of_a_vanished_session_is_none(store: Store, config: Config) -> None:
+    create(store, config, "agent:main:main")
+    entry = store.sessions.get("agent:main:main")
+    store.redis.delete(store.keys.session("agent:main:main"))
+    assert entry is not None
+    assert store.sessions.patch(entry, SessionPatch({"label": "x"})) is None

@@ -1,0 +1,280 @@
+"""shared/agent_loop.py (through shared/execution.py): tool calls, tool results, waits that park the run."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from shared.clock import FixedClock
+from shared.config import Config
+from shared.execution import Attempt, AttemptResult, execute
+from shared.models import Message, RunStatus, SendResult
+from shared.store import Store
+from shared.tools import TOOLS, ToolContext
+from tests.conftest import BASE_CONFIG, RecordingDispatcher, drain, drain_flows
+
+MAIN = "agent:main:main"
+RESEARCH = "agent:research:main"
+
+RULES: list[dict[str, Any]] = [
+    {"match": "list please$", "tool": {"name": "sessions_list", "args": {"limit": 5}}},
+    {
+        "match": "^ask research$",
+        "tool": {
+            "name": "sessions_send",
+            "args": {"sessionKey": RESEARCH, "message": "2+2?", "timeoutSeconds": 30},
+        },
+    },
+    {
+        "match": "^bad args$",
+        "tool": {"name": "sessions_send", "args": {"sessionKey": RESEARCH, "message": 5}},
+    },
+    {"match": "^unknown tool$", "tool": {"name": "rm_rf", "args": {}}},
+    {"match": '^spin$|"allowAny"', "tool": {"name": "agents_list", "args": {}}},
+    {"match": '"status": "ok"', "reply": "research answered"},
+    {"match": '"status": "timeout"', "reply": "research is slow"},
+    {"match": '"status": "error"', "reply": "that failed"},
+    {"match": "^Agent-to-agent announce step\\.$", "reply": "ANNOUNCE_SKIP"},
+]
+
+
+@pytest.fixture
+def config() -> Config:
+    return Config.model_validate(
+        {
+            **BASE_CONFIG,
+            "session": {"agentToAgent": {"maxPingPongTurns": 0}},
+            "agents": {
+                "list": [{"id": "main", "default": True, "model": "script/agent"}, {"id": "research"}]
+            },
+            "models": {"providers": {"script": {"type": "script", "models": ["agent"], "rules": RULES}}},
+            "runs": {"maxSteps": 4},
+        }
+    )
+
+
+@pytest.fixture
+def operator(config: Config, store: Store, dispatcher: RecordingDispatcher) -> ToolContext:
+    return ToolContext.for_caller(config, store, dispatcher, "agent:main:webchat:direct:op")
+
+
+def tell_main(ctx: ToolContext, message: str) -> str:
+    result = TOOLS["sessions_send"].invoke(ctx, {"sessionKey": MAIN, "message": message, "timeoutSeconds": 0})
+    assert isinstance(result, SendResult)
+    return result.run_id
+
+
+def run_next(store: Store, config: Config, dispatcher: RecordingDispatcher) -> AttemptResult:
+    head = dispatcher.heads.pop(0)
+    result = execute(store, config, dispatcher, Attempt(head.run_id, head.session_key, owner="w", attempt=0))
+    for woken in [result.next_head, *result.wake]:
+        if woken is not None:
+            dispatcher.dispatch_run(woken)
+    return result
+
+
+def tool_result(store: Store, session: str = MAIN) -> dict[str, Any]:
+    found = [m for m in store.transcripts.last(session, 50) if m.role == "toolResult"]
+    return json.loads(found[-1].text)
+
+
+def test_a_tool_call_is_answered_and_the_model_speaks_again(
+    operator: ToolContext, store: Store, config: Config, dispatcher: RecordingDispatcher
+) -> None:
+    run_id = tell_main(operator, "list please")
+    drain(store, config, dispatcher)
+    run = store.runs.get(run_id)
+    assert run is not None
+    assert run.status is RunStatus.OK
+    transcript = store.transcripts.last(MAIN, 10)
+    assert [m.role for m in transcript] == ["user", "assistant", "toolResult", "assistant"]
+    [call] = transcript[1].tool_calls
+    assert (call.name, call.arguments) == ("sessions_list", {"limit": 5})
+    assert transcript[2].tool_call_id == call.id
+    assert transcript[2].tool_name == "sessions_list"
+    assert transcript[2].is_error is False
+    assert "sessions" in json.loads(transcript[2].text)
+
+
+def test_a_waiting_send_parks_the_run_and_the_reply_resumes_it(
+    operator: ToolContext, store: Store, config: Config, dispatcher: RecordingDispatcher
+) -> None:
+    main_run = tell_main(operator, "ask research")
+    parked = run_next(store, config, dispatcher)
+    assert parked.suspended
+    run = store.runs.get(main_run)
+    assert run is not None
+    assert run.status is RunStatus.RUNNING  # parked, not over, and holding no worker
+    assert [h.session_key for h in dispatcher.heads] == [RESEARCH]
+    answered = run_next(store, config, dispatcher)
+    assert answered.status is RunStatus.OK
+    assert [h.run_id for h in answered.wake] == [main_run]
+    resumed = run_next(store, config, dispatcher)
+    assert resumed.status is RunStatus.OK
+    assert resumed.resumed
+    run = store.runs.get(main_run)
+    assert run is not None
+    assert run.reply == "research answered"
+    seen = tool_result(store)
+    assert seen["status"] == "ok"
+    assert seen["reply"] == "echo: 2+2?"
+    assert seen["sessionKey"] == RESEARCH
+    assert seen["flowId"] == seen["runId"]
+
+
+def test_a_wait_past_its_deadline_resumes_with_the_timeout_result(
+    operator: ToolContext, store: Store, config: Config, dispatcher: RecordingDispatcher, clock: FixedClock
+) -> None:
+    main_run = tell_main(operator, "ask research")
+    assert run_next(store, config, dispatcher).suspended
+    research_head = dispatcher.heads.pop(0)  # research never runs
+    clock.advance(31)
+    [stalled] = store.runs.reap()  # the parked run's lane is due at the wait's deadline
+    assert stalled.run_id == main_run
+    dispatcher.dispatch_run(stalled)
+    assert run_next(store, config, dispatcher).status is RunStatus.OK
+    seen = tool_result(store)
+    assert seen["status"] == "timeout"
+    assert seen["runId"] == research_head.run_id
+    assert "timed out after 30s" in seen["error"]
+
+
+def test_a_call_repeated_after_a_lost_worker_finds_its_ended_run_and_goes_on(
+    operator: ToolContext, store: Store, config: Config, dispatcher: RecordingDispatcher
+) -> None:
+    main_run = tell_main(operator, "ask research")
+    assert run_next(store, config, dispatcher).suspended
+    research_run = dispatcher.heads[0].run_id
+    assert run_next(store, config, dispatcher).status is RunStatus.OK
+    dispatcher.heads.clear()
+    # As if the worker had died after the send but before the run parked: the memo knows of the call, not
+    # of the wait, so the next attempt makes the call again.
+    memo = json.loads(store.redis.hget(store.keys.run(main_run), "memo"))
+    memo["pending"] = None
+    store.redis.hset(store.keys.run(main_run), "memo", json.dumps(memo))
+    store.redis.hset(store.keys.lease(MAIN), "owner", "lost-worker")
+    store.redis.hset(store.keys.lease(MAIN), "expiresAt", 0)
+    result = execute(store, config, dispatcher, Attempt(main_run, MAIN, owner="w2", attempt=0))
+    assert result.status is RunStatus.OK  # the ended run answered at once: nothing parked
+    assert tool_result(store)["runId"] == research_run
+    assert store.runs.lane(RESEARCH) == []  # and no second send was queued
+
+
+def test_bad_arguments_come_back_to_the_model_naming_the_field(
+    operator: ToolContext, store: Store, config: Config, dispatcher: RecordingDispatcher
+) -> None:
+    tell_main(operator, "bad args")
+    drain(store, config, dispatcher)
+    seen = tool_result(store)
+    assert seen["status"] == "error"
+    assert seen["error"].startswith("message:")
+    assert store.transcripts.last(MAIN, 1)[0].text == "that failed"
+
+
+def test_an_unknown_tool_is_an_error_result_not_a_failed_run(
+    operator: ToolContext, store: Store, config: Config, dispatcher: RecordingDispatcher
+) -> None:
+    run_id = tell_main(operator, "unknown tool")
+    drain(store, config, dispatcher)
+    assert tool_result(store)["error"].startswith("Unknown tool: rm_rf (available: agents_list, ")
+    run = store.runs.get(run_id)
+    assert run is not None
+    assert run.status is RunStatus.OK
+
+
+def test_a_model_that_keeps_calling_tools_is_stopped_at_max_steps(
+    operator: ToolContext, store: Store, config: Config, dispatcher: RecordingDispatcher
+) -> None:
+    run_id = tell_main(operator, "spin")
+    drain(store, config, dispatcher)
+    run = store.runs.get(run_id)
+    assert run is not None
+    assert run.status is RunStatus.ERROR
+    assert run.error == "the agent was still calling tools after 4 model steps (runs.maxSteps)"
+    # What it did is still on record.
+    assert [m.role for m in store.transcripts.last(MAIN, 20)].count("toolResult") == 4
+
+
+def test_a_repeated_tool_call_finds_the_run_the_first_one_made(
+    config: Config, store: Store, dispatcher: RecordingDispatcher
+) -> None:
+    ctx = ToolContext(config, store, dispatcher, MAIN, origin_run_id="r1", owner=False, id_seed="r1:call_1")
+    args = {"sessionKey": RESEARCH, "message": "once", "timeoutSeconds": 0}
+    first = TOOLS["sessions_send"].invoke(ctx, args)
+    again = TOOLS["sessions_send"].invoke(ctx, args)
+    assert isinstance(first, SendResult)
+    assert isinstance(again, SendResult)
+    assert first.run_id == again.run_id
+    assert store.runs.lane(RESEARCH) == [first.run_id]
+
+
+def test_a_sub_agent_calling_a_session_tool_is_refused_in_its_result(
+    store: Store, config: Config, dispatcher: RecordingDispatcher
+) -> None:
+    spawned = TOOLS["sessions_spawn"].invoke(
+        ToolContext.for_caller(config, store, dispatcher, MAIN), {"task": "list please"}
+    )
+    child = spawned.wire()["childSessionKey"]
+    drain(store, config, dispatcher)
+    seen = tool_result(store, child)
+    assert seen == {
+        "status": "forbidden",
+        "error": "sessions_list is not available in sub-agent sessions (tools.subagents.tools)",
+    }
+
+
+def test_tool_turns_show_in_history_only_with_include_tools(
+    operator: ToolContext, store: Store, config: Config, dispatcher: RecordingDispatcher
+) -> None:
+    tell_main(operator, "list please")
+    drain(store, config, dispatcher)
+    history = TOOLS["sessions_history"]
+    plain = history.invoke(operator, {"sessionKey": MAIN}).wire()["messages"]
+    full = history.invoke(operator, {"sessionKey": MAIN, "includeTools": True}).wire()["messages"]
+    assert [m["role"] for m in plain] == ["user", "assistant", "assistant"]
+    assert [m["role"] for m in full] == ["user", "assistant", "toolResult", "assistant"]
+    call = full[1]["content"][0]
+    assert call == {"type": "toolCall", "id": call["id"], "name": "sessions_list", "arguments": {"limit": 5}}
+    assert full[2]["toolCallId"] == call["id"]
+    assert full[2]["toolName"] == "sessions_list"
+    assert isinstance(Message.model_validate(full[2]), Message)
+
+
+def test_a_sub_agent_parked_on_a_wait_is_announced_only_once_it_ends(
+    store: Store, dispatcher: RecordingDispatcher
+) -> None:
+    config = Config.model_validate(
+        {
+            **BASE_CONFIG,
+            "session": {"agentToAgent": {"maxPingPongTurns": 0}},
+            "tools": {**BASE_CONFIG["tools"], "subagents": {"tools": {"allow": ["sessions_send"]}}},
+            "agents": {
+                "list": [{"id": "main", "default": True, "model": "script/agent"}, {"id": "research"}]
+            },
+            "models": {
+                "providers": {
+                    "script": {
+                        "type": "script",
+                        "models": ["agent"],
+                        "rules": [
+                            {**RULES[1], "match": "ask research$"},
+                            *RULES[5:],
+                        ],
+                    }
+                }
+            },
+        }
+    )
+    requester = ToolContext.for_caller(config, store, dispatcher, MAIN)
+    spawned = TOOLS["sessions_spawn"].invoke(requester, {"task": "ask research"}).wire()
+    done = drain_flows(store, config, dispatcher)
+    # The child parked, research answered, the child resumed, and only then came its announce.
+    assert done.index("run:subagent") < done.index("run:send") < done.index("subagent_announce")
+    flow = store.flows.get(spawned["runId"])
+    assert flow is not None
+    assert flow.status == "done"
+    child_run = store.runs.get(spawned["runId"])
+    assert child_run is not None
+    assert child_run.reply == "research answered"

@@ -1,0 +1,106 @@
+"""shared/commands.py: the owner-only `/send on|off|inherit` chat command."""
+
+from __future__ import annotations
+
+import pytest
+
+from shared.config import Config
+from shared.inbound import receive
+from shared.models import CommandReply, InboundMessageParams, SendResult, ToolFailure
+from shared.store import Store
+from shared.tools import ToolContext
+from tests.conftest import RecordingDispatcher, make_config
+
+KEY = "agent:main:telegram:direct:7"
+
+
+@pytest.fixture
+def config() -> Config:
+    return make_config({"commands": {"ownerAllowFrom": ["telegram:7"]}})
+
+
+def say(config: Config, store: Store, dispatcher: RecordingDispatcher, text: str, sender: str = "7"):  # type: ignore[no-untyped-def]
+    ctx = ToolContext.for_caller(config, store, dispatcher, KEY)
+    return receive(
+        ctx, InboundMessageParams(message=text, channel="telegram", sender_id=sender, timeout_seconds=0)
+    )
+
+
+@pytest.mark.parametrize(
+    ("command", "stored", "reply"),
+    [
+        ("/send on", "allow", "Send policy for this session: allow."),
+        ("/send allow", "allow", "Send policy for this session: allow."),
+        ("/send off", "deny", "Send policy for this session: deny."),
+        ("/SEND Deny", "deny", "Send policy for this session: deny."),
+    ],
+)
+def test_the_owner_sets_the_sessions_policy(
+    config: Config, store: Store, dispatcher: RecordingDispatcher, command: str, stored: str, reply: str
+) -> None:
+    result = say(config, store, dispatcher, command)
+    assert isinstance(result, CommandReply)
+    assert (result.status, result.reply) == ("ok", reply)
+    entry = store.sessions.get(KEY)
+    assert entry is not None
+    assert entry.send_policy == stored
+    assert dispatcher.heads == []  # a command is not a run
+
+
+@pytest.mark.parametrize("word", ["inherit", "default", "reset"])
+def test_inherit_clears_the_override(
+    config: Config, store: Store, dispatcher: RecordingDispatcher, word: str
+) -> None:
+    say(config, store, dispatcher, "/send off")
+    result = say(config, store, dispatcher, f"/send {word}")
+    assert isinstance(result, CommandReply)
+    assert result.reply == "Send policy for this session: inherit (follows session.sendPolicy)."
+    entry = store.sessions.get(KEY)
+    assert entry is not None
+    assert entry.send_policy is None
+
+
+@pytest.mark.parametrize("text", ["/send", "/send maybe", "/send on now"])
+def test_no_or_a_bad_argument_gets_the_usage(
+    config: Config, store: Store, dispatcher: RecordingDispatcher, text: str
+) -> None:
+    result = say(config, store, dispatcher, text)
+    assert isinstance(result, CommandReply)
+    assert result.reply == "Usage: /send on|off|inherit"
+
+
+@pytest.mark.parametrize("sender", ["8", None])
+def test_a_non_owner_is_refused_and_nothing_changes(
+    config: Config, store: Store, dispatcher: RecordingDispatcher, sender: str | None
+) -> None:
+    ctx = ToolContext.for_caller(config, store, dispatcher, KEY)
+    result = receive(
+        ctx,
+        InboundMessageParams(message="/send off", channel="telegram", sender_id=sender, timeout_seconds=0),
+    )
+    assert isinstance(result, CommandReply)
+    assert (result.status, result.error) == ("error", "/send is owner-only (commands.ownerAllowFrom)")
+    assert store.sessions.get(KEY) is None
+
+
+def test_without_configured_owners_nobody_is_an_owner(store: Store, dispatcher: RecordingDispatcher) -> None:
+    result = say(make_config(), store, dispatcher, "/send off")
+    assert isinstance(result, CommandReply)
+    assert result.status == "error"
+
+
+def test_a_denied_session_refuses_inbound_runs_until_turned_back_on(
+    config: Config, store: Store, dispatcher: RecordingDispatcher
+) -> None:
+    say(config, store, dispatcher, "/send off")
+    refused = say(config, store, dispatcher, "hello")
+    assert isinstance(refused, ToolFailure)
+    assert refused.error == "send blocked by session policy"
+    say(config, store, dispatcher, "/send on")
+    assert isinstance(say(config, store, dispatcher, "hello"), SendResult)
+
+
+def test_a_message_that_merely_mentions_the_command_is_a_normal_message(
+    config: Config, store: Store, dispatcher: RecordingDispatcher
+) -> None:
+    assert isinstance(say(config, store, dispatcher, "how do I use /send off?"), SendResult)

@@ -1,0 +1,108 @@
+"""shared/config.py: defaults, OpenClaw key names, and one message naming every bad field."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from shared.config import ConfigError, load_config
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "clawbus.json5"
+    path.write_text(text)
+    return path
+
+
+def test_no_file_at_all_gives_working_defaults(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    config = load_config(env={})
+    assert config.default_agent.id == "main"
+    assert config.session.main_key == "main"
+    assert config.tools.sessions.visibility == "tree"
+    assert config.session.agent_to_agent.max_ping_pong_turns == 5
+    assert config.model_of("main") == "echo/echo"
+
+
+def test_the_shipped_example_loads_with_main_as_default_and_research() -> None:
+    config = load_config(REPO / "clawbus.example.json5", env={})
+    assert config.default_agent.id == "main"
+    assert config.agent("research") is not None
+
+
+def test_json5_features_are_accepted(tmp_path: Path) -> None:
+    path = write(
+        tmp_path, "// comment\n{session: {mainKey: 'home',}, agents: {list: [{id: 'ops', default: true}]}}"
+    )
+    config = load_config(path, env={})
+    assert config.session.main_key == "home"
+    assert config.default_agent.id == "ops"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("{agents: {list: [{id: 'Bad Id'}]}}", "agents.list[0].id: Invalid agentId"),
+        ("{session: {maiKey: 'x'}}", "session.maiKey: unknown setting"),
+        ("{agents: {list: [{id: 'a'}, {id: 'A'}]}}", "agents.list: duplicate agent id: a"),
+        ("{agents: {list: [{id: 'a', default: true}, {id: 'b', default: true}]}}", "more than one agent"),
+        ("{agents: {defaults: {model: 'nope/x'}}}", 'agents.defaults.model: unknown model "nope/x"'),
+        (
+            "{agents: {list: [{id: 'a', model: 'echo/gpt'}]}}",
+            'agents.list[0].model: unknown model "echo/gpt"',
+        ),
+        ("{gateway: {port: 'eighty'}}", "gateway.port: Input should be a valid integer"),
+        ("{session: {scope: 'per-room'}}", "session.scope: Input should be 'per-sender' or 'global'"),
+        ("{session: {sendPolicy: {rules: [{action: 'maybe'}]}}}", "session.sendPolicy.rules[0].action"),
+        ("{agents: {list: []}}", "agents.list: Value error, at least one agent"),
+    ],
+)
+def test_a_bad_field_is_named_by_its_path(tmp_path: Path, text: str, expected: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_config(write(tmp_path, text), env={})
+    assert expected.replace("Value error, ", "") in str(caught.value)
+    assert str(tmp_path) in str(caught.value)
+
+
+def test_a_file_that_is_not_json5_is_one_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="not valid JSON5"):
+        load_config(write(tmp_path, "{ nope"), env={})
+
+
+def test_a_missing_file_is_one_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="cannot read config file"):
+        load_config(tmp_path / "absent.json5", env={})
+
+
+def test_ping_pong_turns_are_clamped_to_0_to_5(tmp_path: Path) -> None:
+    high = load_config(write(tmp_path, "{session: {agentToAgent: {maxPingPongTurns: 9}}}"), env={})
+    low = load_config(write(tmp_path, "{session: {agentToAgent: {maxPingPongTurns: -3}}}"), env={})
+    assert high.session.agent_to_agent.max_ping_pong_turns == 5
+    assert low.session.agent_to_agent.max_ping_pong_turns == 0
+
+
+@pytest.mark.parametrize(("given", "used"), [("ALL", "all"), (" Agent ", "agent"), ("bogus", "tree")])
+def test_visibility_is_case_insensitive_and_falls_back_to_tree(tmp_path: Path, given: str, used: str) -> None:
+    config = load_config(write(tmp_path, f"{{tools: {{sessions: {{visibility: '{given}'}}}}}}"), env={})
+    assert config.tools.sessions.visibility == used
+
+
+def test_environment_overrides_redis_and_adds_tokens(tmp_path: Path) -> None:
+    path = write(tmp_path, "{gateway: {auth: {tokens: ['from-file']}}}")
+    env = {
+        "CLAWBUS_REDIS_URL": "redis://10.0.0.1:6390/2",
+        "CLAWBUS_API_TOKENS": "a, b",
+        "CLAWBUS_REDIS_PREFIX": "x:",
+    }
+    config = load_config(path, env=env)
+    assert config.redis.url == "redis://10.0.0.1:6390/2"
+    assert config.redis.prefix == "x:"
+    assert config.gateway.auth.tokens == ["from-file", "a", "b"]
+
+
+def test_config_path_comes_from_clawbus_config(tmp_path: Path) -> None:
+    path = write(tmp_path, "{agents: {list: [{id: 'solo'}]}}")
+    assert load_config(env={"CLAWBUS_CONFIG": str(path)}).default_agent.id == "solo"

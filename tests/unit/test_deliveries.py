@@ -1,0 +1,132 @@
+"""shared/deliveries.py: one attempt at a time, retries with backoff, final states on the flow."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import fakeredis
+import pytest
+
+from shared import deliveries, flows
+from shared.clock import FixedClock
+from shared.config import Config
+from shared.models import Delivery
+from shared.store import Store
+from shared.store.codec import encode
+from tests.conftest import make_config
+from tests.support.fake_http import fake_server
+
+FLOW = "6f1c1a9e-0000-4000-8000-000000000001"
+
+
+def setup(url: str, **delivery_settings: Any) -> tuple[Config, Store]:
+    config = make_config(
+        {
+            "channels": {"crm": {"type": "webhook", "url": url, "secret": "0123456789"}},
+            "delivery": {"backoffSeconds": 1, **delivery_settings},
+        }
+    )
+    store = Store(fakeredis.FakeRedis(decode_responses=True), config, FixedClock())
+    flow = flows.new_flow(
+        config,
+        run_id=FLOW,
+        requester_key="agent:main:cron:a",
+        requester=None,
+        target_key="agent:main:main",
+        target=None,
+        message="m",
+        timeout_seconds=0,
+        chain_id=FLOW,
+        hops=0,
+        now=1,
+    )
+    store.redis.hset(store.keys.flow(FLOW), mapping=encode(flow))
+    store.flows.create_delivery(
+        Delivery(
+            delivery_id=flows.delivery_id(FLOW),
+            flow_id=FLOW,
+            session_key="agent:main:main",
+            channel="crm",
+            to="x",
+            text="hello",
+            status="pending",
+            created_at=1,
+            updated_at=1,
+        )
+    )
+    return config, store
+
+
+def state(store: Store) -> tuple[str, int, str | None, str | None]:
+    delivery = store.flows.get_delivery(flows.delivery_id(FLOW))
+    flow = store.flows.get(FLOW)
+    assert delivery is not None
+    assert flow is not None
+    return delivery.status, delivery.attempts, flow.delivery_status, delivery.last_error
+
+
+def test_retries_on_500_with_backoff_then_succeeds() -> None:
+    with fake_server((500, {}), (500, {}), (200, {})) as receiver:
+        config, store = setup(receiver.url)
+        delays = [deliveries.attempt(store, config, FLOW, "t").retry_in for _ in range(3)]
+    assert delays == [1.0, 2.0, None]
+    assert state(store)[:3] == ("delivered", 3, "delivered")
+    assert len(receiver.requests) == 3
+    assert store.redis.zscore(store.keys.flows_due(), FLOW) is None
+
+
+def test_a_permanent_4xx_fails_without_retry() -> None:
+    with fake_server((400, {"error": "bad"})) as receiver:
+        config, store = setup(receiver.url)
+        outcome = deliveries.attempt(store, config, FLOW, "t")
+    assert outcome.retry_in is None
+    status, attempts, flow_status, error = state(store)
+    assert (status, attempts, flow_status) == ("failed", 1, "failed")
+    assert error is not None
+    assert "HTTP 400" in error
+
+
+def test_retries_stop_at_max_attempts() -> None:
+    with fake_server((503, {})) as receiver:
+        config, store = setup(receiver.url, maxAttempts=2)
+        outcomes = [deliveries.attempt(store, config, FLOW, "t").retry_in for _ in range(3)]
+    assert outcomes == [1.0, None, None]
+    assert state(store)[:3] == ("failed", 2, "failed")
+    assert len(receiver.requests) == 2
+
+
+def test_a_delivered_message_is_never_sent_again() -> None:
+    with fake_server((200, {})) as receiver:
+        config, store = setup(receiver.url)
+        for _ in range(3):
+            deliveries.attempt(store, config, FLOW, "t")
+    assert len(receiver.requests) == 1
+
+
+def test_an_attempt_in_flight_is_not_doubled() -> None:
+    with fake_server((200, {})) as receiver:
+        config, store = setup(receiver.url)
+        store.flows.claim_delivery(flows.delivery_id(FLOW), owner="other", lease_ms=60_000)
+        deliveries.attempt(store, config, FLOW, "t")
+    assert receiver.requests == []
+
+
+@pytest.mark.parametrize("override", ["deny"])
+def test_a_session_turned_off_before_sending_blocks_the_delivery(override: str) -> None:
+    with fake_server((200, {})) as receiver:
+        config, store = setup(receiver.url)
+        store.redis.hset(
+            store.keys.session("agent:main:main"),
+            mapping={
+                "key": "agent:main:main",
+                "agentId": "main",
+                "sessionId": "s",
+                "kind": "main",
+                "createdAt": "1",
+                "updatedAt": "1",
+                "sendPolicy": override,
+            },
+        )
+        deliveries.attempt(store, config, FLOW, "t")
+    assert state(store)[0] == "blocked"
+    assert receiver.requests == []

@@ -1,0 +1,168 @@
+"""shared/execution.py: one attempt of a run, idempotent under redelivery and retries."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from shared.agent_loop import LoopState
+from shared.clock import FixedClock
+from shared.config import Config
+from shared.execution import Attempt, execute
+from shared.models import Message, RunStatus, SendResult
+from shared.runtime.base import StepRequest, StepResult
+from shared.store import Store
+from shared.store.runs import ClaimOutcome
+from shared.tools import TOOLS, ToolContext
+from tests.conftest import RecordingDispatcher, drain
+
+TARGET = "agent:main:webchat:direct:ann"
+
+
+def send(ctx: ToolContext, message: str, target: str = TARGET) -> str:
+    result = TOOLS["sessions_send"].invoke(
+        ctx, {"sessionKey": target, "message": message, "timeoutSeconds": 0}
+    )
+    assert isinstance(result, SendResult)
+    return result.run_id
+
+
+def test_runs_of_one_session_execute_one_at_a_time_in_acceptance_order(
+    ctx: ToolContext, store: Store, config: Config, dispatcher: RecordingDispatcher
+) -> None:
+    run_ids = [send(ctx, f"m{i}") for i in range(4)]
+    assert [h.run_id for h in dispatcher.heads] == run_ids[:1]  # only the head is enqueued
+    drain(store, config, dispatcher)
+    texts = [m.text for m in store.transcripts.last(TARGET, 20)]
+    assert texts == [t for i in range(4) for t in (f"m{i}", f"echo: m{i}")]
+
+
+def test_a_duplicate_delivery_of_a_finished_run_does_nothing(
+    ctx: ToolContext, store: Store, config: Config, dispatcher: RecordingDispatcher
+) -> None:
+    run_id = send(ctx, "once")
+    drain(store, config, dispatcher)
+    again = execute(store, config, RecordingDispatcher(), Attempt(run_id, TARGET, owner="late", attempt=0))
+    assert again.outcome is ClaimOutcome.DONE
+    assert store.transcripts.length(TARGET) == 2
+
+
+def test_a_retried_attempt_commits_the_memoized_reply_without_asking_the_model(
+    ctx: ToolContext,
+    store: Store,
+    config: Config,
+    dispatcher: RecordingDispatcher,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    run_id = send(ctx, "expensive")
+    store.runs.claim(run_id, TARGET, owner="t1", attempt=0, lease_ms=30_000, max_attempts=3)
+    # The first attempt's memo landed, its commit did not.
+    remembered = Message.of("assistant", "remembered", timestamp=1, run_id=run_id)
+    memo = LoopState(messages=[remembered], final="remembered", steps=1)
+    store.redis.hset(store.keys.run(run_id), "memo", memo.model_dump_json())
+
+    def no_model(*_: object) -> None:
+        raise AssertionError("the model was asked twice")
+
+    monkeypatch.setattr("shared.execution.runtime_for", no_model)
+    result = execute(
+        store, config, RecordingDispatcher(), Attempt(run_id, TARGET, owner="t1", attempt=1)
+    )  # the retry after loss
+    assert result.status is RunStatus.OK
+    run = store.runs.get(run_id)
+    assert run is not None
+    assert run.reply == "remembered"
+    assert [m.text for m in store.transcripts.last(TARGET, 5)] == ["expensive", "remembered"]
+
+
+def test_a_failing_runtime_ends_the_run_in_error_and_the_lane_moves_on(
+    ctx: ToolContext,
+    store: Store,
+    config: Config,
+    dispatcher: RecordingDispatcher,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    class Broken:
+        history_window = 5
+
+        def step(self, _request: object) -> StepResult:
+            raise RuntimeError("model exploded")
+
+    monkeypatch.setattr("shared.execution.runtime_for", lambda *_: Broken())
+    failed, after = send(ctx, "one"), send(ctx, "two")
+    results = drain(store, config, dispatcher)
+    assert [r.status for r in results] == [RunStatus.ERROR, RunStatus.ERROR]
+    run = store.runs.get(failed)
+    assert run is not None
+    assert run.error == "RuntimeError: model exploded"
+    assert store.runs.get(after) is not None
+    assert store.runs.lane(TARGET) == []
+
+
+def test_a_run_whose_worker_keeps_dying_ends_in_error(
+    ctx: ToolContext, store: Store, config: Config, dispatcher: RecordingDispatcher
+) -> None:
+    run_id = send(ctx, "poison")
+    for attempt in range(config.runs.max_attempts):
+        store.runs.claim(run_id, TARGET, owner="t", attempt=attempt, lease_ms=1, max_attempts=3)
+    result = execute(
+        store,
+        config,
+        RecordingDispatcher(),
+        Attempt(run_id, TARGET, owner="t", attempt=config.runs.max_attempts),
+    )
+    assert result.status is RunStatus.ERROR
+    run = store.runs.get(run_id)
+    assert run is not None
+    assert "worker was lost" in (run.error or "")
+
+
+def test_a_busy_lane_is_left_to_the_lease_holder(
+    ctx: ToolContext, store: Store, config: Config, clock: FixedClock
+) -> None:
+    run_id = send(ctx, "held")
+    store.runs.claim(run_id, TARGET, owner="holder", attempt=0, lease_ms=30_000, max_attempts=3)
+    result = execute(
+        store, config, RecordingDispatcher(), Attempt(run_id, TARGET, owner="someone-else", attempt=0)
+    )
+    assert result.outcome is ClaimOutcome.BUSY
+    assert store.transcripts.length(TARGET) == 1
+
+
+def test_usage_lands_on_the_run_and_the_session(
+    ctx: ToolContext, store: Store, config: Config, dispatcher: RecordingDispatcher
+) -> None:
+    run_id = send(ctx, "count me")
+    drain(store, config, dispatcher)
+    run = store.runs.get(run_id)
+    entry = store.sessions.get(TARGET)
+    assert run is not None
+    assert entry is not None
+    assert run.usage.output_tokens > 0
+    assert entry.total_tokens == run.usage.input_tokens + run.usage.output_tokens
+    assert json.loads(json.dumps(run.wire()))["usage"]["outputTokens"] == run.usage.output_tokens
+
+
+def test_a_runtime_sees_as_much_history_as_it_asks_for(
+    ctx: ToolContext,
+    store: Store,
+    config: Config,
+    dispatcher: RecordingDispatcher,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    seen: list[list[str]] = []
+
+    class Reader:
+        def __init__(self, window: int) -> None:
+            self.history_window = window
+
+        def step(self, request: StepRequest) -> StepResult:
+            seen.append([m.text for m in request.messages])
+            return StepResult(reply="r")
+
+    for window in (1, 3):
+        monkeypatch.setattr("shared.execution.runtime_for", lambda *_, w=window: Reader(w))
+        send(ctx, f"w{window}")
+        drain(store, config, dispatcher)
+    assert seen == [["w1"], ["w1", "r", "w3"]]

@@ -1,0 +1,75 @@
+"""shared/inbound.py: a chat message creates its session, records its route and runs the agent."""
+
+from __future__ import annotations
+
+import pytest
+
+from shared.config import Config
+from shared.inbound import receive
+from shared.models import InboundMessageParams, SendResult
+from shared.store import Store
+from shared.tools import ToolContext
+from shared.tools.context import ToolError
+from tests.conftest import RecordingDispatcher, drain
+
+
+def inbound(
+    config: Config, store: Store, dispatcher: RecordingDispatcher, key: str, **fields: object
+) -> SendResult:
+    ctx = ToolContext.for_caller(config, store, dispatcher, key)
+    result = receive(ctx, InboundMessageParams.model_validate({"timeoutSeconds": 0, **fields}))
+    assert isinstance(result, SendResult)
+    return result
+
+
+def test_the_first_message_creates_the_session_with_its_route(
+    config: Config, store: Store, dispatcher: RecordingDispatcher
+) -> None:
+    result = inbound(
+        config, store, dispatcher, "main", message="hi", channel="webchat", to="u1", accountId="a"
+    )
+    assert result.status == "accepted"
+    assert result.session_key == "main"
+    entry = store.sessions.get("agent:main:main")
+    assert entry is not None
+    assert (entry.channel, entry.last_channel, entry.last_to, entry.last_account_id) == (
+        "webchat",
+        "webchat",
+        "u1",
+        "a",
+    )
+    assert entry.delivery_context is not None
+    assert entry.delivery_context.to == "u1"
+
+
+def test_a_later_message_updates_the_last_route_but_keeps_the_session(
+    config: Config, store: Store, dispatcher: RecordingDispatcher
+) -> None:
+    inbound(config, store, dispatcher, "main", message="one", channel="webchat", to="u1")
+    first = store.sessions.get("agent:main:main")
+    inbound(config, store, dispatcher, "main", message="two", channel="telegram", to="u2")
+    second = store.sessions.get("agent:main:main")
+    assert first is not None
+    assert second is not None
+    assert second.session_id == first.session_id
+    assert (second.channel, second.last_channel, second.last_to) == ("webchat", "telegram", "u2")
+
+
+def test_the_agent_replies_into_the_transcript(
+    config: Config, store: Store, dispatcher: RecordingDispatcher
+) -> None:
+    inbound(config, store, dispatcher, "agent:research:slack:channel:C1", message="status?")
+    drain(store, config, dispatcher)
+    messages = store.transcripts.last("agent:research:slack:channel:C1", 5)
+    assert [(m.role, m.text, m.provenance) for m in messages] == [
+        ("user", "status?", None),
+        ("assistant", "echo: status?", None),
+    ]
+
+
+def test_a_key_of_an_unconfigured_agent_is_refused(
+    config: Config, store: Store, dispatcher: RecordingDispatcher
+) -> None:
+    with pytest.raises(ToolError, match='Unknown agent "ghost"'):
+        inbound(config, store, dispatcher, "agent:ghost:main", message="hi")
+    assert store.redis.keys("*") == []

@@ -1,0 +1,134 @@
+"""shared/keys.py: SPEC section 1, row by row."""
+
+from __future__ import annotations
+
+import pytest
+
+from shared import keys
+from shared.keys import SessionKeyError
+
+
+def canonical(
+    raw: str, caller_agent: str = "main", global_scope: bool = False, main_key: str = "main"
+) -> str:
+    return keys.canonical(raw, caller_agent=caller_agent, main_key=main_key, global_scope=global_scope)
+
+
+@pytest.mark.parametrize(
+    ("stored", "kind"),
+    [
+        ("agent:main:main", "main"),
+        ("agent:main:discord:group:42", "group"),
+        ("agent:main:discord:channel:99", "group"),
+        ("agent:main:telegram:group:-100123:topic:7", "group"),
+        ("agent:main:slack:channel:C1:thread:1700.1", "group"),
+        ("agent:main:whatsapp:direct:+15551234", "other"),
+        ("agent:main:cron:nightly", "cron"),
+        ("agent:main:hook:3f2a", "hook"),
+        ("agent:main:node-laptop", "node"),
+        ("agent:main:subagent:8d1c5e1e-0000-4000-8000-000000000000", "other"),
+        ("agent:research:main", "main"),
+    ],
+)
+def test_classify_sees_through_the_agent_scope(stored: str, kind: str) -> None:
+    assert keys.classify(stored, "main") == kind
+
+
+@pytest.mark.parametrize(
+    ("written", "stored"),
+    [
+        ("main", "agent:main:main"),
+        ("cron:nightly", "agent:main:cron:nightly"),
+        ("hook:3f2a", "agent:main:hook:3f2a"),
+        ("node-laptop", "agent:main:node-laptop"),
+        ("discord:group:42", "agent:main:discord:group:42"),
+        ("agent:research:discord:direct:bob", "agent:research:discord:direct:bob"),
+        ("  agent:MAIN:main  ", "agent:main:main"),
+    ],
+)
+def test_short_forms_are_scoped_to_the_callers_agent(written: str, stored: str) -> None:
+    assert canonical(written) == stored
+
+
+def test_main_resolves_to_the_callers_agent_main_key() -> None:
+    assert canonical("main", caller_agent="research") == "agent:research:main"
+
+
+def test_custom_main_key_is_the_main_session() -> None:
+    assert canonical("main", main_key="home") == "agent:main:home"
+    assert keys.classify("agent:main:home", "home") == "main"
+
+
+@pytest.mark.parametrize("reserved", ["global", "unknown", "agent:main:global", "agent:main:unknown"])
+def test_reserved_keys_are_never_accepted(reserved: str) -> None:
+    with pytest.raises(SessionKeyError, match="reserved"):
+        canonical(reserved)
+
+
+def test_global_scope_maps_global_to_main() -> None:
+    assert canonical("global", global_scope=True) == "agent:main:main"
+    assert canonical("global", caller_agent="research", global_scope=True) == "agent:research:main"
+
+
+def test_unknown_stays_reserved_under_global_scope() -> None:
+    with pytest.raises(SessionKeyError):
+        canonical("unknown", global_scope=True)
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "",
+        "agent:main:",
+        "agent::main",
+        "agent:main:a::b",
+        "has space",
+        "tab\there",
+        "nul\x00",
+        "agent:Bad Id:main",
+        "agent:-x:main",
+        "x" * 600,
+    ],
+)
+def test_malformed_keys_are_refused(bad: str) -> None:
+    with pytest.raises(SessionKeyError):
+        canonical(bad)
+
+
+@pytest.mark.parametrize(
+    ("raw", "normalized"), [(" Main ", "main"), ("research_2", "research_2"), ("a-b", "a-b")]
+)
+def test_agent_ids_are_trimmed_and_lowercased(raw: str, normalized: str) -> None:
+    assert keys.normalize_agent_id(raw) == normalized
+
+
+@pytest.mark.parametrize("bad", ["", "-lead", "_lead", "a" * 65, "sp ace", "dot.ted"])
+def test_invalid_agent_ids_get_the_spec_text(bad: str) -> None:
+    with pytest.raises(SessionKeyError, match=r"Agent IDs must match \[a-z0-9\]\[a-z0-9_-\]\{0,63\}"):
+        keys.normalize_agent_id(bad)
+
+
+def test_session_ids_are_uuids() -> None:
+    assert keys.is_session_id(keys.new_session_id())
+    assert not keys.is_session_id("agent:main:main")
+
+
+def test_chat_type_and_channel_come_from_channel_keys() -> None:
+    assert keys.chat_type("agent:main:discord:group:42") == "group"
+    assert keys.chat_type("agent:main:slack:channel:C1") == "channel"
+    assert keys.chat_type("agent:main:telegram:direct:7") == "direct"
+    assert keys.chat_type("agent:main:main") is None
+    assert keys.channel_of("agent:main:discord:group:42") == "discord"
+    assert keys.channel_of("agent:main:cron:x") is None
+
+
+def test_subagent_keys_are_flat_and_recognized() -> None:
+    key = keys.subagent_key("research")
+    assert key.startswith("agent:research:subagent:")
+    assert keys.is_subagent(key)
+    assert keys.classify(key, "main") == "other"
+
+
+def test_the_default_agents_main_session_is_displayed_as_main() -> None:
+    assert keys.display("agent:main:main", default_agent="main", main_key="main") == "main"
+    assert keys.display("agent:research:main", default_agent="main", main_key="main") == "agent:research:main"

@@ -1,0 +1,218 @@
+"""shared/visibility.py through the tools: the SPEC 7 matrix, each cell for list, history and send.
+
+Callers {main session, another agent's session, a sandboxed session, a sub-agent session} x targets {self,
+own child, sibling, same-agent other, other agent} x visibility {self, tree, agent, all} x agentToAgent {off,
+on with an allow list} x sandbox clamp {spawned, all}. The expected outcome of every cell comes from the
+rules below, written from SPEC 7, not from the implementation.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Any
+
+import fakeredis
+import pytest
+
+from shared.clock import FixedClock
+from shared.config import Config
+from shared.models import SendResult, SessionsHistoryResult, SessionsListResult, SpawnResult, ToolFailure
+from shared.store import Store
+from shared.tools import TOOLS, ToolContext
+from tests.conftest import RecordingDispatcher, drain, make_config
+
+VISIBILITIES = ("self", "tree", "agent", "all")
+A2A = ("off", "on")
+CLAMPS = ("spawned", "all")
+TARGETS = ("self", "own child", "sibling", "same-agent other", "other agent")
+CALLERS = ("main", "other agent", "sandboxed", "subagent")
+RANK = {"self": 0, "tree": 1, "agent": 2, "all": 3}
+
+
+@dataclass
+class World:
+    config: Config
+    store: Store
+    dispatcher: RecordingDispatcher
+    sessions: dict[tuple[str, str], str]  # (caller, target role) -> session key
+    agents: dict[str, str]  # caller -> its agent
+
+
+def spawn(store: Store, config: Config, dispatcher: RecordingDispatcher, parent: str) -> str:
+    result = TOOLS["sessions_spawn"].invoke(
+        ToolContext.for_caller(config, store, dispatcher, parent), {"task": "t"}
+    )
+    assert isinstance(result, SpawnResult), result
+    return result.child_session_key
+
+
+def touch(store: Store, config: Config, dispatcher: RecordingDispatcher, key: str) -> None:
+    """A session exists once someone wrote in it."""
+    from shared.inbound import receive
+    from shared.models import InboundMessageParams
+
+    receive(
+        ToolContext.for_caller(config, store, dispatcher, key),
+        InboundMessageParams(message="hi", timeout_seconds=0),
+    )
+
+
+def build(visibility: str, a2a: str, clamp: str) -> World:
+    tools: dict[str, Any] = {"sessions": {"visibility": visibility}}
+    if a2a == "on":
+        tools["agentToAgent"] = {"enabled": True, "allow": ["main", "o*"]}  # boxed is not in the list
+    config = make_config(
+        {
+            "tools": tools,
+            "agents": {
+                "defaults": {"sandbox": {"sessionToolsVisibility": clamp}},
+                "list": [
+                    {"id": "main", "default": True},
+                    {"id": "ops"},
+                    {"id": "boxed", "sandbox": {"mode": "all"}},
+                ],
+            },
+        }
+    )
+    store = Store(fakeredis.FakeRedis(decode_responses=True), config, FixedClock())
+    dispatcher = RecordingDispatcher()
+    for key in (
+        "agent:main:main",
+        "agent:main:cron:other",
+        "agent:ops:main",
+        "agent:ops:cron:other",
+        "agent:boxed:main",
+        "agent:boxed:cron:other",
+    ):
+        touch(store, config, dispatcher, key)
+    tops = {"main": "agent:main:main", "other agent": "agent:ops:main", "sandboxed": "agent:boxed:main"}
+    others = {
+        "main": "agent:main:cron:other",
+        "other agent": "agent:ops:cron:other",
+        "sandboxed": "agent:boxed:cron:other",
+    }
+    foreign = {"main": "agent:ops:main", "other agent": "agent:main:main", "sandboxed": "agent:main:main"}
+    sessions: dict[tuple[str, str], str] = {}
+    for caller, top in tops.items():
+        sessions[(caller, "self")] = top
+        sessions[(caller, "own child")] = spawn(store, config, dispatcher, top)
+        sessions[(caller, "sibling")] = spawn(store, config, dispatcher, others[caller])
+        sessions[(caller, "same-agent other")] = others[caller]
+        sessions[(caller, "other agent")] = foreign[caller]
+    sub = sessions[("main", "own child")]
+    sessions[("subagent", "self")] = sub
+    sessions[("subagent", "sibling")] = spawn(store, config, dispatcher, "agent:main:main")
+    sessions[("subagent", "same-agent other")] = "agent:main:cron:other"
+    sessions[("subagent", "other agent")] = "agent:ops:main"
+    drain(store, config, dispatcher)
+    agents = {"main": "main", "other agent": "ops", "sandboxed": "boxed", "subagent": "main"}
+    return World(config, store, dispatcher, sessions, agents)
+
+
+def expected(caller: str, target: str, visibility: str, a2a: str, clamp: str, noun: str) -> str | None:
+    """None if allowed, else the refusal text SPEC 7 calls for."""
+    level, clamped = visibility, False
+    if caller == "sandboxed" and clamp == "spawned" and RANK[visibility] > RANK["tree"]:
+        level, clamped = "tree", True
+    if target == "self":
+        return None
+    if level == "self":
+        return f"Session {noun} visibility is restricted to the current session (tools.sessions.visibility=self)."
+    if target == "own child":
+        return None
+    if level == "tree":
+        if clamped:
+            return (
+                f"Session {noun} visibility is restricted to the current session tree for sandboxed sessions "
+                "(agents.defaults.sandbox.sessionToolsVisibility=spawned)."
+            )
+        return f"Session {noun} visibility is restricted to the current session tree (tools.sessions.visibility=tree)."
+    if target in ("sibling", "same-agent other"):
+        return None
+    if level == "agent":
+        return (
+            f"Session {noun} visibility is restricted to the current agent (tools.sessions.visibility=agent)."
+        )
+    if a2a == "off":
+        if noun == "send":
+            return "Agent-to-agent messaging is disabled. Set tools.agentToAgent.enabled=true to allow cross-agent sends."
+        return f"Agent-to-agent {noun} access is disabled. Set tools.agentToAgent.enabled=true to allow cross-agent {noun}."
+    pair = {
+        "main": ("main", "ops"),
+        "other agent": ("ops", "main"),
+        "sandboxed": ("boxed", "main"),
+        "subagent": ("main", "ops"),
+    }[caller]
+    if "boxed" in pair:
+        return (
+            f"Agent-to-agent {noun} from {pair[0]} to {pair[1]} is not allowed by tools.agentToAgent.allow."
+        )
+    return None
+
+
+CELLS = [
+    (caller, target, visibility, a2a, clamp)
+    for caller, target, visibility, a2a, clamp in itertools.product(
+        CALLERS, TARGETS, VISIBILITIES, A2A, CLAMPS
+    )
+    if not (caller == "subagent" and target == "own child")  # sub-agents cannot spawn
+]
+
+
+def test_the_matrix_has_every_cell() -> None:
+    assert len(CELLS) == 19 * 4 * 2 * 2 == 304
+
+
+@pytest.fixture(scope="module")
+def worlds() -> dict[tuple[str, str, str], World]:
+    return {(v, a, c): build(v, a, c) for v, a, c in itertools.product(VISIBILITIES, A2A, CLAMPS)}
+
+
+@pytest.mark.parametrize(("caller", "target", "visibility", "a2a", "clamp"), CELLS)
+def test_cell(
+    worlds: dict[tuple[str, str, str], World], caller: str, target: str, visibility: str, a2a: str, clamp: str
+) -> None:
+    world = worlds[(visibility, a2a, clamp)]
+    caller_key = world.sessions[(caller, "self")]
+    target_key = world.sessions[(caller, target)]
+    ctx = ToolContext.for_caller(world.config, world.store, world.dispatcher, caller_key)
+
+    listed = TOOLS["sessions_list"].invoke(ctx, {"limit": 200})
+    assert isinstance(listed, SessionsListResult)
+    shown = {world.store.sessions.key_for_session_id(row.session_id) for row in listed.sessions}
+    assert (target_key in shown) is (expected(caller, target, visibility, a2a, clamp, "list") is None)
+
+    history = TOOLS["sessions_history"].invoke(ctx, {"sessionKey": target_key})
+    refusal = expected(caller, target, visibility, a2a, clamp, "history")
+    if refusal is None:
+        assert isinstance(history, SessionsHistoryResult)
+    else:
+        assert isinstance(history, ToolFailure)
+        assert (history.status, history.error) == ("forbidden", refusal)
+
+    sent = TOOLS["sessions_send"].invoke(ctx, {"sessionKey": target_key, "message": "m", "timeoutSeconds": 0})
+    refusal = expected(caller, target, visibility, a2a, clamp, "send")
+    if refusal is None:
+        assert isinstance(sent, SendResult)
+    else:
+        assert isinstance(sent, ToolFailure)
+        assert (sent.status, sent.error) == ("forbidden", refusal)
+
+
+def test_a_sandboxed_caller_resolves_ids_and_labels_only_to_its_children() -> None:
+    world = build("all", "on", "all")
+    boxed = ToolContext.for_caller(world.config, world.store, world.dispatcher, "agent:boxed:main")
+    own = world.store.sessions.get(world.sessions[("sandboxed", "own child")])
+    other = world.store.sessions.get("agent:boxed:cron:other")
+    assert own is not None
+    assert other is not None
+    assert boxed.resolve(own.session_id) == own.key
+    with pytest.raises(Exception, match=f"Session not found: {other.session_id}"):
+        boxed.resolve(other.session_id)
+    from shared.store.sessions import SessionPatch
+
+    world.store.sessions.patch(other, SessionPatch({"label": "theirs"}))
+    refused = TOOLS["sessions_send"].invoke(boxed, {"label": "theirs", "message": "m"})
+    assert isinstance(refused, ToolFailure)
+    assert refused.error == "No session found with label: theirs"

@@ -1,0 +1,263 @@
+"""shared/tools/send.py: SPEC 4 up to the return shapes, the context text and the provenance."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from shared.clock import FixedClock
+from shared.config import Config
+from shared.models import Run, RunStatus, SendResult, ToolFailure
+from shared.store import Store
+from shared.store.sessions import SessionPatch
+from shared.submit import AwaitRun
+from shared.tools import TOOLS, ToolContext
+from tests.conftest import RecordingDispatcher, drain, make_config
+
+TARGET = "agent:main:discord:group:42"
+
+
+def send(ctx: ToolContext, **args: object) -> SendResult | ToolFailure | AwaitRun:
+    result = TOOLS["sessions_send"].invoke(ctx, args)
+    assert isinstance(result, SendResult | ToolFailure | AwaitRun)
+    return result
+
+
+def test_zero_timeout_returns_accepted_with_a_pending_announce(ctx: ToolContext) -> None:
+    result = send(ctx, sessionKey=TARGET, message="hi", timeoutSeconds=0)
+    assert isinstance(result, SendResult)
+    assert result.wire() == {
+        "runId": result.run_id,
+        "status": "accepted",
+        "sessionKey": TARGET,
+        "delivery": {"status": "pending", "mode": "announce"},
+        "flowId": result.run_id,
+    }
+
+
+def test_a_wait_is_handed_back_to_the_caller_with_the_default_30s(ctx: ToolContext) -> None:
+    result = send(ctx, sessionKey=TARGET, message="hi")
+    assert isinstance(result, AwaitRun)
+    assert result.timeout_seconds == 30
+
+
+def test_waits_are_capped_at_the_gateway_maximum(ctx: ToolContext, config: Config) -> None:
+    result = send(ctx, sessionKey=TARGET, message="hi", timeoutSeconds=10_000)
+    assert isinstance(result, AwaitRun)
+    assert result.wait_seconds == config.gateway.max_wait_seconds
+
+
+def test_finishing_a_wait_gives_ok_with_the_reply(
+    ctx: ToolContext, store: Store, config: Config, dispatcher: RecordingDispatcher
+) -> None:
+    pending = send(ctx, sessionKey=TARGET, message="ping", timeoutSeconds=5)
+    assert isinstance(pending, AwaitRun)
+    drain(store, config, dispatcher)
+    done = pending.finish(store.runs.get(pending.run_id))
+    assert done.wire() == {
+        "runId": pending.run_id,
+        "status": "ok",
+        "reply": "echo: ping",
+        "sessionKey": TARGET,
+        "delivery": {"status": "pending", "mode": "announce"},
+        "flowId": pending.run_id,
+    }
+
+
+def test_finishing_without_an_ended_run_is_a_timeout_that_says_what_to_do(ctx: ToolContext) -> None:
+    pending = send(ctx, sessionKey=TARGET, message="ping", timeoutSeconds=1)
+    assert isinstance(pending, AwaitRun)
+    result = pending.finish(None)
+    assert result.status == "timeout"
+    assert f"/v1/runs/{pending.run_id}/wait" in (result.error or "")
+
+
+def test_finishing_a_failed_run_is_an_error_with_its_text(ctx: ToolContext) -> None:
+    pending = send(ctx, sessionKey=TARGET, message="ping", timeoutSeconds=1)
+    assert isinstance(pending, AwaitRun)
+    failed = Run(
+        run_id=pending.run_id,
+        session_key=TARGET,
+        agent_id="main",
+        kind="send",
+        status=RunStatus.ERROR,
+        seq=1,
+        created_at=1,
+        error="model exploded",
+    )
+    assert pending.finish(failed).wire() == {
+        "runId": pending.run_id,
+        "status": "error",
+        "error": "model exploded",
+        "sessionKey": TARGET,
+        "flowId": pending.run_id,
+    }
+
+
+def test_the_message_carries_inter_session_provenance(
+    ctx: ToolContext, store: Store, config: Config, dispatcher: RecordingDispatcher
+) -> None:
+    send(ctx, sessionKey=TARGET, message="from main", timeoutSeconds=0)
+    drain(store, config, dispatcher)
+    first = store.transcripts.last(TARGET, 5)[0]
+    assert first.provenance is not None
+    assert first.provenance.wire() == {
+        "kind": "inter_session",
+        "sourceSessionKey": "agent:main:main",
+        "sourceChannel": "unknown",
+        "sourceTool": "sessions_send",
+    }
+
+
+def test_the_target_gets_the_agent_to_agent_context(ctx: ToolContext, store: Store) -> None:
+    result = send(ctx, sessionKey=TARGET, message="x", timeoutSeconds=0)
+    assert isinstance(result, SendResult)
+    run = store.runs.get(result.run_id)
+    assert run is not None
+    assert run.kind == "send"
+    assert run.context == (
+        "Agent-to-agent message context:\n"
+        "Agent 1 (requester) session: agent:main:main.\n"
+        "Agent 1 (requester) channel: unknown.\n"
+        f"Agent 2 (target) session: {TARGET}."
+    )
+
+
+def test_the_requester_channel_is_its_last_inbound_channel(
+    config: Config, store: Store, dispatcher: RecordingDispatcher
+) -> None:
+    caller = ToolContext.for_caller(config, store, dispatcher, "agent:main:telegram:group:7")
+    result = send(caller, sessionKey=TARGET, message="x", timeoutSeconds=0)
+    assert isinstance(result, SendResult)
+    run = store.runs.get(result.run_id)
+    assert run is not None
+    assert "Agent 1 (requester) channel: telegram." in (run.context or "")
+
+
+def test_both_key_and_label_is_refused_with_a_fresh_run_id(ctx: ToolContext) -> None:
+    result = send(ctx, sessionKey=TARGET, label="x", message="m")
+    assert isinstance(result, ToolFailure)
+    assert result.error == "Provide either sessionKey or label (not both)."
+    assert result.run_id
+
+
+def test_neither_key_nor_label_is_refused(ctx: ToolContext) -> None:
+    result = send(ctx, message="m")
+    assert isinstance(result, ToolFailure)
+    assert result.error == "Either sessionKey or label is required"
+
+
+def test_an_unknown_label_is_refused(ctx: ToolContext) -> None:
+    result = send(ctx, label="nobody", message="m")
+    assert isinstance(result, ToolFailure)
+    assert result.error == "No session found with label: nobody"
+
+
+def test_an_unknown_session_id_is_refused_with_the_spec_text(ctx: ToolContext) -> None:
+    unknown = "2b1f6a3e-1111-4222-8333-444455556666"
+    result = send(ctx, sessionKey=unknown, message="m")
+    assert isinstance(result, ToolFailure)
+    assert result.error == f"Session not found: {unknown} (use the full sessionKey from sessions_list)"
+
+
+def test_a_key_of_an_unconfigured_agent_is_refused(ctx: ToolContext) -> None:
+    result = send(ctx, sessionKey="agent:ghost:main", message="m")
+    assert isinstance(result, ToolFailure)
+    assert 'Unknown agent "ghost"' in result.error
+
+
+def test_refusals_leave_redis_unchanged(ctx: ToolContext, store: Store) -> None:
+    for args in (
+        {"sessionKey": TARGET, "label": "x", "message": "m"},
+        {"message": "m"},
+        {"label": "n", "message": "m"},
+        {"sessionKey": "2b1f6a3e-1111-4222-8333-444455556666", "message": "m"},
+    ):
+        send(ctx, **args)
+    assert store.redis.keys("*") == []
+
+
+def test_a_label_resolves_within_the_callers_agent_or_the_named_one(
+    ctx: ToolContext, store: Store, config: Config, dispatcher: RecordingDispatcher
+) -> None:
+    send(ctx, sessionKey="agent:research:main", message="make it", timeoutSeconds=0)
+    entry = store.sessions.get("agent:research:main")
+    assert entry is not None
+    store.sessions.patch(entry, SessionPatch({"label": "notes"}))
+    assert isinstance(send(ctx, label="notes", message="m"), ToolFailure)
+    found = send(ctx, label="notes", agentId="research", message="m", timeoutSeconds=0)
+    assert isinstance(found, SendResult)
+    assert found.session_key == "agent:research:main"
+
+
+def test_session_ids_and_current_resolve(
+    ctx: ToolContext, store: Store, config: Config, dispatcher: RecordingDispatcher
+) -> None:
+    send(ctx, sessionKey=TARGET, message="create", timeoutSeconds=0)
+    entry = store.sessions.get(TARGET)
+    assert entry is not None
+    by_id = send(ctx, sessionKey=entry.session_id, message="m", timeoutSeconds=0)
+    current = send(ctx, sessionKey="current", message="m", timeoutSeconds=0)
+    assert isinstance(by_id, SendResult)
+    assert by_id.session_key == TARGET
+    assert isinstance(current, SendResult)
+    assert current.session_key == "main"
+
+
+@pytest.mark.parametrize(
+    ("args", "field"),
+    [
+        ({"sessionKey": TARGET}, "message"),
+        ({"sessionKey": TARGET, "message": "   "}, "message"),
+        ({"sessionKey": TARGET, "message": "m", "timeoutSeconds": -1}, "timeoutSeconds"),
+        ({"sessionKey": TARGET, "message": "m", "extra": 1}, "extra"),
+        ({"sessionKey": TARGET, "message": "x" * 300_000}, "message"),
+    ],
+)
+def test_bad_arguments_are_validation_errors_naming_the_field(
+    ctx: ToolContext, args: dict[str, object], field: str
+) -> None:
+    with pytest.raises(ValidationError) as caught:
+        TOOLS["sessions_send"].invoke(ctx, args)
+    assert caught.value.errors()[0]["loc"] == (field,)
+
+
+def test_a_refused_send_does_not_touch_the_clock_or_the_lane(
+    ctx: ToolContext, store: Store, clock: FixedClock
+) -> None:
+    send(ctx, sessionKey="global", message="m")
+    assert store.runs.lane("agent:main:main") == []
+
+
+def test_a_send_to_a_denied_session_is_refused(
+    ctx: ToolContext, store: Store, config: Config, dispatcher: RecordingDispatcher
+) -> None:
+    send(ctx, sessionKey=TARGET, message="create", timeoutSeconds=0)
+    entry = store.sessions.get(TARGET)
+    assert entry is not None
+    store.sessions.patch(entry, SessionPatch({"sendPolicy": "deny"}))
+    result = send(ctx, sessionKey=TARGET, message="m", timeoutSeconds=0)
+    assert isinstance(result, ToolFailure)
+    assert (result.status, result.error) == ("error", "send blocked by session policy")
+
+
+def test_sends_from_inside_runs_carry_the_chain_and_stop_at_the_hop_limit(
+    store: Store, dispatcher: RecordingDispatcher
+) -> None:
+    config = make_config({"session": {"agentToAgent": {"maxHops": 2}}})
+    origin: str | None = None
+    chain: list[tuple[str | None, int]] = []
+    for hop in range(3):
+        caller = ToolContext.for_caller(config, store, dispatcher, f"agent:main:cron:{hop}", origin)
+        result = send(caller, sessionKey=f"agent:main:cron:{hop + 1}", message="pass it on", timeoutSeconds=0)
+        assert isinstance(result, SendResult)
+        run = store.runs.get(result.run_id)
+        assert run is not None
+        chain.append((run.chain_id, run.hops))
+        origin = result.run_id
+    assert [hops for _, hops in chain] == [0, 1, 2]
+    assert len({chain_id for chain_id, _ in chain}) == 1
+    caller = ToolContext.for_caller(config, store, dispatcher, "agent:main:cron:3", origin)
+    refused = send(caller, sessionKey="agent:main:cron:0", message="and around", timeoutSeconds=0)
+    assert isinstance(refused, ToolFailure)
+    assert refused.error == "agent-to-agent hop limit reached (maxHops=2)"

@@ -1,0 +1,22 @@
+"""The worker's entry point: ``celery -A workers.app worker`` (``clawbus worker`` runs exactly that).
+
+A bad configuration stops the process here, with the message naming the bad field.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from shared.config import ConfigError, load_config
+from shared.logs import keep_secrets_out
+from workers import signals
+from workers.celery_app import create_app
+
+try:
+    config = load_config()
+except ConfigError as exc:
+    sys.exit(str(exc))
+
+keep_secrets_out()
+app = create_app(config, include=["workers.tasks"])
+signals.register(config)

@@ -1,0 +1,118 @@
+"""Thin tasks: parse ids, call ``shared``, enqueue what comes next. Arguments are ids; state is in Redis.
+
+A sessions_send is the chain ``run -> reply_turn ... -> announce -> run -> deliver`` of linked tasks (one
+Flower root, the flow); each task works out the flow's next step from what exists (``shared.flows``), so
+any of them may run twice, or be replaced by the reaper, without repeating a turn or a delivery.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from celery import Task, shared_task
+
+from shared import archive, deliveries, flows
+from shared.execution import Attempt, AttemptResult, execute
+from shared.store.runs import LaneHead
+from workers import queues
+from workers.context import WorkerContext, worker_context
+
+log = logging.getLogger(__name__)
+
+
+def _flow_context(ctx: WorkerContext, task: Task | None = None) -> flows.FlowContext:
+    """With ``task``, the step's run is executed inside that task when it may start at once."""
+    if task is None:
+        return flows.FlowContext(ctx.config, ctx.store, ctx.dispatcher)
+    owner, attempt = task.request.id or "", task.request.retries or 0
+
+    def run_inline(head: LaneHead) -> None:
+        _execute(ctx, Attempt(head.run_id, head.session_key, owner=owner, attempt=attempt))
+
+    return flows.FlowContext(ctx.config, ctx.store, ctx.dispatcher, run_inline)
+
+
+def _execute(ctx: WorkerContext, attempt: Attempt) -> AttemptResult:
+    """One attempt of a run, then its lane's next head, the runs parked waiting for it, and its flow's next
+    step."""
+    result = execute(ctx.store, ctx.config, ctx.dispatcher, attempt)
+    if result.next_head is not None:
+        ctx.dispatcher.dispatch_run(result.next_head)
+    for waiter in result.wake:
+        ctx.dispatcher.dispatch_run(waiter)
+    # A sub-agent's own run is followed by its link callback (subagent_announce), not from here; unless
+    # it was parked on a wait: then the callback already ran, while the run was not over.
+    if result.flow_id is not None and (result.kind != "subagent" or result.resumed):
+        flows.advance(_flow_context(ctx), result.flow_id)
+    return result
+
+
+@shared_task(name=queues.RUN_TASK, bind=True, max_retries=5, default_retry_delay=1)
+def run(self: Task, run_id: str, session_key: str) -> str:
+    """Execute one attempt of a run, then enqueue the lane's next head and the flow's next step."""
+    attempt = Attempt(run_id, session_key, owner=self.request.id or run_id, attempt=self.request.retries or 0)
+    result = _execute(worker_context(), attempt)
+    return "suspended" if result.suspended else result.outcome.value
+
+
+@shared_task(name=queues.REPLY_TURN_TASK, bind=True, max_retries=5, default_retry_delay=1)
+def reply_turn(self: Task, flow_id: str, turn: int) -> str:
+    """Start (and, if its session is free, run) reply-back turn ``turn``; if the loop is over, hand on to
+    the announce step."""
+    action = flows.advance(_flow_context(worker_context(), self), flow_id, performs=(flows.StartTurn,))
+    return type(action).__name__
+
+
+@shared_task(name=queues.ANNOUNCE_TASK, bind=True, max_retries=5, default_retry_delay=1)
+def announce(self: Task, flow_id: str) -> str:
+    """Start (and, if its session is free, run) the announce run on the target session."""
+    action = flows.advance(_flow_context(worker_context(), self), flow_id, performs=(flows.StartAnnounce,))
+    return type(action).__name__
+
+
+@shared_task(name=queues.SUBAGENT_ANNOUNCE_TASK, bind=True, max_retries=5, default_retry_delay=1)
+def subagent_announce(self: Task, flow_id: str) -> str:
+    """The callback of a sub-agent's run task: ask the child for its report (Result / Notes)."""
+    action = flows.advance(
+        _flow_context(worker_context(), self), flow_id, performs=(flows.StartSubagentAnnounce,)
+    )
+    return type(action).__name__
+
+
+@shared_task(name=queues.ARCHIVE_TASK)
+def archive_sweep() -> int:
+    """Archive ended sub-agent sessions that are due (beat runs this)."""
+    ctx = worker_context()
+    return len(archive.sweep(ctx.config, ctx.store))
+
+
+@shared_task(name=queues.DELIVER_TASK, bind=True, max_retries=None)
+def deliver(self: Task, flow_id: str) -> str:
+    """Create the announce's delivery (or record it skipped or blocked) and make one attempt; a retryable
+    failure comes back after a backoff."""
+    ctx = worker_context()
+    action = flows.advance(
+        _flow_context(ctx),
+        flow_id,
+        performs=(flows.StartDelivery, flows.StartSubagentDelivery, flows.Deliver),
+    )
+    if not isinstance(action, flows.StartDelivery | flows.StartSubagentDelivery | flows.Deliver):
+        return type(action).__name__
+    outcome = deliveries.attempt(ctx.store, ctx.config, flow_id, owner=self.request.id or flow_id)
+    if outcome.retry_in is not None:
+        raise self.retry(countdown=outcome.retry_in)
+    return "attempted"
+
+
+@shared_task(name=queues.REAP_TASK)
+def reap() -> int:
+    """Re-dispatch stalled lanes and advance stalled flows (beat runs this every few seconds)."""
+    ctx = worker_context()
+    stalled = ctx.store.runs.reap()
+    for head in stalled:
+        log.warning("re-dispatching run %s of %s: its lane stalled", head.run_id, head.session_key)
+        ctx.dispatcher.dispatch_run(head)
+    due = ctx.store.flows.reap()
+    for flow_id in due:
+        flows.advance(_flow_context(ctx), flow_id)
+    return len(stalled) + len(due)

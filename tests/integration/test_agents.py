@@ -81,8 +81,11 @@ def test_an_agent_sends_to_a_colleague_and_answers_with_its_reply(agents: Client
     assert isinstance(result, SendResult)
     assert result.status == "ok", result
     assert result.reply == "research says 4"
-    # The second model step saw the tool result, and research saw the question as its own user turn.
-    [research_turn, _announce] = server.bodies("beta")
+    # The second model step saw the tool result, and research saw the question as its own user turn. The
+    # announce runs on research after the primary run, alongside main's second step, so it may come later.
+    [research_turn, _announce] = wait_for(
+        lambda: len(server.bodies("beta")) == 2 and server.bodies("beta"), 30, what="research's announce step"
+    )
     assert research_turn["messages"][-1] == {"role": "user", "content": "what is 2+2?"}
     history = agents.sessions_history(MAIN, include_tools=True)
     roles = [m["role"] for m in history.wire()["messages"]]

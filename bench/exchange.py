@@ -65,7 +65,7 @@ def bare_sequence(stack: Stack, count: int, warmup: int) -> Latency:
             for _hop in range(HOPS):
                 noop.delay().get(timeout=10)
 
-        return timed_calls(seven, count, warmup)
+        return Latency.of(timed_calls(seven, count, warmup))
 
 
 def run(stack: Stack, count: int, warmup: int) -> Section:

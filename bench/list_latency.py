@@ -79,7 +79,7 @@ def list_latency(stack: Stack, count: int, warmup: int) -> Latency:
             if result.count != LIMIT:
                 raise RuntimeError(f"sessions_list returned {result.count} sessions, expected {LIMIT}")
 
-        return timed_calls(list_sessions, count, warmup)
+        return Latency.of(timed_calls(list_sessions, count, warmup))
 
 
 def run(stack: Stack, small: int, large: int, count: int, warmup: int) -> Section:

@@ -4,12 +4,17 @@ Both sides run one worker process with a prefork pool of one. Each send targets 
 every call does the same work. A send's reply comes before its announce step and delivery; those are let
 finish (untimed) before the next call, so each call meets an idle worker like each bare round trip does.
 Figure 4 times the whole exchange.
+
+On a small shared machine the speed of everything drifts by tens of percent over a minute, so the sides
+take turns: ``ROUNDS`` rounds, each measuring clawbus, then bare Celery, then bare Celery with events on,
+a slice of the calls each; a drift lands on all three alike.
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import asdict
+from itertools import count as counter
 
 from api.client import Client
 from bench import bare_celery
@@ -20,21 +25,23 @@ from shared.models import SendResult
 
 TARGET = Target("<=", 2.0)
 WAIT_S = 10
+ROUNDS = 4
 
 
-def clawbus_latency(stack: Stack, count: int, warmup: int) -> Latency:
+def clawbus_latency(stack: Stack, count: int, warmup: int, sessions: counter[int]) -> list[float]:
     seconds: list[float] = []
     with clawbus_workers(stack, 1), stack.client() as client:
         for i in range(warmup + count):
             started = time.perf_counter()
-            result = client.sessions_send(f"agent:main:cron:bench-send-{i}", "ping", timeout_seconds=WAIT_S)
+            key = f"agent:main:cron:bench-send-{next(sessions)}"
+            result = client.sessions_send(key, "ping", timeout_seconds=WAIT_S)
             took = time.perf_counter() - started
             if not isinstance(result, SendResult) or result.status != "ok" or result.flow_id is None:
                 raise RuntimeError(f"sessions_send {i} did not succeed: {result}")
             _settle(client, result.flow_id)
             if i >= warmup:
                 seconds.append(took)
-    return Latency.of(seconds)
+    return seconds
 
 
 def _settle(client: Client, flow_id: str) -> None:
@@ -47,7 +54,7 @@ def _settle(client: Client, flow_id: str) -> None:
         time.sleep(0.005)
 
 
-def bare_latency(stack: Stack, count: int, warmup: int, events: bool = False) -> Latency:
+def bare_latency(stack: Stack, count: int, warmup: int, events: bool = False) -> list[float]:
     with bare_workers(stack, 1, events) as app:
         noop = app.tasks[bare_celery.NOOP_TASK]
 
@@ -58,11 +65,19 @@ def bare_latency(stack: Stack, count: int, warmup: int, events: bool = False) ->
 
 
 def run(stack: Stack, count: int, warmup: int) -> Section:
-    clawbus = clawbus_latency(stack, count, warmup)
-    bare = bare_latency(stack, count, warmup)
-    bare_events = bare_latency(stack, count, warmup, events=True)
+    per_round = max(1, count // ROUNDS)
+    sessions = counter()
+    samples: dict[str, list[float]] = {"clawbus": [], "bare": [], "bare_events": []}
+    for _ in range(ROUNDS):
+        samples["clawbus"] += clawbus_latency(stack, per_round, warmup, sessions)
+        samples["bare"] += bare_latency(stack, per_round, warmup)
+        samples["bare_events"] += bare_latency(stack, per_round, warmup, events=True)
+    clawbus, bare, bare_events = (Latency.of(samples[side]) for side in ("clawbus", "bare", "bare_events"))
     return Section(
-        title=f"1. sessions_send with a wait: 1 worker x concurrency 1, N={count} after {warmup} warm-up",
+        title=(
+            f"1. sessions_send with a wait: 1 worker x concurrency 1, N={per_round * ROUNDS} in {ROUNDS} "
+            f"alternating rounds, {warmup} warm-up calls each"
+        ),
         measured_label="clawbus (HTTP API)",
         baseline_label="bare Celery noop .delay().get()",
         rows=[

@@ -64,7 +64,7 @@ def bare_sequence(stack: Stack, count: int, warmup: int) -> Latency:
             for _hop in range(HOPS):
                 noop.delay().get(timeout=10)
 
-        return timed_calls(three, count, warmup)
+        return Latency.of(timed_calls(three, count, warmup))
 
 
 def burst(stack: Stack, spawns: int) -> tuple[float, int, int]:

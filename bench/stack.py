@@ -44,6 +44,9 @@ CLAWBUS_CONFIG: dict[str, Any] = {
 }
 READY_TIMEOUT_S = 60.0
 STOP_GRACE_S = 15.0
+# The API as an operator runs it on this machine: a process per core (DESIGN: "api, N processes"). One
+# process tops out near one core's worth of requests, which two workers outrun.
+API_PROCESSES = 2
 # Per-task INFO lines would be a cost the bare worker does not pay.
 WORKER_LOGLEVEL = "WARNING"
 
@@ -158,7 +161,8 @@ def _bare_worker(stack: Stack, app: Celery, events: bool) -> Iterator[None]:
 @contextmanager
 def _api(env: dict[str, str], root: Path) -> Iterator[str]:
     port = free_port()
-    role = Role([sys.executable, "-m", "api.cli", "api", f"--port={port}"], env, root / f"api-{port}.log")
+    argv = [sys.executable, "-m", "api.cli", "api", f"--port={port}", f"--workers={API_PROCESSES}"]
+    role = Role(argv, env, root / f"api-{port}.log")
     url = f"http://127.0.0.1:{port}"
 
     def ready() -> bool:

@@ -32,8 +32,8 @@ def percentile(ordered: list[float], q: float) -> float:
     return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
-def timed_calls(call: Callable[[int], None], count: int, warmup: int) -> Latency:
-    """Run ``call(i)`` ``warmup + count`` times in sequence; time the last ``count``."""
+def timed_calls(call: Callable[[int], None], count: int, warmup: int) -> list[float]:
+    """Run ``call(i)`` ``warmup + count`` times in sequence; the seconds of the last ``count``."""
     for i in range(warmup):
         call(i)
     seconds: list[float] = []
@@ -41,4 +41,4 @@ def timed_calls(call: Callable[[int], None], count: int, warmup: int) -> Latency
         start = time.perf_counter()
         call(i)
         seconds.append(time.perf_counter() - start)
-    return Latency.of(seconds)
+    return seconds

@@ -11,6 +11,8 @@ which would load Redis and the CPUs the workers need.
 
 from __future__ import annotations
 
+import http.client
+import json
 import threading
 import time
 import uuid
@@ -19,15 +21,15 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from typing import TypeVar
+from urllib.parse import urlsplit
 
 import redis
 from redis.client import PubSub
 
-from api.client import Client
 from bench import bare_celery
 from bench.report import Row, Section, Target
-from bench.stack import Stack, bare_workers, clawbus_workers
-from shared.models import RunStatus, SendResult
+from bench.stack import TOKEN, Stack, bare_workers, clawbus_workers
+from shared.models import RunStatus
 
 T = TypeVar("T")
 TARGET = Target(">=", 0.5)
@@ -75,17 +77,17 @@ def _clawbus_batch(stack: Stack, client: redis.Redis, params: Params, total: int
     # A fresh set of sessions per batch: transcripts left by an earlier batch would make runs dearer.
     tag = uuid.uuid4().hex[:6]
 
-    def send(api: Client, i: int) -> str:
+    def send(poster: _Poster, i: int) -> str:
         key = f"agent:main:cron:tput-{tag}-{i % params.sessions}"
-        result = api.post_message(key, "ping", timeout_seconds=0)
-        if not isinstance(result, SendResult) or result.status != "accepted":
+        result = poster.post(f"/v1/sessions/{key}/messages", {"message": "ping", "timeoutSeconds": 0})
+        if result.get("status") != "accepted":
             raise RuntimeError(f"message {i} was not accepted: {result}")
-        return result.run_id
+        return str(result["runId"])
 
     timeout_s = params.drain_timeout_s()
-    with _completions(stack, client) as completions, _clients(stack) as api_for_thread:
+    with _completions(stack, client) as completions, _posters(stack) as poster_for_thread:
         started = time.time()
-        run_ids = _fan_out(lambda i: send(api_for_thread(), i), total, params.threads)
+        run_ids = _fan_out(lambda i: send(poster_for_thread(), i), total, params.threads)
         submitted = time.time()
         _hear_all(completions, stack.keys.run_done_channel(""), run_ids, timeout_s)
     ended = _runs_ended(stack, client, run_ids, timeout_s)
@@ -171,26 +173,49 @@ def _fan_out(call: Callable[[int], T], total: int, threads: int) -> list[T]:
         return list(pool.map(call, range(total)))
 
 
+class _Poster:
+    """One keep-alive HTTP connection, as lean as a load generator can be: it shares the two CPUs with
+    what it measures, and every millisecond it spends (httpx takes about four times this) is one the
+    API and the workers do not get. The bare baseline's producer is Celery's own ``delay``."""
+
+    def __init__(self, api_url: str, token: str) -> None:
+        url = urlsplit(api_url)
+        self._connection = http.client.HTTPConnection(url.hostname or "127.0.0.1", url.port or 80)
+        self._headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+
+    def post(self, path: str, body: dict[str, object]) -> dict[str, object]:
+        self._connection.request("POST", path, json.dumps(body), self._headers)
+        response = self._connection.getresponse()
+        payload = response.read()
+        if response.status != 200:
+            raise RuntimeError(f"POST {path}: HTTP {response.status}: {payload[:300]!r}")
+        answer: dict[str, object] = json.loads(payload)
+        return answer
+
+    def close(self) -> None:
+        self._connection.close()
+
+
 @contextmanager
-def _clients(stack: Stack) -> Iterator[Callable[[], Client]]:
-    """One API client (one keep-alive connection) per submitting thread, all closed at the end."""
+def _posters(stack: Stack) -> Iterator[Callable[[], _Poster]]:
+    """One connection per submitting thread, all closed at the end."""
     local = threading.local()
-    made: list[Client] = []
+    made: list[_Poster] = []
     lock = threading.Lock()
 
-    def for_thread() -> Client:
-        api: Client | None = getattr(local, "client", None)
-        if api is None:
-            api = local.client = stack.client()
+    def for_thread() -> _Poster:
+        poster: _Poster | None = getattr(local, "poster", None)
+        if poster is None:
+            poster = local.poster = _Poster(stack.api_url, TOKEN)
             with lock:
-                made.append(api)
-        return api
+                made.append(poster)
+        return poster
 
     try:
         yield for_thread
     finally:
-        for api in made:
-            api.close()
+        for poster in made:
+            poster.close()
 
 
 def run(stack: Stack, params: Params, worker_counts: tuple[int, ...] = (1, 2)) -> Section:

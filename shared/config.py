@@ -383,8 +383,12 @@ def _channel_types(channels: Any) -> Any:
     }
 
 
+# The deliver task's own retry bound (workers.tasks) stays above every allowed maxAttempts.
+MAX_DELIVERY_ATTEMPTS = 20
+
+
 class DeliveryConfig(Section):
-    max_attempts: int = Field(5, ge=1)
+    max_attempts: int = Field(5, ge=1, le=MAX_DELIVERY_ATTEMPTS)
     backoff_seconds: float = Field(1.0, gt=0)
     max_backoff_seconds: float = Field(60.0, gt=0)
 
@@ -451,6 +455,9 @@ class RunsConfig(Section):
     # A lane whose head was dispatched this long ago without being claimed is dispatched again.
     dispatch_grace_seconds: float = Field(60.0, gt=0)
     reap_interval_seconds: float = Field(5.0, gt=0)
+    # A run task goes on with the runs queued behind it in its session while it has spent less than
+    # this; a queued run then costs no queue round trip. 0 enqueues every run as its own task.
+    lane_budget_seconds: float = Field(0.25, ge=0)
     # How often beat sweeps ended sub-agent sessions that are due for archiving.
     archive_sweep_seconds: float = Field(30.0, gt=0)
     # Model steps one run may take (each tool round is one): a loop that keeps calling tools ends here.

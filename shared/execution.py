@@ -21,7 +21,7 @@ from shared import agent_loop, keys, subagents
 from shared.agent_loop import LoopState, StepsExhausted
 from shared.config import Config
 from shared.dispatch import Dispatcher
-from shared.models import Message, Run, RunStatus
+from shared.models import Message, Run, RunKind, RunStatus
 from shared.runtime.base import RunTimedOut, StepRequest
 from shared.runtime.registry import runtime_for
 from shared.store import Store
@@ -47,7 +47,7 @@ class AttemptResult:
     next_head: LaneHead | None = None
     # The flow the committed run belongs to: it has to be advanced now.
     flow_id: str | None = None
-    kind: str | None = None
+    kind: RunKind | None = None
     # Runs that were suspended waiting for this one: enqueue them, they resume.
     wake: list[LaneHead] = field(default_factory=list)
     # The run parked on a tool call's wait; it is not over.

@@ -9,7 +9,7 @@ from celery import Celery
 from kombu.entity import Exchange, Queue
 
 from shared.config import Config
-from workers import queues
+from workers import broker, queues
 
 # Redelivery of an unacknowledged message after this long is harmless (the claim refuses a run that is
 # still leased) but wasteful; recovery from a lost worker is the reaper's job, on lease expiry.
@@ -28,6 +28,7 @@ def create_app(config: Config, *, include: list[str] | None = None) -> Celery:
         result_serializer="json",
         task_ignore_result=True,
         result_expires=3600,
+        broker_transport=broker.TRANSPORT,
         broker_transport_options=transport,
         result_backend_transport_options=transport,
         broker_connection_retry_on_startup=True,

@@ -61,4 +61,8 @@ class CeleryDispatcher:
         self._send(queues.SUBAGENT_ANNOUNCE_TASK, [flow_id], queues.NESTED, root_id=flow_id)
 
     def _send(self, name: str, args: list[Any], queue: str, **options: Any) -> None:
-        self._app.send_task(name, args=args, queue=queue, ignore_result=True, **options)
+        # One batch: the message and its task-sent event (for Flower) go to Redis in one round trip.
+        with self._app.producer_or_acquire() as producer, producer.batch():
+            self._app.send_task(
+                name, args=args, queue=queue, ignore_result=True, producer=producer, **options
+            )

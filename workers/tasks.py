@@ -8,10 +8,12 @@ any of them may run twice, or be replaced by the reaper, without repeating a tur
 from __future__ import annotations
 
 import logging
+import time
 
 from celery import Task, shared_task
 
 from shared import archive, deliveries, flows
+from shared.config import MAX_DELIVERY_ATTEMPTS
 from shared.execution import Attempt, AttemptResult, execute
 from shared.store.runs import LaneHead
 from workers import queues
@@ -27,17 +29,14 @@ def _flow_context(ctx: WorkerContext, task: Task | None = None) -> flows.FlowCon
     owner, attempt = task.request.id or "", task.request.retries or 0
 
     def run_inline(head: LaneHead) -> None:
-        _execute(ctx, Attempt(head.run_id, head.session_key, owner=owner, attempt=attempt))
+        _execute_lane(ctx, Attempt(head.run_id, head.session_key, owner=owner, attempt=attempt), 0.0)
 
     return flows.FlowContext(ctx.config, ctx.store, ctx.dispatcher, run_inline)
 
 
 def _execute(ctx: WorkerContext, attempt: Attempt) -> AttemptResult:
-    """One attempt of a run, then its lane's next head, the runs parked waiting for it, and its flow's next
-    step."""
+    """One attempt of a run, then the runs parked waiting for it and its flow's next step."""
     result = execute(ctx.store, ctx.config, ctx.dispatcher, attempt)
-    if result.next_head is not None:
-        ctx.dispatcher.dispatch_run(result.next_head)
     for waiter in result.wake:
         ctx.dispatcher.dispatch_run(waiter)
     # A sub-agent's own run is followed by its link callback (subagent_announce), not from here; unless
@@ -47,12 +46,41 @@ def _execute(ctx: WorkerContext, attempt: Attempt) -> AttemptResult:
     return result
 
 
+def _execute_lane(ctx: WorkerContext, attempt: Attempt, budget_s: float) -> tuple[AttemptResult, int]:
+    """``attempt``, then the runs queued behind it in its session's lane, in this same task, for as long
+    as ``budget_s`` allows; the lane's next head left over is enqueued.
+
+    A queued successor costs a whole Celery message cycle when enqueued, and next to nothing when run
+    here, where the session is already hot. The budget keeps one busy session from holding the slot:
+    a slow run (a model call) uses it up at once. A successor runs as its own task would (owner = its
+    run id), so a worker lost in the middle leaves it to the reaper like any other leased run.
+    """
+    started = time.monotonic()
+    first = result = _execute(ctx, attempt)
+    inline = 0
+    while (
+        (head := result.next_head) is not None
+        and time.monotonic() - started < budget_s
+        and head.kind != "subagent"  # its announce is the callback of its own task
+        and queues.queue_for(head.kind) == queues.queue_for(first.kind or head.kind)
+    ):
+        result = _execute(ctx, Attempt(head.run_id, head.session_key, owner=head.run_id, attempt=0))
+        inline += 1
+    if result.next_head is not None:
+        ctx.dispatcher.dispatch_run(result.next_head)
+    return first, inline
+
+
 @shared_task(name=queues.RUN_TASK, bind=True, max_retries=5, default_retry_delay=1)
 def run(self: Task, run_id: str, session_key: str) -> str:
-    """Execute one attempt of a run, then enqueue the lane's next head and the flow's next step."""
+    """Execute one attempt of a run (and the runs queued behind it, while the lane budget lasts), then
+    enqueue the lane's next head and the flow's next step."""
+    ctx = worker_context()
     attempt = Attempt(run_id, session_key, owner=self.request.id or run_id, attempt=self.request.retries or 0)
-    result = _execute(worker_context(), attempt)
-    return "suspended" if result.suspended else result.outcome.value
+    result, inline = _execute_lane(ctx, attempt, ctx.config.runs.lane_budget_seconds)
+    status = "suspended" if result.suspended else result.outcome.value
+    # Flower shows the return value: a task that ran more of its lane says so.
+    return f"{status} (+{inline} queued runs of the session)" if inline else status
 
 
 @shared_task(name=queues.REPLY_TURN_TASK, bind=True, max_retries=5, default_retry_delay=1)
@@ -86,7 +114,9 @@ def archive_sweep() -> int:
     return len(archive.sweep(ctx.config, ctx.store))
 
 
-@shared_task(name=queues.DELIVER_TASK, bind=True, max_retries=None)
+# Backoff retries end by themselves after delivery.maxAttempts (the delivery record counts them); the
+# bound adds room for redeliveries after lost workers, and keeps one that kills every worker from looping.
+@shared_task(name=queues.DELIVER_TASK, bind=True, max_retries=2 * MAX_DELIVERY_ATTEMPTS)
 def deliver(self: Task, flow_id: str) -> str:
     """Create the announce's delivery (or record it skipped or blocked) and make one attempt; a retryable
     failure comes back after a backoff."""

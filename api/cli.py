@@ -19,7 +19,8 @@ import typer
 from rich.console import Console
 
 from api.client import ClawbusError, Client
-from shared.config import Config, ConfigError, TokenSpec, clawbus_home, load_config
+from shared.config import Config, ConfigError, TokenSpec, load_config
+from shared.home import clawbus_home
 from shared.models import SendResult, ToolFailure, Wire
 from workers import queues
 

@@ -16,7 +16,7 @@ from urllib.parse import quote
 
 import httpx
 
-from shared.config import clawbus_home
+from shared.home import clawbus_home
 from shared.models import (
     CommandReply,
     Flow,

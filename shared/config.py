@@ -26,6 +26,7 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
+from shared.home import clawbus_home
 from shared.keys import normalize_agent_id
 
 DEFAULT_CONFIG_FILE = "clawbus.json5"
@@ -533,12 +534,6 @@ class Config(Section):
 
     def store_dir(self) -> Path:
         return Path(self.session.store or Path(clawbus_home()) / "store").expanduser()
-
-
-def clawbus_home(env: Mapping[str, str] | None = None) -> Path:
-    """State of the embedded deployment (API token, private Redis data); ``CLAWBUS_HOME`` moves it."""
-    env = os.environ if env is None else env
-    return Path(env.get("CLAWBUS_HOME", "~/.clawbus")).expanduser()
 
 
 def load_config(path: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None) -> Config:

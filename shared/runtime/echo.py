@@ -29,8 +29,9 @@ class EchoRuntime:
         if self._delay_s:
             self._sleep(self._delay_s)
         last = next((m.text for m in reversed(request.messages) if m.role == "user"), "")
-        # A skip token is answered with itself, so tests can drive the reply-back and announce stop rules.
-        reply = last.strip() if last.strip() in SKIP_TOKENS else f"echo: {last}"
+        # A message that is exactly a skip token is answered with it, so tests can drive the reply-back and
+        # announce stop rules.
+        reply = last if last in SKIP_TOKENS else f"echo: {last}"
         prompt = sum(estimate_tokens(m.text) for m in request.messages) + estimate_tokens(
             request.context or ""
         )

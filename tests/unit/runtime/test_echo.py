@@ -18,13 +18,14 @@ def test_replies_with_the_last_user_message() -> None:
     assert EchoRuntime().step(request("first", "second")).reply == "echo: second"
 
 
-@pytest.mark.parametrize("token", ["REPLY_SKIP", "ANNOUNCE_SKIP", "  REPLY_SKIP\n"])
+@pytest.mark.parametrize("token", ["REPLY_SKIP", "ANNOUNCE_SKIP"])
 def test_a_skip_token_is_answered_with_itself(token: str) -> None:
-    assert EchoRuntime().step(request(token)).reply == token.strip()
+    assert EchoRuntime().step(request(token)).reply == token
 
 
-def test_a_near_skip_token_is_echoed() -> None:
-    assert EchoRuntime().step(request("reply_skip")).reply == "echo: reply_skip"
+@pytest.mark.parametrize("near", ["reply_skip", "  REPLY_SKIP\n", "ANNOUNCE_SKIP please"])
+def test_anything_but_exactly_a_skip_token_is_echoed(near: str) -> None:
+    assert EchoRuntime().step(request(near)).reply == f"echo: {near}"
 
 
 def test_usage_is_estimated_from_characters() -> None:

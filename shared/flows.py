@@ -452,8 +452,7 @@ def _start_delivery(ctx: FlowContext, flow: Flow, action: StartDelivery) -> None
         created_at=now,
         updated_at=now,
     )
-    ctx.store.flows.create_delivery(delivery)
-    ctx.store.flows.update(flow.flow_id, {"deliveryStatus": "pending"}, due_in_ms=flow.step_timeout_ms)
+    ctx.store.flows.create_delivery(delivery, due_in_ms=flow.step_timeout_ms)
 
 
 _SESSION_STATUS: dict[RunStatus, Literal["done", "failed", "killed", "timeout"]] = {
@@ -539,9 +538,9 @@ def _start_subagent_delivery(ctx: FlowContext, snap: Snapshot, action: StartSuba
                 status="pending",
                 created_at=now,
                 updated_at=now,
-            )
+            ),
+            due_in_ms=flow.step_timeout_ms,
         )
-        store.flows.update(flow.flow_id, {"deliveryStatus": "pending"}, due_in_ms=flow.step_timeout_ms)
     _clean_up(ctx, flow, child)
 
 

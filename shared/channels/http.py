@@ -1,7 +1,8 @@
 """Adapters that POST to an HTTP service: a signed webhook, and the Telegram, Discord and Slack APIs.
 
-Network errors, timeouts, 429 and 5xx are retryable; any other 4xx is not (a later attempt would get the
-same answer).
+Network errors, timeouts and 5xx are retryable; a 4xx is not (a later attempt would get the same
+answer), except a chat API's 429: their rate limits are part of normal operation and ask for a retry. A
+webhook's 429 is the receiver refusing, like any other 4xx.
 """
 
 from __future__ import annotations
@@ -24,7 +25,9 @@ def signature(secret: str, body: bytes) -> str:
     return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
 
 
-def _post(url: str, body: bytes, headers: dict[str, str], timeout: float) -> httpx.Response:
+def _post(
+    url: str, body: bytes, headers: dict[str, str], timeout: float, *, retry_429: bool = True
+) -> httpx.Response:
     if not url.startswith(("http://", "https://")):
         raise DeliveryError(f"refusing to deliver to a non-http(s) URL: {url}", retryable=False)
     try:
@@ -33,7 +36,7 @@ def _post(url: str, body: bytes, headers: dict[str, str], timeout: float) -> htt
         )
     except httpx.HTTPError as exc:
         raise DeliveryError(f"{type(exc).__name__}: {exc}", retryable=True) from None
-    if response.status_code == 429 or response.status_code >= 500:
+    if response.status_code >= 500 or (response.status_code == 429 and retry_429):
         raise DeliveryError(f"HTTP {response.status_code}: {response.text[:200]}", retryable=True)
     if response.status_code >= 400:
         raise DeliveryError(f"HTTP {response.status_code}: {response.text[:200]}", retryable=False)
@@ -74,7 +77,7 @@ class WebhookAdapter:
             # Retries carry the same id, so a receiver can drop a message it has already taken.
             "X-Clawbus-Delivery": delivery.delivery_id,
         }
-        _post(self._config.url, body, headers, self._config.timeout_seconds)
+        _post(self._config.url, body, headers, self._config.timeout_seconds, retry_429=False)
 
 
 class TelegramAdapter:

@@ -94,10 +94,14 @@ class FlowStore:
 
     # -- deliveries --
 
-    def create_delivery(self, delivery: Delivery) -> bool:
-        """False if it already existed (the step ran before)."""
-        created = self._scripts.create(
-            keys=[self._keys.delivery(delivery.delivery_id)], args=[json.dumps(encode(delivery))]
+    def create_delivery(self, delivery: Delivery, *, due_in_ms: int) -> bool:
+        """Create the delivery and mark its flow's delivery pending, looked at again by the reaper after
+        ``due_in_ms``; False if it already existed (the step ran before)."""
+        k = self._keys
+        now = self._clock.now_ms()
+        created = self._scripts.create_delivery(
+            keys=[k.delivery(delivery.delivery_id), k.flow(delivery.flow_id), k.flows_due()],
+            args=[json.dumps(encode(delivery)), now, now + due_in_ms, delivery.flow_id],
         )
         return bool(created)
 

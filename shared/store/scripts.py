@@ -30,12 +30,12 @@ class Scripts:
         self.suspend: Script = client.register_script(_source("suspend"))
         self.reap: Script = client.register_script(_source("reap"))
         self.patch_session: Script = client.register_script(_source("patch_session"))
-        self.create: Script = client.register_script(_source("create"))
         self.create_session: Script = client.register_script(_source("create_session"))
         self.delete_session: Script = client.register_script(_source("delete_session"))
         self.archive_session: Script = client.register_script(_source("archive_session"))
         self.take_due: Script = client.register_script(_source("take_due"))
         self.reap_flows: Script = client.register_script(_source("reap_flows"))
+        self.create_delivery: Script = client.register_script(_source("create_delivery"))
         self.claim_delivery: Script = client.register_script(_source("claim_delivery"))
         self.finish_delivery: Script = client.register_script(_source("finish_delivery"))
 

@@ -85,13 +85,12 @@ def sessions_send(ctx: ToolContext, params: SessionsSendParams) -> SendResult | 
 
 
 def _chain(ctx: ToolContext, run_id: str) -> tuple[str, int]:
-    """The loop guard: a send from inside a run continues that run's chain one hop further, and a chain
-    that already has ``maxHops`` sends may not grow (OpenClaw's A->B->C->A cycles ran all night)."""
-    if ctx.origin_run_id is None:
-        return run_id, 0
-    origin = ctx.store.runs.get(ctx.origin_run_id)
+    """The loop guard: a run's ``hops`` counts the sends of its chain up to it. A send starts a chain at
+    one hop, a send from inside a run takes that run's chain one hop further, and a chain that already
+    has ``maxHops`` sends may not grow (OpenClaw's A->B->C->A cycles ran all night)."""
+    origin = ctx.store.runs.get(ctx.origin_run_id) if ctx.origin_run_id is not None else None
     if origin is None:
-        return run_id, 0
+        return run_id, 1
     max_hops = ctx.config.session.agent_to_agent.max_hops
     if origin.hops >= max_hops:
         raise ToolError(f"agent-to-agent hop limit reached (maxHops={max_hops})")

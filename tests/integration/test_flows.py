@@ -77,7 +77,8 @@ def test_two_turns_then_announce_and_exactly_one_delivery(client: Client) -> Non
         "sourceTool": "sessions_send",
         "sourceRunId": ex.flow_id,
     }
-    assert [m["content"][0]["text"] for m in history(client, ex.target)[2:]] == [  # type: ignore[index]
+    target_side = history(client, ex.target)[2:]
+    assert [m["content"][0]["text"] for m in target_side] == [  # type: ignore[index]
         "ping",
         "echo: ping",
         "echo: echo: ping",
@@ -85,6 +86,18 @@ def test_two_turns_then_announce_and_exactly_one_delivery(client: Client) -> Non
         "Agent-to-agent announce step.",
         "echo: Agent-to-agent announce step.",
     ]
+    # Every message the exchange put into the target's transcript names the requester as its source.
+    turn_one_run = flow.steps[1].run_id
+    from_requester = {"kind": "inter_session", "sourceSessionKey": ex.requester, "sourceChannel": "webchat"}
+    primary, turn_two, announce = target_side[0], target_side[2], target_side[4]
+    assert primary["provenance"] == {**from_requester, "sourceTool": "sessions_send"}
+    assert turn_two["provenance"] == {
+        **from_requester,
+        "sourceTool": "sessions_send",
+        "sourceRunId": turn_one_run,
+    }
+    assert announce["provenance"] == {**from_requester, "sourceTool": "sessions_send"}
+    assert all("provenance" not in m for m in target_side[1::2])  # the target's own replies
     delivered = client.channel_messages("webchat", ex.recipient)
     assert [m["text"] for m in delivered] == ["echo: Agent-to-agent announce step."]
     assert delivered[0]["flowId"] == ex.flow_id

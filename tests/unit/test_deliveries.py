@@ -52,7 +52,8 @@ def setup(url: str, **delivery_settings: Any) -> tuple[Config, Store]:
             status="pending",
             created_at=1,
             updated_at=1,
-        )
+        ),
+        due_in_ms=60_000,
     )
     return config, store
 

@@ -46,12 +46,21 @@ def test_the_webhook_signature_verifies_at_the_receiver() -> None:
 
 
 @pytest.mark.parametrize(
-    ("status", "retryable"), [(500, True), (503, True), (429, True), (400, False), (404, False), (401, False)]
+    ("status", "retryable"),
+    [(500, True), (503, True), (429, False), (400, False), (404, False), (401, False)],
 )
-def test_errors_are_retryable_only_for_5xx_and_429(status: int, retryable: bool) -> None:
+def test_webhook_errors_are_retryable_only_for_5xx(status: int, retryable: bool) -> None:
     with fake_server((status, {"error": "x"})) as receiver, pytest.raises(DeliveryError) as caught:
         webhook(receiver.url).send(delivery())
     assert caught.value.retryable is retryable
+
+
+def test_a_chat_api_rate_limit_is_retryable() -> None:
+    with fake_server((429, {"ok": False})) as api, pytest.raises(DeliveryError) as caught:
+        TelegramAdapter(TelegramChannel(type="telegram", bot_token="123:abc", base_url=api.url)).send(
+            delivery()
+        )
+    assert caught.value.retryable
 
 
 def test_a_network_error_is_retryable() -> None:

@@ -247,7 +247,7 @@ def test_sends_from_inside_runs_carry_the_chain_and_stop_at_the_hop_limit(
     config = make_config({"session": {"agentToAgent": {"maxHops": 2}}})
     origin: str | None = None
     chain: list[tuple[str | None, int]] = []
-    for hop in range(3):
+    for hop in range(2):
         caller = ToolContext.for_caller(config, store, dispatcher, f"agent:main:cron:{hop}", origin)
         result = send(caller, sessionKey=f"agent:main:cron:{hop + 1}", message="pass it on", timeoutSeconds=0)
         assert isinstance(result, SendResult)
@@ -255,9 +255,9 @@ def test_sends_from_inside_runs_carry_the_chain_and_stop_at_the_hop_limit(
         assert run is not None
         chain.append((run.chain_id, run.hops))
         origin = result.run_id
-    assert [hops for _, hops in chain] == [0, 1, 2]
+    assert [hops for _, hops in chain] == [1, 2]  # a send is a hop: two sends make a chain of two
     assert len({chain_id for chain_id, _ in chain}) == 1
-    caller = ToolContext.for_caller(config, store, dispatcher, "agent:main:cron:3", origin)
+    caller = ToolContext.for_caller(config, store, dispatcher, "agent:main:cron:2", origin)
     refused = send(caller, sessionKey="agent:main:cron:0", message="and around", timeoutSeconds=0)
     assert isinstance(refused, ToolFailure)
     assert refused.error == "agent-to-agent hop limit reached (maxHops=2)"

@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from shared import attachments
 from shared.config import Config
 from shared.dispatch import Dispatcher
 from shared.errors import ToolError, first_invalid
@@ -67,6 +69,9 @@ class LoopEnv:
     time_left: Callable[[], float | None]
     # Called when a step is over: text still buffered for the event stream goes out.
     text_done: Callable[[], None]
+    # The arguments of this attempt's tool calls as the model wrote them, by call id, where what is
+    # stored (memo, transcript) differs: a sessions_spawn call's attachment contents never are.
+    raw_arguments: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def advance(env: LoopEnv, state: LoopState) -> LoopState:
@@ -135,7 +140,8 @@ def _step(env: LoopEnv, state: LoopState) -> None:
     message = Message.of("assistant", result.reply, timestamp=now, run_id=env.run.run_id)
     if result.tool_calls:
         texts = [TextBlock(text=result.reply)] if result.reply else []
-        message = message.model_copy(update={"content": [*texts, *result.tool_calls]})
+        stored = [_storable(env, call) for call in result.tool_calls]
+        message = message.model_copy(update={"content": [*texts, *stored]})
         state.messages.append(message)
         env.memoize(state)
         return
@@ -153,6 +159,17 @@ def _settle(env: LoopEnv, state: LoopState, pending: PendingWait) -> bool:
     state.messages.append(_tool_result(env, call, pending.wait.finish(seen if ended else None)))
     state.pending = None
     return True
+
+
+def _storable(env: LoopEnv, call: ToolCallBlock) -> ToolCallBlock:
+    """The call as it may be stored; the arguments it runs with stay in ``env`` for this attempt."""
+    if call.name != "sessions_spawn":
+        return call
+    redacted = attachments.redacted_args(call.arguments)
+    if redacted is call.arguments:
+        return call
+    env.raw_arguments[call.id] = call.arguments
+    return call.model_copy(update={"arguments": redacted})
 
 
 def _call(env: LoopEnv, call: ToolCallBlock) -> Wire | AwaitRun:
@@ -174,7 +191,7 @@ def _call(env: LoopEnv, call: ToolCallBlock) -> Wire | AwaitRun:
     if refused is not None:
         return refused
     try:
-        return tool.invoke(ctx, call.arguments)
+        return tool.invoke(ctx, env.raw_arguments.get(call.id, call.arguments))
     except ValidationError as exc:
         field, message = first_invalid(exc.errors())
         return ToolFailure(status="error", error=f"{field}: {message}")

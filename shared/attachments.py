@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import hashlib
 import json
 import os
@@ -30,7 +31,8 @@ ROOT = Path(".openclaw") / "attachments"
 MANIFEST = ".manifest.json"
 _FORBIDDEN_NAMES = frozenset({".", "..", MANIFEST})
 _BASE64 = re.compile(r"^[A-Za-z0-9+/]*={0,2}$")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+# C0, DEL and C1: none of them belongs in a file name.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +55,7 @@ def decode_all(config: AttachmentsConfig, items: Sequence[AttachmentIn]) -> list
     total = 0
     for item in items:
         name = item.name.strip()
-        if not name or "/" in name or "\\" in name or _CONTROL.search(name) or name in _FORBIDDEN_NAMES:
+        if not name or "/" in name or "\\" in name or _CONTROL.search(item.name) or name in _FORBIDDEN_NAMES:
             raise ToolError(f"attachments_invalid_name ({item.name!r})")
         if name in seen:
             raise ToolError(f"attachments_duplicate_name ({name})")
@@ -71,23 +73,57 @@ def decode_all(config: AttachmentsConfig, items: Sequence[AttachmentIn]) -> list
 
 
 def _bytes_of(item: AttachmentIn, max_bytes: int) -> bytes:
+    if item.content == REDACTED:
+        # A stored tool call carries this in place of the content: a call replayed from storage (its
+        # worker was lost) cannot write the file; the model is told to send it again.
+        raise ToolError(
+            f"attachments_content_unavailable ({item.name.strip()}: the content is not kept once the call "
+            "is stored; call sessions_spawn again with it)"
+        )
     if item.encoding == "utf8":
         return item.content.encode("utf-8")
     text = item.content
+    invalid = ToolError(f"attachments_invalid_base64_or_too_large ({item.name.strip()})")
     # Judged before decoding, so a huge payload costs nothing.
     if len(text) % 4 or not _BASE64.match(text) or len(text) // 4 * 3 > max_bytes + 2:
-        raise ToolError(f"attachments_invalid_base64_or_too_large ({item.name.strip()})")
+        raise invalid
     try:
-        return base64.b64decode(text, validate=True)
+        data = base64.b64decode(text, validate=True)
     except (binascii.Error, ValueError):
-        raise ToolError(f"attachments_invalid_base64_or_too_large ({item.name.strip()})") from None
+        raise invalid from None
+    # Strict: one text per content. Non-zero padding bits ("aGl=" for "aGk=") decode too, but are not
+    # what any encoder writes.
+    if base64.b64encode(data).decode("ascii") != text:
+        raise invalid
+    return data
+
+
+def _real_root(workspace: Path, create: bool) -> Path | None:
+    """``<workspace>/.openclaw/attachments`` if every step of it is a real directory (made if missing and
+    ``create``); None if one is a symlink or not a directory: nothing may be written or removed through
+    it."""
+    path = workspace
+    for part in ROOT.parts:
+        path = path / part
+        if create:
+            with contextlib.suppress(FileExistsError):
+                path.mkdir(parents=True, mode=0o700)
+        try:
+            info = os.lstat(path)
+        except FileNotFoundError:
+            return None
+        if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
+            return None
+    return path
 
 
 def materialize(workspace: Path, files: Sequence[Decoded]) -> AttachmentReceipt:
     """Write the files and their manifest; on any failure nothing is left behind."""
     rel_dir = ROOT / str(uuid.uuid4())
-    folder = workspace / rel_dir
-    (workspace / ROOT).mkdir(parents=True, exist_ok=True, mode=0o700)
+    root = _real_root(workspace, create=True)
+    if root is None:
+        raise ToolError(f"attachments root is not a plain directory: {workspace / ROOT}")
+    folder = root / rel_dir.name
     folder.mkdir(mode=0o700)
     os.chmod(folder, 0o700)
     try:
@@ -115,11 +151,13 @@ def _write_new(path: Path, data: bytes) -> None:
 
 def remove(workspace: Path, rel_dir: str) -> None:
     """Delete one attachments folder. Only a direct child of the attachments root is ever touched, and
-    links inside it are unlinked, never followed."""
-    root = (workspace / ROOT).resolve()
+    links inside it are unlinked, never followed; a root reached through a symlink is left alone."""
     name = Path(rel_dir).name
     if Path(rel_dir).parent != ROOT or name in ("", ".", ".."):
         raise ValueError(f"not an attachments folder: {rel_dir}")
+    root = _real_root(workspace, create=False)
+    if root is None:
+        return
     target = root / name
     try:
         info = os.lstat(target)

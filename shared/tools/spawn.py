@@ -55,13 +55,13 @@ def sessions_spawn(ctx: ToolContext, params: SessionsSpawnParams) -> SpawnResult
             if params.attachments
             else []
         )
+        workspace = ctx.config.workspace(agent_id)
+        receipt = attachments.materialize(workspace, files) if files else None
     except ToolError as exc:
         return ToolFailure(
             status="forbidden" if exc.status == "forbidden" else "error", error=exc.error, run_id=run_id
         )
     child_key = keys.subagent_key(agent_id)
-    workspace = ctx.config.workspace(agent_id)
-    receipt = attachments.materialize(workspace, files) if files else None
     try:
         _start(ctx, params, run_id, agent_id, mode, child_key, receipt)
     except BaseException:

@@ -17,10 +17,10 @@ from shared import attachments
 from shared.clock import FixedClock
 from shared.config import AttachmentsConfig
 from shared.errors import ToolError
-from shared.models import AttachmentIn, SpawnResult, ToolFailure
+from shared.models import AttachmentIn, SendResult, SpawnResult, ToolFailure
 from shared.store import Store
 from shared.tools import TOOLS, ToolContext
-from tests.conftest import RecordingDispatcher, make_config
+from tests.conftest import RecordingDispatcher, drain_flows, make_config
 
 LIMITS = AttachmentsConfig(enabled=True, max_files=3, max_file_bytes=8, max_total_bytes=12)
 
@@ -44,7 +44,8 @@ def test_disabled_attachments_are_forbidden_with_the_spec_text() -> None:
 
 
 @pytest.mark.parametrize(
-    "name", ["", "   ", "a/b", "a\\b", "nul\x00", "tab\there", ".", "..", ".manifest.json"]
+    "name",
+    ["", "   ", "a/b", "a\\b", "nul\x00", "tab\there", "del\x7f", "c1\x85", ".", "..", ".manifest.json"],
 )
 def test_bad_names_are_refused(name: str) -> None:
     assert error_of([item(name)]).error.startswith("attachments_invalid_name")
@@ -76,6 +77,32 @@ def test_total_bytes_at_and_over_the_limit() -> None:
 def test_bad_base64_forms_are_refused(content: str) -> None:
     assert error_of([item(content=content, encoding="base64")]).error == (
         "attachments_invalid_base64_or_too_large (a.txt)"
+    )
+
+
+def test_non_canonical_padding_bits_are_refused() -> None:
+    # "aGl=" decodes to b"hi" like "aGk=", but no encoder writes it.
+    assert error_of([item(content="aGl=", encoding="base64")]).error == (
+        "attachments_invalid_base64_or_too_large (a.txt)"
+    )
+
+
+def test_base64_file_bytes_at_and_over_the_limit() -> None:
+    at_limit = base64.b64encode(b"x" * 8).decode()
+    assert attachments.decode_all(LIMITS, [item(content=at_limit, encoding="base64")])[0].data == b"x" * 8
+    over = base64.b64encode(b"x" * 9).decode()  # passes the size guard (12 chars), fails once decoded
+    assert error_of([item(content=over, encoding="base64")]).error == (
+        "attachments_file_bytes_exceeded (a.txt: 9 > 8)"
+    )
+    guarded = base64.b64encode(b"x" * 12).decode()  # 16 chars: refused before decoding
+    assert error_of([item(content=guarded, encoding="base64")]).error == (
+        "attachments_invalid_base64_or_too_large (a.txt)"
+    )
+
+
+def test_a_redacted_content_cannot_be_written() -> None:
+    assert error_of([item(content=attachments.REDACTED)]).error.startswith(
+        "attachments_content_unavailable (a.txt:"
     )
 
 
@@ -133,6 +160,24 @@ def test_a_symlinked_attachments_folder_is_unlinked_not_followed(tmp_path: Path)
     attachments.remove(tmp_path, ".openclaw/attachments/evil")
     assert not (root / "evil").exists()
     assert (target / "data").exists()
+
+
+@pytest.mark.parametrize("linked", [".openclaw", ".openclaw/attachments"])
+def test_an_attachments_root_reached_through_a_symlink_is_never_written_or_emptied(
+    tmp_path: Path, linked: str
+) -> None:
+    outside = tmp_path / "outside"
+    (outside / "attachments" / "victim").mkdir(parents=True)
+    (outside / "victim").mkdir()
+    workspace = tmp_path / "ws"
+    (workspace / linked).parent.mkdir(parents=True, exist_ok=True)
+    os.symlink(outside, workspace / linked)
+    attachments.remove(workspace, ".openclaw/attachments/victim")
+    assert (outside / "attachments" / "victim").is_dir()
+    assert (outside / "victim").is_dir()
+    with pytest.raises(ToolError, match="not a plain directory"):
+        attachments.materialize(workspace, attachments.decode_all(LIMITS, [item()]))
+    assert sorted(p.name for p in outside.rglob("*")) == ["attachments", "victim", "victim"]
 
 
 @pytest.mark.parametrize("rel_dir", ["..", ".openclaw/attachments/..", "/etc", ".openclaw/other/x"])
@@ -207,3 +252,52 @@ def test_a_refused_attachment_leaves_no_files_and_no_session(tmp_path: Path) -> 
     assert result.error == "attachments_file_count_exceeded (2 > 1)"
     assert store.redis.keys("*") == []
     assert not (tmp_path / ".openclaw").exists()
+
+
+def test_an_agents_spawn_call_is_stored_redacted_and_its_files_keep_the_content(tmp_path: Path) -> None:
+    secret = "TOP-SECRET-FROM-THE-MODEL"
+    call = {"task": "read it", "attachments": [{"name": "notes.txt", "content": secret}]}
+    config = make_config(
+        {
+            "session": {"agentToAgent": {"maxPingPongTurns": 0}},
+            "agents": {
+                "list": [{"id": "main", "default": True, "model": "script/agent", "workspace": str(tmp_path)}]
+            },
+            "models": {
+                "providers": {
+                    "script": {
+                        "type": "script",
+                        "models": ["agent"],
+                        "rules": [
+                            {
+                                "match": "^spawn with a file$",
+                                "tool": {"name": "sessions_spawn", "args": call},
+                            },
+                            {"match": "childSessionKey", "reply": "spawned"},
+                        ],
+                    }
+                }
+            },
+            "tools": {
+                "sessions": {"visibility": "agent"},
+                "sessions_spawn": {"attachments": {"enabled": True}},
+            },
+        }
+    )
+    store = Store(fakeredis.FakeRedis(decode_responses=True), config, FixedClock())
+    dispatcher = RecordingDispatcher()
+    ctx = ToolContext.for_caller(config, store, dispatcher, "agent:main:webchat:direct:op")
+    sent = TOOLS["sessions_send"].invoke(
+        ctx, {"sessionKey": "agent:main:main", "message": "spawn with a file", "timeoutSeconds": 0}
+    )
+    assert isinstance(sent, SendResult)
+    drain_flows(store, config, dispatcher)
+
+    stored = [m for m in store.transcripts.last("agent:main:main", 20) if m.tool_calls]
+    [spawn_call] = stored[0].tool_calls
+    assert spawn_call.arguments["attachments"][0]["content"] == attachments.REDACTED
+    assert "spawned" in [m.text for m in store.transcripts.last("agent:main:main", 20)]
+    for key in store.redis.keys("*"):
+        assert secret not in str(store.redis.dump(key)), key
+    [written] = (tmp_path / ".openclaw" / "attachments").glob("*/notes.txt")
+    assert written.read_text() == secret

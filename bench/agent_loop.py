@@ -134,6 +134,8 @@ def run(stack: Stack, runs: int, warmup: int) -> Section:
             Row("p95 per model step", "ms", loop.p95_ms, bare.p95_ms),
         ],
         notes=[
+            f"clawbus's own time per model step (p50 step - p50 bare call): "
+            f"{loop.p50_ms - bare.p50_ms:.2f} ms",
             f"{runs} runs of {STEPS} model steps each (3 agents_list tool rounds + the answer), executed "
             "in-process by the worker's code against the bench redis-server; the fake server streams (SSE).",
             "A step's share includes its tool call, memoizing the loop state, the run's claim and commit.",

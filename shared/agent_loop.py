@@ -153,10 +153,11 @@ def _settle(env: LoopEnv, state: LoopState, pending: PendingWait) -> bool:
     """Turn a finished (or timed out) wait into its tool result; False while it must go on waiting."""
     seen = env.store.runs.get(pending.wait.run_id)
     ended = seen is not None and seen.status.terminal
-    if not ended and env.store.clock.now_ms() < pending.deadline_ms:
+    if seen is not None and not ended and env.store.clock.now_ms() < pending.deadline_ms:
         return False
     call = ToolCallBlock(id=pending.call_id, name=pending.tool_name)
-    state.messages.append(_tool_result(env, call, pending.wait.finish(seen if ended else None)))
+    result = pending.wait.vanished() if seen is None else pending.wait.finish(seen if ended else None)
+    state.messages.append(_tool_result(env, call, result))
     state.pending = None
     return True
 

@@ -384,6 +384,10 @@ def _channel_types(channels: Any) -> Any:
     }
 
 
+class UnknownModel(ValueError):
+    """A model ref that names no configured provider and model."""
+
+
 # The deliver task's own retry bound (workers.tasks) stays above every allowed maxAttempts.
 MAX_DELIVERY_ATTEMPTS = 20
 
@@ -515,6 +519,10 @@ class Config(Section):
         return (agent.model if agent and agent.model else None) or self.agents.defaults.model
 
     def provider(self, model_ref: str) -> tuple[AnyProvider, str]:
+        """The provider of ``<provider>/<model>``; UnknownModel if the ref is not configured (a session
+        may still name a model that a later configuration removed)."""
+        if model_ref not in self.models.refs():
+            raise UnknownModel(f"unknown model: {model_ref} (configured: {', '.join(self.models.refs())})")
         name, _, model = model_ref.partition("/")
         return self.models.all_providers()[name], model
 

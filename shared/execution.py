@@ -217,6 +217,7 @@ def _loop_env(
         tools=tools,
         thinking=state.session.thinking_level if state.session else None,
         on_text=streamed.write,
+        on_restart=streamed.restart,
     )
     return agent_loop.LoopEnv(
         config=config,
@@ -253,6 +254,12 @@ class _TextEvents:
         if self._pending:
             self._store.runs.add_event(self._run_id, {"type": "text", "text": "".join(self._pending)})
             self._pending.clear()
+        self._flushed = time.monotonic()
+
+    def restart(self) -> None:
+        """The step's request is sent again: a follower drops the text it has of this step."""
+        self._pending.clear()
+        self._store.runs.add_event(self._run_id, {"type": "text_reset"})
         self._flushed = time.monotonic()
 
 

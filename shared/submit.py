@@ -38,6 +38,16 @@ class AwaitRun(BaseModel):
         result = result_of(self.run_id, self.session_key, self.timeout_seconds, run)
         return result.model_copy(update={"flow_id": self.flow_id})
 
+    def vanished(self) -> SendResult:
+        """The awaited run is gone (its session was deleted, or it expired): nothing more will come."""
+        return SendResult(
+            run_id=self.run_id,
+            status="error",
+            session_key=self.session_key,
+            error=f"run {self.run_id} no longer exists (its session was deleted or the run expired)",
+            flow_id=self.flow_id,
+        )
+
 
 def submit(
     store: Store,

@@ -31,6 +31,8 @@ class StepRequest:
     thinking: ThinkingLevel | None = None
     # Called with each piece of reply text as it streams in (it lands in the run's event stream).
     on_text: Callable[[str], None] | None = None
+    # Called when a step starts over after text was streamed (a retried request): that text is void.
+    on_restart: Callable[[], None] | None = None
 
 
 class RunTimedOut(Exception):

@@ -4,7 +4,8 @@ LM Studio, OpenRouter): one ``POST /chat/completions`` per model step.
 The session's transcript tail is the conversation, the run's agent-to-agent context is system text, and the
 agent's tools go as function schemas. A 429, a 5xx or a dropped connection is retried with backoff
 (``Retry-After`` when the server gives one); any other 4xx ends the run with the server's own message.
-Streamed text lands in the run's event stream as it arrives.
+Streamed text lands in the run's event stream as it arrives; a retry after some of it says so there. A
+step that outlives the run's time limit is cut off, between two streamed chunks at the latest.
 """
 
 from __future__ import annotations
@@ -22,8 +23,12 @@ from shared.models import Message, ToolCallBlock, Usage
 from shared.runtime.base import RunTimedOut, StepRequest, StepResult
 from shared.tool_schemas import tool_schemas
 
-RETRYABLE = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 MAX_BACKOFF_SECONDS = 30.0
+
+
+def retryable(status: int) -> bool:
+    """Rate limits and server errors pass; any other 4xx is the request's fault and would fail again."""
+    return status == 429 or status >= 500
 
 
 class ModelRequestFailed(RuntimeError):
@@ -58,8 +63,10 @@ class OpenAIRuntime:
                 if timeout <= 0:
                     raise RunTimedOut("the model did not answer in time")
             try:
-                return self._attempt(body, request, timeout)
+                return self._attempt(body, request, timeout, deadline)
             except _Retryable as exc:
+                if exc.streamed and request.on_restart is not None:
+                    request.on_restart()
                 failures += 1
                 if failures > self._provider.max_retries:
                     raise ModelRequestFailed(f"{exc} (gave up after {failures} attempts)") from None
@@ -81,25 +88,38 @@ class OpenAIRuntime:
             body["stream_options"] = {"include_usage": True}
         return body
 
-    def _attempt(self, body: dict[str, Any], request: StepRequest, timeout: float) -> StepResult:
+    def _attempt(
+        self, body: dict[str, Any], request: StepRequest, timeout: float, deadline: float | None
+    ) -> StepResult:
         url = self._provider.base_url.rstrip("/") + "/chat/completions"
         headers = {**self._provider.headers}
         key = self._provider.api_key()
         if key:
             headers["Authorization"] = f"Bearer {key}"
+        streamed: list[str] = []
+
+        def on_text(text: str) -> None:
+            streamed.append(text)
+            if request.on_text is not None:
+                request.on_text(text)
+
         try:
             with self._client.stream("POST", url, json=body, headers=headers, timeout=timeout) as response:
                 if response.status_code >= 400:
                     response.read()
                     _raise_for(response)
                 if body.get("stream"):
-                    return self._result(*_collect_stream(response.iter_lines(), request.on_text))
+                    return self._result(*_collect_stream(response.iter_lines(), on_text, deadline))
                 response.read()
-                return self._result(*_parse_whole(response.json(), request.on_text))
+                return self._result(*_parse_whole(response.json(), on_text))
         except httpx.TimeoutException as exc:
-            raise _Retryable(f"model request timed out ({type(exc).__name__})") from None
+            raise _Retryable(
+                f"model request timed out ({type(exc).__name__})", streamed=bool(streamed)
+            ) from None
         except httpx.TransportError as exc:
-            raise _Retryable(f"model endpoint unreachable ({type(exc).__name__}: {exc})") from None
+            raise _Retryable(
+                f"model endpoint unreachable ({type(exc).__name__}: {exc})", streamed=bool(streamed)
+            ) from None
 
     def _result(self, text: str, calls: list[ToolCallBlock], usage: dict[str, Any]) -> StepResult:
         prompt = int(usage.get("prompt_tokens") or 0)
@@ -113,15 +133,17 @@ class OpenAIRuntime:
 
 
 class _Retryable(Exception):
-    def __init__(self, message: str, retry_after: float | None = None) -> None:
+    def __init__(self, message: str, retry_after: float | None = None, streamed: bool = False) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+        # Some text of the failed attempt already went out to the run's events.
+        self.streamed = streamed
 
 
 def _raise_for(response: httpx.Response) -> None:
     detail = _error_text(response)
     message = f"model request failed: HTTP {response.status_code}: {detail}"
-    if response.status_code in RETRYABLE:
+    if retryable(response.status_code):
         raise _Retryable(message, _retry_after(response))
     raise ModelRequestFailed(message)
 
@@ -210,13 +232,17 @@ def _parse_whole(
 
 
 def _collect_stream(
-    lines: Iterator[str], on_text: Callable[[str], None] | None
+    lines: Iterator[str], on_text: Callable[[str], None] | None, deadline: float | None = None
 ) -> tuple[str, list[ToolCallBlock], dict[str, Any]]:
-    """Server-sent chunks: text deltas (passed on as they come), tool call fragments by index, usage."""
+    """Server-sent chunks: text deltas (passed on as they come), tool call fragments by index, usage.
+    Past ``deadline`` (monotonic) the step is cut off: a model that keeps talking does not outlive the
+    run's time limit (a silent one is cut by the read timeout)."""
     text: list[str] = []
     parts: dict[int, dict[str, Any]] = {}
     usage: dict[str, Any] = {}
     for line in lines:
+        if deadline is not None and time.monotonic() > deadline:
+            raise RunTimedOut("the model was still answering when the time limit ran out")
         if not line.startswith("data:"):
             continue
         data = line[5:].strip()

@@ -197,9 +197,12 @@ def _start(
 
 
 def _system_text(ctx: ToolContext, child_key: str, receipt: AttachmentReceipt | None, workspace: Path) -> str:
+    from shared.tools import TOOLS  # the registry imports this module: resolved at call time
+
+    tools = subagents.tool_set(ctx.config, TOOLS)
     lines = [
         f"You are a sub-agent spawned by session {ctx.caller_key}; your session is {child_key}.",
-        "Session tools are not available to sub-agents.",
+        f"Your tools: {', '.join(tools)}." if tools else "You have no tools.",
         "When you finish, you will be asked to report back (Result / Notes).",
     ]
     if receipt is not None:

@@ -31,6 +31,10 @@ class Reply:
     status: int = 200
     error: str | None = None
     headers: dict[str, str] = field(default_factory=dict)
+    # Streaming only: a pause before every chunk (a slow model), and a connection dropped after this
+    # many chunks (a failure mid-answer).
+    chunk_delay: float = 0.0
+    cut_after: int | None = None
 
 
 Answer = Reply | Callable[[dict[str, Any]], Reply]
@@ -99,12 +103,21 @@ def _app(state: FakeOpenAI) -> FastAPI:
         if body.get("stream"):
             chunks = list(_chunks(body["model"], reply))
             state.server_seconds.append(time.perf_counter() - started)
-            return StreamingResponse(iter(chunks), media_type="text/event-stream")
+            return StreamingResponse(_paced(chunks, reply), media_type="text/event-stream")
         payload = _whole(body["model"], reply)
         state.server_seconds.append(time.perf_counter() - started)
         return JSONResponse(payload)
 
     return app
+
+
+def _paced(chunks: list[str], reply: Reply) -> Iterator[str]:
+    for sent, chunk in enumerate(chunks):
+        if reply.cut_after is not None and sent == reply.cut_after:
+            raise ConnectionAbortedError("the fake model dropped the connection")
+        if reply.chunk_delay:
+            time.sleep(reply.chunk_delay)
+        yield chunk
 
 
 def _calls(reply: Reply) -> list[dict[str, Any]]:

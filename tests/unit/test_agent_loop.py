@@ -12,6 +12,7 @@ from shared.config import Config
 from shared.execution import Attempt, AttemptResult, execute
 from shared.models import Message, RunStatus, SendResult
 from shared.store import Store
+from shared.store.runs import LaneHead
 from shared.tools import TOOLS, ToolContext
 from tests.conftest import BASE_CONFIG, RecordingDispatcher, drain, drain_flows
 
@@ -139,6 +140,23 @@ def test_a_wait_past_its_deadline_resumes_with_the_timeout_result(
     assert seen["status"] == "timeout"
     assert seen["runId"] == research_head.run_id
     assert "timed out after 30s" in seen["error"]
+
+
+def test_a_wait_on_a_run_that_vanished_resumes_at_once_with_an_error(
+    operator: ToolContext, store: Store, config: Config, dispatcher: RecordingDispatcher
+) -> None:
+    main_run = tell_main(operator, "ask research")
+    assert run_next(store, config, dispatcher).suspended
+    research_head = dispatcher.heads.pop(0)
+    store.redis.delete(store.keys.run(research_head.run_id))  # its session was deleted meanwhile
+    dispatcher.dispatch_run(LaneHead(main_run, MAIN, "send", main_run))  # the reaper, or any redelivery
+    assert run_next(store, config, dispatcher).status is RunStatus.OK  # not parked again, not spinning
+    seen = tool_result(store)
+    assert seen["status"] == "error"
+    assert (
+        seen["error"]
+        == f"run {research_head.run_id} no longer exists (its session was deleted or the run expired)"
+    )
 
 
 def test_a_call_repeated_after_a_lost_worker_finds_its_ended_run_and_goes_on(

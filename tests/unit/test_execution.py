@@ -166,3 +166,16 @@ def test_a_runtime_sees_as_much_history_as_it_asks_for(
         send(ctx, f"w{window}")
         drain(store, config, dispatcher)
     assert seen == [["w1"], ["w1", "r", "w3"]]
+
+
+def test_a_session_whose_model_is_no_longer_configured_ends_its_run_with_a_clear_error(
+    ctx: ToolContext, store: Store, config: Config, dispatcher: RecordingDispatcher
+) -> None:
+    run_id = send(ctx, "hello")
+    store.redis.hset(store.keys.session(TARGET), "model", "gone/model")  # set under an older config
+    drain(store, config, dispatcher)
+    run = store.runs.get(run_id)
+    assert run is not None
+    assert run.status is RunStatus.ERROR
+    assert run.error is not None
+    assert "unknown model: gone/model (configured: echo/echo" in run.error

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -14,7 +15,7 @@ from shared.models import Message, SessionEntry, TextBlock, ToolCallBlock
 from shared.runtime.base import RunTimedOut, StepRequest
 from shared.runtime.openai import ModelRequestFailed, OpenAIRuntime, chat_messages
 from shared.runtime.registry import runtime_for
-from tests.support.fake_openai import FakeOpenAI, failure, fake_openai, text, tool
+from tests.support.fake_openai import FakeOpenAI, Reply, failure, fake_openai, text, tool
 
 
 @pytest.fixture(scope="module")
@@ -92,6 +93,41 @@ def test_a_5xx_is_retried_then_given_up(server: FakeOpenAI) -> None:
     server.script("m", *[failure(503, "overloaded", **{"Retry-After": "0"})] * 3)
     with pytest.raises(ModelRequestFailed, match=r"HTTP 503: overloaded.*gave up after 3 attempts"):
         runtime(server, maxRetries=2).step(request(user("hi")))
+
+
+@pytest.mark.parametrize("status", [500, 501, 502, 529])
+def test_every_5xx_is_retried(server: FakeOpenAI, status: int) -> None:
+    server.script("m", failure(status, "down", **{"Retry-After": "0"}), text("back"))
+    assert runtime(server).step(request(user("hi"))).reply == "back"
+    assert len(server.requests) == 2
+
+
+@pytest.mark.parametrize("status", [400, 401, 404, 408, 409, 422])
+def test_a_4xx_other_than_429_fails_at_once(server: FakeOpenAI, status: int) -> None:
+    server.script("m", failure(status, "no"))
+    with pytest.raises(ModelRequestFailed, match=f"HTTP {status}: no"):
+        runtime(server).step(request(user("hi")))
+    assert len(server.requests) == 1
+
+
+def test_a_model_still_streaming_at_the_time_limit_is_cut_off(server: FakeOpenAI) -> None:
+    server.script("m", Reply(text="word " * 40, chunk_delay=0.05))  # 50 chunks: 2.5 s of talking
+    started = time.monotonic()
+    with pytest.raises(RunTimedOut, match="still answering"):
+        runtime(server, stream=True).step(request(user("hi"), time_limit=0.5))
+    assert time.monotonic() - started < 2.0
+
+
+def test_text_streamed_before_a_retried_failure_is_declared_void(server: FakeOpenAI) -> None:
+    server.script("m", Reply(text="partial answer", cut_after=2), text("whole answer"))
+    streamed: list[str] = []
+    restarts: list[str] = []
+    result = runtime(server, stream=True).step(
+        request(user("hi"), on_text=streamed.append, on_restart=lambda: restarts.append("reset"))
+    )
+    assert result.reply == "whole answer"
+    assert restarts == ["reset"]
+    assert "".join(streamed).endswith("whole answer")
 
 
 def test_a_400_fails_at_once_with_the_servers_message(server: FakeOpenAI) -> None:

@@ -302,6 +302,18 @@ def test_sub_agent_sessions_get_no_session_tools() -> None:
     assert refused.error == "sessions_send is not available in sub-agent sessions (tools.subagents.tools)"
     assert TOOLS["sessions_spawn"].refusal(child) is None  # its own check answers
     assert TOOLS["sessions_send"].refusal(ToolContext.for_caller(config, store, dispatcher, CALLER)) is None
+    run = store.runs.get(result.run_id)
+    assert run is not None
+    assert "You have no tools." in (run.context or "")
+
+
+def test_the_child_is_told_the_tools_its_configuration_gives_it() -> None:
+    config, store, dispatcher = world({"tools": {"subagents": {"tools": {"allow": ["sessions_list"]}}}})
+    result = spawn(config, store, dispatcher)
+    assert isinstance(result, SpawnResult)
+    run = store.runs.get(result.run_id)
+    assert run is not None
+    assert "Your tools: sessions_list." in (run.context or "")
 
 
 def test_agents_list_puts_the_requester_first_then_the_allowed() -> None:

@@ -25,9 +25,10 @@ def discard(config: Config, store: Store, entry: SessionEntry) -> None:
     store.sessions.delete(entry)
 
 
-def sweep(config: Config, store: Store) -> list[str]:
-    """Archive every session whose time has come; the keys archived."""
-    now = store.clock.now_ms()
+def sweep(config: Config, store: Store, now_ms: int | None = None) -> list[str]:
+    """Archive every session whose time has come by ``now_ms`` (the store's clock if None: what beat's
+    sweeps use; a given time is a test clock, or an operator archiving ahead); the keys archived."""
+    now = store.clock.now_ms() if now_ms is None else now_ms
     archived = []
     for key in store.sessions.take_due_archives(now):
         entry = store.sessions.get(key)

@@ -73,15 +73,16 @@ _LABEL = re.compile(
 
 
 def sections(reply: str) -> dict[str, str]:
-    """``Result:`` and ``Notes:`` sections of a reply; bullets and bold labels are tolerated."""
-    found: dict[str, list[str]] = {}
-    current: list[str] | None = None
+    """``result`` and ``notes`` sections of a reply (bullets and bold labels are tolerated), and
+    ``unlabelled``: what comes before the first label (the whole reply when it has none)."""
+    found: dict[str, list[str]] = {"unlabelled": []}
+    current = found["unlabelled"]
     for line in reply.splitlines():
         match = _LABEL.match(line)
         if match:
             current = found.setdefault(match.group(1).lower(), [])
             current.append(line[match.end() :].strip())
-        elif current is not None:
+        else:
             current.append(line)
     return {name: "\n".join(lines).strip() for name, lines in found.items()}
 
@@ -108,7 +109,15 @@ def normalize(inputs: AnnounceInputs) -> str:
     parts = sections(inputs.announce_reply)
     child = inputs.child
     final = (child.reply or "").strip() if child else ""
-    result = parts.get("result") or final or (inputs.tool_result or "").strip() or "(no result)"
+    # SPEC 6: the model's Result, or its whole reply; with nothing from the model, the child's final
+    # reply, or (that empty too) its latest tool result.
+    result = (
+        parts.get("result")
+        or parts["unlabelled"]
+        or final
+        or (inputs.tool_result or "").strip()
+        or "(no result)"
+    )
     notes = [line for line in (parts.get("notes") or "").splitlines() if line.strip()]
     if child is not None and child.status is not RunStatus.OK and child.error:
         notes.append(f"- Error: {child.error}")

@@ -108,10 +108,10 @@ def subagent_announce(self: Task, flow_id: str) -> str:
 
 
 @shared_task(name=queues.ARCHIVE_TASK)
-def archive_sweep() -> int:
-    """Archive ended sub-agent sessions that are due (beat runs this)."""
+def archive_sweep(now_ms: int | None = None) -> int:
+    """Archive ended sub-agent sessions that are due (beat runs this), as of ``now_ms`` if given."""
     ctx = worker_context()
-    return len(archive.sweep(ctx.config, ctx.store))
+    return len(archive.sweep(ctx.config, ctx.store, now_ms))
 
 
 # Backoff retries end by themselves after delivery.maxAttempts (the delivery record counts them); the

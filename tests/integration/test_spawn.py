@@ -1,9 +1,11 @@
-"""sessions_spawn through real workers: the child on the subagent queue, its announce as a chord callback."""
+"""sessions_spawn through real workers: the child on the subagent queue, its announce as the run task's callback (a link; README says why not a chord)."""
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -57,7 +59,7 @@ def test_spawn_returns_before_the_child_runs_and_the_announce_arrives_later(clie
     flow = done(client, result.run_id)
     assert [s.step for s in flow.steps] == ["run", "subagent_announce", "deliver"]
     [report] = posted(client, peer)
-    assert report.startswith("Status: success\nResult: echo: [Subagent Task]: look into it\n")
+    assert report.startswith("Status: success\nResult: echo: Sub-agent announce step.\n")
     [note] = wait_for(lambda: notes(client, caller), 20, what="the report in the requester's transcript")
     assert note["content"][0]["text"] == report
     child = client.get_session(result.child_session_key)
@@ -131,3 +133,63 @@ def test_a_session_mode_child_takes_follow_up_messages(client: Client) -> None:
     assert isinstance(follow_up, SendResult)
     assert follow_up.reply == "echo: and one more thing"
     assert client.get_session(result.child_session_key).mode == "session"
+
+
+@pytest.mark.parametrize(("minutes", "archived"), [(1, True), (0, False)])
+def test_the_archive_sweep_archives_ended_children_after_the_configured_minutes(
+    fresh: Fresh, minutes: int, archived: bool
+) -> None:
+    from shared.config import Config
+    from shared.store.keys import RedisKeys
+    from workers import queues
+    from workers.celery_app import create_app
+
+    server = fresh.start_redis(
+        config={
+            "agents": {
+                "defaults": {"subagents": {"archiveAfterMinutes": minutes}},
+                "list": [{"id": "main", "default": True}],
+            }
+        }
+    )
+    worker = fresh.worker()
+    _, url = fresh.api()
+    config = Config.model_validate({"redis": {"url": server.url}})
+    app = create_app(config)
+    due_index = RedisKeys(config.redis.prefix).archive_due()
+
+    def sweep_at(now_ms: int) -> None:
+        """The sweep beat runs, through the worker, with a test clock: as if it were ``now_ms``."""
+        task_id = uuid.uuid4().hex
+        app.send_task(
+            queues.ARCHIVE_TASK, args=[now_ms], queue=queues.MAINTENANCE, task_id=task_id, ignore_result=True
+        )
+        wait_for(lambda: f"clawbus.archive[{task_id}] succeeded" in worker.output(), 20, what="the sweep")
+
+    def listed(client: Client) -> dict[str, Any]:
+        return {row.key: row for row in client.sessions_list(caller=caller).sessions}
+
+    try:
+        with Client(url, TOKEN) as client:
+            caller, _peer = requester(client)
+            child = spawn(client, caller)
+            flow = done(client, child.run_id)
+            path = Path(listed(client)[child.child_session_key].transcript_path or "")
+            due = server.client().zscore(due_index, child.child_session_key)
+            if archived:
+                assert due is not None
+                # Due the configured minutes after the child's report was in.
+                assert flow.created_at < due - minutes * 60_000 <= flow.updated_at
+                sweep_at(int(due) - 1_000)  # not yet due
+                assert child.child_session_key in listed(client)
+                sweep_at(int(due))
+                assert child.child_session_key not in listed(client)
+                exported = [json.loads(line) for line in path.read_text().splitlines()]
+                assert exported[0]["content"][0]["text"] == "[Subagent Task]: look into it"
+            else:
+                assert due is None  # never scheduled
+                sweep_at(flow.updated_at + 10 * 365 * 24 * 3600 * 1000)  # ten years on: still there
+                assert child.child_session_key in listed(client)
+                assert not path.exists()
+    finally:
+        app.close()

@@ -196,7 +196,7 @@ def test_a_finished_child_announces_status_result_notes_and_stats() -> None:
     posted = store.flows.read_outbox("webchat", "ann")[0][1]["text"]
     lines = posted.splitlines()
     assert lines[0] == "Status: success"
-    assert lines[1] == "Result: echo: [Subagent Task]: count the stars"
+    assert lines[1] == "Result: echo: Sub-agent announce step."
     assert lines[2] == "Notes: - (none)"
     assert lines[3].startswith("Stats: runtime 0s • tokens ")
     assert f"sessionKey {result.child_session_key}" in lines[3]

@@ -24,15 +24,13 @@ from typing import Any
 
 from shared.config import AttachmentsConfig
 from shared.errors import ToolError
-from shared.models import AttachmentFile, AttachmentIn, AttachmentReceipt
+from shared.models import CONTROL_CHARACTERS, AttachmentFile, AttachmentIn, AttachmentReceipt
 
 REDACTED = "__OPENCLAW_REDACTED__"
 ROOT = Path(".openclaw") / "attachments"
 MANIFEST = ".manifest.json"
 _FORBIDDEN_NAMES = frozenset({".", "..", MANIFEST})
 _BASE64 = re.compile(r"^[A-Za-z0-9+/]*={0,2}$")
-# C0, DEL and C1: none of them belongs in a file name.
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +53,13 @@ def decode_all(config: AttachmentsConfig, items: Sequence[AttachmentIn]) -> list
     total = 0
     for item in items:
         name = item.name.strip()
-        if not name or "/" in name or "\\" in name or _CONTROL.search(item.name) or name in _FORBIDDEN_NAMES:
+        if (
+            not name
+            or "/" in name
+            or "\\" in name
+            or CONTROL_CHARACTERS.search(item.name)
+            or name in _FORBIDDEN_NAMES
+        ):
             raise ToolError(f"attachments_invalid_name ({item.name!r})")
         if name in seen:
             raise ToolError(f"attachments_duplicate_name ({name})")

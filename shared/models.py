@@ -6,6 +6,7 @@ the CLI client and the stored hashes all go through them.
 
 from __future__ import annotations
 
+import re
 import uuid
 from enum import StrEnum
 from typing import Annotated, Any, Literal
@@ -321,10 +322,20 @@ def _clamped(default: int, low: int, high: int) -> Any:
     return AfterValidator(clamp)
 
 
+# C0, DEL and C1: no key, label or file name has a use for them, and a log line with one can lie.
+CONTROL_CHARACTERS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def _printable(value: str) -> str:
+    if CONTROL_CHARACTERS.search(value):
+        raise ValueError("must not contain control characters")
+    return value
+
+
 # Bounds on every text argument: a caller gets a 400 naming the field, not a slow or huge store write.
-SessionRef = Annotated[str, Field(min_length=1, max_length=512)]
-AgentRef = Annotated[str, Field(min_length=1, max_length=64)]
-Label = Annotated[str, Field(min_length=1, max_length=128)]
+SessionRef = Annotated[str, Field(min_length=1, max_length=512), AfterValidator(_printable)]
+AgentRef = Annotated[str, Field(min_length=1, max_length=64), AfterValidator(_printable)]
+Label = Annotated[str, Field(min_length=1, max_length=128), AfterValidator(_printable)]
 
 
 class SessionsListParams(Params):

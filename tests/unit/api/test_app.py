@@ -52,6 +52,25 @@ def test_bad_args_are_400_naming_the_field(http: TestClient) -> None:
     }
 
 
+@pytest.mark.parametrize(
+    ("tool", "args", "field"),
+    [
+        ("sessions_history", {"sessionKey": "agent:main:main\n"}, "args.sessionKey"),
+        ("sessions_history", {"sessionKey": "x" * 513}, "args.sessionKey"),
+        ("sessions_send", {"sessionKey": "cron:\x1b[2Jjob", "message": "m"}, "args.sessionKey"),
+        ("sessions_send", {"label": "ops\x00", "message": "m"}, "args.label"),
+        ("sessions_spawn", {"task": "t", "agentId": "re\u0085search"}, "args.agentId"),
+    ],
+)
+def test_keys_labels_and_agent_ids_with_control_characters_or_too_long_are_400(
+    http: TestClient, api_store: Store, tool: str, args: dict[str, object], field: str
+) -> None:
+    response = http.post("/tools/invoke", json={"tool": tool, "args": args})
+    assert response.status_code == 400
+    assert response.json()["error"]["field"] == field
+    assert api_store.redis.keys("*") == []
+
+
 def test_a_bad_caller_key_is_400_naming_session_key(http: TestClient) -> None:
     response = http.post("/tools/invoke", json={"tool": "sessions_list", "sessionKey": "agent:ghost:main"})
     assert response.status_code == 400

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
@@ -9,12 +10,15 @@ from fastapi import FastAPI
 from starlette.routing import Route
 
 from api import errors
+from api.auth import plain_text_tokens
 from api.limits import BodyLimit
 from api.mcp_server import McpEndpoint
 from api.routes import channels, flows, health, runs, sessions, tools
 from api.services import Services
 from shared.config import Config, ConfigError, load_config
 from shared.logs import keep_secrets_out
+
+log = logging.getLogger(__name__)
 
 
 def create_app(
@@ -28,6 +32,8 @@ def create_app(
             "no API tokens: set gateway.auth.tokens in the config or CLAWBUS_API_TOKENS "
             "(`clawbus up` creates one for you)"
         )
+    for where in plain_text_tokens(config):
+        log.warning("%s keeps a token in plain text: store its sha256 instead (clawbus token create)", where)
 
     mcp = McpEndpoint()
 

@@ -7,6 +7,7 @@ is not for is 403, decided from the key alone, so neither answer says whether th
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 from dataclasses import dataclass
@@ -35,21 +36,37 @@ class Principal:
 
 
 def principal_for(config: Config, presented: str) -> Principal | None:
-    digest = hashlib.sha256(presented.encode()).hexdigest()
+    """Only digests are compared: a token kept in plain text is hashed first, so every comparison has
+    the same length and takes the same time."""
+    digest = hashlib.sha256(presented.encode()).hexdigest().encode()
     found: Principal | None = None
     for i, spec in enumerate(config.gateway.auth.tokens):
-        expected, given, principal = _secret(i, spec, presented, digest)
-        if hmac.compare_digest(expected.encode(), given.encode()) and found is None:
+        expected, principal = _entry(i, spec)
+        if hmac.compare_digest(expected, digest) and found is None:
             found = principal
     return found
 
 
-def _secret(i: int, spec: str | TokenSpec, presented: str, digest: str) -> tuple[str, str, Principal]:
-    """What to compare, and who it is: a plain string is an operator (every agent, owner)."""
+def _entry(i: int, spec: str | TokenSpec) -> tuple[bytes, Principal]:
+    """The token's digest and who it is: a plain string is an operator (every agent, owner)."""
     if isinstance(spec, str):
-        return spec, presented, Principal(f"operator-{i}", frozenset({"*"}), True)
+        return _digest(spec), Principal(f"operator-{i}", frozenset({"*"}), True)
     principal = Principal(spec.name, frozenset(a.strip().lower() for a in spec.agents), spec.owner)
-    return (spec.sha256, digest, principal) if spec.sha256 else (spec.token or "", presented, principal)
+    return (spec.sha256.encode() if spec.sha256 else _digest(spec.token or "")), principal
+
+
+@functools.lru_cache(maxsize=256)
+def _digest(plain: str) -> bytes:
+    return hashlib.sha256(plain.encode()).hexdigest().encode()
+
+
+def plain_text_tokens(config: Config) -> list[str]:
+    """Where the configuration file keeps a token unhashed (``CLAWBUS_API_TOKENS`` are hashed on load)."""
+    return [
+        f"gateway.auth.tokens[{i}]"
+        for i, spec in enumerate(config.gateway.auth.tokens)
+        if isinstance(spec, str) or spec.token is not None
+    ]
 
 
 async def require_token(request: Request) -> Principal:

@@ -7,6 +7,7 @@ that names the path of every bad field (``agents.list[1].id: ...``).
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from collections.abc import Mapping
@@ -560,7 +561,12 @@ def load_config(path: str | os.PathLike[str] | None = None, env: Mapping[str, st
     except ValidationError as exc:
         raise ConfigError(_describe(source, exc)) from None
     if extra_tokens:
-        auth = AuthConfig(tokens=[*config.gateway.auth.tokens, *extra_tokens])  # plain: operator tokens
+        # Operator tokens, kept only as their digests from here on.
+        hashed = [
+            TokenSpec(name=f"env-{i}", sha256=hashlib.sha256(token.encode()).hexdigest(), owner=True)
+            for i, token in enumerate(extra_tokens)
+        ]
+        auth = AuthConfig(tokens=[*config.gateway.auth.tokens, *hashed])
         config = config.model_copy(update={"gateway": config.gateway.model_copy(update={"auth": auth})})
     return config
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import pytest
@@ -100,7 +101,13 @@ def test_environment_overrides_redis_and_adds_tokens(tmp_path: Path) -> None:
     config = load_config(path, env=env)
     assert config.redis.url == "redis://10.0.0.1:6390/2"
     assert config.redis.prefix == "x:"
-    assert config.gateway.auth.tokens == ["from-file", "a", "b"]
+    [from_file, *from_env] = config.gateway.auth.tokens
+    assert from_file == "from-file"
+    # Environment tokens are operators, and only their digests are kept.
+    assert [(t.name, t.sha256, t.token, t.agents, t.owner) for t in from_env] == [  # type: ignore[union-attr]
+        ("env-0", hashlib.sha256(b"a").hexdigest(), None, ["*"], True),
+        ("env-1", hashlib.sha256(b"b").hexdigest(), None, ["*"], True),
+    ]
 
 
 def test_config_path_comes_from_clawbus_config(tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from api.app import create_app
-from api.auth import principal_for
+from api.auth import plain_text_tokens, principal_for
 from api.services import Services
 from api.waits import RunWaiter
 from shared.config import Config, TokenSpec
@@ -178,6 +178,10 @@ def test_every_token_is_compared_in_constant_time(config: Config, monkeypatch: p
     assert principal is not None
     assert principal.name == "research-bot"
     assert len(calls) == 3  # every configured token, not only up to the match
+
+
+def test_a_plain_text_token_in_the_file_is_named_for_a_warning(config: Config) -> None:
+    assert plain_text_tokens(config) == ["gateway.auth.tokens[0]"]  # OPERATOR; the spec is hashed
 
 
 def test_token_create_prints_a_token_and_its_hashed_entry() -> None:

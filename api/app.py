@@ -13,7 +13,8 @@ from api import errors
 from api.auth import plain_text_tokens
 from api.limits import BodyLimit
 from api.mcp_server import McpEndpoint
-from api.routes import channels, flows, health, runs, sessions, tools
+from api.metrics import registry_for
+from api.routes import channels, flows, health, metrics, runs, sessions, tools
 from api.services import Services
 from shared.config import Config, ConfigError, load_config
 from shared.logs import keep_secrets_out
@@ -42,6 +43,7 @@ def create_app(
         held = services(config)
         await held.start()
         app.state.services = held
+        app.state.metrics = registry_for(held)
         try:
             async with mcp.manager.run():
                 yield
@@ -56,7 +58,8 @@ def create_app(
     )
     errors.install(app)
     app.add_middleware(BodyLimit, max_bytes=config.gateway.limits.body_bytes)
-    for router in (health.router, tools.router, sessions.router, runs.router, flows.router, channels.router):
+    routers = (health.router, metrics.router, tools.router, sessions.router, runs.router, flows.router)
+    for router in (*routers, channels.router):
         app.include_router(router)
     app.router.routes.append(Route("/mcp", endpoint=mcp, methods=["GET", "POST", "DELETE"]))
     return app

@@ -22,6 +22,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from prometheus_client import Histogram
 from redis.asyncio import Redis
 from redis.asyncio.client import PubSub
 from redis.exceptions import RedisError
@@ -57,6 +58,14 @@ class RunWaiter:
         self._unsubscribing: set[asyncio.Task[None]] = set()
         # Subscribed for the process's lifetime, so the connection is always in pub/sub mode.
         self._home = keys.waiter_channel(uuid.uuid4().hex)
+        # Not in any registry: /metrics collects it with the rest (api.metrics).
+        self.wait_seconds = Histogram(
+            "clawbus_wait_seconds",
+            "How long server-side waits took, by how they ended.",
+            ["outcome"],
+            registry=None,
+            buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600),
+        )
 
     @property
     def active(self) -> int:
@@ -84,18 +93,26 @@ class RunWaiter:
     async def wait(self, run_id: str, timeout: float) -> Run | None:
         """The run once terminal, else (after ``timeout`` s) the run as it is; None if it does not exist."""
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
+        started = loop.time()
+        deadline = started + timeout
         pending = await self._acquire(run_id)
+        outcome = "error"
         try:
-            if await _within(pending.confirmed.wait(), deadline):
-                run = await self.read(run_id)
-                if run is None or run.status.terminal:
-                    return run
-                if await _within(pending.ended.wait(), deadline) and pending.run is not None:
-                    return pending.run
-            return await self.read(run_id)
+            run = await self._await(run_id, pending, deadline)
+            outcome = "missing" if run is None else "ended" if run.status.terminal else "timeout"
+            return run
         finally:
             self._release(run_id, pending)
+            self.wait_seconds.labels(outcome).observe(loop.time() - started)
+
+    async def _await(self, run_id: str, pending: _Pending, deadline: float) -> Run | None:
+        if await _within(pending.confirmed.wait(), deadline):
+            run = await self.read(run_id)
+            if run is None or run.status.terminal:
+                return run
+            if await _within(pending.ended.wait(), deadline) and pending.run is not None:
+                return pending.run
+        return await self.read(run_id)
 
     # -- subscriptions --
 

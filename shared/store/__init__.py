@@ -9,6 +9,7 @@ from redis.retry import Retry
 
 from shared.clock import Clock, SystemClock
 from shared.config import Config
+from shared.store.fleet import FleetStore
 from shared.store.flows import FlowStore
 from shared.store.keys import RedisKeys
 from shared.store.runs import RunStore
@@ -61,6 +62,7 @@ class Store:
         self.flows = FlowStore(
             client, self.keys, scripts, self.clock, grace_ms=int(config.runs.dispatch_grace_seconds * 1000)
         )
+        self.fleet = FleetStore(client, self.keys)
 
     @classmethod
     def from_config(cls, config: Config, clock: Clock | None = None) -> Store:

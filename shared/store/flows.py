@@ -73,7 +73,9 @@ class FlowStore:
     def update(
         self, flow_id: str, fields: dict[str, Any], *, due_in_ms: int | None = None, done: bool = False
     ) -> None:
-        """Set flow fields; reschedule the reaper's look at it (``due_in_ms``), or take it off (``done``)."""
+        """Set flow fields; reschedule the reaper's look at it (``due_in_ms``), or take it off (``done``).
+        A flow that ends with nothing to deliver (``skipped``, ``blocked``) counts toward the delivery
+        metrics here; the delivered and failed ones count when their delivery finishes."""
         k = self._keys
         now = self._clock.now_ms()
         pipe = self._redis.pipeline(transaction=True)
@@ -81,6 +83,8 @@ class FlowStore:
         if done:
             pipe.hset(k.flow(flow_id), "status", "done")
             pipe.zrem(k.flows_due(), flow_id)
+            if fields.get("deliveryStatus") in ("skipped", "blocked"):
+                pipe.hincrby(k.metrics_deliveries(), fields["deliveryStatus"], 1)
         elif due_in_ms is not None:
             pipe.zadd(k.flows_due(), {flow_id: now + due_in_ms})
         pipe.execute()
@@ -120,7 +124,12 @@ class FlowStore:
         """``pending`` releases it for a retry; a final state also ends the flow."""
         k = self._keys
         self._scripts.finish_delivery(
-            keys=[k.delivery(delivery.delivery_id), k.flow(delivery.flow_id), k.flows_due()],
+            keys=[
+                k.delivery(delivery.delivery_id),
+                k.flow(delivery.flow_id),
+                k.flows_due(),
+                k.metrics_deliveries(),
+            ],
             args=[status, error or "", self._clock.now_ms(), delivery.flow_id],
         )
 

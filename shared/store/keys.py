@@ -105,6 +105,22 @@ class RedisKeys:
         return f"{self.prefix}outbox:{channel}:{to}"
 
     # fleet
+    def metrics_runs_created(self) -> str:
+        """HASH: runs accepted, by kind (for /metrics: counts of the whole fleet, not of one process)."""
+        return f"{self.prefix}metrics:runs:created"
+
+    def metrics_runs_finished(self) -> str:
+        """HASH: runs ended, by ``<kind>:<status>``."""
+        return f"{self.prefix}metrics:runs:finished"
+
+    def metrics_deliveries(self) -> str:
+        """HASH: announce deliveries that reached a final state, by state."""
+        return f"{self.prefix}metrics:deliveries"
+
+    def reaper_ran(self) -> str:
+        """STRING: when the reaper last ran (ms): beat and a worker are both doing their part."""
+        return f"{self.prefix}reaper:ran"
+
     def worker_heartbeat(self, hostname: str) -> str:
         """STRING with TTL: a worker is alive and consuming."""
         return f"{self.prefix}worker:{hostname}"

@@ -170,6 +170,7 @@ class RunStore:
                 k.lanes_due(),
                 k.flow(new.run_id),
                 k.flows_due(),
+                k.metrics_runs_created(),
             ],
             args=[
                 self._clock.now_ms(),
@@ -181,6 +182,7 @@ class RunStore:
                 self._grace_ms,
                 json.dumps(encode(flow)) if flow else "",
                 flow.created_at + flow.step_timeout_ms if flow else 0,
+                new.kind,
             ],
         )
         return Accepted(new.run_id, session.key, int(seq), int(position) == 1)
@@ -291,6 +293,7 @@ class RunStore:
             k.kind_index(kind),
             k.flows_due(),
             k.waiters(run.run_id),
+            k.metrics_runs_finished(),
         ]
         commit_args: list[Any] = [
             run.run_id,
@@ -322,7 +325,7 @@ class RunStore:
         k = self._keys
         # Scripts learn session keys and run ids as they go, so they get the key prefixes (``x("")``).
         flat = self._scripts.reap(
-            keys=[k.lanes_due()],
+            keys=[k.lanes_due(), k.reaper_ran()],
             args=[self._clock.now_ms(), limit, self._grace_ms, k.lane(""), k.lease(""), k.run("")],
         )
         return [

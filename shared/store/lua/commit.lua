@@ -3,7 +3,8 @@
 -- dispatched, and the runs suspended waiting for this one (id, session, kind), for the caller to enqueue.
 -- A run of a flow puts the flow on the reaper's schedule, in case whoever should advance it dies first.
 -- KEYS: 1 run, 2 lease, 3 lane, 4 session, 5 transcript, 6 run events, 7 lanes due, 8 index all,
---       9 index agent, 10 index kind, 11 flows due, 12 runs waiting for this one
+--       9 index agent, 10 index kind, 11 flows due, 12 runs waiting for this one, 13 runs finished
+--       (metrics)
 -- ARGV: 1 run id, 2 token, 3 now ms, 4 status, 5 run fields (json), 6 context tokens ('' unknown),
 --       7 retention s, 8 completion channel, 9 dispatch grace ms, 10 run key prefix, 11 session key,
 --       12 input tokens, 13 output tokens, 14 cost usd, 15.. the messages to append (json), in order
@@ -49,6 +50,7 @@ for i = 1, #fields, 2 do
   end
 end
 redis.call('PUBLISH', ARGV[8], cjson.encode(ended))
+redis.call('HINCRBY', KEYS[13], (ended['kind'] or 'chat') .. ':' .. ARGV[4], 1)
 if ended['flowId'] then
   redis.call('ZADD', KEYS[11], now + tonumber(ARGV[9]), ended['flowId'])
 end

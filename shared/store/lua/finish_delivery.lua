@@ -1,6 +1,7 @@
 -- Record an attempt's outcome. 'pending' (a retryable failure) releases the delivery for the next attempt;
 -- a final state also finishes the flow. A delivery that is already final never changes.
--- KEYS: 1 delivery, 2 flow, 3 flows due   ARGV: 1 status, 2 error ('' none), 3 now ms, 4 flow id
+-- KEYS: 1 delivery, 2 flow, 3 flows due, 4 deliveries (metrics)
+-- ARGV: 1 status, 2 error ('' none), 3 now ms, 4 flow id
 local current = redis.call('HGET', KEYS[1], 'status')
 if current ~= 'pending' then
   return 0
@@ -19,4 +20,5 @@ if ARGV[1] == 'delivered' then
 end
 redis.call('HSET', KEYS[2], 'deliveryStatus', ARGV[1], 'status', 'done', 'updatedAt', ARGV[3])
 redis.call('ZREM', KEYS[3], ARGV[4])
+redis.call('HINCRBY', KEYS[4], ARGV[1], 1)
 return 1

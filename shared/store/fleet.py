@@ -1,0 +1,67 @@
+"""What the whole fleet is doing, read from Redis: the counters every process adds to, queue depths,
+live workers, busy lanes. Any API process can report it; none keeps the figures itself."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from redis import Redis
+
+from shared.store.keys import RedisKeys
+
+
+@dataclass(frozen=True, slots=True)
+class FleetFigures:
+    runs_created: dict[str, int]  # by kind
+    runs_finished: dict[tuple[str, str], int]  # by (kind, status)
+    deliveries: dict[str, int]  # by final state
+    queue_depths: dict[str, int]
+    workers: list[str] = field(default_factory=list)  # node names with a live heartbeat
+    busy_lanes: int = 0  # sessions with a run queued or running
+    flows_in_progress: int = 0
+    reaper_ran_at: int | None = None  # ms
+
+
+class FleetStore:
+    def __init__(self, client: Redis, keys: RedisKeys) -> None:
+        self._redis = client
+        self._keys = keys
+
+    def figures(self, queues: Sequence[str]) -> FleetFigures:
+        """One round trip for the counters and depths; the heartbeat keys take a SCAN (one per worker)."""
+        k = self._keys
+        pipe = self._redis.pipeline(transaction=False)
+        pipe.hgetall(k.metrics_runs_created())
+        pipe.hgetall(k.metrics_runs_finished())
+        pipe.hgetall(k.metrics_deliveries())
+        for queue in queues:
+            pipe.llen(queue)  # Celery's Redis broker keeps a queue as a list of that name
+        pipe.zcard(k.lanes_due())
+        pipe.zcard(k.flows_due())
+        pipe.get(k.reaper_ran())
+        created, finished, deliveries, *rest = pipe.execute()
+        depths, (busy, flows, reaped) = rest[: len(queues)], rest[len(queues) :]
+        prefix = k.worker_heartbeat("")
+        workers = sorted(
+            key.removeprefix(prefix) for key in self._redis.scan_iter(k.worker_heartbeat_pattern())
+        )
+        return FleetFigures(
+            runs_created={kind: int(n) for kind, n in created.items()},
+            runs_finished={_split(pair): int(n) for pair, n in finished.items()},
+            deliveries={state: int(n) for state, n in deliveries.items()},
+            queue_depths={queue: int(n) for queue, n in zip(queues, depths, strict=True)},
+            workers=workers,
+            busy_lanes=int(busy),
+            flows_in_progress=int(flows),
+            reaper_ran_at=int(reaped) if reaped else None,
+        )
+
+    def reaper_ran_at(self) -> int | None:
+        value = self._redis.get(self._keys.reaper_ran())
+        return int(value) if value else None
+
+
+def _split(pair: str) -> tuple[str, str]:
+    kind, _, status = pair.partition(":")
+    return kind, status

@@ -14,7 +14,7 @@ from api.auth import plain_text_tokens
 from api.limits import BodyLimit
 from api.mcp_server import McpEndpoint
 from api.metrics import registry_for
-from api.routes import channels, flows, health, metrics, runs, sessions, tools
+from api.routes import channels, flows, health, metrics, runs, sessions, status, tools
 from api.services import Services
 from shared.config import Config, ConfigError, load_config
 from shared.logs import keep_secrets_out
@@ -59,7 +59,7 @@ def create_app(
     errors.install(app)
     app.add_middleware(BodyLimit, max_bytes=config.gateway.limits.body_bytes)
     routers = (health.router, metrics.router, tools.router, sessions.router, runs.router, flows.router)
-    for router in (*routers, channels.router):
+    for router in (*routers, channels.router, status.router):
         app.include_router(router)
     app.router.routes.append(Route("/mcp", endpoint=mcp, methods=["GET", "POST", "DELETE"]))
     return app

@@ -10,18 +10,24 @@ import hashlib
 import json
 import os
 import secrets
+import socket
 import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
 import httpx
 import typer
+from redis.exceptions import RedisError
 from rich.console import Console
 
 from api.client import ClawbusError, Client
 from shared.config import Config, ConfigError, TokenSpec, load_config
 from shared.home import clawbus_home
-from shared.models import SendResult, ToolFailure, Wire
+from shared.models import Run, SendResult, ToolFailure, Wire
 from workers import queues
 
 app = typer.Typer(no_args_is_help=True, help="clawbus: OpenClaw's session tools as a distributed service.")
@@ -246,6 +252,29 @@ def _print_json(result: Wire | dict[str, Any]) -> None:
     typer.echo(json.dumps(data, indent=2, ensure_ascii=False))
 
 
+@contextmanager
+def _waiting(what: str, timeout: float, quiet: bool = False) -> Iterator[None]:
+    """A spinner that counts the seconds of a long wait (on stderr; none with --json or a pipe)."""
+    if quiet or timeout <= 0:
+        yield
+        return
+    started = time.monotonic()
+    done = threading.Event()
+    with console.status(f"waiting up to {timeout:g}s for {what}…") as status:
+
+        def tick() -> None:
+            while not done.wait(0.5):
+                status.update(f"waiting up to {timeout:g}s for {what}… {time.monotonic() - started:.0f}s")
+
+        ticker = threading.Thread(target=tick, daemon=True)
+        ticker.start()
+        try:
+            yield
+        finally:
+            done.set()
+            ticker.join()
+
+
 @sessions_app.command("list")
 def sessions_list(
     url: UrlOpt = None,
@@ -312,15 +341,9 @@ def sessions_send(
     caller: CallerOpt = "main",
     timeout: Annotated[float, typer.Option(help="Seconds to wait for the reply; 0 = fire-and-forget.")] = 30,
 ) -> None:
-    """Send a message into a session and wait for its reply (with a spinner)."""
-    with _client(url, token) as client:
-        if timeout > 0 and not as_json:
-            with console.status(f"waiting up to {timeout:g}s for {session_key} to reply…"):
-                result = _call(
-                    client.sessions_send, session_key, message, timeout_seconds=timeout, caller=caller
-                )
-        else:
-            result = _call(client.sessions_send, session_key, message, timeout_seconds=timeout, caller=caller)
+    """Send a message into a session and wait for its reply (a spinner counts the seconds)."""
+    with _client(url, token) as client, _waiting(f"{session_key} to reply", timeout, quiet=as_json):
+        result = _call(client.sessions_send, session_key, message, timeout_seconds=timeout, caller=caller)
     if as_json:
         _print_json(result)
         return
@@ -360,10 +383,11 @@ def mcp(
 
 
 @runs_app.command("get")
-def runs_get(run_id: str, url: UrlOpt = None, token: TokenOpt = None) -> None:
+def runs_get(run_id: str, url: UrlOpt = None, token: TokenOpt = None, as_json: JsonOpt = False) -> None:
     """Print a run."""
     with _client(url, token) as client:
-        _print_json(_call(client.get_run, run_id))
+        run = _call(client.get_run, run_id)
+    _show_run(run, as_json)
 
 
 @runs_app.command("wait")
@@ -371,15 +395,86 @@ def runs_wait(
     run_id: str,
     url: UrlOpt = None,
     token: TokenOpt = None,
+    as_json: JsonOpt = False,
     timeout: Annotated[float, typer.Option(help="Seconds to wait.")] = 30,
 ) -> None:
     """Wait for a run to end and print it (exit 3 if it is still going)."""
-    with _client(url, token) as client, console.status(f"waiting for run {run_id}…"):
+    with _client(url, token) as client, _waiting(f"run {run_id}", timeout, quiet=as_json):
         run = _call(client.wait_run, run_id, timeout)
     if run is None:
-        console.print(f"[yellow]run {run_id} still going after {timeout:g}s[/yellow]")
+        if as_json:
+            _print_json({"runId": run_id, "status": "timeout"})
+        else:
+            console.print(f"[yellow]run {run_id} still going after {timeout:g}s[/yellow]")
         raise typer.Exit(3)
-    _print_json(run)
+    _show_run(run, as_json)
+
+
+def _show_run(run: Run, as_json: bool) -> None:
+    if as_json:
+        _print_json(run)
+        return
+    typer.echo(f"run {run.run_id}  {run.kind}  {run.status.value}  session {run.session_key}")
+    if run.reply:
+        typer.echo(run.reply)
+    if run.error:
+        console.print(f"[red]{run.error}[/red]", highlight=False)
+
+
+@app.command()
+def status(url: UrlOpt = None, token: TokenOpt = None, as_json: JsonOpt = False) -> None:
+    """The fleet at a glance: queue depths, live workers, work in flight, totals (an owner token)."""
+    with _client(url, token) as client:
+        fleet = _call(client.status)
+    if as_json:
+        _print_json(fleet)
+        return
+    typer.echo("queues:   " + "  ".join(f"{name} {depth}" for name, depth in fleet.queues.items()))
+    typer.echo(
+        f"workers:  {len(fleet.workers)}" + (f" ({', '.join(fleet.workers)})" if fleet.workers else "")
+    )
+    typer.echo(f"in flight: {fleet.busy_lanes} session(s) with runs, {fleet.flows_in_progress} flow(s)")
+    finished = sum(fleet.runs_finished.values())
+    typer.echo(f"runs:     {sum(fleet.runs_created.values())} created, {finished} finished")
+    if fleet.reaper_ran_at is None:
+        console.print("[yellow]the reaper has not run: is beat running?[/yellow]")
+    else:
+        typer.echo(f"reaper:   last ran {max(time.time() - fleet.reaper_ran_at / 1000, 0):.0f}s ago")
+
+
+@app.command()
+def probe(
+    role: Annotated[
+        str,
+        typer.Argument(
+            help="worker: a worker on this host has a live heartbeat; beat: the reaper ran recently."
+        ),
+    ],
+) -> None:
+    """A liveness check for container probes: exit 0 if ``role`` is alive, 1 if not (reads Redis)."""
+    from shared.store import Store
+
+    config = _config()
+    store = Store.from_config(config)
+    try:
+        if role == "worker":
+            host = socket.gethostname()
+            alive = [name for name in store.fleet.figures([]).workers if name.endswith(f"@{host}")]
+            if not alive:
+                _fail(f"no worker on {host} has a live heartbeat")
+            typer.echo(f"alive: {', '.join(alive)}")
+        elif role == "beat":
+            ran = store.fleet.reaper_ran_at()
+            # Beat sends the reaper every reapIntervalSeconds; a few missed ticks mean beat is gone.
+            allowed = max(30.0, 6 * config.runs.reap_interval_seconds)
+            age = None if ran is None else time.time() - ran / 1000
+            if age is None or age > allowed:
+                _fail(f"the reaper has not run in the last {allowed:g}s")
+            typer.echo(f"alive: the reaper ran {age:.0f}s ago")
+        else:
+            _fail(f"unknown role {role!r} (worker or beat)")
+    except RedisError as exc:
+        _fail(f"redis unreachable: {exc}")
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ import httpx
 from shared.home import clawbus_home
 from shared.models import (
     CommandReply,
+    FleetStatus,
     Flow,
     Run,
     SendResult,
@@ -183,6 +184,10 @@ class Client:
         params = {"format": fmt, **({"sessionKey": session_key} if session_key else {})}
         tools: list[dict[str, Any]] = self._request("GET", "/v1/tools", params=params)["tools"]
         return tools
+
+    def status(self) -> FleetStatus:
+        """The fleet at a glance (an owner token)."""
+        return FleetStatus.model_validate(self._request("GET", "/v1/status"))
 
     def ready(self) -> dict[str, Any]:
         return self._request("GET", "/readyz")

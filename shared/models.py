@@ -525,3 +525,19 @@ class SendResult(Wire):
         if self.status in ("timeout", "error") and not self.error:
             raise ValueError(f"a {self.status} result needs an error text")
         return self
+
+
+# --- the fleet -----------------------------------------------------------------------------------------
+
+
+class FleetStatus(Wire):
+    """``GET /v1/status`` (``clawbus status``): what the whole fleet is doing now."""
+
+    queues: dict[str, int]  # messages waiting, by queue
+    workers: list[str]  # node names with a live heartbeat
+    busy_lanes: int  # sessions with a run queued or running
+    flows_in_progress: int
+    reaper_ran_at: int | None = None  # ms
+    runs_created: dict[str, int] = {}  # by kind, since the deployment began
+    runs_finished: dict[str, int] = {}  # by "<kind>:<status>"
+    deliveries: dict[str, int] = {}  # by final state

@@ -1,0 +1,33 @@
+"""``GET /v1/status``: the fleet at a glance (owner tokens): queues, workers, work in flight, totals."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+
+from api.auth import forbidden
+from api.deps import PrincipalDep, ServicesDep
+from api.errors import ErrorResponse
+from shared.models import FleetStatus
+from workers import queues
+
+router = APIRouter(tags=["fleet"])
+_errors: dict[int | str, dict[str, Any]] = {code: {"model": ErrorResponse} for code in (401, 403)}
+
+
+@router.get("/v1/status", response_model=FleetStatus, response_model_exclude_none=True, responses=_errors)
+def status(services: ServicesDep, principal: PrincipalDep) -> FleetStatus:
+    if not principal.owner:
+        raise forbidden("the fleet status needs an owner token")
+    figures = services.store.fleet.figures(queues.ALL)
+    return FleetStatus(
+        queues=figures.queue_depths,
+        workers=figures.workers,
+        busy_lanes=figures.busy_lanes,
+        flows_in_progress=figures.flows_in_progress,
+        reaper_ran_at=figures.reaper_ran_at,
+        runs_created=figures.runs_created,
+        runs_finished={f"{kind}:{state}": n for (kind, state), n in figures.runs_finished.items()},
+        deliveries=figures.deliveries,
+    )

@@ -1,0 +1,68 @@
+"""The client and probe commands of ``clawbus`` against the real stack, as an operator runs them."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from api.client import Client
+from shared.models import SendResult
+from tests.integration.conftest import TOKEN, Fresh, Stack
+from tests.support.processes import wait_for
+
+
+def clawbus(stack_env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "api.cli", *args], env=stack_env, capture_output=True, text=True, timeout=60
+    )
+
+
+def test_status_shows_queues_workers_and_totals(stack: Stack, client: Client) -> None:
+    sent = client.post_message("agent:main:cron:status-probe", "hi", timeout_seconds=20)
+    assert isinstance(sent, SendResult)
+    env = {**stack.env, "CLAWBUS_URL": stack.url, "CLAWBUS_TOKEN": TOKEN}
+    as_json = clawbus(env, "status", "--json")
+    assert as_json.returncode == 0, as_json.stderr
+    fleet = json.loads(as_json.stdout)
+    assert set(fleet["queues"]) == {"runs", "nested", "subagent", "delivery", "maintenance"}
+    assert len(fleet["workers"]) == 1
+    assert fleet["runsCreated"]["chat"] >= 1
+    assert fleet["runsFinished"]["chat:ok"] >= 1
+    wait_for(
+        lambda: json.loads(clawbus(env, "status", "--json").stdout).get("reaperRanAt"), 20, what="a reap"
+    )
+    human = clawbus(env, "status")
+    assert human.returncode == 0, human.stderr
+    assert "queues:" in human.stdout
+    assert "workers:  1" in human.stdout
+    assert "reaper:   last ran" in human.stdout
+
+
+def test_every_client_command_speaks_json(stack: Stack, client: Client) -> None:
+    env = {**stack.env, "CLAWBUS_URL": stack.url, "CLAWBUS_TOKEN": TOKEN}
+    key = "agent:main:cron:json-cli"
+    sent = json.loads(clawbus(env, "send", key, "hello", "--json", "--timeout", "20").stdout)
+    assert (sent["status"], sent["reply"]) == ("ok", "echo: hello")
+    listed = json.loads(clawbus(env, "sessions", "list", "--json", "--limit", "200").stdout)
+    assert key in [row["key"] for row in listed["sessions"]]
+    history = json.loads(clawbus(env, "sessions", "history", key, "--json").stdout)
+    assert [m["role"] for m in history["messages"][:2]] == ["user", "assistant"]
+    run = json.loads(clawbus(env, "runs", "get", sent["runId"], "--json").stdout)
+    assert (run["runId"], run["status"]) == (sent["runId"], "ok")
+    waited = json.loads(clawbus(env, "runs", "wait", sent["runId"], "--json", "--timeout", "5").stdout)
+    assert waited["reply"] == "echo: hello"
+    human = clawbus(env, "runs", "get", sent["runId"])
+    assert human.stdout.splitlines()[0] == f"run {sent['runId']}  send  ok  session {key}"
+
+
+def test_probes_tell_a_live_worker_and_beat_from_dead_ones(stack: Stack, fresh: Fresh) -> None:
+    worker = clawbus(stack.env, "probe", "worker")
+    assert worker.returncode == 0, worker.stderr
+    assert "alive:" in worker.stdout
+    wait_for(lambda: clawbus(stack.env, "probe", "beat").returncode == 0, 20, what="beat's probe to pass")
+    fresh.start_redis()  # a Redis with no worker and no beat
+    assert clawbus(fresh.env, "probe", "worker").returncode == 1
+    dead_beat = clawbus(fresh.env, "probe", "beat")
+    assert dead_beat.returncode == 1
+    assert "the reaper has not run" in dead_beat.stderr

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import signal
+import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from types import FrameType
+from typing import Any
 
 from fastapi import FastAPI
 from starlette.routing import Route
@@ -16,6 +21,7 @@ from api.mcp_server import McpEndpoint
 from api.metrics import registry_for
 from api.routes import channels, flows, health, metrics, runs, sessions, status, tools
 from api.services import Services
+from api.waits import RunWaiter
 from shared.config import Config, ConfigError, load_config
 from shared.logs import keep_secrets_out
 
@@ -44,6 +50,7 @@ def create_app(
         await held.start()
         app.state.services = held
         app.state.metrics = registry_for(held)
+        _release_waits_on_stop(held.waiter)
         try:
             async with mcp.manager.run():
                 yield
@@ -63,3 +70,22 @@ def create_app(
         app.include_router(router)
     app.router.routes.append(Route("/mcp", endpoint=mcp, methods=["GET", "POST", "DELETE"]))
     return app
+
+
+def _release_waits_on_stop(waiter: RunWaiter) -> None:
+    """uvicorn lets in-flight requests finish before it stops, and a wait could hold it for minutes. On
+    the stop signal the waits answer at once (503, wait again on another API process; the runs go on),
+    then uvicorn's own handler proceeds. Only a process's main thread can take signals (an app run by a
+    test client in a thread keeps uvicorn-less behaviour)."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        previous = signal.getsignal(sig)
+
+        def handler(signum: int, frame: FrameType | None, previous: Any = previous) -> None:
+            loop.call_soon_threadsafe(waiter.release_all)
+            if callable(previous):
+                previous(signum, frame)
+
+        signal.signal(sig, handler)

@@ -12,11 +12,12 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from api.waits import ShuttingDown
 from shared.errors import first_invalid
 
 log = logging.getLogger(__name__)
@@ -26,6 +27,8 @@ class ErrorBody(BaseModel):
     type: str
     message: str
     field: str | None = None
+    # A wait the API ended early (it is stopping): the run to wait on again, elsewhere.
+    run_id: str | None = Field(None, serialization_alias="runId")
 
 
 class ErrorResponse(BaseModel):
@@ -48,10 +51,17 @@ def not_found(message: str) -> ApiError:
 
 
 def error_response(
-    status: int, type_: str, message: str, field: str | None = None, headers: dict[str, str] | None = None
+    status: int,
+    type_: str,
+    message: str,
+    field: str | None = None,
+    headers: dict[str, str] | None = None,
+    run_id: str | None = None,
 ) -> JSONResponse:
-    body = ErrorResponse(error=ErrorBody(type=type_, message=message, field=field))
-    return JSONResponse(body.model_dump(exclude_none=True), status_code=status, headers=headers)
+    body = ErrorResponse(error=ErrorBody(type=type_, message=message, field=field, run_id=run_id))
+    return JSONResponse(
+        body.model_dump(exclude_none=True, by_alias=True), status_code=status, headers=headers
+    )
 
 
 def validation_response(errors: Sequence[Any], prefix: str = "") -> JSONResponse:
@@ -91,6 +101,10 @@ def install(app: FastAPI) -> None:
             str(exc.detail),
             headers=dict(exc.headers) if exc.headers else None,
         )
+
+    @app.exception_handler(ShuttingDown)
+    async def _stopping(_: Request, exc: ShuttingDown) -> JSONResponse:
+        return error_response(503, "unavailable", str(exc), headers={"Retry-After": "1"}, run_id=exc.run_id)
 
     @app.exception_handler(RedisConnectionError)
     @app.exception_handler(RedisTimeoutError)

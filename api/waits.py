@@ -37,6 +37,14 @@ _BARRIER = "clawbus-resubscribed"
 _RECONNECT_PAUSE_S = 0.5
 
 
+class ShuttingDown(Exception):
+    """The process is stopping: the wait ends now, and the caller should wait again elsewhere."""
+
+    def __init__(self, run_id: str) -> None:
+        super().__init__(f"the API is shutting down; wait again with GET /v1/runs/{run_id}/wait")
+        self.run_id = run_id
+
+
 @dataclass(eq=False)
 class _Pending:
     run_id: str
@@ -56,6 +64,7 @@ class RunWaiter:
         self._pubsub: PubSub | None = None
         self._reader: asyncio.Task[None] | None = None
         self._unsubscribing: set[asyncio.Task[None]] = set()
+        self._stopping = asyncio.Event()
         # Subscribed for the process's lifetime, so the connection is always in pub/sub mode.
         self._home = keys.waiter_channel(uuid.uuid4().hex)
         # Not in any registry: /metrics collects it with the rest (api.metrics).
@@ -70,6 +79,11 @@ class RunWaiter:
     @property
     def active(self) -> int:
         return sum(p.waiters for p in self._pending.values())
+
+    def release_all(self) -> None:
+        """Shutting down: every wait, and every wait that starts from now on, ends at once with
+        ``ShuttingDown`` instead of holding the process until its timeout. The runs are not touched."""
+        self._stopping.set()
 
     async def start(self) -> None:
         pubsub = self._redis.pubsub()
@@ -101,18 +115,40 @@ class RunWaiter:
             run = await self._await(run_id, pending, deadline)
             outcome = "missing" if run is None else "ended" if run.status.terminal else "timeout"
             return run
+        except ShuttingDown:
+            outcome = "shutdown"
+            raise
         finally:
             self._release(run_id, pending)
             self.wait_seconds.labels(outcome).observe(loop.time() - started)
 
     async def _await(self, run_id: str, pending: _Pending, deadline: float) -> Run | None:
-        if await _within(pending.confirmed.wait(), deadline):
+        if await self._within(pending.confirmed.wait(), deadline, run_id):
             run = await self.read(run_id)
             if run is None or run.status.terminal:
                 return run
-            if await _within(pending.ended.wait(), deadline) and pending.run is not None:
+            if await self._within(pending.ended.wait(), deadline, run_id) and pending.run is not None:
                 return pending.run
         return await self.read(run_id)
+
+    async def _within(self, awaitable: Any, deadline: float, run_id: str) -> bool:
+        """``awaitable`` done before ``deadline`` (loop time): True; False if the deadline passed first;
+        ShuttingDown if the process began to stop first."""
+        if self._stopping.is_set():
+            raise ShuttingDown(run_id)
+        work = asyncio.ensure_future(awaitable)
+        stop = asyncio.ensure_future(self._stopping.wait())
+        remaining = max(deadline - asyncio.get_running_loop().time(), 0)
+        try:
+            done, _ = await asyncio.wait({work, stop}, timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for future in (work, stop):
+                future.cancel()
+        if work in done:
+            return True
+        if stop in done:
+            raise ShuttingDown(run_id)
+        return False
 
     # -- subscriptions --
 
@@ -215,13 +251,3 @@ def _published_run(data: Any) -> Run | None:
         return decode(Run, fields) if isinstance(fields, dict) else None
     except ValueError:  # not a payload we understand: the hash is read instead
         return None
-
-
-async def _within(awaitable: Any, deadline: float) -> bool:
-    """Await until ``deadline`` (loop time); False if it passed first."""
-    remaining = deadline - asyncio.get_running_loop().time()
-    try:
-        await asyncio.wait_for(awaitable, max(remaining, 0))
-    except TimeoutError:
-        return False
-    return True

@@ -14,6 +14,7 @@ from workers import broker, queues
 # Redelivery of an unacknowledged message after this long is harmless (the claim refuses a run that is
 # still leased) but wasteful; recovery from a lost worker is the reaper's job, on lease expiry.
 VISIBILITY_TIMEOUT_SECONDS = 3600
+SOFT_SHUTDOWN_SECONDS = 60.0
 
 
 def create_app(config: Config, *, include: list[str] | None = None) -> Celery:
@@ -39,6 +40,10 @@ def create_app(config: Config, *, include: list[str] | None = None) -> Celery:
         task_reject_on_worker_lost=False,
         worker_prefetch_multiplier=1,
         worker_cancel_long_running_tasks_on_connection_loss=True,
+        # SIGTERM is a warm shutdown: the current runs finish (give the worker a grace period above the
+        # longest run). SIGQUIT, or a second Ctrl-C, gives them this long, then cancels them and puts their
+        # messages back; a run cut short is taken over when its lease lapses.
+        worker_soft_shutdown_timeout=SOFT_SHUTDOWN_SECONDS,
         # Events for Flower.
         worker_send_task_events=True,
         task_send_sent_event=True,

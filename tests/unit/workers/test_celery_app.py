@@ -6,7 +6,7 @@ from celery import Celery
 
 from shared.config import Config
 from workers import broker, queues
-from workers.celery_app import VISIBILITY_TIMEOUT_SECONDS, create_app
+from workers.celery_app import SOFT_SHUTDOWN_SECONDS, VISIBILITY_TIMEOUT_SECONDS, create_app
 
 
 def app() -> Celery:
@@ -20,6 +20,7 @@ def test_tasks_are_acknowledged_late_one_at_a_time_and_retried_when_their_worker
     assert conf.task_retry_on_worker_lost is True
     assert conf.task_reject_on_worker_lost is False
     assert conf.worker_cancel_long_running_tasks_on_connection_loss is True
+    assert conf.worker_soft_shutdown_timeout == SOFT_SHUTDOWN_SECONDS > 0
 
 
 def test_events_are_on_for_flower() -> None:

@@ -1,0 +1,71 @@
+"""Flower watching the fleet: after a sessions_send, its API lists the exchange's tasks under their names,
+linked to one root (the flow), with arguments that say which run, session or flow each one is."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import httpx
+
+from api.client import Client
+from api.embedded import free_port
+from shared.models import SendResult
+from tests.integration.conftest import TOKEN, Fresh
+from tests.integration.test_flows import chat, finished, unique
+from tests.support.processes import Role, wait_for
+
+AUTH = ("ops", "flower-secret")
+
+
+def test_flower_shows_a_flows_tasks_linked_to_its_root(fresh: Fresh) -> None:
+    fresh.start_redis()
+    fresh.worker()
+    _, url = fresh.api()
+    port = free_port()
+    flower = Role(
+        [sys.executable, "-m", "api.cli", "flower", f"--port={port}"],
+        {**fresh.env, "FLOWER_BASIC_AUTH": ":".join(AUTH)},
+        fresh.root / "flower.log",
+    ).start()
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_for(lambda: _get(f"{base}/healthcheck") == "OK", 30, what="Flower to answer")
+        assert httpx.get(f"{base}/api/tasks").status_code == 401  # its basic auth is on
+        with Client(url, TOKEN) as client:
+            requester, ann = unique("main")
+            target, bob = unique("research")
+            chat(client, requester, ann)
+            chat(client, target, bob)
+            sent = client.sessions_send(target, "ping", timeout_seconds=20, caller=requester)
+            assert isinstance(sent, SendResult)
+            assert sent.flow_id is not None
+            finished(client, sent.flow_id)
+
+        def flow_tasks() -> dict[str, dict[str, Any]] | None:
+            tasks: dict[str, dict[str, Any]] = httpx.get(f"{base}/api/tasks", auth=AUTH).json()
+            mine = {tid: t for tid, t in tasks.items() if t.get("root_id") == sent.flow_id}
+            names = {t.get("name") for t in mine.values()}
+            wanted = {"clawbus.run", "clawbus.reply_turn", "clawbus.announce", "clawbus.deliver"}
+            return mine if wanted <= names else None
+
+        tasks = wait_for(flow_tasks, 30, what="Flower to have seen the flow's tasks")
+    finally:
+        flower.stop()
+    root = tasks[sent.flow_id]  # the primary run's task: its id is the run id, its args say which session
+    assert root["name"] == "clawbus.run"
+    assert sent.flow_id in root["args"]
+    assert target in root["args"]
+    for task in tasks.values():
+        if task["name"] != "clawbus.run":
+            assert sent.flow_id in task["args"]  # every step names its flow
+    turns = {t["args"]: t for t in tasks.values() if t["name"] == "clawbus.reply_turn"}
+    first = turns[f"['{sent.flow_id}', 1]"]
+    assert first["parent_id"] == sent.flow_id  # started by the primary run's task
+
+
+def _get(url: str) -> str:
+    try:
+        return httpx.get(url, timeout=2).text
+    except httpx.HTTPError:
+        return ""

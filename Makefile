@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: install up test unit integration e2e lint typecheck bench clean
+.PHONY: install up test unit integration e2e lint typecheck validate bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -27,7 +27,12 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-test: lint typecheck
+# Deployment files, offline: compose against the compose spec here; the Kubernetes manifests and the KEDA
+# ScaledObject in tests/unit/test_deploy.py (kubernetes-validate --strict, a JSON schema).
+validate: $(STAMP)
+	$(BIN)/check-jsonschema --builtin-schema vendor.compose-spec docker-compose.yml
+
+test: lint typecheck validate
 	$(BIN)/pytest
 
 unit: $(STAMP)

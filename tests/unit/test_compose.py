@@ -48,3 +48,42 @@ def test_redis_keeps_an_append_only_file() -> None:
     assert isinstance(command, list)
     assert "--appendonly" in command
     assert "noeviction" in command
+
+
+def test_every_service_has_a_healthcheck_and_waits_for_what_it_needs() -> None:
+    services = compose()
+    for name, service in services.items():
+        assert "healthcheck" in service, name
+        if name != "redis":
+            depends = service["depends_on"]
+            assert isinstance(depends, dict)
+            assert depends["redis"] == {"condition": "service_healthy"}, name
+    beat_needs = services["beat"]["depends_on"]
+    assert isinstance(beat_needs, dict)
+    assert beat_needs["worker"] == {"condition": "service_healthy"}  # the reaper needs a worker to run
+
+
+def test_liveness_checks_use_the_clis_probes() -> None:
+    services = compose()
+    for role in ("worker", "beat"):
+        check = services[role]["healthcheck"]
+        assert isinstance(check, dict)
+        assert check["test"] == ["CMD", "clawbus", "probe", role]
+
+
+def test_a_worker_gets_more_time_to_stop_than_a_run_takes_and_beat_stays_single() -> None:
+    services = compose()
+    assert services["worker"]["stop_grace_period"] == "10m"
+    assert services["beat"]["deploy"] == {"replicas": 1}
+
+
+def test_flower_takes_its_basic_auth_from_the_environment() -> None:
+    environment = compose()["flower"]["environment"]
+    assert isinstance(environment, dict)
+    assert environment["FLOWER_BASIC_AUTH"].startswith("${FLOWER_BASIC_AUTH:?")
+
+
+def test_the_image_runs_as_a_non_root_user_from_a_slim_base() -> None:
+    dockerfile = (REPO / "Dockerfile").read_text().splitlines()
+    assert dockerfile[1].startswith("FROM python:3.11-slim")
+    assert "USER clawbus" in dockerfile

@@ -23,7 +23,7 @@ from api.routes import channels, flows, health, metrics, runs, sessions, status,
 from api.services import Services
 from api.waits import RunWaiter
 from shared.config import Config, ConfigError, load_config
-from shared.logs import keep_secrets_out
+from shared.logs import configure, keep_secrets_out
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +33,7 @@ def create_app(
 ) -> FastAPI:
     """``services`` builds what the process holds (tests pass one over fakeredis)."""
     config = config or load_config()
+    configure(config)
     keep_secrets_out()
     if not config.gateway.auth.tokens:
         raise ConfigError(

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -479,6 +479,23 @@ class FlowerConfig(Section):
     port: int = Field(5555, ge=1, le=65535)
 
 
+LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR"]
+
+
+def _any_case(convert: Callable[[str], str]) -> BeforeValidator:
+    """Text written in any case (``info``, ``Info``), validated in the one ``convert`` gives."""
+    return BeforeValidator(lambda value: convert(value.strip()) if isinstance(value, str) else value)
+
+
+class LoggingConfig(Section):
+    """Every process's log lines (``CLAWBUS_LOG_LEVEL`` and ``CLAWBUS_LOG_FORMAT`` override the file). The
+    level applies to workers and beat too, whatever ``--loglevel`` the CLI passes Celery."""
+
+    level: Annotated[LogLevel, _any_case(str.upper)] = "INFO"
+    # json: one object per line, for collectors; console: structlog's human-readable lines.
+    format: Annotated[Literal["json", "console"], _any_case(str.lower)] = "json"
+
+
 class Config(Section):
     session: SessionConfig = SessionConfig()
     tools: ToolsConfig = ToolsConfig()
@@ -492,6 +509,7 @@ class Config(Section):
     runs: RunsConfig = RunsConfig()
     worker: WorkerConfig = WorkerConfig()
     flower: FlowerConfig = FlowerConfig()
+    logging: LoggingConfig = LoggingConfig()
 
     @model_validator(mode="after")
     def _known_models(self) -> Config:
@@ -554,6 +572,9 @@ def load_config(path: str | os.PathLike[str] | None = None, env: Mapping[str, st
         overrides.setdefault("redis", {})["url"] = env["CLAWBUS_REDIS_URL"]
     if env.get("CLAWBUS_REDIS_PREFIX"):
         overrides.setdefault("redis", {})["prefix"] = env["CLAWBUS_REDIS_PREFIX"]
+    for variable, setting in (("CLAWBUS_LOG_LEVEL", "level"), ("CLAWBUS_LOG_FORMAT", "format")):
+        if env.get(variable):
+            overrides.setdefault("logging", {})[setting] = env[variable]
     merged = _deep_merge(raw, overrides)
     extra_tokens = [t.strip() for t in env.get("CLAWBUS_API_TOKENS", "").split(",") if t.strip()]
     try:

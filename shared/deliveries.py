@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from shared import flows, policy
+from shared import flows, logs, policy
 from shared.channels import DeliveryError, adapter_for
 from shared.config import Config
 from shared.store import Store
@@ -27,6 +27,11 @@ class AttemptOutcome:
 
 
 def attempt(store: Store, config: Config, flow_id: str, owner: str) -> AttemptOutcome:
+    with logs.bound(flow_id=flow_id):
+        return _attempt(store, config, flow_id, owner)
+
+
+def _attempt(store: Store, config: Config, flow_id: str, owner: str) -> AttemptOutcome:
     delivery_id = flows.delivery_id(flow_id)
     claimed, attempts = store.flows.claim_delivery(delivery_id, owner=owner, lease_ms=ATTEMPT_LEASE_MS)
     if claimed is not DeliveryClaim.CLAIMED:

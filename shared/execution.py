@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Literal
 
-from shared import agent_loop, keys, subagents
+from shared import agent_loop, keys, logs, subagents
 from shared.agent_loop import LoopState, StepsExhausted
 from shared.config import Config
 from shared.dispatch import Dispatcher
@@ -73,18 +73,32 @@ class _Finished:
 
 
 def execute(store: Store, config: Config, dispatcher: Dispatcher, attempt: Attempt) -> AttemptResult:
-    lease_ms = int(config.runs.lease_seconds * 1000)
-    claim = store.runs.claim(
-        attempt.run_id,
-        attempt.session_key,
-        owner=attempt.owner,
-        attempt=attempt.attempt,
-        lease_ms=lease_ms,
-        max_attempts=config.runs.max_attempts,
-    )
-    if claim.state is None:
-        return AttemptResult(claim.outcome)
-    state = claim.state
+    # No flow until the run says which: the task may be another run's, or a flow step's.
+    with logs.bound(run_id=attempt.run_id, session_key=attempt.session_key, flow_id=None):
+        lease_ms = int(config.runs.lease_seconds * 1000)
+        claim = store.runs.claim(
+            attempt.run_id,
+            attempt.session_key,
+            owner=attempt.owner,
+            attempt=attempt.attempt,
+            lease_ms=lease_ms,
+            max_attempts=config.runs.max_attempts,
+        )
+        if claim.state is None:
+            return AttemptResult(claim.outcome)
+        with logs.bound(flow_id=claim.state.run.flow_id):
+            return _claimed(store, config, dispatcher, attempt, claim, claim.state, lease_ms)
+
+
+def _claimed(
+    store: Store,
+    config: Config,
+    dispatcher: Dispatcher,
+    attempt: Attempt,
+    claim: Claim,
+    state: ExecutionState,
+    lease_ms: int,
+) -> AttemptResult:
     loop = LoopState.model_validate_json(state.memo) if state.memo else LoopState()
     resumed = loop.pending is not None
     with _lease_kept(store, attempt.session_key, claim.token, lease_ms) as lease:
@@ -328,6 +342,10 @@ class _LeaseKeeper:
             self._wake.clear()
 
     def _renew(self, lease: _Lease) -> None:
+        with logs.bound(session_key=lease.session_key):
+            self._heartbeat(lease)
+
+    def _heartbeat(self, lease: _Lease) -> None:
         try:
             if not lease.store.runs.heartbeat(lease.session_key, lease.token, lease.lease_ms):
                 log.warning(

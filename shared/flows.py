@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from shared import archive, policy, subagents
+from shared import archive, logs, policy, subagents
 from shared.config import Config
 from shared.contexts import ANNOUNCE_MESSAGE, announce_context, reply_context
 from shared.dispatch import Dispatcher
@@ -293,6 +293,11 @@ def advance(ctx: FlowContext, flow_id: str, performs: tuple[type, ...] = ()) -> 
     Finishing is always done here (it is one write). Returns the action, for the caller to act on a
     ``Deliver``.
     """
+    with logs.bound(flow_id=flow_id):
+        return _advance(ctx, flow_id, performs)
+
+
+def _advance(ctx: FlowContext, flow_id: str, performs: tuple[type, ...]) -> Action:
     snap = snapshot(ctx.store, flow_id)
     if snap is None:
         return Finish("the flow is gone")
@@ -308,7 +313,7 @@ def advance(ctx: FlowContext, flow_id: str, performs: tuple[type, ...] = ()) -> 
         return action
     if isinstance(action, StartTurn):
         if not _start_turn(ctx, snap.flow, action):
-            return advance(ctx, flow_id, performs)  # the turn was blocked: what comes after it
+            return _advance(ctx, flow_id, performs)  # the turn was blocked: what comes after it
     elif isinstance(action, StartAnnounce):
         _start_announce(ctx, snap.flow, action)
     elif isinstance(action, StartDelivery):

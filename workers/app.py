@@ -20,3 +20,4 @@ except ConfigError as exc:
 keep_secrets_out()
 app = create_app(config, include=["workers.tasks"])
 signals.register(config)
+signals.route_logs(config)

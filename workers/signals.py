@@ -1,14 +1,28 @@
-"""Worker liveness in Redis: a key per worker with a short TTL, refreshed on every Celery heartbeat.
+"""What the worker hooks onto Celery's signals.
 
-Tests and ``/readyz`` read it to know a worker is consuming; operators can use it as a liveness probe.
+Liveness in Redis: a key per worker with a short TTL, refreshed on every Celery heartbeat. Tests and
+``/readyz`` read it to know a worker is consuming; operators can use it as a liveness probe.
+
+Logs: Celery installs no handlers of its own (ours format every line), and the lines Celery writes about a
+task ("Task clawbus.run[...] succeeded in ...") carry the run, flow or session the task is about.
 """
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from celery.signals import heartbeat_sent, worker_ready, worker_shutdown
+from celery.signals import (
+    heartbeat_sent,
+    setup_logging,
+    task_postrun,
+    task_prerun,
+    worker_ready,
+    worker_shutdown,
+)
 
+from shared import logs
 from shared.config import Config
 from shared.store import connect
 from shared.store.keys import RedisKeys
@@ -43,3 +57,43 @@ def register(config: Config) -> None:
     worker_ready.connect(ready, weak=False)
     heartbeat_sent.connect(lambda **_: beat(), weak=False)
     worker_shutdown.connect(gone, weak=False)
+
+
+def route_logs(config: Config) -> None:
+    """Connected, ``setup_logging`` stops Celery (worker and beat) from configuring logging itself. The
+    level is ``logging.level`` (or ``CLAWBUS_LOG_LEVEL``): the CLI always passes Celery a ``--loglevel``,
+    so an explicit one cannot be told from the default, and that flag is ignored."""
+    setup_logging.connect(lambda **_: logs.configure(config), weak=False)
+    task_prerun.connect(_bind_task, weak=False)
+    task_postrun.connect(_unbind_task, weak=False)
+
+
+# A task's parameter names say what it is about: run(run_id, session_key), deliver(flow_id), ...
+_CONTEXT_PARAMETERS = {"run_id": logs.RUN_ID, "flow_id": logs.FLOW_ID, "session_key": logs.SESSION_KEY}
+_signatures: dict[str, inspect.Signature] = {}
+
+
+def _bind_task(
+    task: Any = None, args: Sequence[Any] = (), kwargs: Mapping[str, Any] | None = None, **_: Any
+) -> None:
+    """Each task sets every context key (None unbinds): a retried task sends no postrun signal, and what it
+    bound must not stay on the next task's lines."""
+    logs.set_context(_task_context(task, args, kwargs or {}))
+
+
+def _unbind_task(**_: Any) -> None:
+    logs.set_context(dict.fromkeys(_CONTEXT_PARAMETERS.values()))
+
+
+def _task_context(task: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) -> dict[str, str | None]:
+    try:
+        signature = _signatures.get(task.name)
+        if signature is None:
+            signature = _signatures[task.name] = inspect.signature(task.run)
+        given = signature.bind_partial(*args, **kwargs).arguments
+    except (AttributeError, TypeError, ValueError):  # not a task of ours, or called with other arguments
+        given = {}
+    return {
+        key: value if isinstance(value := given.get(name), str) else None
+        for name, key in _CONTEXT_PARAMETERS.items()
+    }

@@ -3,6 +3,9 @@
 A sessions_send is the chain ``run -> reply_turn ... -> announce -> run -> deliver`` of linked tasks (one
 Flower root, the flow); each task works out the flow's next step from what exists (``shared.flows``), so
 any of them may run twice, or be replaced by the reaper, without repeating a turn or a delivery.
+
+Log lines carry the ids a task was called with (``workers.signals`` binds them from the parameter names
+``run_id``, ``flow_id``, ``session_key``); ``shared`` binds the run or flow it works on within a task.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ import time
 
 from celery import Task, shared_task
 
-from shared import archive, deliveries, flows
+from shared import archive, deliveries, flows, logs
 from shared.config import MAX_DELIVERY_ATTEMPTS
 from shared.execution import Attempt, AttemptResult, execute
 from shared.store.runs import LaneHead
@@ -140,8 +143,9 @@ def reap() -> int:
     ctx = worker_context()
     stalled = ctx.store.runs.reap()
     for head in stalled:
-        log.warning("re-dispatching run %s of %s: its lane stalled", head.run_id, head.session_key)
-        ctx.dispatcher.dispatch_run(head)
+        with logs.bound(run_id=head.run_id, session_key=head.session_key, flow_id=head.flow_id):
+            log.warning("re-dispatching run %s of %s: its lane stalled", head.run_id, head.session_key)
+            ctx.dispatcher.dispatch_run(head)
     due = ctx.store.flows.reap()
     for flow_id in due:
         flows.advance(_flow_context(ctx), flow_id)

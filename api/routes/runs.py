@@ -13,6 +13,7 @@ from api.deps import PrincipalDep, ServicesDep
 from api.errors import ErrorResponse, not_found
 from api.params import StreamId
 from api.services import Services
+from shared import logs
 from shared.models import Run
 from shared.redaction import scrub, scrubbed_run
 
@@ -30,7 +31,8 @@ async def _run_for(services: Services, principal: Principal, run_id: str) -> Run
 
 @router.get("/{run_id}", responses=_errors)
 async def get_run(run_id: RunId, services: ServicesDep, principal: PrincipalDep) -> dict[str, Any]:
-    return scrubbed_run(await _run_for(services, principal, run_id)).wire()
+    with logs.bound(run_id=run_id):
+        return scrubbed_run(await _run_for(services, principal, run_id)).wire()
 
 
 @router.get("/{run_id}/wait", responses=_errors)
@@ -43,13 +45,14 @@ async def wait_run(
     ] = 30,
 ) -> dict[str, Any]:
     """The run once terminal; ``{runId, status: "timeout"}`` after ``timeout`` s (the run is untouched)."""
-    await _run_for(services, principal, run_id)
-    run = await services.waiter.wait(run_id, min(timeout, services.config.gateway.max_wait_seconds))
-    if run is None:
-        raise not_found(f"Run not found: {run_id}")
-    if not run.status.terminal:
-        return {"runId": run_id, "status": "timeout"}
-    return scrubbed_run(run).wire()
+    with logs.bound(run_id=run_id):
+        await _run_for(services, principal, run_id)
+        run = await services.waiter.wait(run_id, min(timeout, services.config.gateway.max_wait_seconds))
+        if run is None:
+            raise not_found(f"Run not found: {run_id}")
+        if not run.status.terminal:
+            return {"runId": run_id, "status": "timeout"}
+        return scrubbed_run(run).wire()
 
 
 @router.get("/{run_id}/events", responses=_errors)
@@ -62,13 +65,14 @@ async def run_events(
 ) -> dict[str, Any]:
     """The run's event stream (queued, started, text pieces as the model streams them, ended), oldest
     first; page on with ``after`` = the last id seen."""
-    await _run_for(services, principal, run_id)
-    start = f"({after}" if after else "-"
-    entries = await services.async_redis.xrange(
-        services.store.keys.run_events(run_id), start, "+", count=limit
-    )
-    events = [{"id": entry_id, **_scrubbed(fields)} for entry_id, fields in entries]
-    return {"runId": run_id, "events": events, "last": events[-1]["id"] if events else after}
+    with logs.bound(run_id=run_id):
+        await _run_for(services, principal, run_id)
+        start = f"({after}" if after else "-"
+        entries = await services.async_redis.xrange(
+            services.store.keys.run_events(run_id), start, "+", count=limit
+        )
+        events = [{"id": entry_id, **_scrubbed(fields)} for entry_id, fields in entries]
+        return {"runId": run_id, "events": events, "last": events[-1]["id"] if events else after}
 
 
 def _scrubbed(fields: dict[str, str]) -> dict[str, str]:

@@ -13,6 +13,7 @@ from api.errors import ApiError, ErrorResponse, bad_request, not_found
 from api.routes.resolve import session_context
 from api.routes.tools import settle
 from api.schemas import SessionPatchBody
+from shared import logs
 from shared.inbound import receive
 from shared.models import InboundMessageParams, SessionEntry, SessionsListParams, SessionsListResult
 from shared.store.sessions import LabelTaken, SessionPatch
@@ -79,5 +80,6 @@ async def post_message(
     if size > limit:
         raise bad_request("message", f"too large: {size} bytes (limit {limit})")
     ctx = session_context(services, principal, key)
-    result = await run_in_threadpool(receive, ctx, body)
-    return (await settle(services, result)).wire()
+    with logs.bound(session_key=ctx.caller_key):
+        result = await run_in_threadpool(receive, ctx, body)
+        return (await settle(services, result)).wire()

@@ -14,12 +14,12 @@ from api.deps import PrincipalDep, ServicesDep
 from api.errors import ApiError, ErrorResponse, bad_request
 from api.schemas import InvokeRequest, InvokeResponse
 from api.services import Services
-from shared import keys, subagents
+from shared import keys, logs, subagents
 from shared.errors import ToolError, first_invalid
 from shared.models import Wire
 from shared.submit import AwaitRun
 from shared.tool_schemas import SchemaFormat, tool_schemas
-from shared.tools import TOOLS, ToolContext
+from shared.tools import TOOLS, Tool, ToolContext
 from shared.tools.context import require_agent
 
 router = APIRouter(tags=["tools"])
@@ -49,6 +49,11 @@ async def call_tool(
     if tool is None:
         raise ApiError(404, "not_found", f"Tool not available: {name}", "tool")
     ctx = _caller(services, principal, session_key, run_id)
+    with logs.bound(session_key=ctx.caller_key, run_id=run_id):
+        return await _call(services, tool, ctx, args)
+
+
+async def _call(services: Services, tool: Tool, ctx: ToolContext, args: dict[str, Any]) -> Wire:
     refused = tool.refusal(ctx)
     if refused is not None:
         return refused

@@ -110,7 +110,9 @@ def _snapshot(stack: Stack) -> dict[str, Any]:
     redis = stack.redis()
     try:
         wait_for(lambda: redis.zcard("clawbus:lanes:due") == 0, 30, what="all lanes to drain")
-        keys = sorted(k for k in redis.keys("clawbus:*") if not k.startswith("clawbus:worker:"))
+        # Heartbeats (workers, the reaper) change with time, not with requests.
+        beats = ("clawbus:worker:", "clawbus:reaper:")
+        keys = sorted(k for k in redis.keys("clawbus:*") if not k.startswith(beats))
         return {key: redis.dump(key) for key in keys} | {
             "queues": [redis.llen(q) for q in ("runs", "nested")]
         }

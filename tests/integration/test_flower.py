@@ -10,9 +10,8 @@ import httpx
 
 from api.client import Client
 from api.embedded import free_port
-from shared.models import SendResult
 from tests.integration.conftest import TOKEN, Fresh
-from tests.integration.test_flows import chat, finished, unique
+from tests.integration.test_flows import finished, start_exchange
 from tests.support.processes import Role, wait_for
 
 AUTH = ("ops", "flower-secret")
@@ -33,14 +32,9 @@ def test_flower_shows_a_flows_tasks_linked_to_its_root(fresh: Fresh) -> None:
         wait_for(lambda: _get(f"{base}/healthcheck") == "OK", 30, what="Flower to answer")
         assert httpx.get(f"{base}/api/tasks").status_code == 401  # its basic auth is on
         with Client(url, TOKEN) as client:
-            requester, ann = unique("main")
-            target, bob = unique("research")
-            chat(client, requester, ann)
-            chat(client, target, bob)
-            sent = client.sessions_send(target, "ping", timeout_seconds=20, caller=requester)
-            assert isinstance(sent, SendResult)
-            assert sent.flow_id is not None
-            finished(client, sent.flow_id)
+            exchange = start_exchange(client, "main", "research", "ping", timeout_seconds=20)
+            sent, target = exchange.sent, exchange.target
+            finished(client, exchange.flow_id)
 
         def flow_tasks() -> dict[str, dict[str, Any]] | None:
             tasks: dict[str, dict[str, Any]] = httpx.get(f"{base}/api/tasks", auth=AUTH).json()

@@ -12,9 +12,9 @@ from shared.clock import FixedClock
 from shared.config import Config
 from shared.models import Delivery
 from shared.store import Store
-from shared.store.codec import encode
 from tests.conftest import make_config
 from tests.support.fake_http import fake_server
+from tests.support.flows import stored_flow
 
 FLOW = "6f1c1a9e-0000-4000-8000-000000000001"
 
@@ -27,20 +27,7 @@ def setup(url: str, **delivery_settings: Any) -> tuple[Config, Store]:
         }
     )
     store = Store(fakeredis.FakeRedis(decode_responses=True), config, FixedClock())
-    flow = flows.new_flow(
-        config,
-        run_id=FLOW,
-        requester_key="agent:main:cron:a",
-        requester=None,
-        target_key="agent:main:main",
-        target=None,
-        message="m",
-        timeout_seconds=0,
-        chain_id=FLOW,
-        hops=0,
-        now=1,
-    )
-    store.redis.hset(store.keys.flow(FLOW), mapping=encode(flow))
+    stored_flow(config, store, FLOW)
     store.flows.create_delivery(
         Delivery(
             delivery_id=flows.delivery_id(FLOW),

@@ -6,26 +6,9 @@ from shared import flows
 from shared.config import Config
 from shared.models import Delivery
 from shared.store import Store
-from shared.store.codec import encode
+from tests.support.flows import stored_flow
 
 FLOW = "6f1c1a9e-0000-4000-8000-0000000000aa"
-
-
-def a_flow(config: Config, store: Store) -> None:
-    flow = flows.new_flow(
-        config,
-        run_id=FLOW,
-        requester_key="agent:main:cron:a",
-        requester=None,
-        target_key="agent:main:main",
-        target=None,
-        message="m",
-        timeout_seconds=0,
-        chain_id=FLOW,
-        hops=1,
-        now=1,
-    )
-    store.redis.hset(store.keys.flow(FLOW), mapping=encode(flow))
 
 
 def a_delivery() -> Delivery:
@@ -44,14 +27,14 @@ def a_delivery() -> Delivery:
 def test_creating_a_delivery_marks_its_flow_pending_and_puts_it_on_the_reapers_schedule(
     config: Config, store: Store
 ) -> None:
-    a_flow(config, store)
+    stored_flow(config, store, FLOW)
     assert store.flows.create_delivery(a_delivery(), due_in_ms=5_000)
     assert store.redis.hget(store.keys.flow(FLOW), "deliveryStatus") == "pending"
     assert store.redis.zscore(store.keys.flows_due(), FLOW) == store.clock.now_ms() + 5_000
 
 
 def test_a_repeated_create_changes_nothing_once_the_delivery_has_ended(config: Config, store: Store) -> None:
-    a_flow(config, store)
+    stored_flow(config, store, FLOW)
     store.flows.create_delivery(a_delivery(), due_in_ms=5_000)
     store.flows.finish_delivery(a_delivery(), "delivered")
     assert not store.flows.create_delivery(a_delivery(), due_in_ms=5_000)

@@ -1,0 +1,25 @@
+"""A stored sessions_send flow for unit tests that need one to hang deliveries on."""
+
+from __future__ import annotations
+
+from shared import flows
+from shared.config import Config
+from shared.store import Store
+from shared.store.codec import encode
+
+
+def stored_flow(config: Config, store: Store, flow_id: str, target_key: str = "agent:main:main") -> None:
+    flow = flows.new_flow(
+        config,
+        run_id=flow_id,
+        requester_key="agent:main:cron:a",
+        requester=None,
+        target_key=target_key,
+        target=None,
+        message="m",
+        timeout_seconds=0,
+        chain_id=flow_id,
+        hops=1,
+        now=1,
+    )
+    store.redis.hset(store.keys.flow(flow_id), mapping=encode(flow))

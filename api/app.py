@@ -70,7 +70,25 @@ def create_app(
     for router in (*routers, channels.router, status.router):
         app.include_router(router)
     app.router.routes.append(Route("/mcp", endpoint=mcp, methods=["GET", "POST", "DELETE"]))
+    _publish_configured_choices(app, config)
     return app
+
+
+def _publish_configured_choices(app: FastAPI, config: Config) -> None:
+    """What this deployment accepts depends on its configuration (the model refs a session may use); the
+    published schema says so, so a generated client and a fuzzer see the same rules the server applies."""
+    build = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            schema = build()
+            patch = schema["components"]["schemas"].get("SessionPatchBody", {}).get("properties", {})
+            if "model" in patch:
+                patch["model"] = {"anyOf": [{"enum": sorted(config.models.refs())}, {"type": "null"}]}
+            app.openapi_schema = schema
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
 
 def _release_waits_on_stop(waiter: RunWaiter) -> None:

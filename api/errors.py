@@ -12,13 +12,13 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from fastapi.routing import APIRoute
 from pydantic import BaseModel, Field, ValidationError
-from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import TimeoutError as RedisTimeoutError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from api.waits import ShuttingDown
 from shared.errors import first_invalid
+from shared.store import UNAVAILABLE
 
 log = logging.getLogger(__name__)
 
@@ -87,7 +87,7 @@ def install(app: FastAPI) -> None:
         return validation_response(exc.errors())
 
     @app.exception_handler(StarletteHTTPException)
-    async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         kinds = {
             401: "unauthorized",
             403: "forbidden",
@@ -95,21 +95,34 @@ def install(app: FastAPI) -> None:
             405: "method_not_allowed",
             413: "too_large",
         }
+        headers = dict(exc.headers) if exc.headers else {}
+        if exc.status_code == 405:
+            headers["Allow"] = ", ".join(_allowed_methods(request))
         return error_response(
             exc.status_code,
             kinds.get(exc.status_code, "http_error"),
             str(exc.detail),
-            headers=dict(exc.headers) if exc.headers else None,
+            headers=headers or None,
         )
 
     @app.exception_handler(ShuttingDown)
     async def _stopping(_: Request, exc: ShuttingDown) -> JSONResponse:
         return error_response(503, "unavailable", str(exc), headers={"Retry-After": "1"}, run_id=exc.run_id)
 
-    @app.exception_handler(RedisConnectionError)
-    @app.exception_handler(RedisTimeoutError)
     async def _redis_down(_: Request, exc: Exception) -> JSONResponse:
         log.error("redis unavailable: %s", exc)
         return error_response(
             503, "unavailable", "the store is unavailable; retry shortly", headers={"Retry-After": "1"}
         )
+
+    for unavailable in UNAVAILABLE:
+        app.add_exception_handler(unavailable, _redis_down)
+
+
+def _allowed_methods(request: Request) -> list[str]:
+    """Every method the path answers to, over all its routes: Starlette names only the first route's."""
+    methods: set[str] = set()
+    for route in request.app.routes:
+        if isinstance(route, APIRoute) and route.methods and route.path_regex.match(request.url.path):
+            methods |= route.methods
+    return sorted(methods)

@@ -37,10 +37,17 @@ class FleetCollector(Collector):
         )
         for status, count in sorted(figures.deliveries.items()):
             deliveries.add_metric([status], count)
+        ended = CounterMetricFamily(
+            "clawbus_flows_ended",
+            "Send and spawn flows that ended: completed, or what cut them short.",
+            labels=["reason"],
+        )
+        for reason, count in sorted(figures.flows_ended.items()):
+            ended.add_metric([reason], count)
         depth = GaugeMetricFamily("clawbus_queue_depth", "Messages waiting in a queue.", labels=["queue"])
         for queue, count in figures.queue_depths.items():
             depth.add_metric([queue], count)
-        yield from (created, finished, deliveries, depth)
+        yield from (created, finished, deliveries, ended, depth)
         yield GaugeMetricFamily(
             "clawbus_workers_alive", "Workers with a live heartbeat.", len(figures.workers)
         )

@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.alias_generators import to_camel
 
 from shared.models import THINKING_LEVELS
+from shared.text import CONTROL_CLASS, has_control_characters
 
 
 class InvokeRequest(BaseModel):
@@ -32,10 +33,16 @@ class SessionPatchBody(BaseModel):
 
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
 
-    label: str | None = Field(None, min_length=1, max_length=128)
-    send_policy: str | None = None
+    label: str | None = Field(
+        None,
+        min_length=1,
+        max_length=128,
+        # No surrounding whitespace and no control characters, said in the schema as the check does.
+        pattern=rf"^[^\s{CONTROL_CLASS}](?:[^{CONTROL_CLASS}]*[^\s{CONTROL_CLASS}])?$",
+    )
+    send_policy: str | None = Field(None, json_schema_extra={"enum": ["allow", "deny", None]})
     model: str | None = Field(None, min_length=1, max_length=256)
-    thinking_level: str | None = None
+    thinking_level: str | None = Field(None, json_schema_extra={"enum": [*THINKING_LEVELS, None]})
 
     @field_validator("send_policy")
     @classmethod
@@ -54,7 +61,7 @@ class SessionPatchBody(BaseModel):
     @field_validator("label")
     @classmethod
     def _label(cls, value: str | None) -> str | None:
-        if value is not None and (value != value.strip() or any(ord(c) < 32 for c in value)):
+        if value is not None and (value != value.strip() or has_control_characters(value)):
             raise ValueError("must not have surrounding whitespace or control characters")
         return value
 

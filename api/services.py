@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from redis.asyncio import Redis as AsyncRedis
-from redis.asyncio.retry import Retry as AsyncRetry
-
 from api.waits import RunWaiter
 from shared.config import Config
-from shared.store import RETRIES, RETRY_ON, Store, backoff
+from shared.dispatch import Dispatcher
+from shared.store import Store
+from shared.store.live import LiveStore
 from workers.celery_app import create_app
 from workers.dispatch import CeleryDispatcher
 
@@ -20,30 +19,21 @@ WAITS_CLIENT_NAME = "clawbus-api-waits"
 class Services:
     config: Config
     store: Store
-    dispatcher: CeleryDispatcher
+    dispatcher: Dispatcher
     waiter: RunWaiter
-    async_redis: AsyncRedis
+    live: LiveStore
 
     @classmethod
     def build(cls, config: Config) -> Services:
         store = Store.from_config(config)
-        # Named, so an operator (or a test) can tell the waits' pub/sub connection apart in CLIENT LIST.
-        async_redis = AsyncRedis.from_url(
-            config.redis.url,
-            decode_responses=True,
-            socket_keepalive=True,
-            socket_connect_timeout=5,
-            client_name=WAITS_CLIENT_NAME,
-            retry=AsyncRetry(backoff(), RETRIES),
-            retry_on_error=RETRY_ON,
-        )
+        live = LiveStore(config.redis.url, store.keys, client_name=WAITS_CLIENT_NAME)
         dispatcher = CeleryDispatcher(create_app(config))
-        return cls(config, store, dispatcher, RunWaiter(async_redis, store.keys), async_redis)
+        return cls(config, store, dispatcher, RunWaiter(live), live)
 
     async def start(self) -> None:
         await self.waiter.start()
 
     async def close(self) -> None:
         await self.waiter.close()
-        await self.async_redis.aclose()
+        await self.live.close()
         self.store.redis.close()

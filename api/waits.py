@@ -16,24 +16,18 @@ truth is the run hash, the channel is only the wake-up.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
 from prometheus_client import Histogram
-from redis.asyncio import Redis
-from redis.asyncio.client import PubSub
-from redis.exceptions import RedisError
 
 from shared.models import Run
-from shared.store.codec import decode
-from shared.store.keys import RedisKeys
+from shared.store.live import Ended, LiveStore, Reconnected, RunSignals, Signal, SignalsLost, Subscribed
 
 log = logging.getLogger(__name__)
 
-_BARRIER = "clawbus-resubscribed"
 _RECONNECT_PAUSE_S = 0.5
 
 
@@ -57,16 +51,14 @@ class _Pending:
 
 
 class RunWaiter:
-    def __init__(self, client: Redis, keys: RedisKeys) -> None:
-        self._redis = client
-        self._keys = keys
+    def __init__(self, live: LiveStore) -> None:
+        self._live = live
+        # Pending waits by run id.
         self._pending: dict[str, _Pending] = {}
-        self._pubsub: PubSub | None = None
+        self._signals: RunSignals | None = None
         self._reader: asyncio.Task[None] | None = None
         self._unsubscribing: set[asyncio.Task[None]] = set()
         self._stopping = asyncio.Event()
-        # Subscribed for the process's lifetime, so the connection is always in pub/sub mode.
-        self._home = keys.waiter_channel(uuid.uuid4().hex)
         # Not in any registry: /metrics collects it with the rest (api.metrics).
         self.wait_seconds = Histogram(
             "clawbus_wait_seconds",
@@ -86,23 +78,20 @@ class RunWaiter:
         self._stopping.set()
 
     async def start(self) -> None:
-        pubsub = self._redis.pubsub()
-        await pubsub.subscribe(self._home)
-        assert pubsub.connection is not None
-        pubsub.connection.register_connect_callback(self._on_connect)
-        self._pubsub = pubsub
+        signals = self._live.signals()
+        await signals.open(uuid.uuid4().hex)
+        self._signals = signals
         self._reader = asyncio.create_task(self._read_forever(), name="clawbus-run-waiter")
 
     async def close(self) -> None:
         if self._reader:
             self._reader.cancel()
             await asyncio.gather(self._reader, return_exceptions=True)
-        if self._pubsub:
-            await self._pubsub.aclose()
+        if self._signals:
+            await self._signals.close()
 
     async def read(self, run_id: str) -> Run | None:
-        fields = await self._redis.hgetall(self._keys.run(run_id))
-        return decode(Run, fields) if fields else None
+        return await self._live.read_run(run_id)
 
     async def wait(self, run_id: str, timeout: float) -> Run | None:
         """The run once terminal, else (after ``timeout`` s) the run as it is; None if it does not exist."""
@@ -153,101 +142,80 @@ class RunWaiter:
     # -- subscriptions --
 
     async def _acquire(self, run_id: str) -> _Pending:
-        channel = self._keys.run_done_channel(run_id)
-        pending = self._pending.get(channel)
+        pending = self._pending.get(run_id)
         if pending is None:
-            pending = self._pending[channel] = _Pending(run_id)
+            pending = self._pending[run_id] = _Pending(run_id)
         pending.waiters += 1
         if pending.waiters == 1:
-            await self._subscribe(channel, pending)
+            await self._subscribe(pending)
         return pending
 
-    async def _subscribe(self, channel: str, pending: _Pending) -> None:
-        assert self._pubsub is not None
+    async def _subscribe(self, pending: _Pending) -> None:
+        assert self._signals is not None
         pending.unconfirmed += 1
-        try:
-            await self._pubsub.subscribe(channel)
-        except RedisError:
+        if not await self._signals.subscribe(pending.run_id):
             # Not fatal: the reconnect barrier re-subscribes and re-reads, and the deadline read still
             # answers with the run's true state.
-            log.warning("subscribe to %s failed; waiting for the pub/sub connection to return", channel)
+            log.warning("subscribe to run %s failed; waiting for pub/sub to return", pending.run_id)
 
     def _release(self, run_id: str, pending: _Pending) -> None:
-        channel = self._keys.run_done_channel(run_id)
         pending.waiters -= 1
-        if pending.waiters == 0 and self._pending.get(channel) is pending:
-            del self._pending[channel]
+        if pending.waiters == 0 and self._pending.get(run_id) is pending:
+            del self._pending[run_id]
             # Off the answer's path: the caller need not wait for Redis to drop the subscription.
-            task = asyncio.get_running_loop().create_task(self._unsubscribe(channel))
+            task = asyncio.get_running_loop().create_task(self._unsubscribe(run_id))
             self._unsubscribing.add(task)
             task.add_done_callback(self._unsubscribing.discard)
 
-    async def _unsubscribe(self, channel: str) -> None:
-        if channel in self._pending:  # a new waiter took the channel over meanwhile: keep it
+    async def _unsubscribe(self, run_id: str) -> None:
+        if run_id in self._pending:  # a new waiter took the run over meanwhile: keep it
             return
-        assert self._pubsub is not None
-        try:
-            await self._pubsub.unsubscribe(channel)
-        except RedisError:
-            log.debug("unsubscribe from %s failed; the next reconnect drops it", channel)
+        assert self._signals is not None
+        if not await self._signals.unsubscribe(run_id):
+            log.debug("unsubscribe from run %s failed; the next reconnect drops it", run_id)
 
     # -- the reader --
 
     async def _read_forever(self) -> None:
-        assert self._pubsub is not None
+        assert self._signals is not None
         while True:
             try:
-                message = await self._pubsub.get_message(timeout=None)
-            except asyncio.CancelledError:
-                raise
-            except (RedisError, OSError) as exc:
+                signal = await self._signals.receive()
+            except SignalsLost as exc:
                 log.warning("pub/sub connection lost (%s); reconnecting", exc)
                 await asyncio.sleep(_RECONNECT_PAUSE_S)
                 continue
-            if message is not None:
-                await self._handle(message)
+            if signal is not None:
+                await self._handle(signal)
 
-    async def _handle(self, message: dict[str, Any]) -> None:
-        kind, channel = message["type"], message.get("channel")
-        if kind == "message":
-            pending = self._pending.get(channel) if channel else None
-            if pending:
-                pending.run = _published_run(message.get("data"))
-                pending.ended.set()
-        elif kind == "subscribe":
-            pending = self._pending.get(channel) if channel else None
-            if pending and pending.unconfirmed > 0:
-                pending.unconfirmed -= 1
-                if pending.unconfirmed == 0:
-                    pending.confirmed.set()
-        elif kind == "pong" and message.get("data") == _BARRIER:
+    async def _handle(self, signal: Signal) -> None:
+        if isinstance(signal, Reconnected):
             await self._recheck_all()
-
-    async def _on_connect(self, connection: Any) -> None:
-        """Runs after redis-py's own re-subscribe on every (re)connect of the pub/sub connection."""
-        await connection.send_command("PING", _BARRIER)
+            return
+        pending = self._pending.get(signal.run_id)
+        if pending is None:
+            return
+        if isinstance(signal, Ended):
+            pending.run = signal.run
+            pending.ended.set()
+        elif isinstance(signal, Subscribed) and pending.unconfirmed > 0:
+            pending.unconfirmed -= 1
+            if pending.unconfirmed == 0:
+                pending.confirmed.set()
 
     async def _recheck_all(self) -> None:
-        assert self._pubsub is not None
-        subscribed = {c.decode() if isinstance(c, bytes) else c for c in self._pubsub.channels}
-        for channel, pending in list(self._pending.items()):
-            if channel not in subscribed:
-                await self._subscribe(channel, pending)
+        assert self._signals is not None
+        subscribed = self._signals.subscribed()
+        for run_id, pending in list(self._pending.items()):
+            if run_id not in subscribed:
+                await self._subscribe(pending)
                 continue
             pending.unconfirmed = 0
             pending.confirmed.set()
             try:
-                run = await self.read(pending.run_id)
-            except RedisError:
+                run = await self.read(run_id)
+            except Exception:  # Redis away again: the next reconnect, or the deadline read, answers
                 continue
             if run is None or run.status.terminal:
                 pending.run = run
                 pending.ended.set()
-
-
-def _published_run(data: Any) -> Run | None:
-    try:
-        fields = json.loads(data)
-        return decode(Run, fields) if isinstance(fields, dict) else None
-    except ValueError:  # not a payload we understand: the hash is read instead
-        return None

@@ -1,7 +1,7 @@
 """``python -m bench`` (``make bench``): clawbus's figures next to bare Celery on the same Redis, same run.
 
-``--quick`` runs small sizes as a smoke test; ``--only send|throughput|list|exchange|spawn`` (repeatable)
-picks figures.
+``--quick`` runs small sizes as a smoke test; ``--only FIGURE`` (repeatable: send, throughput, list,
+exchange, spawn, loop, model, backlog) picks figures.
 """
 
 from __future__ import annotations
@@ -13,15 +13,15 @@ import shutil
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from bench import agent_loop, exchange, list_latency, send_latency, spawn, throughput
+from bench import agent_loop, backlog, exchange, list_latency, model_bound, send_latency, spawn, throughput
 from bench.report import Section, render, to_json, write
 from bench.stack import Stack, stack
 
-FIGURES = ("send", "throughput", "list", "exchange", "spawn", "loop")
+FIGURES = ("send", "throughput", "list", "exchange", "spawn", "loop", "model", "backlog")
 
 
 @dataclass(frozen=True)
@@ -42,10 +42,50 @@ class Sizes:
     burst: int
     loop_runs: int
     loop_warmup: int
+    model: model_bound.Params
+    backlog: backlog.Params
 
 
-FULL = Sizes(200, 20, 2000, 16, 200, 1_000, 100_000, 200, 20, 30, 3, 30, 3, 200, 100, 10)
-QUICK = Sizes(50, 10, 300, 16, 100, 1_000, 10_000, 50, 10, 5, 1, 5, 1, 20, 20, 3)
+FULL = Sizes(
+    send_calls=200,
+    send_warmup=20,
+    runs=2000,
+    threads=16,
+    sessions=200,
+    list_small=1_000,
+    list_large=100_000,
+    list_calls=200,
+    list_warmup=20,
+    exchanges=30,
+    exchange_warmup=3,
+    spawns=30,
+    spawn_warmup=3,
+    burst=200,
+    loop_runs=100,
+    loop_warmup=10,
+    model=model_bound.Params(runs=1000, sessions=500),
+    # 200 exchanges of two 2 s model calls on 5 threads: 160 s of work, steps queued over three 30 s bounds.
+    backlog=backlog.Params(sends=200, model_seconds=2.0, concurrency=5),
+)
+QUICK = replace(
+    FULL,
+    send_calls=50,
+    send_warmup=10,
+    runs=300,
+    sessions=100,
+    list_large=10_000,
+    list_calls=50,
+    list_warmup=10,
+    exchanges=5,
+    exchange_warmup=1,
+    spawns=5,
+    spawn_warmup=1,
+    burst=20,
+    loop_runs=20,
+    loop_warmup=3,
+    model=model_bound.Params(runs=200, sessions=100),
+    backlog=backlog.Params(sends=40, model_seconds=0.5, concurrency=2),
+)
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -64,6 +104,10 @@ def measure(figure: str, running: Stack, sizes: Sizes) -> Section:
         return spawn.run(running, sizes.spawns, sizes.spawn_warmup, sizes.burst)
     if figure == "loop":
         return agent_loop.run(running, sizes.loop_runs, sizes.loop_warmup)
+    if figure == "model":
+        return model_bound.run(running, sizes.model)
+    if figure == "backlog":
+        return backlog.run(running, sizes.backlog)
     if figure == "exchange":
         return exchange.run(running, sizes.exchanges, sizes.exchange_warmup)
     return list_latency.run(running, sizes.list_small, sizes.list_large, sizes.list_calls, sizes.list_warmup)

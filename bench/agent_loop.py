@@ -22,38 +22,14 @@ from bench.stack import Stack
 from bench.stats import Latency
 from shared.config import Config
 from shared.execution import Attempt, execute
-from shared.models import SendResult
 from shared.store import Store
-from shared.store.runs import LaneHead
-from shared.tools import TOOLS, ToolContext
+from shared.tools.context import ToolContext
+from shared.tools.registry import TOOLS
+from shared.tools.send_schema import SendResult
 from tests.support.fake_openai import FakeOpenAI, fake_openai, text, tool
+from workers.testing import InlineDispatcher
 
 STEPS = 4
-
-
-class _Collected:
-    """The runs a tool call would enqueue: this benchmark executes them itself, in order."""
-
-    def __init__(self) -> None:
-        self.heads: list[LaneHead] = []
-
-    def dispatch_run(self, head: LaneHead) -> None:
-        self.heads.append(head)
-
-    def reply_turn(self, flow_id: str, turn: int) -> None:
-        return None
-
-    def announce(self, flow_id: str) -> None:
-        return None
-
-    def deliver(self, flow_id: str) -> None:
-        return None
-
-    def spawn(self, head: LaneHead) -> None:
-        self.heads.append(head)
-
-    def subagent_announce(self, flow_id: str) -> None:
-        return None
 
 
 def _config(server: FakeOpenAI) -> Config:
@@ -74,7 +50,8 @@ def _script(server: FakeOpenAI) -> None:
 def clawbus_steps(stack: Stack, server: FakeOpenAI, runs: int, warmup: int) -> Latency:
     config = _config(server)
     store = Store(redis.Redis.from_url(stack.redis_url, decode_responses=True), config)
-    dispatcher = _Collected()
+    # Collects what a tool call would enqueue: this benchmark executes the runs itself, in order.
+    dispatcher = InlineDispatcher()
     operator = ToolContext.for_caller(config, store, dispatcher, "agent:main:webchat:direct:bench")
     per_step: list[float] = []
     for i in range(warmup + runs):

@@ -16,7 +16,7 @@ from bench import bare_celery
 from bench.report import Row, Section, Target
 from bench.stack import Stack, bare_workers, clawbus_workers
 from bench.stats import Latency, timed_calls
-from shared.models import SendResult
+from shared.tools.send_schema import SendResult
 
 TARGET = Target("<=", 2.0)
 HOPS = 7

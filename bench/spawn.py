@@ -15,7 +15,8 @@ from bench import bare_celery
 from bench.report import Row, Section
 from bench.stack import Stack, bare_workers, clawbus_workers
 from bench.stats import Latency, timed_calls
-from shared.models import Flow, SpawnResult
+from shared.models import Flow
+from shared.tools.spawn_schema import SpawnResult
 
 HOPS = 3
 TIMEOUT_S = 120.0

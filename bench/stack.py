@@ -7,11 +7,10 @@ Celery baseline's) are started per measurement so the two never compete for the 
 from __future__ import annotations
 
 import os
-import signal
 import sys
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager, suppress
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,22 +20,15 @@ import redis
 from celery import Celery
 
 from api.client import ClawbusError, Client
-from api.embedded import free_port
 from bench import bare_celery
 from shared.config import Config, load_config
+from shared.processes import free_port, wait_for
 from shared.store.keys import RedisKeys
-from tests.support.processes import (
-    RedisServer,
-    Role,
-    role_env,
-    stop_process,
-    wait_for,
-    write_config,
-)
+from tests.support.processes import RedisServer, Role, role_env, write_config
 
 TOKEN = "bench-token"
 # Echo runtime (the default model) for the one agent: the figures measure clawbus, not a model. Five
-# reply-back turns: figure 4 times the longest exchange SPEC allows.
+# reply-back turns: figure 4 times the longest exchange the contract allows.
 CLAWBUS_CONFIG: dict[str, Any] = {
     "agents": {"list": [{"id": "main", "default": True}]},
     "session": {"agentToAgent": {"maxPingPongTurns": 5}},
@@ -44,8 +36,8 @@ CLAWBUS_CONFIG: dict[str, Any] = {
 }
 READY_TIMEOUT_S = 60.0
 STOP_GRACE_S = 15.0
-# The API as an operator runs it on this machine: a process per core (DESIGN: "api, N processes"). One
-# process tops out near one core's worth of requests, which two workers outrun.
+# The API as an operator runs it on this machine: a process per core (docs/architecture.md). One process
+# tops out near one core's worth of requests, which two workers outrun.
 API_PROCESSES = 2
 # Per-task INFO lines would be a cost the bare worker does not pay.
 WORKER_LOGLEVEL = "WARNING"
@@ -85,11 +77,21 @@ def stack(root: Path) -> Iterator[Stack]:
 
 
 @contextmanager
+def model_stack(stack: Stack, config: dict[str, Any]) -> Iterator[Stack]:
+    """The run's Redis with a configuration of its own (agents on slow models) and an API process that
+    reads it; workers are started on it as on the run's stack."""
+    config_path = write_config(stack.root, config)
+    env = role_env(stack.redis_url, config_path, stack.root / "home", TOKEN)
+    with _api(env, stack.root, processes=1) as url:
+        yield Stack(stack.root, stack.redis_url, env, url, load_config(config_path, env))
+
+
+@contextmanager
 def clawbus_workers(stack: Stack, count: int) -> Iterator[None]:
     """``count`` worker processes, each a prefork pool of one, consuming every clawbus queue."""
     with ExitStack() as workers:
         for _ in range(count):
-            workers.enter_context(_clawbus_worker(stack))
+            workers.enter_context(clawbus_worker(stack, "--concurrency=1", "--pool=prefork"))
         yield
 
 
@@ -107,22 +109,25 @@ def bare_workers(stack: Stack, count: int, events: bool = False) -> Iterator[Cel
 
 
 @contextmanager
-def _clawbus_worker(stack: Stack) -> Iterator[None]:
+def clawbus_worker(stack: Stack, *options: str) -> Iterator[Role]:
+    """One clawbus worker process with ``options`` (none: the defaults a user gets)."""
     name = f"bench-{uuid.uuid4().hex[:8]}"
     argv = [
         sys.executable,
         "-m",
         "api.cli",
         "worker",
-        "--concurrency=1",
-        "--pool=prefork",
+        *options,
         f"--name={name}@%h",
         f"--loglevel={WORKER_LOGLEVEL}",
     ]
     role = Role(argv, stack.env, stack.root / f"{name}.log")
     heartbeat = f"{stack.keys.worker_heartbeat(name)}@*"
-    with stack.redis() as client, _running(role, lambda: bool(client.keys(heartbeat)), f"worker {name}"):
-        yield
+    with (
+        stack.redis() as client,
+        _running(role, lambda: bool(client.keys(heartbeat)), f"worker {name}") as running,
+    ):
+        yield running
 
 
 @contextmanager
@@ -159,9 +164,9 @@ def _bare_worker(stack: Stack, app: Celery, events: bool) -> Iterator[None]:
 
 
 @contextmanager
-def _api(env: dict[str, str], root: Path) -> Iterator[str]:
+def _api(env: dict[str, str], root: Path, processes: int = API_PROCESSES) -> Iterator[str]:
     port = free_port()
-    argv = [sys.executable, "-m", "api.cli", "api", f"--port={port}", f"--workers={API_PROCESSES}"]
+    argv = [sys.executable, "-m", "api.cli", "api", f"--port={port}", f"--workers={processes}"]
     role = Role(argv, env, root / f"api-{port}.log")
     url = f"http://127.0.0.1:{port}"
 
@@ -182,26 +187,9 @@ def _running(role: Role, ready: Callable[[], bool], what: str) -> Iterator[Role]
     """Start ``role``, wait (with a deadline) until ``ready``, and stop it however the block ends."""
     role.start()
     try:
-        wait_for(lambda: ready() or _exited(role), READY_TIMEOUT_S, what=f"{what} ready")
-        if _exited(role):
+        wait_for(lambda: ready() or role.exited(), READY_TIMEOUT_S, what=f"{what} ready")
+        if role.exited():
             raise RuntimeError(f"{what} exited early:\n{role.output()[-3000:]}")
         yield role
     finally:
-        _stop(role)
-
-
-def _exited(role: Role) -> bool:
-    return role.process is not None and role.process.poll() is not None
-
-
-def _stop(role: Role) -> None:
-    process = role.process
-    if process is None:
-        return
-    try:
-        stop_process(process, STOP_GRACE_S)
-    finally:
-        role.process = None
-        # A prefork child outlives a main process that had to be SIGKILLed; it is in the group we created.
-        with suppress(ProcessLookupError, PermissionError):
-            os.killpg(process.pid, signal.SIGKILL)
+        role.stop(STOP_GRACE_S)

@@ -11,27 +11,21 @@ which would load Redis and the CPUs the workers need.
 
 from __future__ import annotations
 
-import http.client
-import json
-import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
-from typing import TypeVar
-from urllib.parse import urlsplit
 
 import redis
 from redis.client import PubSub
 
 from bench import bare_celery
+from bench.load import Poster, fan_out, posters
 from bench.report import Row, Section, Target
-from bench.stack import TOKEN, Stack, bare_workers, clawbus_workers
+from bench.stack import Stack, bare_workers, clawbus_workers
 from shared.models import RunStatus
 
-T = TypeVar("T")
 TARGET = Target(">=", 0.5)
 TERMINAL = frozenset(status.value for status in RunStatus if status.terminal)
 POLL_S = 0.1
@@ -77,7 +71,7 @@ def _clawbus_batch(stack: Stack, client: redis.Redis, params: Params, total: int
     # A fresh set of sessions per batch: transcripts left by an earlier batch would make runs dearer.
     tag = uuid.uuid4().hex[:6]
 
-    def send(poster: _Poster, i: int) -> str:
+    def send(poster: Poster, i: int) -> str:
         key = f"agent:main:cron:tput-{tag}-{i % params.sessions}"
         result = poster.post(f"/v1/sessions/{key}/messages", {"message": "ping", "timeoutSeconds": 0})
         if result.get("status") != "accepted":
@@ -85,9 +79,9 @@ def _clawbus_batch(stack: Stack, client: redis.Redis, params: Params, total: int
         return str(result["runId"])
 
     timeout_s = params.drain_timeout_s()
-    with _completions(stack, client) as completions, _posters(stack) as poster_for_thread:
+    with _completions(stack, client) as completions, posters(stack) as poster_for_thread:
         started = time.time()
-        run_ids = _fan_out(lambda i: send(poster_for_thread(), i), total, params.threads)
+        run_ids = fan_out(lambda i: send(poster_for_thread(), i), total, params.threads)
         submitted = time.time()
         _hear_all(completions, stack.keys.run_done_channel(""), run_ids, timeout_s)
     ended = _runs_ended(stack, client, run_ids, timeout_s)
@@ -157,7 +151,7 @@ def bare_rate(stack: Stack, workers: int, params: Params, events: bool = False) 
 def _bare_batch(client: redis.Redis, enqueue: Callable[[int], object], params: Params, total: int) -> Rate:
     client.delete(bare_celery.DONE_KEY, bare_celery.LAST_KEY)
     started = time.time()
-    _fan_out(enqueue, total, params.threads)
+    fan_out(enqueue, total, params.threads)
     submitted = time.time()
     deadline = time.monotonic() + params.drain_timeout_s()
     while int(client.get(bare_celery.DONE_KEY) or 0) < total:
@@ -166,56 +160,6 @@ def _bare_batch(client: redis.Redis, enqueue: Callable[[int], object], params: P
         time.sleep(POLL_S)
     ended = float(client.get(bare_celery.LAST_KEY) or 0)
     return Rate.of(total, started, submitted, ended)
-
-
-def _fan_out(call: Callable[[int], T], total: int, threads: int) -> list[T]:
-    with ThreadPoolExecutor(threads, thread_name_prefix="bench-submit") as pool:
-        return list(pool.map(call, range(total)))
-
-
-class _Poster:
-    """One keep-alive HTTP connection, as lean as a load generator can be: it shares the two CPUs with
-    what it measures, and every millisecond it spends (httpx takes about four times this) is one the
-    API and the workers do not get. The bare baseline's producer is Celery's own ``delay``."""
-
-    def __init__(self, api_url: str, token: str) -> None:
-        url = urlsplit(api_url)
-        self._connection = http.client.HTTPConnection(url.hostname or "127.0.0.1", url.port or 80)
-        self._headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
-
-    def post(self, path: str, body: dict[str, object]) -> dict[str, object]:
-        self._connection.request("POST", path, json.dumps(body), self._headers)
-        response = self._connection.getresponse()
-        payload = response.read()
-        if response.status != 200:
-            raise RuntimeError(f"POST {path}: HTTP {response.status}: {payload[:300]!r}")
-        answer: dict[str, object] = json.loads(payload)
-        return answer
-
-    def close(self) -> None:
-        self._connection.close()
-
-
-@contextmanager
-def _posters(stack: Stack) -> Iterator[Callable[[], _Poster]]:
-    """One connection per submitting thread, all closed at the end."""
-    local = threading.local()
-    made: list[_Poster] = []
-    lock = threading.Lock()
-
-    def for_thread() -> _Poster:
-        poster: _Poster | None = getattr(local, "poster", None)
-        if poster is None:
-            poster = local.poster = _Poster(stack.api_url, TOKEN)
-            with lock:
-                made.append(poster)
-        return poster
-
-    try:
-        yield for_thread
-    finally:
-        for poster in made:
-            poster.close()
 
 
 def run(stack: Stack, params: Params, worker_counts: tuple[int, ...] = (1, 2)) -> Section:

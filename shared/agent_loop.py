@@ -12,6 +12,7 @@ finds what the first one made.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,10 +24,17 @@ from shared.config import Config
 from shared.dispatch import Dispatcher
 from shared.errors import ToolError, first_invalid
 from shared.models import Message, Run, TextBlock, ToolCallBlock, ToolFailure, Usage, Wire
+from shared.redaction import redact
 from shared.runtime.base import AgentRuntime, RunTimedOut, StepRequest
 from shared.store import Store
 from shared.submit import AwaitRun
-from shared.tools import TOOLS, ToolContext
+from shared.tools.context import ToolContext
+from shared.tools.registry import TOOLS
+
+log = logging.getLogger(__name__)
+
+# How much of a model's reply a debug line shows (redacted): enough to tell runs apart.
+PREVIEW_CHARS = 80
 
 
 class PendingWait(BaseModel):
@@ -74,7 +82,7 @@ class LoopEnv:
     raw_arguments: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
-def advance(env: LoopEnv, state: LoopState) -> LoopState:
+def run_loop(env: LoopEnv, state: LoopState) -> LoopState:
     """Run the loop until it has a final reply or a tool call must wait (``state.pending`` is then set)."""
     while True:
         if state.pending is not None and not _settle(env, state, state.pending):
@@ -136,6 +144,13 @@ def _step(env: LoopEnv, state: LoopState) -> None:
         cost_usd=state.usage.cost_usd + result.usage.cost_usd,
     )
     state.context_tokens = result.usage.input_tokens or state.context_tokens
+    if log.isEnabledFor(logging.DEBUG):
+        log.debug(
+            "model step %d: %d tool call(s), reply %r",
+            state.steps,
+            len(result.tool_calls),
+            redact(result.reply[:PREVIEW_CHARS])[0],
+        )
     now = env.store.clock.now_ms()
     message = Message.of("assistant", result.reply, timestamp=now, run_id=env.run.run_id)
     if result.tool_calls:

@@ -1,4 +1,4 @@
-"""Ending a sub-agent session's life (SPEC 6): deleted at once (``cleanup=delete``), or archived
+"""Ending a sub-agent session's life (docs/contract.md §6): deleted at once (``cleanup=delete``), or archived
 ``archiveAfterMinutes`` after it ended by a sweep over a due-time index (beat runs it; a long ETA task on
 the Redis broker would not be reliable).
 

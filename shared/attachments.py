@@ -1,4 +1,5 @@
-"""Files handed to a spawned sub-agent (SPEC 6): validated strictly, written privately, removed safely.
+"""Files handed to a spawned sub-agent (docs/contract.md §6): validated strictly, written privately,
+removed safely.
 
 Files go to ``<child workspace>/.openclaw/attachments/<uuid>/`` (directory 0700, files 0600, never
 overwritten) with a ``.manifest.json``. Removal stays inside the attachments root and never follows a
@@ -24,7 +25,8 @@ from typing import Any
 
 from shared.config import AttachmentsConfig
 from shared.errors import ToolError
-from shared.models import CONTROL_CHARACTERS, AttachmentFile, AttachmentIn, AttachmentReceipt
+from shared.text import has_control_characters
+from shared.tools.spawn_schema import AttachmentFile, AttachmentIn, AttachmentReceipt
 
 REDACTED = "__OPENCLAW_REDACTED__"
 ROOT = Path(".openclaw") / "attachments"
@@ -40,7 +42,7 @@ class Decoded:
 
 
 def decode_all(config: AttachmentsConfig, items: Sequence[AttachmentIn]) -> list[Decoded]:
-    """Every item's bytes, or a ToolError with SPEC's code for the first thing wrong."""
+    """Every item's bytes, or a ToolError with the contract's code for the first thing wrong."""
     if not config.enabled:
         raise ToolError(
             "attachments are disabled for sessions_spawn (enable tools.sessions_spawn.attachments.enabled)",
@@ -57,7 +59,7 @@ def decode_all(config: AttachmentsConfig, items: Sequence[AttachmentIn]) -> list
             not name
             or "/" in name
             or "\\" in name
-            or CONTROL_CHARACTERS.search(item.name)
+            or has_control_characters(item.name)
             or name in _FORBIDDEN_NAMES
         ):
             raise ToolError(f"attachments_invalid_name ({item.name!r})")

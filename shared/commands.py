@@ -7,8 +7,7 @@ owners configured nobody may run them (OpenClaw once let wildcard senders throug
 from __future__ import annotations
 
 from shared.models import CommandReply, InboundMessageParams, SessionEntry
-from shared.sessions import new_entry
-from shared.store.sessions import SessionPatch
+from shared.sessions import SessionPatch, new_entry
 from shared.tools.context import ToolContext
 
 SEND_USAGE = "Usage: /send on|off|inherit"

@@ -1,16 +1,17 @@
 """The configuration file: OpenClaw's key names, validated once at start-up.
 
-A JSON5 file (``CLAWBUS_CONFIG``, else ``./clawbus.json5`` when present, else all defaults). Unknown keys are
-errors, so a typo stops the process instead of silently doing nothing. ``ConfigError`` carries one message
-that names the path of every bad field (``agents.list[1].id: ...``).
+A JSON5 file (``CLAWBUS_CONFIG``, else ``./clawbus.json5`` when present, else all defaults), under the
+environment: ``CLAWBUS_<SECTION>_<SETTING>`` overrides any setting (pydantic-settings reads it). Unknown keys
+are errors, so a typo stops the process instead of silently doing nothing. ``ConfigError`` carries one
+message that names the path of every bad field (``agents.list[1].id: ...``).
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from collections.abc import Callable, Mapping
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -26,11 +27,21 @@ from pydantic import (
     model_validator,
 )
 from pydantic.alias_generators import to_camel
+from pydantic.fields import FieldInfo
+from pydantic_settings import (
+    BaseSettings,
+    EnvSettingsSource,
+    NoDecode,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
 
 from shared.home import clawbus_home
-from shared.keys import normalize_agent_id
+from shared.session_keys import normalize_agent_id
+from shared.text import token_digest
 
 DEFAULT_CONFIG_FILE = "clawbus.json5"
+ENV_PREFIX = "CLAWBUS_"
 VISIBILITIES = ("self", "tree", "agent", "all")
 Visibility = Literal["self", "tree", "agent", "all"]
 
@@ -73,6 +84,9 @@ class SendPolicyConfig(Section):
 class AgentToAgentSessionConfig(Section):
     max_ping_pong_turns: Annotated[int, _clamp(0, 5)] = 5
     max_hops: int = Field(8, ge=1, le=64)
+    # The whole exchange's bound, counted from the send (a step's own bound counts only while it runs):
+    # a flow whose runs wait in a backlog longer than this ends with stopReason "flow_timeout".
+    flow_timeout_seconds: int = Field(3600, ge=1)
 
 
 class SessionConfig(Section):
@@ -88,7 +102,7 @@ class SessionConfig(Section):
 
 
 def _visibility(value: Any) -> Any:
-    """SPEC 7: case-insensitive, anything unknown falls back to ``tree``."""
+    """docs/contract.md §7: case-insensitive, anything unknown falls back to ``tree``."""
     normalized = str(value).strip().lower()
     return normalized if normalized in VISIBILITIES else "tree"
 
@@ -141,6 +155,9 @@ class SandboxConfig(Section):
 class SubagentDefaults(Section):
     run_timeout_seconds: int = Field(0, ge=0)
     archive_after_minutes: int = Field(60, ge=0)
+    # How long the announce step may run once it has started; past it the report is posted from the
+    # child's own outcome.
+    announce_timeout_seconds: int = Field(60, ge=1)
 
 
 class AgentDefaults(Section):
@@ -294,6 +311,9 @@ class OpenAIProvider(Section):
     max_retries: int = Field(4, ge=0, le=20)
     stream: bool = True
     headers: dict[str, str] = {}
+    # Connections one worker process keeps to this endpoint, shared by its threads' model calls (default:
+    # as many as the process runs at once); a call beyond them waits for one, within timeoutSeconds.
+    max_connections: int | None = Field(None, ge=1, le=10_000)
 
     def model(self, model_id: str) -> OpenAIModel:
         return next(m for m in self.models if m.id == model_id)
@@ -470,9 +490,26 @@ class RunsConfig(Section):
     max_steps: int = Field(16, ge=1, le=200)
 
 
+# A run spends almost all its time waiting on a model, so a worker process serves many runs from threads
+# (README "Sizing": how this number was measured, and when to change it).
+THREADS_PER_WORKER = 100
+
+
 class WorkerConfig(Section):
-    pool: Literal["prefork", "threads", "solo"] = "prefork"
-    concurrency: int | None = Field(None, ge=1)
+    pool: Literal["threads", "prefork", "solo"] = "threads"
+    # Default: THREADS_PER_WORKER for threads, the CPU count for prefork, 1 for solo.
+    concurrency: int | None = Field(None, ge=1, le=1000)
+
+    def pool_size(self, pool: str | None = None) -> int:
+        """Runs one worker process executes at once, for ``pool`` (default: the configured one)."""
+        if self.concurrency:
+            return self.concurrency
+        chosen = pool or self.pool
+        if chosen == "threads":
+            return THREADS_PER_WORKER
+        if chosen == "solo":
+            return 1
+        return os.cpu_count() or 1
 
 
 class FlowerConfig(Section):
@@ -496,7 +533,38 @@ class LoggingConfig(Section):
     format: Annotated[Literal["json", "console"], _any_case(str.lower)] = "json"
 
 
-class Config(Section):
+class _Settings(BaseSettings):
+    """Settings read, in this order of precedence: keyword arguments, the environment, the file."""
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # load_config says which file and which environment.
+        return init_settings, _Environment(settings_cls), _File(settings_cls)
+
+
+class Config(_Settings):
+    """The whole configuration: the file's settings, each of which an environment variable
+    ``CLAWBUS_<SECTION>_<SETTING>`` may override (``CLAWBUS_REDIS_URL``, ``CLAWBUS_WORKER_CONCURRENCY``,
+    ``CLAWBUS_RUNS_LEASE_SECONDS``). ``load_config`` builds it; ``model_validate`` takes plain data and reads
+    neither file nor environment."""
+
+    model_config = SettingsConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="forbid",
+        frozen=True,
+        env_nested_delimiter="_",
+        env_nested_max_split=1,
+        case_sensitive=False,
+    )
+
     session: SessionConfig = SessionConfig()
     tools: ToolsConfig = ToolsConfig()
     agents: AgentsConfig = AgentsConfig()
@@ -563,29 +631,80 @@ class Config(Section):
         return Path(self.session.store or Path(clawbus_home()) / "store").expanduser()
 
 
+# What load_config is reading: the file's data and the environment, for the settings sources below.
+_loading: ContextVar[tuple[dict[str, Any], Mapping[str, str]] | None] = ContextVar("loading", default=None)
+
+
+class _File(PydanticBaseSettingsSource):
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        raise NotImplementedError  # __call__ gives the whole file at once
+
+    def __call__(self) -> dict[str, Any]:
+        loading = _loading.get()
+        return loading[0] if loading else {}
+
+
+class _Environment(EnvSettingsSource):
+    """The environment ``load_config`` was given (its caller's, unless a test passes its own).
+    ``CLAWBUS_LOG_LEVEL`` and ``CLAWBUS_LOG_FORMAT`` are the ``logging`` section's, as they have always been
+    spelt."""
+
+    def __call__(self) -> dict[str, Any]:
+        # Variables name settings in snake case (CLAWBUS_RUNS_LEASE_SECONDS); the file, in camel case.
+        return {
+            section: {to_camel(key): value for key, value in values.items()}
+            if isinstance(values, dict)
+            else values
+            for section, values in super().__call__().items()
+        }
+
+    def _load_env_vars(self) -> Mapping[str, str | None]:
+        # Only clawbus's own variables, without their prefix: the settings' names are aliases, to which
+        # pydantic-settings would apply no prefix (and REDIS_URL, say, is another program's).
+        loading = _loading.get()
+        env = loading[1] if loading else os.environ
+        ours = {
+            name.lower().removeprefix(ENV_PREFIX.lower()): value
+            for name, value in env.items()
+            if name.lower().startswith(ENV_PREFIX.lower())
+        }
+        return {
+            "logging_" + name.removeprefix("log_") if name.startswith("log_") else name: value
+            for name, value in ours.items()
+        }
+
+
+class _Operators(_Settings):
+    """``CLAWBUS_API_TOKENS``: operator tokens (comma-separated), added to the file's principals."""
+
+    model_config = SettingsConfigDict(extra="ignore")
+
+    api_tokens: Annotated[list[str], NoDecode] = []
+
+    @field_validator("api_tokens", mode="before")
+    @classmethod
+    def _split(cls, value: Any) -> Any:
+        return [t.strip() for t in value.split(",") if t.strip()] if isinstance(value, str) else value
+
+
 def load_config(path: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None) -> Config:
-    """Read, merge environment overrides, validate. Raises ConfigError with every bad field's path."""
+    """Read the file (``path``, else ``CLAWBUS_CONFIG``, else ``./clawbus.json5`` if present), put the
+    environment over it, validate. Raises ConfigError with every bad field's path."""
     env = os.environ if env is None else env
     source, raw = _read(path, env)
-    overrides: dict[str, Any] = {}
-    if env.get("CLAWBUS_REDIS_URL"):
-        overrides.setdefault("redis", {})["url"] = env["CLAWBUS_REDIS_URL"]
-    if env.get("CLAWBUS_REDIS_PREFIX"):
-        overrides.setdefault("redis", {})["prefix"] = env["CLAWBUS_REDIS_PREFIX"]
-    for variable, setting in (("CLAWBUS_LOG_LEVEL", "level"), ("CLAWBUS_LOG_FORMAT", "format")):
-        if env.get(variable):
-            overrides.setdefault("logging", {})[setting] = env[variable]
-    merged = _deep_merge(raw, overrides)
-    extra_tokens = [t.strip() for t in env.get("CLAWBUS_API_TOKENS", "").split(",") if t.strip()]
+    token = _loading.set((raw, env))
     try:
-        config = Config.model_validate(merged)
+        config = Config()
+        operators = _Operators().api_tokens
     except ValidationError as exc:
         raise ConfigError(_describe(source, exc)) from None
-    if extra_tokens:
+    finally:
+        _loading.reset(token)
+    if operators:
         # Operator tokens, kept only as their digests from here on.
         hashed = [
-            TokenSpec(name=f"env-{i}", sha256=hashlib.sha256(token.encode()).hexdigest(), owner=True)
-            for i, token in enumerate(extra_tokens)
+            TokenSpec(name=f"env-{i}", sha256=token_digest(operator), owner=True)
+            for i, operator in enumerate(operators)
         ]
         auth = AuthConfig(tokens=[*config.gateway.auth.tokens, *hashed])
         config = config.model_copy(update={"gateway": config.gateway.model_copy(update={"auth": auth})})
@@ -610,16 +729,6 @@ def _read(path: str | os.PathLike[str] | None, env: Mapping[str, str]) -> tuple[
     if not isinstance(data, dict):
         raise ConfigError(f"{file}: the top level must be an object")
     return str(file), data
-
-
-def _deep_merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
-    merged = dict(base)
-    for key, value in extra.items():
-        if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = _deep_merge(merged[key], value)
-        else:
-            merged[key] = value
-    return merged
 
 
 def _describe(source: str, exc: ValidationError) -> str:

@@ -1,4 +1,5 @@
-"""The system texts agents get for agent-to-agent runs (SPEC 4). Wording may vary; content may not."""
+"""The system texts agents get for agent-to-agent runs (docs/contract.md §4). Wording may vary; content
+may not."""
 
 from __future__ import annotations
 

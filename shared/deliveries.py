@@ -8,9 +8,10 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from shared import flows, logs, policy
+from shared import backoff, logs, policy
 from shared.channels import DeliveryError, adapter_for
 from shared.config import Config
+from shared.flows import ids as flow_ids
 from shared.store import Store
 from shared.store.flows import DeliveryClaim
 
@@ -32,7 +33,7 @@ def attempt(store: Store, config: Config, flow_id: str, owner: str) -> AttemptOu
 
 
 def _attempt(store: Store, config: Config, flow_id: str, owner: str) -> AttemptOutcome:
-    delivery_id = flows.delivery_id(flow_id)
+    delivery_id = flow_ids.delivery_id(flow_id)
     claimed, attempts = store.flows.claim_delivery(delivery_id, owner=owner, lease_ms=ATTEMPT_LEASE_MS)
     if claimed is not DeliveryClaim.CLAIMED:
         return AttemptOutcome()
@@ -48,14 +49,14 @@ def _attempt(store: Store, config: Config, flow_id: str, owner: str) -> AttemptO
     except DeliveryError as exc:
         settings = config.delivery
         if exc.retryable and attempts < settings.max_attempts:
-            delay = min(settings.backoff_seconds * 2 ** (attempts - 1), settings.max_backoff_seconds)
+            pause = backoff.delay(attempts, settings.backoff_seconds, settings.max_backoff_seconds)
             log.warning(
-                "delivery %s attempt %d failed (%s); retrying in %gs", delivery_id, attempts, exc, delay
+                "delivery %s attempt %d failed (%s); retrying in %.1fs", delivery_id, attempts, exc, pause
             )
             store.flows.finish_delivery(delivery, "pending", str(exc))
             # The reaper looks again only after the backoff (and a margin for the retry to start).
-            store.flows.update(flow_id, {}, due_in_ms=int(delay * 1000) + ATTEMPT_LEASE_MS)
-            return AttemptOutcome(retry_in=delay)
+            store.flows.update(flow_id, {}, due_in_ms=int(pause * 1000) + ATTEMPT_LEASE_MS)
+            return AttemptOutcome(retry_in=pause)
         log.warning("delivery %s failed after %d attempt(s): %s", delivery_id, attempts, exc)
         store.flows.finish_delivery(delivery, "failed", str(exc))
         return AttemptOutcome()

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from shared.store.runs import LaneHead
+from shared.flows.decide import StepTask
+from shared.runs import LaneHead
 
 
 class Dispatcher(Protocol):
@@ -13,17 +14,9 @@ class Dispatcher(Protocol):
     def dispatch_run(self, head: LaneHead) -> None:
         """Enqueue the execution of a lane head."""
 
-    def reply_turn(self, flow_id: str, turn: int) -> None:
-        """Enqueue the flow's reply-back turn ``turn`` (which may find the loop over and hand on)."""
-
-    def announce(self, flow_id: str) -> None:
-        """Enqueue the flow's announce step."""
-
-    def deliver(self, flow_id: str) -> None:
-        """Enqueue the delivery of the flow's announce reply."""
+    def step(self, task: StepTask, flow_id: str, turn: int | None = None) -> None:
+        """Enqueue a step of a flow (``turn``: which reply-back turn, for a reply turn); the task may find
+        the flow has moved on and hand on to the task that performs what comes next."""
 
     def spawn(self, head: LaneHead) -> None:
         """Enqueue a sub-agent's run with its announce step as the callback."""
-
-    def subagent_announce(self, flow_id: str) -> None:
-        """Enqueue a sub-agent flow's announce step."""

@@ -7,7 +7,7 @@ from typing import Any
 
 
 class ToolError(Exception):
-    """A refusal with SPEC text; tools turn it into ``{status, error}``, never into an exception."""
+    """A refusal with contract's text; tools turn it into ``{status, error}``, never into an exception."""
 
     def __init__(self, error: str, status: str = "error") -> None:
         super().__init__(error)

@@ -9,24 +9,20 @@ fenced commit lets only the lease holder finish.
 from __future__ import annotations
 
 import logging
-import os
-import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Literal
 
-from shared import agent_loop, keys, logs, subagents
+from shared import agent_loop, leases, logs, session_keys, subagents
 from shared.agent_loop import LoopState, StepsExhausted
 from shared.config import Config
 from shared.dispatch import Dispatcher
 from shared.models import Message, Run, RunKind, RunStatus
+from shared.runs import Claim, ClaimOutcome, ExecutionState, LaneHead, Outcome, SuspendOutcome
 from shared.runtime.base import RunTimedOut, StepRequest
 from shared.runtime.registry import runtime_for
 from shared.store import Store
-from shared.store.runs import Claim, ClaimOutcome, ExecutionState, LaneHead, Outcome, SuspendOutcome
-from shared.tools import TOOLS
+from shared.tools.registry import TOOLS
 
 log = logging.getLogger(__name__)
 
@@ -101,8 +97,8 @@ def _claimed(
 ) -> AttemptResult:
     loop = LoopState.model_validate_json(state.memo) if state.memo else LoopState()
     resumed = loop.pending is not None
-    with _lease_kept(store, attempt.session_key, claim.token, lease_ms) as lease:
-        finished = _run_agent(store, config, dispatcher, claim, state, loop, lease)
+    with leases.kept(store, attempt.session_key, claim.token, lease_ms) as lease:
+        finished = _run_agent(_Held(store, config, dispatcher, claim, state, lease), loop)
     if finished == _PARKED:
         return AttemptResult(ClaimOutcome.CLAIMED, suspended=True, resumed=resumed)
     if finished == _LOST:
@@ -132,17 +128,21 @@ def _claimed(
     )
 
 
-def _run_agent(
-    store: Store,
-    config: Config,
-    dispatcher: Dispatcher,
-    claim: Claim,
-    state: ExecutionState,
-    loop: LoopState,
-    lease: _LeaseHandle,
-) -> _Finished | Literal["parked", "lost"]:
+@dataclass(frozen=True, slots=True)
+class _Held:
+    """A claimed run, while this attempt holds its lease: what running its agent needs."""
+
+    store: Store
+    config: Config
+    dispatcher: Dispatcher
+    claim: Claim
+    state: ExecutionState
+    lease: leases.LeaseHandle
+
+
+def _run_agent(held: _Held, loop: LoopState) -> _Finished | Literal["parked", "lost"]:
     """What to commit; or the run was parked on a tool call's wait; or this attempt lost its lease."""
-    run = state.run
+    run, claim = held.state.run, held.claim
     if claim.outcome is ClaimOutcome.EXHAUSTED:
         error = f"run abandoned after {claim.attempts - 1} attempts: its worker was lost each time"
         return _Finished(Outcome(RunStatus.ERROR, error=error), [])
@@ -152,7 +152,7 @@ def _run_agent(
     # Whatever the loop already did (tool calls, their results) is recorded even if the run then fails.
     try:
         if not memo_stored:  # a memoized final state is committed as it is, without a runtime
-            _advance(store, config, dispatcher, claim, state, loop, lease)
+            _run_to_reply(held, loop)
     except _Parked:
         return _PARKED
     except LeaseLost as exc:
@@ -181,36 +181,29 @@ class _Parked(Exception):
     """The run is parked on a tool call's wait: nothing to commit."""
 
 
-def _advance(
-    store: Store,
-    config: Config,
-    dispatcher: Dispatcher,
-    claim: Claim,
-    state: ExecutionState,
-    loop: LoopState,
-    lease: _LeaseHandle,
-) -> None:
+def _run_to_reply(held: _Held, loop: LoopState) -> None:
     """Run the loop to its final reply; a wait parks the run (``_Parked``) unless what it waits for has
     already ended, and then the loop goes on at once."""
-    env = _loop_env(store, config, dispatcher, claim, state)
+    env = _loop_env(held)
+    run, token = held.state.run, held.claim.token
     while True:
-        agent_loop.advance(env, loop)
+        agent_loop.run_loop(env, loop)
         if loop.pending is None:
             return
-        lease.pause()
-        parked = store.runs.suspend(
-            state.run, claim.token, loop.model_dump_json(), loop.pending.wait.run_id, loop.pending.deadline_ms
+        held.lease.pause()
+        pending = loop.pending
+        parked = held.store.runs.suspend(
+            run, token, loop.model_dump_json(), pending.wait.run_id, pending.deadline_ms
         )
         if parked is SuspendOutcome.SUSPENDED:
             raise _Parked
         if parked is SuspendOutcome.FENCED:
-            raise LeaseLost(f"run {state.run.run_id}: lease lost before it could park")
-        lease.resume()
+            raise LeaseLost(f"run {run.run_id}: lease lost before it could park")
+        held.lease.resume()
 
 
-def _loop_env(
-    store: Store, config: Config, dispatcher: Dispatcher, claim: Claim, state: ExecutionState
-) -> agent_loop.LoopEnv:
+def _loop_env(held: _Held) -> agent_loop.LoopEnv:
+    store, config, dispatcher, claim, state = held.store, held.config, held.dispatcher, held.claim, held.state
     run = state.run
     model = (state.session.model if state.session else None) or config.model_of(run.agent_id)
     runtime = runtime_for(config, model)
@@ -286,7 +279,7 @@ def _time_left(store: Store, run: Run) -> float | None:
 
 
 def _tools(config: Config, session_key: str) -> list[str]:
-    if keys.is_subagent(session_key):
+    if session_keys.is_subagent(session_key):
         return subagents.tool_set(config, TOOLS)
     return sorted(TOOLS)
 
@@ -296,105 +289,3 @@ def _history(store: Store, state: ExecutionState, window: int) -> list[Message]:
     if window <= 1 and state.input is not None:
         return [state.input]
     return store.transcripts.last(state.run.session_key, max(window, 1))
-
-
-class _LeaseKeeper:
-    """One thread per worker process renews the leases of the attempts that process is executing.
-
-    Each lease is renewed a third of its length after the last renewal, so a step that finishes quickly
-    never costs a heartbeat.
-    """
-
-    def __init__(self) -> None:
-        self.pid = os.getpid()
-        self._lock = threading.Lock()
-        self._leases: dict[str, _Lease] = {}
-        self._wake = threading.Event()
-        self._next_look = 0.0  # when the thread will look next (monotonic); 0 until it first sleeps
-        threading.Thread(target=self._loop, name="clawbus-lease-keeper", daemon=True).start()
-
-    def add(self, store: Store, session_key: str, token: str, lease_ms: int) -> None:
-        due = time.monotonic() + lease_ms / 3000
-        with self._lock:
-            self._leases[token] = _Lease(store, session_key, token, lease_ms, due)
-            # Waking the thread on every run would cost each run a GIL hand-off: only when this lease is
-            # due before the thread means to look again.
-            wake = due < self._next_look
-        if wake:
-            self._wake.set()
-
-    def remove(self, token: str) -> None:
-        with self._lock:
-            self._leases.pop(token, None)
-
-    def _loop(self) -> None:
-        while True:
-            now = time.monotonic()
-            with self._lock:
-                due = [lease for lease in self._leases.values() if lease.due <= now]
-                for lease in due:
-                    lease.due = now + lease.lease_ms / 3000
-                self._next_look = min((lease.due for lease in self._leases.values()), default=now + 60)
-                wait = self._next_look - now
-            for lease in due:
-                self._renew(lease)
-            self._wake.wait(max(wait, 0.01))
-            self._wake.clear()
-
-    def _renew(self, lease: _Lease) -> None:
-        with logs.bound(session_key=lease.session_key):
-            self._heartbeat(lease)
-
-    def _heartbeat(self, lease: _Lease) -> None:
-        try:
-            if not lease.store.runs.heartbeat(lease.session_key, lease.token, lease.lease_ms):
-                log.warning(
-                    "lease of %s was taken over; this attempt's commit will be refused", lease.session_key
-                )
-                self.remove(lease.token)
-        except Exception:
-            log.exception("lease heartbeat failed for %s", lease.session_key)
-
-
-@dataclass(slots=True)
-class _Lease:
-    store: Store
-    session_key: str
-    token: str
-    lease_ms: int
-    due: float
-
-
-_keeper: _LeaseKeeper | None = None
-_keeper_lock = threading.Lock()
-
-
-class _LeaseHandle:
-    """An attempt's lease in the keeper; paused while the run parks (a parked lease must not be renewed)."""
-
-    def __init__(
-        self, keeper: _LeaseKeeper, store: Store, session_key: str, token: str, lease_ms: int
-    ) -> None:
-        self._keeper, self._args = keeper, (store, session_key, token, lease_ms)
-
-    def resume(self) -> None:
-        self._keeper.add(*self._args)
-
-    def pause(self) -> None:
-        self._keeper.remove(self._args[2])
-
-
-@contextmanager
-def _lease_kept(store: Store, session_key: str, token: str, lease_ms: int) -> Iterator[_LeaseHandle]:
-    global _keeper
-    with _keeper_lock:
-        # Started lazily per process: Celery's prefork children do not inherit the parent's threads.
-        if _keeper is None or _keeper.pid != os.getpid():
-            _keeper = _LeaseKeeper()
-        keeper = _keeper
-    handle = _LeaseHandle(keeper, store, session_key, token, lease_ms)
-    handle.resume()
-    try:
-        yield handle
-    finally:
-        handle.pause()

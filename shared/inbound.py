@@ -6,18 +6,12 @@ import uuid
 
 from shared import policy
 from shared.commands import is_command, run_command
-from shared.models import (
-    CommandReply,
-    DeliveryContext,
-    InboundMessageParams,
-    Message,
-    SendResult,
-    ToolFailure,
-)
+from shared.models import CommandReply, DeliveryContext, InboundMessageParams, Message, ToolFailure
+from shared.runs import NewRun
 from shared.sessions import new_entry
-from shared.store.runs import NewRun
 from shared.submit import AwaitRun, send_outcome, submit
 from shared.tools.context import ToolContext, require_agent
+from shared.tools.send_schema import SendResult
 
 
 def receive(

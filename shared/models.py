@@ -6,7 +6,6 @@ the CLI client and the stored hashes all go through them.
 
 from __future__ import annotations
 
-import re
 import uuid
 from enum import StrEnum
 from typing import Annotated, Any, Literal
@@ -17,12 +16,11 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationInfo,
-    field_validator,
-    model_validator,
 )
 from pydantic.alias_generators import to_camel
 
-from shared.keys import SessionKind
+from shared.session_keys import SessionKind
+from shared.text import has_control_characters
 
 
 class Wire(BaseModel):
@@ -79,6 +77,8 @@ class Message(Wire):
     tool_call_id: str | None = None
     tool_name: str | None = None
     is_error: bool | None = None
+    # Why an assistant message stopped short: "aborted" when its run was cancelled mid-answer.
+    stop_reason: str | None = None
 
     @property
     def text(self) -> str:
@@ -115,9 +115,11 @@ class DeliveryContext(Wire):
     channel: str | None = None
     to: str | None = None
     account_id: str | None = None
+    # A thread of ``to`` (a Discord thread, a Slack thread's ts, a Telegram topic) messages are bound to.
+    thread_id: str | None = None
 
     def is_empty(self) -> bool:
-        return not (self.channel or self.to or self.account_id)
+        return not (self.channel or self.to or self.account_id or self.thread_id)
 
 
 SendPolicyValue = Literal["allow", "deny"]
@@ -197,7 +199,7 @@ class Usage(Wire):
 
 
 class Run(Wire):
-    """One agent turn in one session (SPEC 8). Terminal states never change."""
+    """One agent turn in one session (docs/contract.md §8). Terminal states never change."""
 
     run_id: str
     session_key: str
@@ -215,18 +217,32 @@ class Run(Wire):
     error: str | None = None
     usage: Usage = Usage()
     attempts: int = 0
-    # The system text the agent gets for this run only (the agent-to-agent context of SPEC 4).
+    # The system text the agent gets for this run only (the agent-to-agent context of docs/contract.md §4).
     context: str | None = None
     # Loop guard: the chain of sends this run belongs to, and how many sends deep it is.
     chain_id: str | None = None
     hops: int = 0
     # A sub-agent run's runTimeoutSeconds, in ms: the step is interrupted and the run ends ``timeout``.
     timeout_ms: int | None = None
+    # Someone cancelled the run while a worker ran it: it ends ``aborted`` at the next chunk or tool call.
+    cancel_requested: bool = False
 
 
 # --- flows and deliveries ------------------------------------------------------------------------------
 
 DeliveryState = Literal["pending", "delivered", "failed", "skipped", "blocked"]
+
+# How a flow ended: ``completed`` on the normal path (whatever its delivery's state), else what cut it
+# short. The label of clawbus_flows_ended_total, and the stopReason of a flow that ended early.
+FlowEndReason = Literal[
+    "completed",
+    "primary_failed",  # the send's primary run (or nothing else) ended in error, timeout or abort
+    "no_reply",  # the target answered nothing: there is nothing to announce
+    "step_timeout",  # a step's run was still running past the step bound
+    "announce_failed",  # the announce run ended in error, timeout or abort
+    "flow_timeout",  # the flow outlived session.agentToAgent.flowTimeoutSeconds
+    "gone",  # a run or session the flow needed was deleted
+]
 
 
 class Delivery(Wire):
@@ -242,6 +258,7 @@ class Delivery(Wire):
     updated_at: int
     to: str | None = None
     account_id: str | None = None
+    thread_id: str | None = None
     attempts: int = 0
     last_error: str | None = None
     delivered_at: int | None = None
@@ -257,7 +274,7 @@ class FlowStep(Wire):
 
 
 class Flow(Wire):
-    """A sessions_send exchange: primary run, reply-back turns, announce, delivery (SPEC 4).
+    """A sessions_send exchange: primary run, reply-back turns, announce, delivery (docs/contract.md §4).
 
     The flow id is the primary run's id; every later step's run and delivery id derive from it, so a step
     that runs twice finds its run already there.
@@ -272,7 +289,10 @@ class Flow(Wire):
     target_channel: str
     message: str
     max_turns: int
+    # A step's bound, counted from when its run starts (time in a queue or a busy lane never counts).
     step_timeout_ms: int
+    # The whole flow's bound: from the send (a spawn: from the child's end), so no flow lives forever.
+    flow_timeout_ms: int = 3_600_000
     created_at: int
     updated_at: int
     chain_id: str
@@ -281,9 +301,11 @@ class Flow(Wire):
     loop_skipped: str | None = None
     turns_started: int = 0
     blocked_turn: int | None = None
+    # Why the reply-back loop stopped (REPLY_SKIP, max turns, a failed turn, ...); for a flow that ended off
+    # the normal path, one of the FlowEndReason codes instead, with ``error`` saying what happened.
     stop_reason: str | None = None
     delivery_status: DeliveryState | None = None
-    # Why the flow ended early (a step failed or timed out); such failures never reach the caller.
+    # What cut the flow short (a step failed or timed out); such failures never reach the caller.
     error: str | None = None
     # sessions_spawn: the child's task (attachment contents never stored), cleanup and mode.
     task: str | None = None
@@ -312,22 +334,19 @@ def _message_size(value: str, info: ValidationInfo) -> str:
     return value
 
 
-MessageText = Annotated[str, AfterValidator(_message_size)]
+# Not empty and not only whitespace; the pattern says so in the published schema too.
+MessageText = Annotated[str, Field(min_length=1, pattern=r"\S"), AfterValidator(_message_size)]
 
 
-def _clamped(default: int, low: int, high: int) -> Any:
+def clamped(default: int, low: int, high: int) -> Any:
     def clamp(value: int | None) -> int:
         return default if value is None else max(low, min(high, value))
 
     return AfterValidator(clamp)
 
 
-# C0, DEL and C1: no key, label or file name has a use for them, and a log line with one can lie.
-CONTROL_CHARACTERS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-
-
 def _printable(value: str) -> str:
-    if CONTROL_CHARACTERS.search(value):
+    if has_control_characters(value):
         raise ValueError("must not contain control characters")
     return value
 
@@ -338,32 +357,6 @@ AgentRef = Annotated[str, Field(min_length=1, max_length=64), AfterValidator(_pr
 Label = Annotated[str, Field(min_length=1, max_length=128), AfterValidator(_printable)]
 
 
-class SessionsListParams(Params):
-    kinds: list[Annotated[str, Field(max_length=32)]] | None = Field(
-        None, max_length=16, description="Only these kinds: main, group, cron, hook, node, other."
-    )
-    limit: Annotated[int | None, _clamped(50, 1, 200)] = Field(None, description="At most this many (1-200).")
-    active_minutes: int | None = Field(None, ge=1, description="Only sessions active in the last N minutes.")
-    message_limit: Annotated[int | None, _clamped(0, 0, 20)] = Field(
-        None, description="Include each session's last N messages (0-20)."
-    )
-
-    @field_validator("kinds")
-    @classmethod
-    def _known_kinds(cls, kinds: list[str] | None) -> list[str] | None:
-        """Unknown kinds are dropped; none left means no filter (SPEC 2)."""
-        if kinds is None:
-            return None
-        wanted = {k.strip().lower() for k in kinds} & {"main", "group", "cron", "hook", "node", "other"}
-        return sorted(wanted) or None
-
-
-class SessionsHistoryParams(Params):
-    session_key: SessionRef = Field(description="The session's key (from sessions_list) or sessionId.")
-    limit: Annotated[int | None, _clamped(200, 1, 1000)] = Field(None, description="Last N messages.")
-    include_tools: bool = Field(False, description="Include tool calls and tool results.")
-
-
 class CommandReply(Wire):
     """The answer to a standalone chat command (``/send on``): handled by clawbus, no agent run."""
 
@@ -372,48 +365,6 @@ class CommandReply(Wire):
     session_key: str
     reply: str | None = None
     error: str | None = None
-
-
-class AttachmentIn(Params):
-    name: str = Field(max_length=255)
-    content: str
-    encoding: Literal["utf8", "base64"] = "utf8"
-    mime_type: str | None = Field(None, max_length=255)
-
-
-class AttachAs(Params):
-    mount_path: str | None = Field(None, max_length=1024)
-
-
-class SessionsSpawnParams(Params):
-    task: MessageText = Field(description="What the sub-agent should do.")
-    label: Label | None = Field(None, description="A name for the child session.")
-    agent_id: AgentRef | None = Field(None, description="The agent to spawn (agents_list); default: yours.")
-    model: str | None = Field(None, max_length=256, description="Model ref <provider>/<model> for the child.")
-    thinking: str | None = Field(None, max_length=32, description="off, minimal, low, medium or high.")
-    run_timeout_seconds: float | None = Field(None, ge=0, description="End the child's run after this long.")
-    thread: bool = False
-    mode: Literal["run", "session"] | None = None
-    cleanup: Literal["delete", "keep"] = "keep"
-    sandbox: Literal["inherit", "require"] = "inherit"
-    attachments: list[AttachmentIn] | None = Field(None, max_length=1000)
-    attach_as: AttachAs | None = None
-    # Channel routing belongs to sessions_send; these are accepted only to be refused with that advice.
-    target: Any = None
-    channel: Any = None
-    to: Any = None
-    thread_id: Any = None
-    reply_to: Any = None
-
-
-class SessionsSendParams(Params):
-    session_key: SessionRef | None = Field(None, description="The target session's key (or use label).")
-    label: Label | None = Field(None, description="The target session's label (instead of sessionKey).")
-    agent_id: AgentRef | None = Field(None, description="With label: the agent whose label it is.")
-    message: MessageText = Field(description="The message to send.")
-    timeout_seconds: float = Field(
-        30, ge=0, description="Wait this long for the reply; 0 sends and returns at once."
-    )
 
 
 class InboundMessageParams(Params):
@@ -427,7 +378,8 @@ class InboundMessageParams(Params):
     chat_type: Literal["direct", "group", "channel"] | None = None
     to: str | None = Field(None, min_length=1, max_length=512)
     account_id: str | None = Field(None, min_length=1, max_length=256)
-    timeout_seconds: float = Field(30, ge=0)
+    # Strict: a JSON true or false is no number of seconds.
+    timeout_seconds: float = Field(30, ge=0, strict=True)
 
 
 # --- tool results --------------------------------------------------------------------------------------
@@ -439,92 +391,6 @@ class ToolFailure(Wire):
     status: Literal["error", "forbidden"]
     error: str
     run_id: str | None = None
-
-
-class AttachmentFile(Wire):
-    name: str
-    bytes: int
-    sha256: str
-
-
-class AttachmentReceipt(Wire):
-    """What was written for the child, as in ``.manifest.json``."""
-
-    rel_dir: str
-    count: int
-    total_bytes: int
-    files: list[AttachmentFile]
-
-
-class SpawnResult(Wire):
-    status: Literal["accepted"] = "accepted"
-    run_id: str
-    child_session_key: str
-    mode: Literal["run", "session"]
-    note: str
-    attachments: AttachmentReceipt | None = None
-
-
-class AgentRow(Wire):
-    id: str
-    name: str | None = None
-    configured: bool
-
-
-class AgentsListResult(Wire):
-    requester: str
-    allow_any: bool
-    agents: list[AgentRow]
-
-
-class AgentsListParams(Params):
-    pass
-
-
-class SessionRow(SessionFacts):
-    key: str
-    kind: SessionKind
-    channel: str
-    updated_at: int
-    session_id: str
-    transcript_path: str | None = None
-    messages: list[dict[str, Any]] | None = None
-
-
-class SessionsListResult(Wire):
-    count: int
-    sessions: list[SessionRow]
-
-
-class SessionsHistoryResult(Wire):
-    session_key: str
-    messages: list[dict[str, Any]]
-    truncated: bool
-    dropped_messages: int
-    content_truncated: bool
-    content_redacted: bool
-    bytes: int
-
-
-class DeliveryStatus(Wire):
-    status: Literal["pending", "delivered", "failed", "skipped", "blocked"]
-    mode: Literal["announce"] = "announce"
-
-
-class SendResult(Wire):
-    run_id: str
-    status: Literal["accepted", "ok", "timeout", "error"]
-    session_key: str
-    reply: str | None = None
-    error: str | None = None
-    delivery: DeliveryStatus | None = None
-    flow_id: str | None = None
-
-    @model_validator(mode="after")
-    def _shape(self) -> SendResult:
-        if self.status in ("timeout", "error") and not self.error:
-            raise ValueError(f"a {self.status} result needs an error text")
-        return self
 
 
 # --- the fleet -----------------------------------------------------------------------------------------

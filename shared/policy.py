@@ -1,4 +1,4 @@
-"""Send policy (SPEC 5): may a run target this session, may a delivery go out to this route.
+"""Send policy (docs/contract.md §5): may a run target this session, may a delivery go out to this route.
 
 Pure: config and entries in, a decision out.
 """
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from shared import keys
+from shared import session_keys
 from shared.config import Config, SendPolicyMatch
 from shared.models import SessionEntry
 
@@ -24,8 +24,10 @@ def decide(config: Config, entry: SessionEntry, *, channel: str | None = None) -
     policy = config.session.send_policy
     if policy is None:
         return "allow"
-    route = (channel or entry.channel or entry.last_channel or keys.channel_of(entry.key) or "").lower()
-    chat_type = entry.chat_type or keys.chat_type(entry.key)
+    route = (
+        channel or entry.channel or entry.last_channel or session_keys.channel_of(entry.key) or ""
+    ).lower()
+    chat_type = entry.chat_type or session_keys.chat_type(entry.key)
     allowed = False
     for rule in policy.rules:
         if _matches(rule.match, entry.key, route, chat_type):
@@ -46,7 +48,7 @@ def _matches(match: SendPolicyMatch, key: str, channel: str, chat_type: str | No
             return False
     if match.key_prefix is not None:
         prefix = match.key_prefix.lower()
-        unscoped = keys.parse(key).rest.lower()
+        unscoped = session_keys.parse(key).rest.lower()
         if not (key.lower().startswith(prefix) or unscoped.startswith(prefix)):
             return False
     return match.raw_key_prefix is None or key.lower().startswith(match.raw_key_prefix.lower())

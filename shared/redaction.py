@@ -1,4 +1,5 @@
-"""Secrets out of model-facing text (SPEC 3): keep the first 6 and last 4 characters of each secret."""
+"""Secrets out of model-facing text (docs/contract.md §3): keep the first 6 and last 4 characters of each
+secret."""
 
 from __future__ import annotations
 
@@ -7,15 +8,47 @@ import re
 from shared.models import Flow, Run
 
 _MASK = "…"
-# Values of KEY=, API_KEY=, GITHUB_TOKEN=, CLIENT_SECRET=, DB_PASSWORD= (quoted or not).
+_VALUE = r"(?P<q>[\"']?)(?P<value>[^\s\"',;]+)"
+# Settings that hold secrets, however they are written: environment assignments (API_KEY=, DB_PASSWORD=),
+# code and config (api_key = "...", password: ..., "apiKey": "..."), command-line flags (--api-key X,
+# --token=X). A name must end in the word (so "monkey" is no key); lower-case forms need a value of 8 or more
+# characters, as prose has "key: value" pairs of its own.
+_UPPER_ASSIGNMENT = re.compile(
+    r"(?P<name>\b(?:[A-Za-z0-9]+_)*(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD)\s*=\s*)" + _VALUE
+)
+_SECRET_WORD = (
+    r"(?:api[_-]?key|access[_-]?key|secret[_-]?key|private[_-]?key|key|token|secret|password|passwd|pwd)"
+)
 _ASSIGNMENT = re.compile(
-    r"(?P<name>\b(?:[A-Za-z0-9]+_)*(?:KEY|TOKEN|SECRET|PASSWORD)\s*=\s*)(?P<q>[\"']?)(?P<value>[^\s\"']+)"
+    rf"(?P<name>(?:\b(?:[a-z0-9]+[_-])*{_SECRET_WORD}|\b[a-z][a-zA-Z0-9]*(?:Key|Token|Secret|Password))"
+    rf"[\"']?\s*[:=]\s*)" + _VALUE
 )
-_TOKENS = re.compile(
-    r"\b(?:sk-[A-Za-z0-9_-]{12,}|sk_(?:live|test)_[A-Za-z0-9]{12,}|gh[pousr]_[A-Za-z0-9]{20,}"
-    r"|github_pat_[A-Za-z0-9_]{20,}|xox[abprs]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16}|AIza[0-9A-Za-z_-]{30,})"
+_FLAG = re.compile(
+    r"(?P<name>--(?:api[_-]?key|access[_-]?key|auth[_-]?token|token|secret|password|passwd)(?:=|\s+))"
+    + _VALUE,
+    re.IGNORECASE,
 )
-_BEARER = re.compile(r"(?P<name>\bBearer\s+)(?P<value>[A-Za-z0-9._~+/=-]{8,})", re.IGNORECASE)
+_AUTHORIZATION = re.compile(
+    r"(?P<name>\b(?:Bearer|Basic|Token)\s+)(?P<value>[A-Za-z0-9._~+/=-]{8,})", re.IGNORECASE
+)
+# The shapes of the providers' keys, masked wherever they stand.
+_TOKEN_SHAPES = (
+    r"sk-ant-[A-Za-z0-9_-]{16,}",  # Anthropic
+    r"sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{16,}",  # OpenAI, DeepSeek, ...
+    r"sk_(?:live|test)_[A-Za-z0-9]{12,}",  # Stripe
+    r"gh[pousr]_[A-Za-z0-9]{20,}",  # GitHub
+    r"github_pat_[A-Za-z0-9_]{20,}",
+    r"xox[abeprs]-[A-Za-z0-9-]{10,}",  # Slack bot, user, app-level
+    r"xapp-[A-Za-z0-9-]{10,}",
+    r"gsk_[A-Za-z0-9]{20,}",  # Groq
+    r"pplx-[A-Za-z0-9]{20,}",  # Perplexity
+    r"npm_[A-Za-z0-9]{20,}",
+    r"AKIA[0-9A-Z]{16}",  # AWS access key id
+    r"AIza[0-9A-Za-z_-]{30,}",  # Google
+    r"\d{6,12}:[A-Za-z0-9_-]{35}",  # Telegram bot
+    r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",  # JWT
+)
+_TOKENS = re.compile(r"\b(?:" + "|".join(_TOKEN_SHAPES) + r")")
 _PEM = re.compile(r"-----BEGIN (?P<kind>[A-Z ]*PRIVATE KEY)-----.*?-----END (?P=kind)-----", re.DOTALL)
 
 
@@ -26,15 +59,26 @@ def mask(secret: str) -> str:
     return f"{secret[:6]}{_MASK}{secret[-4:]}"
 
 
+def _masked_value(match: re.Match[str], min_length: int = 1) -> str:
+    value = match["value"]
+    if len(value) < min_length or _MASK in value or set(value) == {"*"}:  # too short, or masked already
+        return match.group(0)
+    return match["name"] + (match["q"] or "") + mask(value)
+
+
 def redact(text: str) -> tuple[str, bool]:
-    """The text with secrets masked, and whether anything was. Assignments go first so a masked value is
-    not matched again as a token."""
+    """The text with secrets masked, and whether anything was. Whole shapes go first (a token after
+    ``key=`` keeps the same mask either way), then the settings that name a secret."""
     out = _PEM.sub(
         lambda m: f"-----BEGIN {m['kind']}-----{_MASK}redacted{_MASK}-----END {m['kind']}-----", text
     )
-    out = _ASSIGNMENT.sub(lambda m: m["name"] + m["q"] + mask(m["value"]), out)
     out = _TOKENS.sub(lambda m: mask(m.group(0)), out)
-    out = _BEARER.sub(lambda m: m["name"] + mask(m["value"]), out)
+    out = _UPPER_ASSIGNMENT.sub(_masked_value, out)
+    out = _ASSIGNMENT.sub(lambda m: _masked_value(m, 8), out)
+    out = _FLAG.sub(_masked_value, out)
+    out = _AUTHORIZATION.sub(
+        lambda m: m["name"] + mask(m["value"]) if _MASK not in m["value"] else m.group(0), out
+    )
     return out, out != text
 
 

@@ -2,39 +2,57 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from shared import keys
+from shared import session_keys
 from shared.config import Config
 from shared.models import SessionEntry
 
 
+class LabelTaken(Exception):
+    """Labels are unique within an agent: ``holder`` has this one."""
+
+    def __init__(self, label: str, holder: str) -> None:
+        super().__init__(f'label "{label}" is already used by {holder}')
+        self.holder = holder
+
+
+@dataclass(frozen=True, slots=True)
+class SessionPatch:
+    """Fields to change (camelCase names); ``None`` values are removed. ``label`` goes through the index."""
+
+    values: dict[str, Any]
+
+
 def new_entry(config: Config, session_key: str, now_ms: int) -> SessionEntry:
     """The fields a session gets when it is first used (kept if it already exists)."""
-    parsed = keys.parse(session_key)
+    parsed = session_keys.parse(session_key)
     return SessionEntry(
         key=session_key,
         agent_id=parsed.agent_id,
-        session_id=keys.new_session_id(),
-        kind=keys.classify(session_key, config.session.main_key),
-        chat_type=keys.chat_type(session_key),
-        channel=keys.channel_of(session_key),
+        session_id=session_keys.new_session_id(),
+        kind=session_keys.classify(session_key, config.session.main_key),
+        chat_type=session_keys.chat_type(session_key),
+        channel=session_keys.channel_of(session_key),
         created_at=now_ms,
         updated_at=now_ms,
     )
 
 
 def channel_of(entry: SessionEntry | None, session_key: str, main_key: str) -> str:
-    """SPEC 2: cron/hook/node are ``internal``; groups use their recorded channel; direct chats (and the
-    main bucket, OpenClaw's direct-chat session) the last inbound channel; anything else ``unknown``."""
-    kind = entry.kind if entry else keys.classify(session_key, main_key)
+    """The row's channel (docs/contract.md §2): cron/hook/node are ``internal``; groups use their recorded
+    channel; direct chats (and the main bucket, OpenClaw's direct-chat session) the last inbound channel;
+    anything else ``unknown``."""
+    kind = entry.kind if entry else session_keys.classify(session_key, main_key)
     if kind in ("cron", "hook", "node"):
         return "internal"
     if kind == "group":
-        return (entry.channel if entry else None) or keys.channel_of(session_key) or "unknown"
+        return (entry.channel if entry else None) or session_keys.channel_of(session_key) or "unknown"
     if entry is None:
         return "unknown"
-    if kind == "main" or keys.chat_type(session_key) == "direct":
+    if kind == "main" or session_keys.chat_type(session_key) == "direct":
         return entry.last_channel or "unknown"
     return entry.channel or "unknown"
 
@@ -42,3 +60,31 @@ def channel_of(entry: SessionEntry | None, session_key: str, main_key: str) -> s
 def transcript_path(store_dir: Path, entry: SessionEntry) -> Path:
     """``store_dir`` is ``config.store_dir()``, resolved once by callers that build many paths."""
     return store_dir / "agents" / entry.agent_id / "sessions" / f"{entry.session_id}.jsonl"
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    channel: str
+    to: str | None
+    account_id: str | None = None
+    thread_id: str | None = None
+
+
+# The channels whose adapters post into a thread: a Discord thread, a Slack thread, a Telegram forum topic.
+THREADED_CHANNELS = ("discord", "slack", "telegram")
+
+
+def route_of(entry: SessionEntry) -> Route:
+    """Where a message for this session is posted: its ``deliveryContext``, else the route of its last
+    inbound message, else the channel and chat id its key spells (``discord:group:<id>``), else its own
+    ``log`` outbox, where an operator still sees it."""
+    context = entry.delivery_context
+    thread = session_keys.thread_of(entry.key)
+    if context is not None and context.channel:
+        return Route(context.channel, context.to, context.account_id, context.thread_id or thread)
+    if entry.last_channel:
+        return Route(entry.last_channel, entry.last_to, entry.last_account_id, thread)
+    channel, peer = session_keys.channel_of(entry.key), session_keys.peer_of(entry.key)
+    if channel and peer:
+        return Route(channel, peer, thread_id=thread)
+    return Route("log", entry.key)

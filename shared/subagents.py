@@ -1,5 +1,5 @@
-"""Sub-agent rules (SPEC 6), as pure functions: who may spawn whom, sandboxing, the sub-agent tool set,
-and the normalized announce (Status / Result / Notes / Stats)."""
+"""Sub-agent rules (docs/contract.md §6), as pure functions: who may spawn whom, sandboxing, the sub-agent
+tool set, and the normalized announce (Status / Result / Notes / Stats)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from shared import keys
+from shared import session_keys
 from shared.config import Config
 from shared.models import Run, RunStatus, SessionEntry
 
@@ -35,7 +35,7 @@ def sandboxed(config: Config, agent_id: str, session_key: str) -> bool:
     """``all`` sandboxes every session of the agent, ``non-main`` every one but its main session."""
     mode = config.sandbox_mode(agent_id)
     return mode == "all" or (
-        mode == "non-main" and keys.classify(session_key, config.session.main_key) != "main"
+        mode == "non-main" and session_keys.classify(session_key, config.session.main_key) != "main"
     )
 
 
@@ -109,8 +109,8 @@ def normalize(inputs: AnnounceInputs) -> str:
     parts = sections(inputs.announce_reply)
     child = inputs.child
     final = (child.reply or "").strip() if child else ""
-    # SPEC 6: the model's Result, or its whole reply; with nothing from the model, the child's final
-    # reply, or (that empty too) its latest tool result.
+    # docs/contract.md §6: the model's Result, or its whole reply; with nothing from the model, the child's
+    # final reply, or (that empty too) its latest tool result.
     result = (
         parts.get("result")
         or parts["unlabelled"]

@@ -1,4 +1,4 @@
-"""Accepting a run and turning its fate into the ``sessions_send`` result shapes (SPEC 4).
+"""Accepting a run and turning its fate into the ``sessions_send`` result shapes (docs/contract.md §4).
 
 A caller that wants to wait gets an ``AwaitRun`` back instead of blocking: the HTTP API awaits it on its
 pub/sub multiplexer, an agent runtime stores it as a continuation. Both finish it with the run they saw.
@@ -12,9 +12,10 @@ from typing import Any
 from pydantic import BaseModel
 
 from shared.dispatch import Dispatcher
-from shared.models import DeliveryStatus, Flow, Run, RunStatus, SendResult, SessionEntry
+from shared.models import Flow, Run, RunStatus, SessionEntry
+from shared.runs import Accepted, LaneHead, NewRun
 from shared.store import Store
-from shared.store.runs import Accepted, LaneHead, NewRun
+from shared.tools.send_schema import AnnounceDelivery, SendResult
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +80,7 @@ def send_outcome(
             run_id=run_id,
             status="accepted",
             session_key=session_key,
-            delivery=DeliveryStatus(status="pending"),
+            delivery=AnnounceDelivery(status="pending"),
             flow_id=flow_id,
         )
 
@@ -109,7 +110,7 @@ def result_of(run_id: str, session_key: str, timeout_seconds: float, run: Run | 
             status="ok",
             session_key=session_key,
             reply=run.reply or "",
-            delivery=DeliveryStatus(status="pending"),
+            delivery=AnnounceDelivery(status="pending"),
         )
     return SendResult(
         run_id=run_id,

@@ -11,12 +11,13 @@ from __future__ import annotations
 import functools
 from typing import Any, Literal
 
-from shared.tools import TOOLS, Tool
+from shared.tools.registry import TOOLS, Tool
 
 SchemaFormat = Literal["openai", "anthropic"]
 FORMATS: tuple[SchemaFormat, ...] = ("openai", "anthropic")
 
-# sessions_spawn accepts these only to answer "use sessions_send" (SPEC 6); a model should not see them.
+# sessions_spawn accepts these only to answer "use sessions_send" (docs/contract.md §6); a model should not
+# see them.
 _HIDDEN = {"sessions_spawn": {"target", "channel", "to", "threadId", "replyTo"}}
 
 

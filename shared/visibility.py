@@ -1,4 +1,5 @@
-"""Who may see and touch which session (SPEC 7), as pure functions over the config and the entries.
+"""Who may see and touch which session (docs/contract.md §7), as pure functions over the config and the
+entries.
 
 ``tools.sessions.visibility`` is ``self`` (the caller's own session), ``tree`` (and the sessions it spawned),
 ``agent`` (any session of its agent) or ``all`` (any session; another agent's still needs
@@ -11,7 +12,7 @@ from __future__ import annotations
 import fnmatch
 from typing import Literal
 
-from shared import keys, subagents
+from shared import session_keys, subagents
 from shared.config import Config, Visibility
 from shared.models import SessionEntry
 
@@ -20,17 +21,17 @@ _RANK: dict[Visibility, int] = {"self": 0, "tree": 1, "agent": 2, "all": 3}
 _NOUN = {"history": "history", "send": "send", "list": "list", "spawn": "spawn"}
 
 
-def effective(config: Config, caller_key: str) -> tuple[Visibility, bool]:
-    """The caller's visibility, and whether the sandbox clamp decided it."""
+def effective(config: Config, caller_key: str) -> Visibility:
+    """The caller's visibility, after the sandbox clamp."""
     configured = config.tools.sessions.visibility
-    caller_agent = keys.parse(caller_key).agent_id
+    caller_agent = session_keys.parse(caller_key).agent_id
+    # OpenClaw's clamp: a sandboxed session sees its tree, whatever is configured (``self`` too).
     if (
         subagents.sandboxed(config, caller_agent, caller_key)
         and config.agents.defaults.sandbox.session_tools_visibility == "spawned"
-        and _RANK[configured] > _RANK["tree"]
     ):
-        return "tree", True
-    return configured, False
+        return "tree"
+    return configured
 
 
 def agent_to_agent(config: Config, from_agent: str, to_agent: str) -> bool:
@@ -53,8 +54,12 @@ def refusal(
     """
     if target_key == caller_key:
         return None
-    level, clamped = effective(config, caller_key)
-    caller_agent, target_agent = keys.parse(caller_key).agent_id, keys.parse(target_key).agent_id
+    # A clamped sandbox gets the tree's text, as in OpenClaw: the clamp makes its visibility the tree.
+    level = effective(config, caller_key)
+    caller_agent, target_agent = (
+        session_keys.parse(caller_key).agent_id,
+        session_keys.parse(target_key).agent_id,
+    )
     spawned_by_caller = target is not None and target.spawned_by == caller_key
     noun = _NOUN[operation]
     if level == "self":
@@ -65,11 +70,6 @@ def refusal(
     if level == "tree":
         if spawned_by_caller:
             return None
-        if clamped:
-            return (
-                f"Session {noun} visibility is restricted to the current session tree for sandboxed sessions "
-                "(agents.defaults.sandbox.sessionToolsVisibility=spawned)."
-            )
         return (
             f"Session {noun} visibility is restricted to the current session tree "
             "(tools.sessions.visibility=tree)."

@@ -1,5 +1,5 @@
-"""The Celery app and its settings (DESIGN "Reliability rules"). No task code: the API builds this same
-app to enqueue by name, and only a worker imports ``workers.tasks``."""
+"""The Celery app and its settings (docs/architecture.md, "Reliability"). No task code: the API builds this
+same app to enqueue by name, and only a worker imports ``workers.tasks``."""
 
 from __future__ import annotations
 

@@ -1,15 +1,16 @@
 """What a worker process holds: config, store, dispatcher. Built on first use inside the process, so
-Celery's prefork children each open their own Redis connections."""
+Celery's prefork children each open their own Redis connections, and a threads pool shares one."""
 
 from __future__ import annotations
 
 import os
+import threading
 from dataclasses import dataclass
-from functools import cache
 
 from celery import current_app
 
 from shared.config import Config, load_config
+from shared.dispatch import Dispatcher
 from shared.store import Store
 from workers.dispatch import CeleryDispatcher
 
@@ -18,14 +19,24 @@ from workers.dispatch import CeleryDispatcher
 class WorkerContext:
     config: Config
     store: Store
-    dispatcher: CeleryDispatcher
+    dispatcher: Dispatcher
 
 
-@cache
-def _for_pid(pid: int) -> WorkerContext:
-    config = load_config()
-    return WorkerContext(config, Store.from_config(config), CeleryDispatcher(current_app))
+_contexts: dict[int, WorkerContext] = {}
+_lock = threading.Lock()
 
 
 def worker_context() -> WorkerContext:
-    return _for_pid(os.getpid())
+    """The process's one context, shared by every thread of a threads pool (its Redis client pools
+    connections and is thread-safe); the first task of a process builds it, once."""
+    pid = os.getpid()
+    context = _contexts.get(pid)
+    if context is None:
+        with _lock:
+            context = _contexts.get(pid)
+            if context is None:
+                config = load_config()
+                context = _contexts[pid] = WorkerContext(
+                    config, Store.from_config(config), CeleryDispatcher(current_app)
+                )
+    return context

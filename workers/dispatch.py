@@ -10,7 +10,8 @@ from typing import Any
 
 from celery import Celery
 
-from shared.store.runs import LaneHead
+from shared.flows.decide import StepTask
+from shared.runs import LaneHead
 from workers import queues
 
 
@@ -27,26 +28,22 @@ class CeleryDispatcher:
             root_id=head.flow_id or head.run_id,
         )
 
-    def reply_turn(self, flow_id: str, turn: int) -> None:
-        self._send(queues.REPLY_TURN_TASK, [flow_id, turn], queues.NESTED, root_id=flow_id)
-
-    def announce(self, flow_id: str) -> None:
-        self._send(queues.ANNOUNCE_TASK, [flow_id], queues.NESTED, root_id=flow_id)
-
-    def deliver(self, flow_id: str) -> None:
-        self._send(queues.DELIVER_TASK, [flow_id], queues.DELIVERY, root_id=flow_id)
+    def step(self, task: StepTask, flow_id: str, turn: int | None = None) -> None:
+        args: list[Any] = [flow_id] if turn is None else [flow_id, turn]
+        self._send(queues.STEP_TASKS[task], args, queues.STEP_QUEUES[task], root_id=flow_id)
 
     def spawn(self, head: LaneHead) -> None:
         """The child's run with its announce step as the callback: sent when the run's task returns.
 
-        DESIGN names a chord; a chord over one task adds nothing but a group barrier, which makes the sending
-        process (the API) subscribe to the header's result channel and keep it. A link is the same callback
+        A chord over one task would add nothing but a group barrier, which makes the sending process (the
+        API) subscribe to the header's result channel and keep it. A link is the same callback
         with no result-backend state. If it is lost (the run re-dispatched by the reaper), the reaper
         advances the flow instead.
         """
         flow_id = head.flow_id or head.run_id
+        announce = StepTask.SUBAGENT_ANNOUNCE
         then = self._app.signature(
-            queues.SUBAGENT_ANNOUNCE_TASK, args=[flow_id], queue=queues.NESTED, immutable=True
+            queues.STEP_TASKS[announce], args=[flow_id], queue=queues.STEP_QUEUES[announce], immutable=True
         )
         self._send(
             queues.RUN_TASK,
@@ -56,9 +53,6 @@ class CeleryDispatcher:
             root_id=flow_id,
             link=then,
         )
-
-    def subagent_announce(self, flow_id: str) -> None:
-        self._send(queues.SUBAGENT_ANNOUNCE_TASK, [flow_id], queues.NESTED, root_id=flow_id)
 
     def _send(self, name: str, args: list[Any], queue: str, **options: Any) -> None:
         # One batch: the message and its task-sent event (for Flower) go to Redis in one round trip.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from shared.flows.decide import StepTask
 from shared.models import RunKind
 
 RUNS = "runs"  # chat messages and sessions_send primary runs
@@ -12,12 +13,13 @@ MAINTENANCE = "maintenance"  # the reaper and sweeps
 ALL = (RUNS, NESTED, SUBAGENT, DELIVERY, MAINTENANCE)
 
 RUN_TASK = "clawbus.run"
-REPLY_TURN_TASK = "clawbus.reply_turn"
-ANNOUNCE_TASK = "clawbus.announce"
-DELIVER_TASK = "clawbus.deliver"
-SUBAGENT_ANNOUNCE_TASK = "clawbus.subagent_announce"
 ARCHIVE_TASK = "clawbus.archive"
 REAP_TASK = "clawbus.reap"
+# The task of each flow step, by name (which actions each performs: shared.flows.decide.PERFORMS).
+STEP_TASKS: dict[StepTask, str] = {step: f"clawbus.{step.value}" for step in StepTask}
+STEP_QUEUES: dict[StepTask, str] = {
+    step: DELIVERY if step is StepTask.DELIVER else NESTED for step in StepTask
+}
 
 _RUN_QUEUES: dict[RunKind, str] = {
     "chat": RUNS,

@@ -24,22 +24,20 @@ from celery.signals import (
 
 from shared import logs
 from shared.config import Config
-from shared.store import connect
-from shared.store.keys import RedisKeys
+from shared.store import Store
 
 HEARTBEAT_TTL_SECONDS = 10
 
 
 def register(config: Config) -> None:
-    keys = RedisKeys(config.redis.prefix)
-    client = connect(config.redis.url)
+    fleet = Store.from_config(config).fleet
     hostname: list[str] = []
 
     def beat() -> None:
         if not hostname:
             return
         try:
-            client.set(keys.worker_heartbeat(hostname[0]), "alive", ex=HEARTBEAT_TTL_SECONDS)
+            fleet.mark_alive(hostname[0], HEARTBEAT_TTL_SECONDS)
         except Exception:  # liveness is advisory: never take the worker down for it
             return
 
@@ -50,7 +48,7 @@ def register(config: Config) -> None:
     def gone(**_: Any) -> None:
         if hostname:
             try:
-                client.delete(keys.worker_heartbeat(hostname[0]))
+                fleet.mark_gone(hostname[0])
             except Exception:
                 return
 

@@ -3,22 +3,22 @@ session). Read them as JSON pages, or follow them as server-sent events (resumab
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Header, Path, Query, Request
 from fastapi.responses import StreamingResponse
-from pydantic import AfterValidator
 
+from api import streams
 from api.auth import forbidden
 from api.deps import PrincipalDep, ServicesDep
 from api.errors import ErrorResponse
-from api.params import StreamId, stream_id
+from api.params import STREAM_ID_PATTERN, StreamId
+from shared.text import CONTROL_CLASS
 
 router = APIRouter(prefix="/v1/channels", tags=["channels"])
 LocalChannel = Literal["webchat", "log"]
-Recipient = Annotated[str, Path(min_length=1, max_length=512, pattern=r"^[^\s\x00-\x1f]+$")]
+Recipient = Annotated[str, Path(min_length=1, max_length=512, pattern=rf"^[^\s{CONTROL_CLASS}]+$")]
 _errors: dict[int | str, dict[str, Any]] = {code: {"model": ErrorResponse} for code in (400, 401)}
 # How long one blocking read waits before a keep-alive comment goes out.
 _BLOCK_MS = 15_000
@@ -49,25 +49,23 @@ async def follow_messages(
     services: ServicesDep,
     principal: PrincipalDep,
     last_event_id: Annotated[
-        str | None, Header(pattern=r"^\d{1,20}-\d{1,20}$"), AfterValidator(stream_id)
+        str | None, Header(pattern=STREAM_ID_PATTERN, description="Resume after this event id")
     ] = None,
     after: StreamId = None,
 ) -> StreamingResponse:
     _owner_only(principal.owner)
-    stream = services.store.keys.outbox(channel, to)
 
     async def events() -> AsyncIterator[str]:
-        cursor = last_event_id or after or "$"
+        live = services.live
+        cursor = last_event_id or after or await live.stream_end(live.keys.outbox(channel, to))
         while not await request.is_disconnected():
-            found = await services.async_redis.xread({stream: cursor}, block=_BLOCK_MS, count=100)
-            if not found:
-                yield ": keep-alive\n\n"
+            entries = await services.live.follow_outbox(channel, to, cursor, _BLOCK_MS)
+            if not entries:
+                yield streams.KEEPALIVE
                 continue
-            for _name, entries in found:
-                for entry_id, fields in entries:
-                    cursor = entry_id
-                    data = json.dumps(fields, ensure_ascii=False)
-                    yield f"id: {entry_id}\nevent: message\ndata: {data}\n\n"
+            for entry_id, fields in entries:
+                cursor = entry_id
+                yield streams.sse(entry_id, "message", fields)
 
     return StreamingResponse(events(), media_type="text/event-stream", headers={"Cache-Control": "no-store"})
 

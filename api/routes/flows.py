@@ -9,7 +9,7 @@ from fastapi import APIRouter, Path
 
 from api.deps import PrincipalDep, ServicesDep
 from api.errors import ErrorResponse, not_found
-from shared.flows import describe
+from shared.flows.view import describe
 from shared.redaction import scrubbed_flow
 
 router = APIRouter(prefix="/v1/flows", tags=["flows"])

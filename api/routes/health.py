@@ -6,9 +6,9 @@ from typing import Any
 
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse
-from redis.exceptions import RedisError
 
 from api.deps import ServicesDep
+from shared.store.live import Unreachable
 
 router = APIRouter(tags=["health"])
 
@@ -20,10 +20,8 @@ async def healthz() -> dict[str, Any]:
 
 @router.get("/readyz", response_model=None)
 async def readyz(services: ServicesDep) -> dict[str, Any] | JSONResponse:
-    redis = services.async_redis
     try:
-        await redis.ping()
-        workers = [key async for key in redis.scan_iter(services.store.keys.worker_heartbeat_pattern())]
-    except (RedisError, OSError) as exc:
+        workers = await services.live.workers_alive()
+    except Unreachable as exc:
         return JSONResponse({"ok": False, "redis": f"unavailable: {exc}"}, status_code=503)
-    return {"ok": True, "redis": "ok", "workers": len(workers)}
+    return {"ok": True, "redis": "ok", "workers": workers}

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Path, Query
+from fastapi import APIRouter, Header, Path, Query, Request
+from fastapi.responses import StreamingResponse
 
+from api import streams
 from api.auth import Principal
 from api.deps import PrincipalDep, ServicesDep
 from api.errors import ErrorResponse, not_found
-from api.params import StreamId
+from api.params import STREAM_ID_PATTERN, StreamId
 from api.services import Services
 from shared import logs
 from shared.models import Run
@@ -20,6 +22,8 @@ from shared.redaction import scrub, scrubbed_run
 router = APIRouter(prefix="/v1/runs", tags=["runs"])
 RunId = Annotated[str, Path(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_-]+$")]
 _errors: dict[int | str, dict[str, Any]] = {code: {"model": ErrorResponse} for code in (400, 401, 404)}
+# Proxies must neither cache nor buffer an event stream.
+STREAM_HEADERS = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
 
 
 async def _run_for(services: Services, principal: Principal, run_id: str) -> Run:
@@ -67,13 +71,32 @@ async def run_events(
     first; page on with ``after`` = the last id seen."""
     with logs.bound(run_id=run_id):
         await _run_for(services, principal, run_id)
-        start = f"({after}" if after else "-"
-        entries = await services.async_redis.xrange(
-            services.store.keys.run_events(run_id), start, "+", count=limit
-        )
+        entries = await services.live.run_events(run_id, after, limit)
         events = [{"id": entry_id, **_scrubbed(fields)} for entry_id, fields in entries]
         return {"runId": run_id, "events": events, "last": events[-1]["id"] if events else after}
 
 
 def _scrubbed(fields: dict[str, str]) -> dict[str, str]:
     return {name: (scrub(value) or "") if name == "text" else value for name, value in fields.items()}
+
+
+@router.get(
+    "/{run_id}/stream",
+    responses={**_errors, 200: {"content": {"text/event-stream": {}}}},
+    response_class=StreamingResponse,
+)
+async def stream_run(
+    run_id: RunId,
+    request: Request,
+    services: ServicesDep,
+    principal: PrincipalDep,
+    last_event_id: Annotated[
+        str | None, Header(pattern=STREAM_ID_PATTERN, description="Resume right after this event")
+    ] = None,
+    after: StreamId = None,
+) -> StreamingResponse:
+    """The run's events as server-sent events, live, until its ``ended`` event: ``id`` (resume with
+    ``Last-Event-ID``), ``event`` (the type), ``data`` (the event as JSON)."""
+    await _run_for(services, principal, run_id)
+    events = streams.run_events(services.live, run_id, last_event_id or after, request.is_disconnected)
+    return StreamingResponse(events, media_type="text/event-stream", headers=STREAM_HEADERS)

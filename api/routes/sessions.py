@@ -4,20 +4,26 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request
 from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import StreamingResponse
 
+from api import streams
 from api.auth import forbidden
 from api.deps import PrincipalDep, ServicesDep
 from api.errors import ApiError, ErrorResponse, bad_request, not_found
+from api.params import SessionKeyPath
 from api.routes.resolve import session_context
+from api.routes.runs import STREAM_HEADERS
 from api.routes.tools import settle
 from api.schemas import SessionPatchBody
 from shared import logs
 from shared.inbound import receive
-from shared.models import InboundMessageParams, SessionEntry, SessionsListParams, SessionsListResult
-from shared.store.sessions import LabelTaken, SessionPatch
+from shared.models import InboundMessageParams, SessionEntry
+from shared.session_keys import SessionKind
+from shared.sessions import LabelTaken, SessionPatch
 from shared.tools.list import every_session
+from shared.tools.list_schema import SessionsListParams, SessionsListResult
 
 router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
 _errors: dict[int | str, dict[str, Any]] = {
@@ -29,7 +35,8 @@ _errors: dict[int | str, dict[str, Any]] = {
 def list_sessions(
     services: ServicesDep,
     principal: PrincipalDep,
-    kind: Annotated[list[str] | None, Query(max_length=6)] = None,
+    # The operator's listing is exact where the tool is lenient: an unknown kind is a 400, not ignored.
+    kind: Annotated[list[SessionKind] | None, Query(max_length=6)] = None,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
     active_minutes: Annotated[int | None, Query(alias="activeMinutes", ge=1)] = None,
 ) -> SessionsListResult:
@@ -41,7 +48,7 @@ def list_sessions(
 
 
 @router.get("/{key}", response_model=SessionEntry, response_model_exclude_none=True, responses=_errors)
-def get_session(key: str, services: ServicesDep, principal: PrincipalDep) -> SessionEntry:
+def get_session(key: SessionKeyPath, services: ServicesDep, principal: PrincipalDep) -> SessionEntry:
     ctx = session_context(services, principal, key)
     entry = services.store.sessions.get(ctx.caller_key)
     if entry is None:
@@ -51,7 +58,7 @@ def get_session(key: str, services: ServicesDep, principal: PrincipalDep) -> Ses
 
 @router.patch("/{key}", response_model=SessionEntry, response_model_exclude_none=True, responses=_errors)
 def patch_session(
-    key: str, body: SessionPatchBody, services: ServicesDep, principal: PrincipalDep
+    key: SessionKeyPath, body: SessionPatchBody, services: ServicesDep, principal: PrincipalDep
 ) -> SessionEntry:
     ctx = session_context(services, principal, key)
     changes = body.model_dump(by_alias=True, exclude_unset=True)
@@ -73,7 +80,7 @@ def patch_session(
 
 @router.post("/{key}/messages", responses=_errors)
 async def post_message(
-    key: str, body: InboundMessageParams, services: ServicesDep, principal: PrincipalDep
+    key: SessionKeyPath, body: InboundMessageParams, services: ServicesDep, principal: PrincipalDep
 ) -> dict[str, Any]:
     limit = services.config.gateway.limits.message_bytes
     size = len(body.message.encode("utf-8"))
@@ -83,3 +90,20 @@ async def post_message(
     with logs.bound(session_key=ctx.caller_key):
         result = await run_in_threadpool(receive, ctx, body)
         return (await settle(services, result)).wire()
+
+
+@router.get(
+    "/{key}/stream",
+    responses={**_errors, 200: {"content": {"text/event-stream": {}}}},
+    response_class=StreamingResponse,
+)
+async def stream_session(
+    key: SessionKeyPath, request: Request, services: ServicesDep, principal: PrincipalDep
+) -> StreamingResponse:
+    """Every run of the session as server-sent events, those under way and those to come, until the
+    client leaves; each event carries its ``runId``."""
+    ctx = session_context(services, principal, key)
+    if not services.store.sessions.exists(ctx.caller_key):
+        raise not_found(f"Session not found: {key}")
+    events = streams.session_events(services.live, ctx.caller_key, request.is_disconnected)
+    return StreamingResponse(events, media_type="text/event-stream", headers=STREAM_HEADERS)

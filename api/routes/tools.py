@@ -9,18 +9,20 @@ from fastapi import APIRouter, Query
 from fastapi.concurrency import run_in_threadpool
 from pydantic import ValidationError
 
-from api.auth import Principal, forbidden
+from api.auth import Principal
 from api.deps import PrincipalDep, ServicesDep
 from api.errors import ApiError, ErrorResponse, bad_request
+from api.params import SESSION_KEY_CONSTRAINTS
+from api.routes.resolve import acting_as
 from api.schemas import InvokeRequest, InvokeResponse
 from api.services import Services
-from shared import keys, logs, subagents
-from shared.errors import ToolError, first_invalid
+from shared import logs, session_keys, subagents
+from shared.errors import first_invalid
 from shared.models import Wire
 from shared.submit import AwaitRun
 from shared.tool_schemas import SchemaFormat, tool_schemas
-from shared.tools import TOOLS, Tool, ToolContext
-from shared.tools.context import require_agent
+from shared.tools.context import ToolContext
+from shared.tools.registry import TOOLS, Tool
 
 router = APIRouter(tags=["tools"])
 
@@ -66,16 +68,14 @@ async def _call(services: Services, tool: Tool, ctx: ToolContext, args: dict[str
     return await settle(services, result)
 
 
-@router.get("/v1/tools", responses={400: {"model": ErrorResponse}, 401: {"model": ErrorResponse}})
+@router.get("/v1/tools", responses={code: {"model": ErrorResponse} for code in (400, 401, 403, 404)})
 def list_tools(
     services: ServicesDep,
     principal: PrincipalDep,
     format: Annotated[SchemaFormat, Query(description="openai (function tools) or anthropic")] = "openai",
     session_key: Annotated[
         str | None,
-        Query(
-            alias="sessionKey", min_length=1, max_length=512, description="Only the tools this session has"
-        ),
+        Query(alias="sessionKey", **SESSION_KEY_CONSTRAINTS, description="Only the tools this session has"),
     ] = None,
 ) -> dict[str, Any]:
     """Every tool's schema (a sub-agent session gets the sub-agent tool set). Integers are ``number`` and
@@ -89,8 +89,9 @@ def schemas_for(
     """The tools ``session_key`` has (a sub-agent gets the sub-agent set); every tool without one."""
     names = list(TOOLS)
     if session_key is not None:
-        ctx = _caller(services, principal, session_key, None)
-        if keys.is_subagent(ctx.caller_key):
+        # A session of an agent that does not exist has no tools to list: not found, as in a path.
+        ctx = acting_as(services, principal, session_key, field="sessionKey", unknown_agent_status=404)
+        if session_keys.is_subagent(ctx.caller_key):
             names = subagents.tool_set(services.config, TOOLS)
     return tool_schemas(fmt, names)
 
@@ -105,18 +106,7 @@ async def settle(services: Services, result: Wire | AwaitRun) -> Wire:
 def _caller(services: Services, principal: Principal, session_key: str, run_id: str | None) -> ToolContext:
     """The calling session: 400 if malformed, 403 if the token may not act for its agent (from the key
     alone), 400 for an unknown agent or a runId that is not the caller's."""
-    try:
-        ctx = ToolContext.for_caller(
-            services.config, services.store, services.dispatcher, session_key, run_id, owner=principal.owner
-        )
-    except keys.SessionKeyError as exc:
-        raise bad_request("sessionKey", str(exc)) from None
-    if not principal.may_act_as(ctx.caller_key):
-        raise forbidden(f'this token may not act for agent "{ctx.caller_agent}"')
-    try:
-        require_agent(services.config, ctx.caller_key)
-    except ToolError as exc:
-        raise bad_request("sessionKey", exc.error) from None
+    ctx = acting_as(services, principal, session_key, run_id, field="sessionKey", unknown_agent_status=400)
     if run_id is not None:
         origin = services.store.runs.get(run_id)
         if origin is None or origin.session_key != ctx.caller_key:

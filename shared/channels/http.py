@@ -88,7 +88,12 @@ class TelegramAdapter:
 
     def send(self, delivery: Delivery) -> None:
         url = f"{self._config.base_url.rstrip('/')}/bot{self._config.bot_token}/sendMessage"
-        body = _json({"chat_id": _require_to(delivery), "text": delivery.text})
+        payload: dict[str, Any] = {"chat_id": _require_to(delivery), "text": delivery.text}
+        if delivery.thread_id:  # a forum topic
+            payload["message_thread_id"] = (
+                int(delivery.thread_id) if delivery.thread_id.isdigit() else delivery.thread_id
+            )
+        body = _json(payload)
         _post(url, body, {}, self._config.timeout_seconds)
 
 
@@ -99,7 +104,9 @@ class DiscordAdapter:
         self._config = config
 
     def send(self, delivery: Delivery) -> None:
-        url = f"{self._config.base_url.rstrip('/')}/channels/{_require_to(delivery)}/messages"
+        # A Discord thread is a channel of its own: its messages go to the thread's id.
+        channel = delivery.thread_id or _require_to(delivery)
+        url = f"{self._config.base_url.rstrip('/')}/channels/{channel}/messages"
         headers = {"Authorization": f"Bot {self._config.bot_token}"}
         _post(url, _json({"content": delivery.text}), headers, self._config.timeout_seconds)
 
@@ -115,7 +122,10 @@ class SlackAdapter:
         headers = {"Authorization": f"Bearer {self._config.bot_token}"}
         response = _post(
             url,
-            _json({"channel": _require_to(delivery), "text": delivery.text}),
+            _json(
+                {"channel": _require_to(delivery), "text": delivery.text}
+                | ({"thread_ts": delivery.thread_id} if delivery.thread_id else {})
+            ),
             headers,
             self._config.timeout_seconds,
         )

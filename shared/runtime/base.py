@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -10,7 +11,7 @@ from pydantic import BaseModel
 
 from shared.models import Message, SessionEntry, ThinkingLevel, ToolCallBlock, Usage
 
-# Exact replies that end the reply-back loop or silence an announce (SPEC 4, 6).
+# Exact replies that end the reply-back loop or silence an announce (docs/contract.md §4, 6).
 REPLY_SKIP = "REPLY_SKIP"
 ANNOUNCE_SKIP = "ANNOUNCE_SKIP"
 SKIP_TOKENS = frozenset({REPLY_SKIP, ANNOUNCE_SKIP})
@@ -33,10 +34,23 @@ class StepRequest:
     on_text: Callable[[str], None] | None = None
     # Called when a step starts over after text was streamed (a retried request): that text is void.
     on_restart: Callable[[], None] | None = None
+    # Set when the run is cancelled: the step stops at its next streamed chunk (``RunCancelled``).
+    cancel: threading.Event | None = None
+
+    def cancelled(self) -> bool:
+        return self.cancel is not None and self.cancel.is_set()
 
 
 class RunTimedOut(Exception):
     """A runtime gave up because ``time_limit`` ran out."""
+
+
+class RunCancelled(Exception):
+    """The run was cancelled mid-step; ``partial`` is the text the model had written by then."""
+
+    def __init__(self, partial: str = "") -> None:
+        super().__init__("run aborted")
+        self.partial = partial
 
 
 class StepResult(BaseModel):

@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable
 
 from shared.models import Usage
-from shared.runtime.base import SKIP_TOKENS, RunTimedOut, StepRequest, StepResult
+from shared.runtime.base import SKIP_TOKENS, RunCancelled, RunTimedOut, StepRequest, StepResult
 
 
 def estimate_tokens(text: str) -> int:
@@ -27,7 +27,12 @@ class EchoRuntime:
             self._sleep(max(limit, 0))
             raise RunTimedOut(f"the step needed {self._delay_s:g}s, {max(limit, 0):g}s were left")
         if self._delay_s:
-            self._sleep(self._delay_s)
+            # A cancel ends the wait at once, as it would a model's stream.
+            if request.cancel is not None:
+                if request.cancel.wait(self._delay_s):
+                    raise RunCancelled()
+            else:
+                self._sleep(self._delay_s)
         last = next((m.text for m in reversed(request.messages) if m.role == "user"), "")
         # A message that is exactly a skip token is answered with it, so tests can drive the reply-back and
         # announce stop rules.

@@ -18,9 +18,10 @@ from typing import Any
 
 import httpx
 
+from shared.backoff import delay
 from shared.config import OpenAIModel, OpenAIProvider
 from shared.models import Message, ToolCallBlock, Usage
-from shared.runtime.base import RunTimedOut, StepRequest, StepResult
+from shared.runtime.base import RunCancelled, RunTimedOut, StepRequest, StepResult
 from shared.tool_schemas import tool_schemas
 
 MAX_BACKOFF_SECONDS = 30.0
@@ -70,7 +71,11 @@ class OpenAIRuntime:
                 failures += 1
                 if failures > self._provider.max_retries:
                     raise ModelRequestFailed(f"{exc} (gave up after {failures} attempts)") from None
-                pause = exc.retry_after if exc.retry_after is not None else _backoff(failures)
+                pause = (
+                    exc.retry_after
+                    if exc.retry_after is not None
+                    else delay(failures, 0.5, MAX_BACKOFF_SECONDS)
+                )
                 if deadline is not None and time.monotonic() + pause >= deadline:
                     raise RunTimedOut(f"{exc}; no time left to retry") from None
                 self._sleep(pause)
@@ -109,8 +114,11 @@ class OpenAIRuntime:
                     response.read()
                     _raise_for(response)
                 if body.get("stream"):
-                    return self._result(*_collect_stream(response.iter_lines(), on_text, deadline))
+                    lines = _until_cancelled(response.iter_lines(), request, streamed)
+                    return self._result(*_collect_stream(lines, on_text, deadline))
                 response.read()
+                if request.cancelled():
+                    raise RunCancelled()
                 return self._result(*_parse_whole(response.json(), on_text))
         except httpx.TimeoutException as exc:
             raise _Retryable(
@@ -169,10 +177,6 @@ def _retry_after(response: httpx.Response) -> float | None:
         return None
 
 
-def _backoff(failures: int) -> float:
-    return float(min(0.5 * 2 ** (failures - 1), MAX_BACKOFF_SECONDS) * random.uniform(0.8, 1.2))
-
-
 def chat_messages(request: StepRequest) -> list[dict[str, Any]]:
     """The transcript as chat messages. A tail cut mid-exchange would leave tool results without their
     call (or calls without results), which the API rejects: those halves are left out."""
@@ -229,6 +233,15 @@ def _parse_whole(
         for raw in message.get("tool_calls") or []
     ]
     return text, calls, payload.get("usage") or {}
+
+
+def _until_cancelled(lines: Iterator[str], request: StepRequest, streamed: list[str]) -> Iterator[str]:
+    """The stream's lines until the run is cancelled: then ``RunCancelled`` with the text so far, and
+    leaving the ``with`` block closes the connection, which tells the model to stop."""
+    for line in lines:
+        if request.cancelled():
+            raise RunCancelled("".join(streamed))
+        yield line
 
 
 def _collect_stream(

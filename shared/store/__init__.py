@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from redis import Redis
-from redis.backoff import ExponentialWithJitterBackoff
-from redis.exceptions import ConnectionError, TimeoutError
+from redis.exceptions import ConnectionError, RedisError, TimeoutError
 from redis.retry import Retry
 
+from shared.backoff import delay
 from shared.clock import Clock, SystemClock
 from shared.config import Config
 from shared.store.fleet import FleetStore
@@ -17,17 +17,32 @@ from shared.store.scripts import Scripts
 from shared.store.sessions import SessionStore
 from shared.store.transcripts import TranscriptStore
 
-__all__ = ["RETRIES", "RETRY_ON", "Store", "backoff", "connect"]
+__all__ = ["RETRIES", "RETRY_ON", "UNAVAILABLE", "Backoff", "Store", "answers", "backoff", "connect"]
 
 
 # A stale connection after a Redis restart or failover fails once; retrying reconnects. The scripts that
 # change state are idempotent under a retry (accept checks the run id, claim and commit are fenced).
 RETRIES = 3
 RETRY_ON = [ConnectionError, TimeoutError]
+# What a caller sees when Redis is away (after the retries): the API answers them with a 503.
+UNAVAILABLE: tuple[type[Exception], ...] = (ConnectionError, TimeoutError)
 
 
-def backoff() -> ExponentialWithJitterBackoff:
-    return ExponentialWithJitterBackoff(base=0.1, cap=2.0)
+class Backoff:
+    """redis-py's retries (its ``AbstractBackoff`` interface) on clawbus's backoff (``shared.backoff``)."""
+
+    def __init__(self, base: float = 0.1, cap: float = 2.0) -> None:
+        self._base, self._cap = base, cap
+
+    def reset(self) -> None:
+        """Nothing to reset: every delay is computed from the failure count alone."""
+
+    def compute(self, failures: int) -> float:
+        return delay(failures, self._base, self._cap)
+
+
+def backoff() -> Backoff:
+    return Backoff()
 
 
 def connect(url: str) -> Redis:
@@ -41,6 +56,18 @@ def connect(url: str) -> Redis:
         retry=Retry(backoff(), RETRIES),
         retry_on_error=RETRY_ON,
     )
+
+
+def answers(url: str) -> bool:
+    """A Redis answers at ``url`` (within a second)."""
+    try:
+        client = Redis.from_url(url, socket_connect_timeout=1, socket_timeout=1)
+        try:
+            return bool(client.ping())
+        finally:
+            client.close()
+    except (RedisError, OSError, ValueError):
+        return False
 
 
 class Store:

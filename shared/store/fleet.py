@@ -16,6 +16,7 @@ class FleetFigures:
     runs_created: dict[str, int]  # by kind
     runs_finished: dict[tuple[str, str], int]  # by (kind, status)
     deliveries: dict[str, int]  # by final state
+    flows_ended: dict[str, int]  # by reason (FlowEndReason)
     queue_depths: dict[str, int]
     workers: list[str] = field(default_factory=list)  # node names with a live heartbeat
     busy_lanes: int = 0  # sessions with a run queued or running
@@ -35,12 +36,13 @@ class FleetStore:
         pipe.hgetall(k.metrics_runs_created())
         pipe.hgetall(k.metrics_runs_finished())
         pipe.hgetall(k.metrics_deliveries())
+        pipe.hgetall(k.metrics_flows_ended())
         for queue in queues:
             pipe.llen(queue)  # Celery's Redis broker keeps a queue as a list of that name
         pipe.zcard(k.lanes_due())
         pipe.zcard(k.flows_due())
         pipe.get(k.reaper_ran())
-        created, finished, deliveries, *rest = pipe.execute()
+        created, finished, deliveries, flows_ended, *rest = pipe.execute()
         depths, (busy, flows, reaped) = rest[: len(queues)], rest[len(queues) :]
         prefix = k.worker_heartbeat("")
         workers = sorted(
@@ -50,12 +52,20 @@ class FleetStore:
             runs_created={kind: int(n) for kind, n in created.items()},
             runs_finished={_split(pair): int(n) for pair, n in finished.items()},
             deliveries={state: int(n) for state, n in deliveries.items()},
+            flows_ended={reason: int(n) for reason, n in flows_ended.items()},
             queue_depths={queue: int(n) for queue, n in zip(queues, depths, strict=True)},
             workers=workers,
             busy_lanes=int(busy),
             flows_in_progress=int(flows),
             reaper_ran_at=int(reaped) if reaped else None,
         )
+
+    def mark_alive(self, hostname: str, ttl_seconds: int) -> None:
+        """A worker is consuming: its heartbeat key, which lapses unless refreshed within ``ttl_seconds``."""
+        self._redis.set(self._keys.worker_heartbeat(hostname), "alive", ex=ttl_seconds)
+
+    def mark_gone(self, hostname: str) -> None:
+        self._redis.delete(self._keys.worker_heartbeat(hostname))
 
     def reaper_ran_at(self) -> int | None:
         value = self._redis.get(self._keys.reaper_ran())

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
 from redis import Redis
 
 from shared.clock import Clock
-from shared.models import Delivery, DeliveryState, Flow, Run
+from shared.flows.decide import Snapshot
+from shared.models import Delivery, DeliveryState, Flow, FlowEndReason, Run
 from shared.store.codec import decode, encode, encode_values
 from shared.store.keys import RedisKeys
 from shared.store.scripts import Scripts
@@ -22,17 +22,6 @@ class DeliveryClaim(StrEnum):
     BUSY = "busy"
     DONE = "done"
     MISSING = "missing"
-
-
-@dataclass(frozen=True, slots=True)
-class Snapshot:
-    """A flow and everything its next step depends on, read in one round trip."""
-
-    flow: Flow
-    primary: Run | None
-    turns: list[Run | None]
-    announce: Run | None
-    delivery: Delivery | None
 
 
 class FlowStore:
@@ -70,24 +59,30 @@ class FlowStore:
             delivery=decode(Delivery, delivery) if delivery else None,
         )
 
-    def update(
-        self, flow_id: str, fields: dict[str, Any], *, due_in_ms: int | None = None, done: bool = False
-    ) -> None:
-        """Set flow fields; reschedule the reaper's look at it (``due_in_ms``), or take it off (``done``).
-        A flow that ends with nothing to deliver (``skipped``, ``blocked``) counts toward the delivery
-        metrics here; the delivered and failed ones count when their delivery finishes."""
+    def update(self, flow_id: str, fields: dict[str, Any], *, due_in_ms: int | None = None) -> None:
+        """Set flow fields; with ``due_in_ms``, the reaper looks at the flow again then."""
         k = self._keys
         now = self._clock.now_ms()
         pipe = self._redis.pipeline(transaction=True)
         pipe.hset(k.flow(flow_id), mapping=encode_values({**fields, "updatedAt": now}))
-        if done:
-            pipe.hset(k.flow(flow_id), "status", "done")
-            pipe.zrem(k.flows_due(), flow_id)
-            if fields.get("deliveryStatus") in ("skipped", "blocked"):
-                pipe.hincrby(k.metrics_deliveries(), fields["deliveryStatus"], 1)
-        elif due_in_ms is not None:
+        if due_in_ms is not None:
             pipe.zadd(k.flows_due(), {flow_id: now + due_in_ms})
         pipe.execute()
+
+    def end(self, flow_id: str, reason: FlowEndReason, fields: dict[str, Any] | None = None) -> bool:
+        """End the flow with ``fields`` set, counted by ``reason``; False if it had already ended. A flow
+        that ends with nothing to deliver (``skipped``, ``blocked``) counts toward the delivery metrics
+        here; the delivered and failed ones count when their delivery finishes."""
+        k = self._keys
+        ended = self._scripts.end_flow(
+            keys=[k.flow(flow_id), k.flows_due(), k.metrics_flows_ended(), k.metrics_deliveries()],
+            args=[flow_id, reason, json.dumps(encode_values(fields or {})), self._clock.now_ms()],
+        )
+        return bool(ended)
+
+    def recheck(self, flow_id: str, at_ms: int) -> None:
+        """The reaper looks at the flow again no later than ``at_ms`` (a bound that will pass then)."""
+        self._redis.zadd(self._keys.flows_due(), {flow_id: at_ms}, lt=True)
 
     def reap(self, limit: int = 500) -> list[str]:
         """Flows past their deadline; each is rescheduled by the grace so it is reported once per grace."""
@@ -129,6 +124,7 @@ class FlowStore:
                 k.flow(delivery.flow_id),
                 k.flows_due(),
                 k.metrics_deliveries(),
+                k.metrics_flows_ended(),
             ],
             args=[status, error or "", self._clock.now_ms(), delivery.flow_id],
         )

@@ -55,6 +55,14 @@ class RedisKeys:
         """HASH: one run; expires ``runs.retentionHours`` after it ends."""
         return f"{self.prefix}run:{run_id}"
 
+    def cancel_channel(self) -> str:
+        """Pub/sub channel: the id of a running run that was cancelled, for the worker holding its lease."""
+        return f"{self.prefix}cancel"
+
+    def session_runs(self, session_key: str) -> str:
+        """STREAM: the session's runs as they are accepted (``runId``), for a client following the session."""
+        return f"{self.prefix}session-runs:{session_key}"
+
     def run_events(self, run_id: str) -> str:
         """STREAM: the run's progress events (queued, started, ended)."""
         return f"{self.prefix}run-events:{run_id}"
@@ -116,6 +124,10 @@ class RedisKeys:
     def metrics_deliveries(self) -> str:
         """HASH: announce deliveries that reached a final state, by state."""
         return f"{self.prefix}metrics:deliveries"
+
+    def metrics_flows_ended(self) -> str:
+        """HASH: flows that ended, by reason (``completed``, or what cut them short)."""
+        return f"{self.prefix}metrics:flows:ended"
 
     def reaper_ran(self) -> str:
         """STRING: when the reaper last ran (ms): beat and a worker are both doing their part."""

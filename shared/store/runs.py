@@ -16,100 +16,33 @@ The life of a run, each step one Lua script (atomic):
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
-from enum import StrEnum
+import threading
+import time
+from collections.abc import Iterator
 from typing import Any
 
 from redis import Redis
 from redis.commands.core import Script
+from redis.exceptions import ConnectionError, TimeoutError
 
 from shared.clock import Clock
-from shared.models import Flow, Message, Run, RunKind, RunStatus, SessionEntry, Usage
+from shared.models import Flow, Message, Run, RunStatus, SessionEntry
+from shared.runs import (
+    Accepted,
+    Cancelled,
+    CancelOutcome,
+    Claim,
+    ClaimOutcome,
+    Committed,
+    ExecutionState,
+    LaneHead,
+    NewRun,
+    Outcome,
+    SuspendOutcome,
+)
 from shared.store.codec import decode, encode, encode_values
 from shared.store.keys import RedisKeys
 from shared.store.scripts import Scripts, run_pipelined
-
-
-@dataclass(frozen=True, slots=True)
-class NewRun:
-    run_id: str
-    session_key: str
-    agent_id: str
-    kind: RunKind
-    input: Message
-    context: str | None = None
-    flow_id: str | None = None
-    parent_run_id: str | None = None
-    turn: int | None = None
-    chain_id: str | None = None
-    hops: int = 0
-    timeout_ms: int | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Accepted:
-    run_id: str
-    session_key: str
-    seq: int
-    is_head: bool
-
-
-class ClaimOutcome(StrEnum):
-    CLAIMED = "claimed"
-    BUSY = "busy"  # another attempt holds a live lease; the reaper dispatches again when it lapses
-    DONE = "done"  # already terminal: a duplicate delivery
-    MISSING = "missing"
-    NOT_HEAD = "not_head"  # an earlier run of the session has not finished
-    EXHAUSTED = "exhausted"  # claimed more than runs.maxAttempts times: end it as an error
-
-
-@dataclass(frozen=True, slots=True)
-class Claim:
-    outcome: ClaimOutcome
-    token: str = ""
-    attempts: int = 0
-    # Set when the attempt may proceed (claimed or exhausted): what it needs, loaded by the claim itself.
-    state: ExecutionState | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Outcome:
-    status: RunStatus
-    reply: str | None = None
-    error: str | None = None
-    usage: Usage = field(default_factory=Usage)
-
-
-@dataclass(frozen=True, slots=True)
-class LaneHead:
-    """A run that just became its lane's head (or whose lane stalled) and must be enqueued."""
-
-    run_id: str
-    session_key: str
-    kind: RunKind
-    flow_id: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Committed:
-    committed: bool
-    next_head: LaneHead | None = None
-    # Runs suspended on a wait for this one: to be enqueued, so they resume.
-    waiters: list[LaneHead] = field(default_factory=list)
-
-
-class SuspendOutcome(StrEnum):
-    SUSPENDED = "suspended"
-    READY = "ready"  # the awaited run has already ended: go on at once
-    FENCED = "fenced"  # the lease was lost
-
-
-@dataclass(frozen=True, slots=True)
-class ExecutionState:
-    run: Run
-    input: Message | None
-    memo: str | None
-    session: SessionEntry | None
 
 
 class RunStore:
@@ -171,6 +104,7 @@ class RunStore:
                 k.flow(new.run_id),
                 k.flows_due(),
                 k.metrics_runs_created(),
+                k.session_runs(session.key),
             ],
             args=[
                 self._clock.now_ms(),
@@ -181,7 +115,7 @@ class RunStore:
                 json.dumps(run_fields),
                 self._grace_ms,
                 json.dumps(encode(flow)) if flow else "",
-                flow.created_at + flow.step_timeout_ms if flow else 0,
+                flow.created_at + min(self._grace_ms, flow.flow_timeout_ms) if flow else 0,
                 new.kind,
             ],
         )
@@ -319,6 +253,63 @@ class RunStore:
         next_head = LaneHead(result[1], run.session_key, result[2], result[3] or None) if result[1] else None
         waiters = [LaneHead(result[i], result[i + 1], result[i + 2]) for i in range(4, len(result), 3)]
         return Committed(True, next_head, waiters)
+
+    def cancel(self, run_id: str) -> Cancelled:
+        """Abort the run now if it is queued or parked, else ask the worker that runs it to stop."""
+        run = self.get(run_id)
+        if run is None:
+            return Cancelled(CancelOutcome.MISSING)
+        k = self._keys
+        result = self._scripts.cancel_run(
+            keys=[
+                k.run(run_id),
+                k.lane(run.session_key),
+                k.lease(run.session_key),
+                k.session(run.session_key),
+                k.run_events(run_id),
+                k.lanes_due(),
+                k.flows_due(),
+                k.waiters(run_id),
+                k.metrics_runs_finished(),
+            ],
+            args=[
+                run_id,
+                self._clock.now_ms(),
+                self._retention_s,
+                k.run_done_channel(run_id),
+                k.cancel_channel(),
+                self._grace_ms,
+                k.run(""),
+                run.session_key,
+            ],
+        )
+        outcome = CancelOutcome(result[0])
+        if outcome is CancelOutcome.ENDED:
+            return Cancelled(outcome, RunStatus(result[1]))
+        if outcome is not CancelOutcome.ABORTED:
+            return Cancelled(outcome)
+        next_head = LaneHead(result[1], run.session_key, result[2], result[3] or None) if result[1] else None
+        waiters = [LaneHead(result[i], result[i + 1], result[i + 2]) for i in range(4, len(result), 3)]
+        return Cancelled(outcome, RunStatus.ABORTED, next_head, waiters)
+
+    def cancellations(self, stop: threading.Event | None = None) -> Iterator[str | None]:
+        """Ids of running runs cancelled from now on, as they are announced; None about once a second
+        when nothing came, so the caller can look around. A dropped connection is subscribed again."""
+        while stop is None or not stop.is_set():
+            pubsub = self._redis.pubsub(ignore_subscribe_messages=True)
+            try:
+                pubsub.subscribe(self._keys.cancel_channel())
+                yield None  # subscribed: what was announced before now is read from the runs instead
+                while stop is None or not stop.is_set():
+                    message = pubsub.get_message(timeout=1.0)
+                    yield message["data"] if message and message["type"] == "message" else None
+            except (ConnectionError, TimeoutError):
+                time.sleep(0.5)
+            finally:
+                pubsub.close()
+
+    def cancel_requested(self, run_id: str) -> bool:
+        return bool(self._redis.hget(self._keys.run(run_id), "cancelRequested") == "1")
 
     def reap(self, limit: int = 500) -> list[LaneHead]:
         """Lane heads to dispatch again: never claimed within the grace, or their lease lapsed."""

@@ -38,6 +38,8 @@ class Scripts:
         self.create_delivery: Script = client.register_script(_source("create_delivery"))
         self.claim_delivery: Script = client.register_script(_source("claim_delivery"))
         self.finish_delivery: Script = client.register_script(_source("finish_delivery"))
+        self.end_flow: Script = client.register_script(_source("end_flow"))
+        self.cancel_run: Script = client.register_script(_source("cancel_run"))
 
 
 def run_pipelined(client: Redis, calls: Sequence[tuple[Script, list[str], list[Any]]]) -> list[Any]:

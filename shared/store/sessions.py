@@ -5,28 +5,14 @@ from __future__ import annotations
 import heapq
 import json
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
-from typing import Any
 
 from redis import Redis
 
 from shared.models import SessionEntry
+from shared.sessions import LabelTaken, SessionPatch
 from shared.store.codec import decode, encode, encode_values
 from shared.store.keys import RedisKeys
 from shared.store.scripts import Scripts
-
-
-class LabelTaken(Exception):
-    def __init__(self, label: str, holder: str) -> None:
-        super().__init__(f'label "{label}" is already used by {holder}')
-        self.holder = holder
-
-
-@dataclass(frozen=True, slots=True)
-class SessionPatch:
-    """Fields to change (camelCase names); ``None`` values are removed. ``label`` goes through the index."""
-
-    values: dict[str, Any]
 
 
 class SessionStore:
@@ -86,6 +72,7 @@ class SessionStore:
                 k.labels(entry.agent_id),
                 k.archive_due(),
                 k.children(entry.spawned_by or ""),
+                k.session_runs(entry.key),
             ],
             args=[entry.key],
         )

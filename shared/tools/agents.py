@@ -1,17 +1,20 @@
-"""agents_list (SPEC 6): which agents the caller may spawn, its own first."""
+"""agents_list (docs/contract.md §6): which agents the caller may spawn, its own first."""
 
 from __future__ import annotations
 
 from shared import subagents
-from shared.models import AgentRow, AgentsListParams, AgentsListResult
+from shared.tools.agents_schema import AgentRow, AgentsListParams, AgentsListResult
 from shared.tools.context import ToolContext
 
 
 def agents_list(ctx: ToolContext, _params: AgentsListParams) -> AgentsListResult:
     config, requester = ctx.config, ctx.caller_agent
     allow_any, allowed = subagents.allowed_agents(config, requester)
+    # Exactly the agents sessions_spawn accepts: an allow-listed id with no configured agent is refused
+    # there, so it is not offered here.
+    known = set(config.agent_ids())
     others = (
-        sorted(set(config.agent_ids()) - {requester}) if allow_any else [a for a in allowed if a != requester]
+        sorted(known - {requester}) if allow_any else [a for a in allowed if a != requester and a in known]
     )
     rows = []
     for agent_id in [requester, *others]:

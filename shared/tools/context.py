@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from shared import keys, subagents
+from shared import session_keys, subagents
 from shared.config import Config
 from shared.dispatch import Dispatcher
 from shared.errors import ToolError
@@ -37,7 +37,7 @@ class ToolContext:
         owner: bool = True,
     ) -> ToolContext:
         """``caller`` as a client wrote it (``main`` by default); raises SessionKeyError if malformed."""
-        key = keys.canonical(
+        key = session_keys.canonical(
             caller,
             caller_agent=config.default_agent.id,
             main_key=config.session.main_key,
@@ -52,31 +52,31 @@ class ToolContext:
 
     @property
     def caller_agent(self) -> str:
-        return keys.parse(self.caller_key).agent_id
+        return session_keys.parse(self.caller_key).agent_id
 
     def display(self, session_key: str) -> str:
-        return keys.display(
+        return session_keys.display(
             session_key, default_agent=self.config.default_agent.id, main_key=self.config.session.main_key
         )
 
     def resolve(self, reference: str) -> str:
         """A ``sessionKey`` argument (key, short form, sessionId or ``current``) -> stored key."""
         value = reference.strip()
-        if value == keys.CURRENT:
+        if value == session_keys.CURRENT:
             return self.caller_key
-        if keys.is_session_id(value):
+        if session_keys.is_session_id(value):
             found = self.store.sessions.key_for_session_id(value)
             if found is None or not self.may_look_up(found):
                 raise ToolError(f"Session not found: {value} (use the full sessionKey from sessions_list)")
             return found
         try:
-            key = keys.canonical(
+            key = session_keys.canonical(
                 value,
                 caller_agent=self.caller_agent,
                 main_key=self.config.session.main_key,
                 global_scope=self.config.global_scope,
             )
-        except keys.SessionKeyError as exc:
+        except session_keys.SessionKeyError as exc:
             raise ToolError(str(exc)) from None
         require_agent(self.config, key)
         return key
@@ -94,7 +94,7 @@ class ToolContext:
 
 def require_agent(config: Config, session_key: str) -> None:
     """Sessions belong to configured agents; a key naming any other agent is refused."""
-    agent_id = keys.parse(session_key).agent_id
+    agent_id = session_keys.parse(session_key).agent_id
     if config.agent(agent_id) is None:
         configured = ", ".join(config.agent_ids())
         raise ToolError(f'Unknown agent "{agent_id}" in session key {session_key} (configured: {configured})')

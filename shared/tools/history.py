@@ -1,12 +1,13 @@
-"""sessions_history (SPEC 3): the raw transcript, bounded and redacted for a model to read."""
+"""sessions_history (docs/contract.md §3): the raw transcript, bounded and redacted for a model to read."""
 
 from __future__ import annotations
 
 from shared import visibility
 from shared.errors import ToolError
-from shared.models import TOOL_ROLES, SessionsHistoryParams, SessionsHistoryResult, ToolFailure
+from shared.models import TOOL_ROLES, ToolFailure
 from shared.output_budget import fit
 from shared.tools.context import ToolContext
+from shared.tools.history_schema import SessionsHistoryParams, SessionsHistoryResult
 
 
 def sessions_history(ctx: ToolContext, params: SessionsHistoryParams) -> SessionsHistoryResult | ToolFailure:
@@ -32,7 +33,7 @@ def sessions_history(ctx: ToolContext, params: SessionsHistoryParams) -> Session
         session_key=ctx.display(key),
         messages=budget.messages,
         truncated=budget.dropped > 0 or budget.content_truncated,
-        dropped_messages=budget.dropped,
+        dropped_messages=budget.dropped > 0,
         content_truncated=budget.content_truncated,
         content_redacted=budget.content_redacted,
         bytes=budget.bytes,

@@ -1,4 +1,4 @@
-"""sessions_list (SPEC 2): newest first, from the indexes, never a scan of the keyspace."""
+"""sessions_list (docs/contract.md §2): newest first, from the indexes, never a scan of the keyspace."""
 
 from __future__ import annotations
 
@@ -9,17 +9,12 @@ from pathlib import Path
 from shared import visibility
 from shared.config import Config
 from shared.dispatch import Dispatcher
-from shared.models import (
-    TOOL_ROLES,
-    SessionEntry,
-    SessionFacts,
-    SessionRow,
-    SessionsListParams,
-    SessionsListResult,
-)
+from shared.models import TOOL_ROLES, SessionEntry, SessionFacts
+from shared.output_budget import clean
 from shared.sessions import channel_of, transcript_path
 from shared.store import Store
 from shared.tools.context import ToolContext
+from shared.tools.list_schema import SessionRow, SessionsListParams, SessionsListResult
 
 
 def sessions_list(ctx: ToolContext, params: SessionsListParams) -> SessionsListResult:
@@ -51,7 +46,7 @@ def _candidates(
 ) -> Iterator[SessionEntry]:
     """Where the caller's visibility says to look, newest first, never a scan of the keyspace."""
     store, keys_ = ctx.store, ctx.store.keys
-    level, _clamped = visibility.effective(ctx.config, ctx.caller_key)
+    level = visibility.effective(ctx.config, ctx.caller_key)
     own = [ctx.caller_key, *store.sessions.children(ctx.caller_key)]
     if level in ("self", "tree"):
         yield from (entry for entry in store.sessions.get_many(own) if entry is not None)
@@ -121,4 +116,5 @@ def _attach_messages(
     tails = ctx.store.transcripts.tails([entry.key for entry in entries], count * 3)
     for row, tail in zip(rows, tails, strict=True):
         kept = [m.wire() for m in tail if m.role not in TOOL_ROLES]
-        row.messages = kept[-count:]
+        # What a model reads back is cut and redacted here as in sessions_history.
+        row.messages = clean(kept[-count:])[0]

@@ -1,16 +1,17 @@
-"""sessions_send (SPEC 4): message another session; fire-and-forget, or wait for its reply."""
+"""sessions_send (docs/contract.md §4): message another session; fire-and-forget, or wait for its reply."""
 
 from __future__ import annotations
 
-from shared import keys, policy, visibility
+from shared import policy, session_keys, visibility
 from shared.contexts import send_context
 from shared.errors import ToolError
-from shared.flows import new_flow
-from shared.models import Message, Provenance, SendResult, SessionsSendParams, ToolFailure
+from shared.flows.steps import new_flow
+from shared.models import Message, Provenance, ToolFailure
+from shared.runs import NewRun
 from shared.sessions import channel_of, new_entry
-from shared.store.runs import NewRun
 from shared.submit import AwaitRun, send_outcome, submit
 from shared.tools.context import ToolContext
+from shared.tools.send_schema import SendResult, SessionsSendParams
 
 
 def sessions_send(ctx: ToolContext, params: SessionsSendParams) -> SendResult | ToolFailure | AwaitRun:
@@ -101,8 +102,8 @@ def _by_label(ctx: ToolContext, params: SessionsSendParams) -> str:
     """Labels are unique per agent: ``agentId`` picks the agent, else the caller's own."""
     assert params.label is not None
     try:
-        agent_id = keys.normalize_agent_id(params.agent_id) if params.agent_id else ctx.caller_agent
-    except keys.SessionKeyError as exc:
+        agent_id = session_keys.normalize_agent_id(params.agent_id) if params.agent_id else ctx.caller_agent
+    except session_keys.SessionKeyError as exc:
         raise ToolError(str(exc)) from None
     found = ctx.store.sessions.key_for_label(agent_id, params.label.strip())
     if found is None or not ctx.may_look_up(found):

@@ -1,4 +1,5 @@
-"""sessions_spawn (SPEC 6): start a sub-agent in its own session; its result is announced back later.
+"""sessions_spawn (docs/contract.md §6): start a sub-agent in its own session; its result is announced
+back later.
 
 Returns at once. The child runs on the ``subagent`` queue; when it ends (ok, error or timeout), the flow's
 announce step runs on the child session and its normalized reply is posted to the requester's channel and
@@ -10,23 +11,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from shared import attachments, keys, subagents
+from shared import attachments, session_keys, subagents
 from shared.errors import ToolError
-from shared.flows import new_spawn_flow
-from shared.models import (
-    THINKING_LEVELS,
-    AttachmentReceipt,
-    Message,
-    Provenance,
-    SessionsSpawnParams,
-    SpawnResult,
-    ToolFailure,
-)
-from shared.sessions import new_entry
-from shared.store.runs import LaneHead, NewRun
-from shared.store.sessions import SessionPatch
+from shared.flows.steps import new_spawn_flow
+from shared.models import THINKING_LEVELS, DeliveryContext, Message, Provenance, ToolFailure
+from shared.runs import LaneHead, NewRun
+from shared.sessions import THREADED_CHANNELS, Route, SessionPatch, new_entry, route_of
 from shared.submit import submit
 from shared.tools.context import ToolContext
+from shared.tools.spawn_schema import AttachmentReceipt, SessionsSpawnParams, SpawnResult
 
 ROUTING_KEYS = {
     "target": "target",
@@ -61,7 +54,7 @@ def sessions_spawn(ctx: ToolContext, params: SessionsSpawnParams) -> SpawnResult
         return ToolFailure(
             status="forbidden" if exc.status == "forbidden" else "error", error=exc.error, run_id=run_id
         )
-    child_key = keys.subagent_key(agent_id)
+    child_key = session_keys.subagent_key(agent_id)
     try:
         _start(ctx, params, run_id, agent_id, mode, child_key, receipt)
     except BaseException:
@@ -76,7 +69,7 @@ def sessions_spawn(ctx: ToolContext, params: SessionsSpawnParams) -> SpawnResult
 
 
 def _check(ctx: ToolContext, params: SessionsSpawnParams) -> tuple[str, Literal["run", "session"]]:
-    """SPEC 6's checks, in its order; the agent id and the mode to use."""
+    """docs/contract.md §6's checks, in its order; the agent id and the mode to use."""
     for field, name in ROUTING_KEYS.items():
         if getattr(params, field) is not None:
             raise ToolError(
@@ -87,13 +80,13 @@ def _check(ctx: ToolContext, params: SessionsSpawnParams) -> tuple[str, Literal[
         raise ToolError('mode="session" requires thread=true so the subagent can stay bound to a thread.')
     config, requester = ctx.config, ctx.caller_agent
     try:
-        agent_id = keys.normalize_agent_id(params.agent_id) if params.agent_id else requester
-    except keys.SessionKeyError:
+        agent_id = session_keys.normalize_agent_id(params.agent_id) if params.agent_id else requester
+    except session_keys.SessionKeyError:
         raise ToolError(
             f'Invalid agentId "{params.agent_id}". Agent IDs must match [a-z0-9][a-z0-9_-]{{0,63}}. '
             "Use agents_list to discover valid targets."
         ) from None
-    if keys.is_subagent(ctx.caller_key):
+    if session_keys.is_subagent(ctx.caller_key):
         raise ToolError("sessions_spawn is not allowed from sub-agent sessions", "forbidden")
     if not subagents.may_spawn(config, requester, agent_id):
         _any, allowed = subagents.allowed_agents(config, requester)
@@ -108,13 +101,14 @@ def _check(ctx: ToolContext, params: SessionsSpawnParams) -> tuple[str, Literal[
     child_sandboxed = config.sandbox_mode(agent_id) != "off"
     if subagents.sandboxed(config, requester, ctx.caller_key) and not child_sandboxed:
         raise ToolError(
-            f'a sandboxed session cannot spawn an unsandboxed sub-agent (agent "{agent_id}" has '
-            "sandbox.mode=off)",
+            "Sandboxed sessions cannot spawn unsandboxed subagents. Set a sandboxed target agent or use "
+            "the same agent runtime.",
             "forbidden",
         )
     if params.sandbox == "require" and not child_sandboxed:
         raise ToolError(
-            f'sandbox="require" needs a sandboxed target (agent "{agent_id}" has sandbox.mode=off)',
+            'sessions_spawn sandbox="require" needs a sandboxed target runtime. Pick a sandboxed agentId '
+            'or use sandbox="inherit".',
             "forbidden",
         )
     if params.model is not None and params.model not in config.models.refs():
@@ -125,7 +119,27 @@ def _check(ctx: ToolContext, params: SessionsSpawnParams) -> tuple[str, Literal[
         )
     if params.label and ctx.store.sessions.key_for_label(agent_id, params.label):
         raise ToolError(f'label "{params.label}" is already used by a session of agent "{agent_id}"')
+    if params.thread:
+        _thread_route(ctx)
     return agent_id, mode
+
+
+def _thread_route(ctx: ToolContext) -> Route:
+    """``thread: true`` binds the child to the thread the caller is talking in; a channel without threads,
+    or a caller that is in no thread, is refused rather than the flag ignored."""
+    caller = ctx.store.sessions.get(ctx.caller_key) or new_entry(ctx.config, ctx.caller_key, 0)
+    route = route_of(caller)
+    if route.channel not in THREADED_CHANNELS:
+        raise ToolError(
+            f"thread=true needs a channel with threads ({', '.join(THREADED_CHANNELS)}); this session "
+            f'posts to "{route.channel}"'
+        )
+    if route.thread_id is None:
+        raise ToolError(
+            f"thread=true binds the sub-agent to the {route.channel} thread this session is in, and "
+            f"{ctx.caller_key} is in none (its key would end in :thread:<id> or :topic:<id>)"
+        )
+    return route
 
 
 def _start(
@@ -151,6 +165,7 @@ def _start(
             "deliver": False,
             "status": "running",
             "attachments_dir": receipt.rel_dir if receipt else None,
+            "delivery_context": _bound_context(ctx) if params.thread else None,
         }
     )
     timeout_s = (
@@ -197,7 +212,7 @@ def _start(
 
 
 def _system_text(ctx: ToolContext, child_key: str, receipt: AttachmentReceipt | None, workspace: Path) -> str:
-    from shared.tools import TOOLS  # the registry imports this module: resolved at call time
+    from shared.tools.registry import TOOLS  # the registry imports this module: resolved at call time
 
     tools = subagents.tool_set(ctx.config, TOOLS)
     lines = [
@@ -211,3 +226,10 @@ def _system_text(ctx: ToolContext, child_key: str, receipt: AttachmentReceipt | 
             f"{workspace}/{receipt.rel_dir} (listed with sha256 in .manifest.json)."
         )
     return "\n".join(lines)
+
+
+def _bound_context(ctx: ToolContext) -> DeliveryContext:
+    route = _thread_route(ctx)
+    return DeliveryContext(
+        channel=route.channel, to=route.to, account_id=route.account_id, thread_id=route.thread_id
+    )

@@ -89,6 +89,7 @@ def up(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Up]:
 def test_up_uses_a_private_redis_and_writes_the_token_for_the_cli(up: Up) -> None:
     assert up.redis_port != 6379
     assert "private" in up.output()
+    assert "Worker  threads pool, 100 runs at once" in up.output()
     assert (up.home / "token").read_text().strip() == up.token
     assert oct((up.home / "token").stat().st_mode & 0o777) == "0o600"
 

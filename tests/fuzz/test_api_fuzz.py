@@ -1,12 +1,17 @@
-"""Schemathesis against the real API process's /openapi.json: whatever the generated request, never a 5xx.
+"""Schemathesis against the real API process's /openapi.json.
 
-Bounded (``EXAMPLES`` per operation) so it stays a few seconds in ``make test``. The stack has no worker,
-so runs stay queued; waits are capped at 1 s by the config.
+Two runs, each bounded so it stays well inside ``make test``'s budget: every operation fuzzed for server
+errors (``EXAMPLES`` each), and the ``st`` command with every check over all its phases (examples, coverage,
+fuzzing, stateful): a schema-valid request the server rejects, a schema-violating one it accepts, a response
+that does not match the schema, a wrong ``Allow`` header: each is a failure. The stack has no worker, so runs
+stay queued; waits are capped at 1 s by the config.
 """
 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,10 +23,11 @@ from tests.integration.conftest import STACK_CONFIG, TOKEN
 from tests.support.processes import RedisServer, role_env, start_api, write_config
 
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "40"))
+CHECKED_EXAMPLES = int(os.environ.get("FUZZ_CHECKED_EXAMPLES", "50"))
 
 
 @pytest.fixture(scope="module")
-def api_schema(tmp_path_factory: pytest.TempPathFactory) -> Iterator[schemathesis.BaseSchema]:
+def api_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     root: Path = tmp_path_factory.mktemp("fuzz")
     server = RedisServer(root / "redis").start()
     config = {**STACK_CONFIG, "gateway": {"maxWaitSeconds": 1}}
@@ -29,7 +35,7 @@ def api_schema(tmp_path_factory: pytest.TempPathFactory) -> Iterator[schemathesi
     api = None
     try:
         api, url = start_api(env, root)
-        yield schemathesis.openapi.from_url(f"{url}/openapi.json")
+        yield url
     finally:
         if api:
             api.stop()
@@ -37,10 +43,10 @@ def api_schema(tmp_path_factory: pytest.TempPathFactory) -> Iterator[schemathesi
 
 
 def operations(schema: schemathesis.BaseSchema) -> list[schemathesis.APIOperation]:
-    """Every operation but the server-sent events stream, which by design never ends (it has its own
+    """Every operation but the server-sent event streams, which by design never end (they have their own
     integration test)."""
     found = [result.ok() for result in schema.get_all_operations()]
-    return [op for op in found if not op.path.endswith("/events")]
+    return [op for op in found if not op.path.endswith(("/events", "/stream"))]
 
 
 def fuzz(operation: schemathesis.APIOperation, counter: list[int]) -> None:
@@ -56,6 +62,11 @@ def fuzz(operation: schemathesis.APIOperation, counter: list[int]) -> None:
     call()
 
 
+@pytest.fixture(scope="module")
+def api_schema(api_url: str) -> schemathesis.BaseSchema:
+    return schemathesis.openapi.from_url(f"{api_url}/openapi.json")
+
+
 def test_no_request_gets_a_server_error(api_schema: schemathesis.BaseSchema) -> None:
     # Driven by hand rather than through schemathesis's pytest plugin, which does not run on pytest 9 yet.
     statuses: list[int] = []
@@ -65,3 +76,32 @@ def test_no_request_gets_a_server_error(api_schema: schemathesis.BaseSchema) -> 
     print(
         f"\nschemathesis: {len(statuses)} examples over {len(operations(api_schema))} operations, 0 server errors"
     )
+
+
+def test_every_schemathesis_check_passes_over_every_phase(api_url: str, tmp_path: Path) -> None:
+    """The published schema is the contract a generated client relies on: what it allows, the server
+    accepts; what it forbids, the server refuses."""
+    st = Path(sys.executable).with_name("st")
+    done = subprocess.run(
+        [
+            str(st),
+            "run",
+            f"{api_url}/openapi.json",
+            "--checks",
+            "all",
+            "--header",
+            f"Authorization: Bearer {TOKEN}",
+            "--max-examples",
+            str(CHECKED_EXAMPLES),
+            "--exclude-path-regex",
+            "/(events|stream)$",
+            "--seed",
+            "1",
+        ],
+        cwd=tmp_path,  # st keeps its reports in the working directory
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout[-6000:]

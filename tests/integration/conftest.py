@@ -45,6 +45,8 @@ STACK_CONFIG: dict[str, Any] = {
                 "type": "script",
                 "rules": [
                     {"match": "^echo: echo: stop-at-2", "reply": "REPLY_SKIP"},
+                    # A model that fails on the second reply turn.
+                    {"match": "^echo: echo: fail-turn", "error": "model down"},
                     {"match": r"^Agent-to-agent announce step\.$", "reply": "ANNOUNCE_SKIP"},
                     # A sub-agent that fails, then claims success in its report.
                     {"match": r"^\[Subagent Task\]: fail", "error": "disk full"},
@@ -132,8 +134,10 @@ class Fresh:
         )
         return self.redis_server
 
-    def worker(self, concurrency: int = 1, queues: str | None = None) -> Role:
-        return self._track(start_worker(self.env, self.root, concurrency=concurrency, queues=queues))
+    def worker(self, concurrency: int = 1, queues: str | None = None, pool: str | None = None) -> Role:
+        return self._track(
+            start_worker(self.env, self.root, concurrency=concurrency, queues=queues, pool=pool)
+        )
 
     def api(self, port: int | None = None) -> tuple[Role, str]:
         role, url = start_api(self.env, self.root, port)

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from api.client import Client
-from shared.models import SendResult
+from shared.tools.send_schema import SendResult
 from tests.integration.conftest import TOKEN, Fresh
 from tests.support.fake_openai import FakeOpenAI, Reply, fake_openai, last_tool_result, text, tool
 from tests.support.processes import wait_for

@@ -10,7 +10,7 @@ import pytest
 from kombu import Connection
 
 from shared.config import Config
-from shared.store.runs import LaneHead
+from shared.runs import LaneHead
 from tests.support.processes import RedisServer
 from workers import broker, queues
 from workers.celery_app import create_app

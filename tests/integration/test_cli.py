@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 from api.client import Client
-from shared.models import SendResult
+from shared.tools.send_schema import SendResult
 from tests.integration.conftest import TOKEN, Fresh, Stack
 from tests.support.processes import wait_for
 

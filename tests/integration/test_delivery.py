@@ -8,7 +8,7 @@ import hmac
 import uuid
 
 from api.client import Client
-from shared.models import SendResult
+from shared.tools.send_schema import SendResult
 from tests.integration.conftest import TOKEN, Fresh
 from tests.integration.test_flows import finished
 from tests.support.fake_http import FakeServer, fake_server

@@ -10,7 +10,8 @@ import uuid
 import httpx
 
 from api.client import Client
-from shared.models import CommandReply, SendResult, ToolFailure
+from shared.models import CommandReply, ToolFailure
+from shared.tools.send_schema import SendResult
 from tests.integration.conftest import TOKEN, Fresh, Stack
 from tests.integration.test_flows import chat, finished, unique
 from tests.support.processes import wait_for

@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 
 from api.client import Client
-from api.embedded import free_port
+from shared.processes import free_port
 from tests.integration.conftest import TOKEN, Fresh
 from tests.integration.test_flows import finished, start_exchange
 from tests.support.processes import Role, wait_for

@@ -6,7 +6,9 @@ import uuid
 from dataclasses import dataclass
 
 from api.client import Client
-from shared.models import Flow, SendResult, SessionsHistoryResult
+from shared.models import Flow
+from shared.tools.history_schema import SessionsHistoryResult
+from shared.tools.send_schema import SendResult
 from tests.integration.conftest import TOKEN, Fresh
 from tests.support.processes import wait_for
 
@@ -114,6 +116,18 @@ def test_reply_skip_on_turn_two_stops_the_loop_and_the_announce_still_runs(clien
     assert flow.steps[2].reply == "REPLY_SKIP"
     assert flow.steps[3].status == "ok"
     assert flow.stop_reason == "REPLY_SKIP"
+
+
+def test_a_failed_reply_turn_is_followed_by_the_announce(client: Client) -> None:
+    flow = finished(client, start_exchange(client, "main", "scripted", "fail-turn").flow_id)
+    assert [(s.step, s.turn, s.status) for s in flow.steps] == [
+        ("run", None, "ok"),
+        ("reply_turn", 1, "ok"),
+        ("reply_turn", 2, "error"),
+        ("announce", None, "ok"),
+    ]
+    assert flow.stop_reason == "reply turn 2 ended with status error"
+    assert (flow.error, flow.delivery_status) == (None, "skipped")  # the scripted target stays silent
 
 
 def test_announce_skip_gives_no_delivery(client: Client) -> None:

@@ -8,7 +8,7 @@ import re
 from typing import Any
 
 from api.client import Client
-from shared.models import SendResult
+from shared.tools.send_schema import SendResult
 from tests.integration.conftest import TOKEN, Fresh
 from tests.support.processes import Role, wait_for
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 
 from api.client import Client
-from shared.models import SpawnResult
+from shared.tools.spawn_schema import SpawnResult
 from tests.integration.conftest import TOKEN, Fresh
 from tests.integration.test_spawn import done, requester
 

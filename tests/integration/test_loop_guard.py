@@ -7,7 +7,8 @@ import json
 from typing import Any
 
 from api.client import Client
-from shared.models import SendResult, SessionsHistoryResult
+from shared.tools.history_schema import SessionsHistoryResult
+from shared.tools.send_schema import SendResult
 from tests.integration.conftest import TOKEN, Fresh
 from tests.support.processes import wait_for
 

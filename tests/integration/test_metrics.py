@@ -6,7 +6,7 @@ import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
 from api.client import Client
-from shared.models import SendResult
+from shared.tools.send_schema import SendResult
 from tests.integration.conftest import TOKEN, Fresh
 from tests.integration.test_flows import finished
 

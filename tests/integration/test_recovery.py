@@ -8,7 +8,8 @@ import subprocess
 import uuid
 
 from api.client import Client
-from shared.models import SendResult, SessionsHistoryResult
+from shared.tools.history_schema import SessionsHistoryResult
+from shared.tools.send_schema import SendResult
 from tests.integration.conftest import TOKEN, Fresh
 from tests.support.processes import wait_for
 
@@ -59,7 +60,7 @@ def test_a_worker_killed_mid_run_is_finished_by_another_worker(fresh: Fresh) -> 
 
 def test_a_killed_pool_child_is_retried_at_once_without_the_reaper(fresh: Fresh) -> None:
     fresh.start_redis()
-    worker = fresh.worker(concurrency=1)
+    worker = fresh.worker(concurrency=1, pool="prefork")  # pool children exist only in a prefork pool
     _, url = fresh.api()
     with Client(url, TOKEN) as client:
         key, run_id = start_slow_run(client, "lose a child")

@@ -11,7 +11,8 @@ import httpx
 import pytest
 
 from api.client import Client
-from shared.models import SendResult, SessionsHistoryResult
+from shared.tools.history_schema import SessionsHistoryResult
+from shared.tools.send_schema import SendResult
 from tests.integration.conftest import TOKEN, Stack
 from tests.support.processes import wait_for
 
@@ -52,7 +53,9 @@ def test_a_1s_wait_on_a_3s_run_times_out_and_a_later_wait_returns_ok(client: Cli
     assert isinstance(result, SendResult)
     assert result.status == "timeout"
     assert result.error
-    assert 0.9 < time.monotonic() - started < 2.9
+    assert time.monotonic() - started >= 1.0  # it did wait its second
+    # ... and answered before the run ended: the 3 s run was still going when the timeout came back.
+    assert client.get_run(result.run_id).status in ("queued", "running")
     run = client.wait_run(result.run_id, timeout=20)
     assert run is not None
     assert run.status == "ok"

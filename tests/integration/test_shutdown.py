@@ -11,7 +11,8 @@ from typing import Any
 import httpx
 
 from api.client import Client
-from shared.models import RunStatus, SendResult
+from shared.models import RunStatus
+from shared.tools.send_schema import SendResult
 from tests.integration.conftest import TOKEN, Fresh
 from tests.support.processes import Role, wait_for
 

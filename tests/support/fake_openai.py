@@ -8,12 +8,13 @@ to, records every request body, and times its own work so a benchmark can subtra
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 import threading
 import time
 from collections import defaultdict, deque
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,6 +22,9 @@ from typing import Any
 import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
+
+# Characters of text per streamed chunk.
+CHUNK_CHARS = 4
 
 
 @dataclass
@@ -42,6 +46,12 @@ Answer = Reply | Callable[[dict[str, Any]], Reply]
 
 def text(value: str, usage: tuple[int, int] = (100, 20)) -> Reply:
     return Reply(text=value, usage=usage)
+
+
+def paced(value: str, seconds: float, usage: tuple[int, int] = (100, 20)) -> Reply:
+    """A text streamed over about ``seconds`` (when the request asks for a stream), as a slow model does."""
+    chunks = max(len(value) // CHUNK_CHARS, 1)
+    return Reply(text=value, usage=usage, chunk_delay=seconds / chunks)
 
 
 def tool(name: str, usage: tuple[int, int] = (100, 20), **args: Any) -> Reply:
@@ -68,6 +78,15 @@ class FakeOpenAI:
     # Seconds the server spent building each answer (from request parsed to last byte produced).
     server_seconds: list[float] = field(default_factory=list)
     default: Answer = field(default_factory=lambda: text("ok"))
+    # Streams being sent right now, and the most there ever were at once.
+    in_flight: int = 0
+    max_in_flight: int = 0
+    _count_lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def streaming(self, change: int) -> None:
+        with self._count_lock:
+            self.in_flight += change
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
 
     def script(self, model: str, *answers: Answer) -> None:
         self.queues[model].extend(answers)
@@ -103,7 +122,7 @@ def _app(state: FakeOpenAI) -> FastAPI:
         if body.get("stream"):
             chunks = list(_chunks(body["model"], reply))
             state.server_seconds.append(time.perf_counter() - started)
-            return StreamingResponse(_paced(chunks, reply), media_type="text/event-stream")
+            return StreamingResponse(_paced(state, chunks, reply), media_type="text/event-stream")
         payload = _whole(body["model"], reply)
         state.server_seconds.append(time.perf_counter() - started)
         return JSONResponse(payload)
@@ -111,13 +130,18 @@ def _app(state: FakeOpenAI) -> FastAPI:
     return app
 
 
-def _paced(chunks: list[str], reply: Reply) -> Iterator[str]:
-    for sent, chunk in enumerate(chunks):
-        if reply.cut_after is not None and sent == reply.cut_after:
-            raise ConnectionAbortedError("the fake model dropped the connection")
-        if reply.chunk_delay:
-            time.sleep(reply.chunk_delay)
-        yield chunk
+async def _paced(state: FakeOpenAI, chunks: list[str], reply: Reply) -> AsyncIterator[str]:
+    """Asynchronous, so a slow stream holds no thread: hundreds stream at once, as from a real provider."""
+    state.streaming(+1)
+    try:
+        for sent, chunk in enumerate(chunks):
+            if reply.cut_after is not None and sent == reply.cut_after:
+                raise ConnectionAbortedError("the fake model dropped the connection")
+            if reply.chunk_delay:
+                await asyncio.sleep(reply.chunk_delay)
+            yield chunk
+    finally:
+        state.streaming(-1)
 
 
 def _calls(reply: Reply) -> list[dict[str, Any]]:
@@ -153,7 +177,7 @@ def _whole(model: str, reply: Reply) -> dict[str, Any]:
 def _chunks(model: str, reply: Reply) -> Iterator[str]:
     def chunk(delta: dict[str, Any], usage: dict[str, int] | None = None) -> str:
         choices = [{"index": 0, "delta": delta}] if delta else []
-        payload = {
+        payload: dict[str, Any] = {
             "id": "chatcmpl-fake",
             "object": "chat.completion.chunk",
             "model": model,
@@ -163,7 +187,7 @@ def _chunks(model: str, reply: Reply) -> Iterator[str]:
             payload["usage"] = usage
         return f"data: {json.dumps(payload)}\n\n"
 
-    pieces = [reply.text[i : i + 4] for i in range(0, len(reply.text), 4)]
+    pieces = [reply.text[i : i + CHUNK_CHARS] for i in range(0, len(reply.text), CHUNK_CHARS)]
     for piece in pieces:
         yield chunk({"content": piece})
     for index, call in enumerate(_calls(reply)):

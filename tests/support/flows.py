@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from shared import flows
 from shared.config import Config
+from shared.flows.steps import new_flow
 from shared.store import Store
 from shared.store.codec import encode
 
 
 def stored_flow(config: Config, store: Store, flow_id: str, target_key: str = "agent:main:main") -> None:
-    flow = flows.new_flow(
+    flow = new_flow(
         config,
         run_id=flow_id,
         requester_key="agent:main:cron:a",

@@ -11,36 +11,27 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import httpx
 import redis
 
-from api.embedded import free_port, redis_answers, redis_server_binary
+from shared.processes import Child, free_port, redis_server_argv, wait_for
+from shared.store import answers
 
-T = TypeVar("T")
 REPO = Path(__file__).resolve().parents[2]
 
-
-def wait_for(condition: Callable[[], T], timeout: float = 20.0, interval: float = 0.05, what: str = "") -> T:
-    """Poll ``condition`` until it returns something truthy; fail the test after ``timeout`` s."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what or condition}")
-        time.sleep(interval)
+__all__ = ["REPO", "RedisServer", "Role", "free_port", "role_env", "start_api", "start_beat", "start_worker"]
+__all__ += ["stop_process", "wait_for", "write_config"]
 
 
 def stop_process(process: subprocess.Popen[Any], grace: float = 15.0, sig: int = signal.SIGTERM) -> None:
+    """For a process a test started itself: ``sig``, then SIGKILL after ``grace`` s."""
     if process.poll() is None:
         process.send_signal(sig)
         try:
@@ -55,7 +46,7 @@ class RedisServer:
     directory: Path
     appendonly: bool = False
     port: int = field(default_factory=free_port)
-    process: subprocess.Popen[bytes] | None = None
+    child: Child | None = None
 
     @property
     def url(self) -> str:
@@ -63,29 +54,15 @@ class RedisServer:
 
     def start(self) -> RedisServer:
         self.directory.mkdir(parents=True, exist_ok=True)
-        argv = [
-            redis_server_binary(),
-            "--port",
-            str(self.port),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--dir",
-            str(self.directory),
-            "--appendonly",
-            "yes" if self.appendonly else "no",
-            "--appendfsync",
-            "always",
-        ]
-        self.process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        wait_for(lambda: redis_answers(self.url), 10, what="redis-server to answer")
+        argv = redis_server_argv(self.port, self.directory, appendfsync="always" if self.appendonly else None)
+        self.child = Child("redis", argv, dict(os.environ)).start(self.directory / "redis.log")
+        wait_for(lambda: answers(self.url), 10, what="redis-server to answer")
         return self
 
     def stop(self) -> None:
-        if self.process:
-            stop_process(self.process)
-            self.process = None
+        if self.child:
+            self.child.stop()
+            self.child = None
 
     def client(self) -> redis.Redis:
         return redis.Redis.from_url(self.url, decode_responses=True)
@@ -97,34 +74,16 @@ def write_config(directory: Path, config: dict[str, Any]) -> Path:
     return path
 
 
-@dataclass
-class Role:
-    """A ``clawbus <role>`` child process with the test's environment."""
+class Role(Child):
+    """A ``clawbus <role>`` child process with the test's environment, its output in ``log``."""
 
-    argv: list[str]
-    env: dict[str, str]
-    log: Path
-    process: subprocess.Popen[bytes] | None = None
+    def __init__(self, argv: list[str], env: dict[str, str], log: Path) -> None:
+        super().__init__(Path(log).stem, argv, env, cwd=REPO)
+        self.log = log
 
-    def start(self) -> Role:
-        handle = self.log.open("ab")
-        self.process = subprocess.Popen(
-            self.argv, env=self.env, stdout=handle, stderr=subprocess.STDOUT, cwd=REPO, start_new_session=True
-        )
-        handle.close()
+    def start(self, output: Path | Callable[[str], None] | None = None) -> Role:
+        super().start(output or self.log)
         return self
-
-    def stop(self, grace: float = 15.0) -> None:
-        if self.process:
-            stop_process(self.process, grace)
-            self.process = None
-
-    def kill(self) -> None:
-        """SIGKILL the whole process group: a worker's pool children die with it, as in a crash."""
-        if self.process and self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait()
-        self.process = None
 
     def output(self) -> str:
         return self.log.read_text(errors="replace") if self.log.exists() else ""
@@ -146,10 +105,11 @@ def start_worker(
     env: dict[str, str],
     log_dir: Path,
     *,
-    concurrency: int = 2,
-    pool: str = "prefork",
+    concurrency: int = 8,
+    pool: str | None = None,
     queues: str | None = None,
 ) -> Role:
+    """A worker as users run it (the configured pool: threads by default), unless ``pool`` says otherwise."""
     name = f"test-{uuid.uuid4().hex[:8]}"
     argv = [
         sys.executable,
@@ -157,17 +117,20 @@ def start_worker(
         "api.cli",
         "worker",
         f"--concurrency={concurrency}",
-        f"--pool={pool}",
         f"--name={name}@%h",
         "--loglevel=INFO",
     ]
+    if pool:
+        argv.append(f"--pool={pool}")
     if queues:
         argv += [f"--queue={q}" for q in queues.split(",")]
     role = Role(argv, env, log_dir / f"{name}.log").start()
     client = redis.Redis.from_url(env["CLAWBUS_REDIS_URL"], decode_responses=True)
     with _stopped_on_failure(role):
         try:
-            wait_for(lambda: client.keys(f"*worker:{name}@*") or _died(role), 60, what=f"worker {name} ready")
+            wait_for(
+                lambda: client.keys(f"*worker:{name}@*") or role.exited(), 60, what=f"worker {name} ready"
+            )
         finally:
             client.close()
         _raise_if_dead(role)
@@ -180,7 +143,7 @@ def start_api(env: dict[str, str], log_dir: Path, port: int | None = None) -> tu
     role = Role(argv, env, log_dir / f"api-{port}.log").start()
     url = f"http://127.0.0.1:{port}"
     with _stopped_on_failure(role):
-        wait_for(lambda: _ready(url) or _died(role), 30, what="API /readyz")
+        wait_for(lambda: _ready(url) or role.exited(), 30, what="API /readyz")
         _raise_if_dead(role)
     return role, url
 
@@ -207,10 +170,6 @@ def _ready(url: str) -> bool:
         return False
 
 
-def _died(role: Role) -> bool:
-    return role.process is not None and role.process.poll() is not None
-
-
 def _raise_if_dead(role: Role) -> None:
-    if _died(role):
+    if role.exited():
         raise RuntimeError(f"{role.argv[3]} exited early:\n{role.output()[-3000:]}")

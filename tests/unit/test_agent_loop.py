@@ -10,11 +10,14 @@ import pytest
 from shared.clock import FixedClock
 from shared.config import Config
 from shared.execution import Attempt, AttemptResult, execute
-from shared.models import Message, RunStatus, SendResult
+from shared.models import Message, RunStatus
+from shared.runs import LaneHead
 from shared.store import Store
-from shared.store.runs import LaneHead
-from shared.tools import TOOLS, ToolContext
-from tests.conftest import BASE_CONFIG, RecordingDispatcher, drain, drain_flows
+from shared.tools.context import ToolContext
+from shared.tools.registry import TOOLS
+from shared.tools.send_schema import SendResult
+from tests.conftest import BASE_CONFIG
+from workers.testing import InlineDispatcher, drain, drain_runs
 
 MAIN = "agent:main:main"
 RESEARCH = "agent:research:main"
@@ -57,7 +60,7 @@ def config() -> Config:
 
 
 @pytest.fixture
-def operator(config: Config, store: Store, dispatcher: RecordingDispatcher) -> ToolContext:
+def operator(config: Config, store: Store, dispatcher: InlineDispatcher) -> ToolContext:
     return ToolContext.for_caller(config, store, dispatcher, "agent:main:webchat:direct:op")
 
 
@@ -67,7 +70,7 @@ def tell_main(ctx: ToolContext, message: str) -> str:
     return result.run_id
 
 
-def run_next(store: Store, config: Config, dispatcher: RecordingDispatcher) -> AttemptResult:
+def run_next(store: Store, config: Config, dispatcher: InlineDispatcher) -> AttemptResult:
     head = dispatcher.heads.pop(0)
     result = execute(store, config, dispatcher, Attempt(head.run_id, head.session_key, owner="w", attempt=0))
     for woken in [result.next_head, *result.wake]:
@@ -82,10 +85,10 @@ def tool_result(store: Store, session: str = MAIN) -> dict[str, Any]:
 
 
 def test_a_tool_call_is_answered_and_the_model_speaks_again(
-    operator: ToolContext, store: Store, config: Config, dispatcher: RecordingDispatcher
+    operator: ToolContext, store: Store, config: Config, dispatcher: InlineDispatcher
 ) -> None:
     run_id = tell_main(operator, "list please")
-    drain(store, config, dispatcher)
+    drain_runs(store, config, dispatcher)
     run = store.runs.get(run_id)
     assert run is not None
     assert run.status is RunStatus.OK
@@ -100,7 +103,7 @@ def test_a_tool_call_is_answered_and_the_model_speaks_again(
 
 
 def test_a_waiting_send_parks_the_run_and_the_reply_resumes_it(
-    operator: ToolContext, store: Store, config: Config, dispatcher: RecordingDispatcher
+    operator: ToolContext, store: Store, config: Config, dispatcher: InlineDispatcher
 ) -> None:
     main_run = tell_main(operator, "ask research")
     parked = run_next(store, config, dispatcher)
@@ -126,7 +129,7 @@ def test_a_waiting_send_parks_the_run_and_the_reply_resumes_it(
 
 
 def test_a_wait_past_its_deadline_resumes_with_the_timeout_result(
-    operator: ToolContext, store: Store, config: Config, dispatcher: RecordingDispatcher, clock: FixedClock
+    operator: ToolContext, store: Store, config: Config, dispatcher: InlineDispatcher, clock: FixedClock
 ) -> None:
     main_run = tell_main(operator, "ask research")
     assert run_next(store, config, dispatcher).suspended
@@ -143,7 +146,7 @@ def test_a_wait_past_its_deadline_resumes_with_the_timeout_result(
 
 
 def test_a_wait_on_a_run_that_vanished_resumes_at_once_with_an_error(
-    operator: ToolContext, store: Store, config: Config, dispatcher: RecordingDispatcher
+    operator: ToolContext, store: Store, config: Config, dispatcher: InlineDispatcher
 ) -> None:
     main_run = tell_main(operator, "ask research")
     assert run_next(store, config, dispatcher).suspended
@@ -160,7 +163,7 @@ def test_a_wait_on_a_run_that_vanished_resumes_at_once_with_an_error(
 
 
 def test_a_call_repeated_after_a_lost_worker_finds_its_ended_run_and_goes_on(
-    operator: ToolContext, store: Store, config: Config, dispatcher: RecordingDispatcher
+    operator: ToolContext, store: Store, config: Config, dispatcher: InlineDispatcher
 ) -> None:
     main_run = tell_main(operator, "ask research")
     assert run_next(store, config, dispatcher).suspended
@@ -181,10 +184,10 @@ def test_a_call_repeated_after_a_lost_worker_finds_its_ended_run_and_goes_on(
 
 
 def test_bad_arguments_come_back_to_the_model_naming_the_field(
-    operator: ToolContext, store: Store, config: Config, dispatcher: RecordingDispatcher
+    operator: ToolContext, store: Store, config: Config, dispatcher: InlineDispatcher
 ) -> None:
     tell_main(operator, "bad args")
-    drain(store, config, dispatcher)
+    drain_runs(store, config, dispatcher)
     seen = tool_result(store)
     assert seen["status"] == "error"
     assert seen["error"].startswith("message:")
@@ -192,10 +195,10 @@ def test_bad_arguments_come_back_to_the_model_naming_the_field(
 
 
 def test_an_unknown_tool_is_an_error_result_not_a_failed_run(
-    operator: ToolContext, store: Store, config: Config, dispatcher: RecordingDispatcher
+    operator: ToolContext, store: Store, config: Config, dispatcher: InlineDispatcher
 ) -> None:
     run_id = tell_main(operator, "unknown tool")
-    drain(store, config, dispatcher)
+    drain_runs(store, config, dispatcher)
     assert tool_result(store)["error"].startswith("Unknown tool: rm_rf (available: agents_list, ")
     run = store.runs.get(run_id)
     assert run is not None
@@ -203,10 +206,10 @@ def test_an_unknown_tool_is_an_error_result_not_a_failed_run(
 
 
 def test_a_model_that_keeps_calling_tools_is_stopped_at_max_steps(
-    operator: ToolContext, store: Store, config: Config, dispatcher: RecordingDispatcher
+    operator: ToolContext, store: Store, config: Config, dispatcher: InlineDispatcher
 ) -> None:
     run_id = tell_main(operator, "spin")
-    drain(store, config, dispatcher)
+    drain_runs(store, config, dispatcher)
     run = store.runs.get(run_id)
     assert run is not None
     assert run.status is RunStatus.ERROR
@@ -216,7 +219,7 @@ def test_a_model_that_keeps_calling_tools_is_stopped_at_max_steps(
 
 
 def test_a_repeated_tool_call_finds_the_run_the_first_one_made(
-    config: Config, store: Store, dispatcher: RecordingDispatcher
+    config: Config, store: Store, dispatcher: InlineDispatcher
 ) -> None:
     ctx = ToolContext(config, store, dispatcher, MAIN, origin_run_id="r1", owner=False, id_seed="r1:call_1")
     args = {"sessionKey": RESEARCH, "message": "once", "timeoutSeconds": 0}
@@ -229,13 +232,13 @@ def test_a_repeated_tool_call_finds_the_run_the_first_one_made(
 
 
 def test_a_sub_agent_calling_a_session_tool_is_refused_in_its_result(
-    store: Store, config: Config, dispatcher: RecordingDispatcher
+    store: Store, config: Config, dispatcher: InlineDispatcher
 ) -> None:
     spawned = TOOLS["sessions_spawn"].invoke(
         ToolContext.for_caller(config, store, dispatcher, MAIN), {"task": "list please"}
     )
     child = spawned.wire()["childSessionKey"]
-    drain(store, config, dispatcher)
+    drain_runs(store, config, dispatcher)
     seen = tool_result(store, child)
     assert seen == {
         "status": "forbidden",
@@ -244,10 +247,10 @@ def test_a_sub_agent_calling_a_session_tool_is_refused_in_its_result(
 
 
 def test_tool_turns_show_in_history_only_with_include_tools(
-    operator: ToolContext, store: Store, config: Config, dispatcher: RecordingDispatcher
+    operator: ToolContext, store: Store, config: Config, dispatcher: InlineDispatcher
 ) -> None:
     tell_main(operator, "list please")
-    drain(store, config, dispatcher)
+    drain_runs(store, config, dispatcher)
     history = TOOLS["sessions_history"]
     plain = history.invoke(operator, {"sessionKey": MAIN}).wire()["messages"]
     full = history.invoke(operator, {"sessionKey": MAIN, "includeTools": True}).wire()["messages"]
@@ -261,7 +264,7 @@ def test_tool_turns_show_in_history_only_with_include_tools(
 
 
 def test_a_sub_agent_parked_on_a_wait_is_announced_only_once_it_ends(
-    store: Store, dispatcher: RecordingDispatcher
+    store: Store, dispatcher: InlineDispatcher
 ) -> None:
     config = Config.model_validate(
         {
@@ -287,7 +290,7 @@ def test_a_sub_agent_parked_on_a_wait_is_announced_only_once_it_ends(
     )
     requester = ToolContext.for_caller(config, store, dispatcher, MAIN)
     spawned = TOOLS["sessions_spawn"].invoke(requester, {"task": "ask research"}).wire()
-    done = drain_flows(store, config, dispatcher)
+    done = drain(store, config, dispatcher)
     # The child parked, research answered, the child resumed, and only then came its announce.
     assert done.index("run:subagent") < done.index("run:send") < done.index("subagent_announce")
     flow = store.flows.get(spawned["runId"])

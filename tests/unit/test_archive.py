@@ -6,58 +6,53 @@ import json
 from pathlib import Path
 from typing import Any
 
-import fakeredis
-
 from shared import archive
 from shared.clock import FixedClock
 from shared.config import Config
-from shared.models import SessionsListResult, SpawnResult
 from shared.sessions import transcript_path
 from shared.store import Store
-from shared.tools import TOOLS, ToolContext
-from tests.conftest import RecordingDispatcher, drain_flows, make_config
+from shared.tools.context import ToolContext
+from shared.tools.list_schema import SessionsListResult
+from shared.tools.registry import TOOLS
+from shared.tools.spawn_schema import SpawnResult
+from tests.conftest import WorldFactory
+from workers.testing import InlineDispatcher, drain
 
 
-def world(
-    tmp_path: Path, minutes: int, **spawn_config: Any
-) -> tuple[Config, Store, RecordingDispatcher, FixedClock]:
-    config = make_config(
-        {
-            "session": {"store": str(tmp_path / "store")},
-            "agents": {
-                "defaults": {"subagents": {"archiveAfterMinutes": minutes}},
-                "list": [{"id": "main", "default": True, "workspace": str(tmp_path / "ws")}],
-            },
-            "tools": {"sessions_spawn": {"attachments": {"enabled": True, **spawn_config}}},
-        }
-    )
-    clock = FixedClock()
-    return (
-        config,
-        Store(fakeredis.FakeRedis(decode_responses=True), config, clock),
-        RecordingDispatcher(),
-        clock,
-    )
+def settings(tmp_path: Path, minutes: int, **attachments: Any) -> dict[str, Any]:
+    """Children archived ``minutes`` after they end, with attachments, stored under ``tmp_path``."""
+    return {
+        "session": {"store": str(tmp_path / "store")},
+        "agents": {
+            "defaults": {"subagents": {"archiveAfterMinutes": minutes}},
+            "list": [{"id": "main", "default": True, "workspace": str(tmp_path / "ws")}],
+        },
+        "tools": {"sessions_spawn": {"attachments": {"enabled": True, **attachments}}},
+    }
 
 
-def spawned(config: Config, store: Store, dispatcher: RecordingDispatcher, **args: Any) -> SpawnResult:
-    ctx = ToolContext.for_caller(config, store, dispatcher, "main")
+def spawned(
+    config: Config, store: Store, dispatcher: InlineDispatcher, caller: str = "main", **args: Any
+) -> SpawnResult:
+    ctx = ToolContext.for_caller(config, store, dispatcher, caller)
     result = TOOLS["sessions_spawn"].invoke(
         ctx, {"task": "work", "attachments": [{"name": "a.txt", "content": "data"}], **args}
     )
     assert isinstance(result, SpawnResult)
-    drain_flows(store, config, dispatcher)
+    drain(store, config, dispatcher)
     return result
 
 
-def listed(config: Config, store: Store, dispatcher: RecordingDispatcher) -> list[str]:
+def listed(config: Config, store: Store, dispatcher: InlineDispatcher) -> list[str]:
     result = TOOLS["sessions_list"].invoke(ToolContext.for_caller(config, store, dispatcher, "main"), {})
     assert isinstance(result, SessionsListResult)
     return [row.key for row in result.sessions]
 
 
-def test_a_session_is_archived_after_the_configured_minutes(tmp_path: Path) -> None:
-    config, store, dispatcher, clock = world(tmp_path, minutes=60)
+def test_a_session_is_archived_after_the_configured_minutes(
+    tmp_path: Path, world: WorldFactory, clock: FixedClock
+) -> None:
+    config, store, dispatcher = world(settings(tmp_path, minutes=60))
     child = spawned(config, store, dispatcher).child_session_key
     attachments_dir = tmp_path / "ws" / ".openclaw" / "attachments"
     assert any(attachments_dir.iterdir())
@@ -75,25 +70,30 @@ def test_a_session_is_archived_after_the_configured_minutes(tmp_path: Path) -> N
     assert list(attachments_dir.iterdir()) == []
 
 
-def test_zero_minutes_never_archives(tmp_path: Path) -> None:
-    config, store, dispatcher, clock = world(tmp_path, minutes=0)
+def test_zero_minutes_never_archives(tmp_path: Path, world: WorldFactory, clock: FixedClock) -> None:
+    config, store, dispatcher = world(settings(tmp_path, minutes=0))
     child = spawned(config, store, dispatcher).child_session_key
     clock.advance(365 * 24 * 3600)
     assert archive.sweep(config, store) == []
     assert child in listed(config, store, dispatcher)
 
 
-def test_session_mode_children_stay_open_and_are_never_archived(tmp_path: Path) -> None:
-    config, store, dispatcher, clock = world(tmp_path, minutes=1)
-    child = spawned(config, store, dispatcher, thread=True).child_session_key
+def test_session_mode_children_stay_open_and_are_never_archived(
+    tmp_path: Path, world: WorldFactory, clock: FixedClock
+) -> None:
+    config, store, dispatcher = world(settings(tmp_path, minutes=1))
+    thread = "agent:main:discord:group:42:thread:7"  # a thread-bound child needs a caller in a thread
+    child = spawned(config, store, dispatcher, caller=thread, thread=True).child_session_key
     store.sessions.schedule_archive(child, clock.now_ms())  # even if something asked for it
     clock.advance(3600)
     assert archive.sweep(config, store) == []
     assert child in listed(config, store, dispatcher)
 
 
-def test_retained_attachments_stay_when_configured(tmp_path: Path) -> None:
-    config, store, dispatcher, clock = world(tmp_path, minutes=1, retainOnSessionKeep=True)
+def test_retained_attachments_stay_when_configured(
+    tmp_path: Path, world: WorldFactory, clock: FixedClock
+) -> None:
+    config, store, dispatcher = world(settings(tmp_path, minutes=1, retainOnSessionKeep=True))
     spawned(config, store, dispatcher)
     clock.advance(120)
     archive.sweep(config, store)

@@ -1,4 +1,4 @@
-"""shared/attachments.py: SPEC 6's validation, private materialization, safe removal, redaction."""
+"""shared/attachments.py: docs/contract.md §6's validation, private materialization, safe removal, redaction."""
 
 from __future__ import annotations
 
@@ -17,10 +17,14 @@ from shared import attachments
 from shared.clock import FixedClock
 from shared.config import AttachmentsConfig
 from shared.errors import ToolError
-from shared.models import AttachmentIn, SendResult, SpawnResult, ToolFailure
+from shared.models import ToolFailure
 from shared.store import Store
-from shared.tools import TOOLS, ToolContext
-from tests.conftest import RecordingDispatcher, drain_flows, make_config
+from shared.tools.context import ToolContext
+from shared.tools.registry import TOOLS
+from shared.tools.send_schema import SendResult
+from shared.tools.spawn_schema import AttachmentIn, SpawnResult
+from tests.conftest import make_config
+from workers.testing import InlineDispatcher, drain
 
 LIMITS = AttachmentsConfig(enabled=True, max_files=3, max_file_bytes=8, max_total_bytes=12)
 
@@ -220,7 +224,7 @@ def test_a_spawn_with_attachments_returns_the_receipt_and_stores_no_content(tmp_
         }
     )
     store = Store(fakeredis.FakeRedis(decode_responses=True), config, FixedClock())
-    ctx = ToolContext.for_caller(config, store, RecordingDispatcher(), "main")
+    ctx = ToolContext.for_caller(config, store, InlineDispatcher(), "main")
     secret = "TOP-SECRET-ATTACHMENT-CONTENT"
     result = TOOLS["sessions_spawn"].invoke(
         ctx, {"task": "read it", "attachments": [{"name": "notes.txt", "content": secret}]}
@@ -244,7 +248,7 @@ def test_a_refused_attachment_leaves_no_files_and_no_session(tmp_path: Path) -> 
         }
     )
     store = Store(fakeredis.FakeRedis(decode_responses=True), config, FixedClock())
-    ctx = ToolContext.for_caller(config, store, RecordingDispatcher(), "main")
+    ctx = ToolContext.for_caller(config, store, InlineDispatcher(), "main")
     result = TOOLS["sessions_spawn"].invoke(
         ctx, {"task": "t", "attachments": [{"name": "a", "content": "x"}, {"name": "b", "content": "y"}]}
     )
@@ -285,13 +289,13 @@ def test_an_agents_spawn_call_is_stored_redacted_and_its_files_keep_the_content(
         }
     )
     store = Store(fakeredis.FakeRedis(decode_responses=True), config, FixedClock())
-    dispatcher = RecordingDispatcher()
+    dispatcher = InlineDispatcher()
     ctx = ToolContext.for_caller(config, store, dispatcher, "agent:main:webchat:direct:op")
     sent = TOOLS["sessions_send"].invoke(
         ctx, {"sessionKey": "agent:main:main", "message": "spawn with a file", "timeoutSeconds": 0}
     )
     assert isinstance(sent, SendResult)
-    drain_flows(store, config, dispatcher)
+    drain(store, config, dispatcher)
 
     stored = [m for m in store.transcripts.last("agent:main:main", 20) if m.tool_calls]
     [spawn_call] = stored[0].tool_calls

@@ -6,10 +6,12 @@ import pytest
 
 from shared.config import Config
 from shared.inbound import receive
-from shared.models import CommandReply, InboundMessageParams, SendResult, ToolFailure
+from shared.models import CommandReply, InboundMessageParams, ToolFailure
 from shared.store import Store
-from shared.tools import ToolContext
-from tests.conftest import RecordingDispatcher, make_config
+from shared.tools.context import ToolContext
+from shared.tools.send_schema import SendResult
+from tests.conftest import make_config
+from workers.testing import InlineDispatcher
 
 KEY = "agent:main:telegram:direct:7"
 
@@ -19,7 +21,7 @@ def config() -> Config:
     return make_config({"commands": {"ownerAllowFrom": ["telegram:7"]}})
 
 
-def say(config: Config, store: Store, dispatcher: RecordingDispatcher, text: str, sender: str = "7"):  # type: ignore[no-untyped-def]
+def say(config: Config, store: Store, dispatcher: InlineDispatcher, text: str, sender: str = "7"):  # type: ignore[no-untyped-def]
     ctx = ToolContext.for_caller(config, store, dispatcher, KEY)
     return receive(
         ctx, InboundMessageParams(message=text, channel="telegram", sender_id=sender, timeout_seconds=0)
@@ -36,7 +38,7 @@ def say(config: Config, store: Store, dispatcher: RecordingDispatcher, text: str
     ],
 )
 def test_the_owner_sets_the_sessions_policy(
-    config: Config, store: Store, dispatcher: RecordingDispatcher, command: str, stored: str, reply: str
+    config: Config, store: Store, dispatcher: InlineDispatcher, command: str, stored: str, reply: str
 ) -> None:
     result = say(config, store, dispatcher, command)
     assert isinstance(result, CommandReply)
@@ -49,7 +51,7 @@ def test_the_owner_sets_the_sessions_policy(
 
 @pytest.mark.parametrize("word", ["inherit", "default", "reset"])
 def test_inherit_clears_the_override(
-    config: Config, store: Store, dispatcher: RecordingDispatcher, word: str
+    config: Config, store: Store, dispatcher: InlineDispatcher, word: str
 ) -> None:
     say(config, store, dispatcher, "/send off")
     result = say(config, store, dispatcher, f"/send {word}")
@@ -62,7 +64,7 @@ def test_inherit_clears_the_override(
 
 @pytest.mark.parametrize("text", ["/send", "/send maybe", "/send on now"])
 def test_no_or_a_bad_argument_gets_the_usage(
-    config: Config, store: Store, dispatcher: RecordingDispatcher, text: str
+    config: Config, store: Store, dispatcher: InlineDispatcher, text: str
 ) -> None:
     result = say(config, store, dispatcher, text)
     assert isinstance(result, CommandReply)
@@ -71,7 +73,7 @@ def test_no_or_a_bad_argument_gets_the_usage(
 
 @pytest.mark.parametrize("sender", ["8", None])
 def test_a_non_owner_is_refused_and_nothing_changes(
-    config: Config, store: Store, dispatcher: RecordingDispatcher, sender: str | None
+    config: Config, store: Store, dispatcher: InlineDispatcher, sender: str | None
 ) -> None:
     ctx = ToolContext.for_caller(config, store, dispatcher, KEY)
     result = receive(
@@ -83,14 +85,14 @@ def test_a_non_owner_is_refused_and_nothing_changes(
     assert store.sessions.get(KEY) is None
 
 
-def test_without_configured_owners_nobody_is_an_owner(store: Store, dispatcher: RecordingDispatcher) -> None:
+def test_without_configured_owners_nobody_is_an_owner(store: Store, dispatcher: InlineDispatcher) -> None:
     result = say(make_config(), store, dispatcher, "/send off")
     assert isinstance(result, CommandReply)
     assert result.status == "error"
 
 
 def test_a_denied_session_refuses_inbound_runs_until_turned_back_on(
-    config: Config, store: Store, dispatcher: RecordingDispatcher
+    config: Config, store: Store, dispatcher: InlineDispatcher
 ) -> None:
     say(config, store, dispatcher, "/send off")
     refused = say(config, store, dispatcher, "hello")
@@ -101,6 +103,6 @@ def test_a_denied_session_refuses_inbound_runs_until_turned_back_on(
 
 
 def test_a_message_that_merely_mentions_the_command_is_a_normal_message(
-    config: Config, store: Store, dispatcher: RecordingDispatcher
+    config: Config, store: Store, dispatcher: InlineDispatcher
 ) -> None:
     assert isinstance(say(config, store, dispatcher, "how do I use /send off?"), SendResult)

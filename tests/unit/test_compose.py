@@ -87,3 +87,12 @@ def test_the_image_runs_as_a_non_root_user_from_a_slim_base() -> None:
     dockerfile = (REPO / "Dockerfile").read_text().splitlines()
     assert dockerfile[1].startswith("FROM python:3.11-slim")
     assert "USER clawbus" in dockerfile
+
+
+def test_workers_run_a_threads_pool_sized_for_model_calls_with_the_shared_environment() -> None:
+    services = compose()
+    worker = services["worker"]["environment"]
+    assert (worker["CLAWBUS_WORKER_POOL"], worker["CLAWBUS_WORKER_CONCURRENCY"]) == ("threads", "100")
+    assert {k: v for k, v in worker.items() if not k.startswith("CLAWBUS_WORKER_")} == (
+        services["api"]["environment"]
+    )

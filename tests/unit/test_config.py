@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import hashlib
+import os
 from pathlib import Path
 
 import pytest
 
-from shared.config import ConfigError, load_config
+from shared.config import THREADS_PER_WORKER, Config, ConfigError, load_config
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -110,6 +111,53 @@ def test_environment_overrides_redis_and_adds_tokens(tmp_path: Path) -> None:
     ]
 
 
+def test_workers_default_to_a_threads_pool_sized_for_model_calls() -> None:
+    worker = Config().worker
+    assert (worker.pool, worker.pool_size()) == ("threads", THREADS_PER_WORKER)
+    assert worker.pool_size("solo") == 1
+    assert worker.pool_size("prefork") == os.cpu_count()
+    assert Config.model_validate({"worker": {"concurrency": 12}}).worker.pool_size("prefork") == 12
+
+
+def test_the_environment_sets_the_worker_pool_and_its_size(tmp_path: Path) -> None:
+    path = write(tmp_path, "{}")
+    config = load_config(path, env={"CLAWBUS_WORKER_POOL": "prefork", "CLAWBUS_WORKER_CONCURRENCY": "3"})
+    assert (config.worker.pool, config.worker.pool_size()) == ("prefork", 3)
+
+
+def test_a_bad_worker_pool_is_named(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"worker\.pool"):
+        load_config(write(tmp_path, "{}"), env={"CLAWBUS_WORKER_POOL": "gevent"})
+
+
+def test_flow_and_announce_bounds_have_defaults_and_are_checked(tmp_path: Path) -> None:
+    config = Config()
+    assert config.session.agent_to_agent.flow_timeout_seconds == 3600
+    assert config.agents.defaults.subagents.announce_timeout_seconds == 60
+    with pytest.raises(ConfigError, match=r"session\.agentToAgent\.flowTimeoutSeconds"):
+        load_config(write(tmp_path, "{session: {agentToAgent: {flowTimeoutSeconds: 0}}}"), env={})
+
+
 def test_config_path_comes_from_clawbus_config(tmp_path: Path) -> None:
     path = write(tmp_path, "{agents: {list: [{id: 'solo'}]}}")
     assert load_config(env={"CLAWBUS_CONFIG": str(path)}).default_agent.id == "solo"
+
+
+def test_any_setting_can_come_from_the_environment_over_the_file(tmp_path: Path) -> None:
+    path = write(tmp_path, "{runs: {leaseSeconds: 30, maxAttempts: 5}, redis: {prefix: 'file:'}}")
+    env = {"CLAWBUS_RUNS_LEASE_SECONDS": "7.5", "CLAWBUS_REDIS_URL": "redis://10.0.0.9:6390/0"}
+    config = load_config(path, env=env)
+    assert (config.runs.lease_seconds, config.runs.max_attempts) == (7.5, 5)  # the rest of runs stays
+    assert (config.redis.url, config.redis.prefix) == ("redis://10.0.0.9:6390/0", "file:")
+
+
+def test_a_bad_value_in_the_environment_is_named_by_its_setting(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"runs\.leaseSeconds: Input should be a valid number"):
+        load_config(write(tmp_path, "{}"), env={"CLAWBUS_RUNS_LEASE_SECONDS": "soon"})
+
+
+def test_variables_of_other_programs_are_not_read(tmp_path: Path) -> None:
+    config = load_config(
+        write(tmp_path, "{}"), env={"REDIS_URL": "redis://elsewhere:1/0", "LOGGING_LEVEL": "x"}
+    )
+    assert config.redis.url == "redis://127.0.0.1:6379/0"

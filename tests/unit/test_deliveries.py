@@ -7,10 +7,12 @@ from typing import Any
 import fakeredis
 import pytest
 
-from shared import deliveries, flows
+from shared import deliveries
 from shared.clock import FixedClock
 from shared.config import Config
+from shared.flows.ids import delivery_id
 from shared.models import Delivery
+from shared.sessions import SessionPatch, new_entry
 from shared.store import Store
 from tests.conftest import make_config
 from tests.support.fake_http import fake_server
@@ -30,7 +32,7 @@ def setup(url: str, **delivery_settings: Any) -> tuple[Config, Store]:
     stored_flow(config, store, FLOW)
     store.flows.create_delivery(
         Delivery(
-            delivery_id=flows.delivery_id(FLOW),
+            delivery_id=delivery_id(FLOW),
             flow_id=FLOW,
             session_key="agent:main:main",
             channel="crm",
@@ -46,7 +48,7 @@ def setup(url: str, **delivery_settings: Any) -> tuple[Config, Store]:
 
 
 def state(store: Store) -> tuple[str, int, str | None, str | None]:
-    delivery = store.flows.get_delivery(flows.delivery_id(FLOW))
+    delivery = store.flows.get_delivery(delivery_id(FLOW))
     flow = store.flows.get(FLOW)
     assert delivery is not None
     assert flow is not None
@@ -57,7 +59,10 @@ def test_retries_on_500_with_backoff_then_succeeds() -> None:
     with fake_server((500, {}), (500, {}), (200, {})) as receiver:
         config, store = setup(receiver.url)
         delays = [deliveries.attempt(store, config, FLOW, "t").retry_in for _ in range(3)]
-    assert delays == [1.0, 2.0, None]
+    # One second, then twice that, each spread by the backoff's jitter.
+    assert delays[2] is None
+    assert 0.8 <= (delays[0] or 0) <= 1.2
+    assert 1.6 <= (delays[1] or 0) <= 2.4
     assert state(store)[:3] == ("delivered", 3, "delivered")
     assert len(receiver.requests) == 3
     assert store.redis.zscore(store.keys.flows_due(), FLOW) is None
@@ -78,7 +83,8 @@ def test_retries_stop_at_max_attempts() -> None:
     with fake_server((503, {})) as receiver:
         config, store = setup(receiver.url, maxAttempts=2)
         outcomes = [deliveries.attempt(store, config, FLOW, "t").retry_in for _ in range(3)]
-    assert outcomes == [1.0, None, None]
+    assert outcomes[1:] == [None, None]
+    assert 0.8 <= (outcomes[0] or 0) <= 1.2
     assert state(store)[:3] == ("failed", 2, "failed")
     assert len(receiver.requests) == 2
 
@@ -94,7 +100,7 @@ def test_a_delivered_message_is_never_sent_again() -> None:
 def test_an_attempt_in_flight_is_not_doubled() -> None:
     with fake_server((200, {})) as receiver:
         config, store = setup(receiver.url)
-        store.flows.claim_delivery(flows.delivery_id(FLOW), owner="other", lease_ms=60_000)
+        store.flows.claim_delivery(delivery_id(FLOW), owner="other", lease_ms=60_000)
         deliveries.attempt(store, config, FLOW, "t")
     assert receiver.requests == []
 
@@ -103,18 +109,9 @@ def test_an_attempt_in_flight_is_not_doubled() -> None:
 def test_a_session_turned_off_before_sending_blocks_the_delivery(override: str) -> None:
     with fake_server((200, {})) as receiver:
         config, store = setup(receiver.url)
-        store.redis.hset(
-            store.keys.session("agent:main:main"),
-            mapping={
-                "key": "agent:main:main",
-                "agentId": "main",
-                "sessionId": "s",
-                "kind": "main",
-                "createdAt": "1",
-                "updatedAt": "1",
-                "sendPolicy": override,
-            },
-        )
+        entry = new_entry(config, "agent:main:main", 1)
+        store.sessions.create(entry)
+        store.sessions.patch(entry, SessionPatch({"sendPolicy": override}))
         deliveries.attempt(store, config, FLOW, "t")
     assert state(store)[0] == "blocked"
     assert receiver.requests == []

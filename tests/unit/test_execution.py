@@ -10,12 +10,16 @@ from shared.agent_loop import LoopState
 from shared.clock import FixedClock
 from shared.config import Config
 from shared.execution import Attempt, execute
-from shared.models import Message, RunStatus, SendResult
+from shared.models import Message, RunStatus
+from shared.runs import ClaimOutcome
 from shared.runtime.base import StepRequest, StepResult
+from shared.sessions import SessionPatch
 from shared.store import Store
-from shared.store.runs import ClaimOutcome
-from shared.tools import TOOLS, ToolContext
-from tests.conftest import RecordingDispatcher, drain
+from shared.tools.context import ToolContext
+from shared.tools.registry import TOOLS
+from shared.tools.send_schema import SendResult
+from tests.conftest import BrokenModel
+from workers.testing import InlineDispatcher, drain_runs
 
 TARGET = "agent:main:webchat:direct:ann"
 
@@ -29,21 +33,21 @@ def send(ctx: ToolContext, message: str, target: str = TARGET) -> str:
 
 
 def test_runs_of_one_session_execute_one_at_a_time_in_acceptance_order(
-    ctx: ToolContext, store: Store, config: Config, dispatcher: RecordingDispatcher
+    ctx: ToolContext, store: Store, config: Config, dispatcher: InlineDispatcher
 ) -> None:
     run_ids = [send(ctx, f"m{i}") for i in range(4)]
     assert [h.run_id for h in dispatcher.heads] == run_ids[:1]  # only the head is enqueued
-    drain(store, config, dispatcher)
+    drain_runs(store, config, dispatcher)
     texts = [m.text for m in store.transcripts.last(TARGET, 20)]
     assert texts == [t for i in range(4) for t in (f"m{i}", f"echo: m{i}")]
 
 
 def test_a_duplicate_delivery_of_a_finished_run_does_nothing(
-    ctx: ToolContext, store: Store, config: Config, dispatcher: RecordingDispatcher
+    ctx: ToolContext, store: Store, config: Config, dispatcher: InlineDispatcher
 ) -> None:
     run_id = send(ctx, "once")
-    drain(store, config, dispatcher)
-    again = execute(store, config, RecordingDispatcher(), Attempt(run_id, TARGET, owner="late", attempt=0))
+    drain_runs(store, config, dispatcher)
+    again = execute(store, config, InlineDispatcher(), Attempt(run_id, TARGET, owner="late", attempt=0))
     assert again.outcome is ClaimOutcome.DONE
     assert store.transcripts.length(TARGET) == 2
 
@@ -52,22 +56,23 @@ def test_a_retried_attempt_commits_the_memoized_reply_without_asking_the_model(
     ctx: ToolContext,
     store: Store,
     config: Config,
-    dispatcher: RecordingDispatcher,
+    dispatcher: InlineDispatcher,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     run_id = send(ctx, "expensive")
-    store.runs.claim(run_id, TARGET, owner="t1", attempt=0, lease_ms=30_000, max_attempts=3)
+    claim = store.runs.claim(run_id, TARGET, owner="t1", attempt=0, lease_ms=30_000, max_attempts=3)
+    assert claim.state is not None
     # The first attempt's memo landed, its commit did not.
     remembered = Message.of("assistant", "remembered", timestamp=1, run_id=run_id)
     memo = LoopState(messages=[remembered], final="remembered", steps=1)
-    store.redis.hset(store.keys.run(run_id), "memo", memo.model_dump_json())
+    assert store.runs.memoize(claim.state.run, claim.token, memo.model_dump_json())
 
     def no_model(*_: object) -> None:
         raise AssertionError("the model was asked twice")
 
     monkeypatch.setattr("shared.execution.runtime_for", no_model)
     result = execute(
-        store, config, RecordingDispatcher(), Attempt(run_id, TARGET, owner="t1", attempt=1)
+        store, config, InlineDispatcher(), Attempt(run_id, TARGET, owner="t1", attempt=1)
     )  # the retry after loss
     assert result.status is RunStatus.OK
     run = store.runs.get(run_id)
@@ -80,28 +85,22 @@ def test_a_failing_runtime_ends_the_run_in_error_and_the_lane_moves_on(
     ctx: ToolContext,
     store: Store,
     config: Config,
-    dispatcher: RecordingDispatcher,
+    dispatcher: InlineDispatcher,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    class Broken:
-        history_window = 5
-
-        def step(self, _request: object) -> StepResult:
-            raise RuntimeError("model exploded")
-
-    monkeypatch.setattr("shared.execution.runtime_for", lambda *_: Broken())
+    monkeypatch.setattr("shared.execution.runtime_for", lambda *_: BrokenModel())
     failed, after = send(ctx, "one"), send(ctx, "two")
-    results = drain(store, config, dispatcher)
+    results = drain_runs(store, config, dispatcher)
     assert [r.status for r in results] == [RunStatus.ERROR, RunStatus.ERROR]
     run = store.runs.get(failed)
     assert run is not None
-    assert run.error == "RuntimeError: model exploded"
+    assert run.error == "RuntimeError: model down"
     assert store.runs.get(after) is not None
     assert store.runs.lane(TARGET) == []
 
 
 def test_a_run_whose_worker_keeps_dying_ends_in_error(
-    ctx: ToolContext, store: Store, config: Config, dispatcher: RecordingDispatcher
+    ctx: ToolContext, store: Store, config: Config, dispatcher: InlineDispatcher
 ) -> None:
     run_id = send(ctx, "poison")
     for attempt in range(config.runs.max_attempts):
@@ -109,7 +108,7 @@ def test_a_run_whose_worker_keeps_dying_ends_in_error(
     result = execute(
         store,
         config,
-        RecordingDispatcher(),
+        InlineDispatcher(),
         Attempt(run_id, TARGET, owner="t", attempt=config.runs.max_attempts),
     )
     assert result.status is RunStatus.ERROR
@@ -124,17 +123,17 @@ def test_a_busy_lane_is_left_to_the_lease_holder(
     run_id = send(ctx, "held")
     store.runs.claim(run_id, TARGET, owner="holder", attempt=0, lease_ms=30_000, max_attempts=3)
     result = execute(
-        store, config, RecordingDispatcher(), Attempt(run_id, TARGET, owner="someone-else", attempt=0)
+        store, config, InlineDispatcher(), Attempt(run_id, TARGET, owner="someone-else", attempt=0)
     )
     assert result.outcome is ClaimOutcome.BUSY
     assert store.transcripts.length(TARGET) == 1
 
 
 def test_usage_lands_on_the_run_and_the_session(
-    ctx: ToolContext, store: Store, config: Config, dispatcher: RecordingDispatcher
+    ctx: ToolContext, store: Store, config: Config, dispatcher: InlineDispatcher
 ) -> None:
     run_id = send(ctx, "count me")
-    drain(store, config, dispatcher)
+    drain_runs(store, config, dispatcher)
     run = store.runs.get(run_id)
     entry = store.sessions.get(TARGET)
     assert run is not None
@@ -148,7 +147,7 @@ def test_a_runtime_sees_as_much_history_as_it_asks_for(
     ctx: ToolContext,
     store: Store,
     config: Config,
-    dispatcher: RecordingDispatcher,
+    dispatcher: InlineDispatcher,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     seen: list[list[str]] = []
@@ -164,16 +163,18 @@ def test_a_runtime_sees_as_much_history_as_it_asks_for(
     for window in (1, 3):
         monkeypatch.setattr("shared.execution.runtime_for", lambda *_, w=window: Reader(w))
         send(ctx, f"w{window}")
-        drain(store, config, dispatcher)
+        drain_runs(store, config, dispatcher)
     assert seen == [["w1"], ["w1", "r", "w3"]]
 
 
 def test_a_session_whose_model_is_no_longer_configured_ends_its_run_with_a_clear_error(
-    ctx: ToolContext, store: Store, config: Config, dispatcher: RecordingDispatcher
+    ctx: ToolContext, store: Store, config: Config, dispatcher: InlineDispatcher
 ) -> None:
     run_id = send(ctx, "hello")
-    store.redis.hset(store.keys.session(TARGET), "model", "gone/model")  # set under an older config
-    drain(store, config, dispatcher)
+    entry = store.sessions.get(TARGET)
+    assert entry is not None
+    store.sessions.patch(entry, SessionPatch({"model": "gone/model"}))  # set under an older config
+    drain_runs(store, config, dispatcher)
     run = store.runs.get(run_id)
     assert run is not None
     assert run.status is RunStatus.ERROR

@@ -1,4 +1,4 @@
-"""shared/flows.py: the reply-back loop, the announce step and the delivery, run inline (SPEC 4, 5, 9)."""
+"""shared/flows.py: the reply-back loop, the announce step and the delivery, run inline (docs/contract.md §4, 5, 9)."""
 
 from __future__ import annotations
 
@@ -6,15 +6,22 @@ from typing import Any
 
 import pytest
 
-from shared import flows
 from shared.clock import FixedClock
 from shared.config import Config
+from shared.flows.decide import Action, Finish, StartAnnounce, StepTask, Wait
+from shared.flows.ids import announce_run_id, turn_run_id
+from shared.flows.steps import FlowContext, advance
+from shared.flows.view import describe
 from shared.inbound import receive
-from shared.models import Flow, InboundMessageParams, SendResult
+from shared.models import Flow, InboundMessageParams
+from shared.sessions import SessionPatch
 from shared.store import Store
-from shared.store.sessions import SessionPatch
-from shared.tools import TOOLS, ToolContext
-from tests.conftest import RecordingDispatcher, drain_flows, make_config
+from shared.submit import AwaitRun
+from shared.tools.context import ToolContext
+from shared.tools.registry import TOOLS
+from shared.tools.send_schema import SendResult
+from tests.conftest import BrokenModel, WorldFactory
+from workers.testing import InlineDispatcher, drain, drain_runs
 
 REQUESTER = "agent:main:webchat:direct:ann"
 TARGET = "agent:research:telegram:direct:bob"
@@ -34,30 +41,27 @@ SCRIPTED = {
 }
 
 
-def world(
-    overrides: dict[str, Any] | None = None, turns: int = 2
-) -> tuple[Config, Store, RecordingDispatcher]:
-    import fakeredis
-
-    data: dict[str, Any] = {"session": {"agentToAgent": {"maxPingPongTurns": turns}}, **(overrides or {})}
-    config = make_config(data)
-    store = Store(fakeredis.FakeRedis(decode_responses=True), config, FixedClock())
-    return config, store, RecordingDispatcher()
+def turns(count: int) -> dict[str, Any]:
+    return {"session": {"agentToAgent": {"maxPingPongTurns": count}}}
 
 
-def chat(
-    config: Config, store: Store, dispatcher: RecordingDispatcher, key: str, channel: str, to: str
-) -> None:
+@pytest.fixture
+def world(world: WorldFactory) -> WorldFactory:
+    """Two reply-back turns unless a test says otherwise."""
+    return lambda *overrides: world(turns(2), *overrides)
+
+
+def chat(config: Config, store: Store, dispatcher: InlineDispatcher, key: str, channel: str, to: str) -> None:
     """The sessions exist (and have a route) because people wrote in them."""
     ctx = ToolContext.for_caller(config, store, dispatcher, key)
     receive(ctx, InboundMessageParams(message="hello", channel=channel, to=to, timeout_seconds=0))
-    drain_flows(store, config, dispatcher)
+    drain(store, config, dispatcher)
 
 
 def exchange(
     config: Config,
     store: Store,
-    dispatcher: RecordingDispatcher,
+    dispatcher: InlineDispatcher,
     message: str = "ping",
     requester: str = REQUESTER,
     target: str = TARGET,
@@ -68,8 +72,8 @@ def exchange(
     sent = TOOLS["sessions_send"].invoke(ctx, {"sessionKey": target, "message": message, "timeoutSeconds": 0})
     assert isinstance(sent, SendResult)
     assert sent.flow_id == sent.run_id
-    steps = drain_flows(store, config, dispatcher)
-    flow = flows.describe(store, sent.run_id)
+    steps = drain(store, config, dispatcher)
+    flow = describe(store, sent.run_id)
     assert flow is not None
     return flow, steps
 
@@ -78,7 +82,7 @@ def texts(store: Store, key: str) -> list[str]:
     return [m.text for m in store.transcripts.last(key, 100)]
 
 
-def test_two_turns_then_announce_then_one_delivery() -> None:
+def test_two_turns_then_announce_then_one_delivery(world: WorldFactory) -> None:
     config, store, dispatcher = world()
     flow, steps = exchange(config, store, dispatcher)
     assert steps == [
@@ -107,7 +111,7 @@ def test_two_turns_then_announce_then_one_delivery() -> None:
     ]
 
 
-def test_each_turn_is_a_run_in_its_speakers_session_with_provenance() -> None:
+def test_each_turn_is_a_run_in_its_speakers_session_with_provenance(world: WorldFactory) -> None:
     config, store, dispatcher = world()
     exchange(config, store, dispatcher)
     assert texts(store, REQUESTER)[2:] == ["echo: ping", "echo: echo: ping"]
@@ -131,11 +135,11 @@ def test_each_turn_is_a_run_in_its_speakers_session_with_provenance() -> None:
     assert announce_input.provenance.source_session_key == REQUESTER
 
 
-def test_reply_turn_contexts_say_who_speaks_and_how_to_stop() -> None:
+def test_reply_turn_contexts_say_who_speaks_and_how_to_stop(world: WorldFactory) -> None:
     config, store, dispatcher = world()
     flow, _ = exchange(config, store, dispatcher)
-    first = store.runs.get(flows.turn_run_id(flow.flow_id, 1))
-    second = store.runs.get(flows.turn_run_id(flow.flow_id, 2))
+    first = store.runs.get(turn_run_id(flow.flow_id, 1))
+    second = store.runs.get(turn_run_id(flow.flow_id, 2))
     assert first is not None
     assert second is not None
     assert first.context == "\n".join(
@@ -154,10 +158,10 @@ def test_reply_turn_contexts_say_who_speaks_and_how_to_stop() -> None:
     assert "Current agent: Agent 2 (target).\nTurn 2 of 2." in second.context
 
 
-def test_the_announce_context_carries_the_exchange() -> None:
+def test_the_announce_context_carries_the_exchange(world: WorldFactory) -> None:
     config, store, dispatcher = world()
     flow, _ = exchange(config, store, dispatcher)
-    announce = store.runs.get(flows.announce_run_id(flow.flow_id))
+    announce = store.runs.get(announce_run_id(flow.flow_id))
     assert announce is not None
     assert announce.context is not None
     for line in [
@@ -171,16 +175,16 @@ def test_the_announce_context_carries_the_exchange() -> None:
         assert line in announce.context
 
 
-def test_reply_skip_on_turn_two_stops_the_loop_and_the_announce_still_runs() -> None:
-    config, store, dispatcher = world(SCRIPTED, turns=5)
+def test_reply_skip_on_turn_two_stops_the_loop_and_the_announce_still_runs(world: WorldFactory) -> None:
+    config, store, dispatcher = world(SCRIPTED, turns(5))
     flow, _ = exchange(config, store, dispatcher, message="stop-at-2")
     assert [s.step for s in flow.steps] == ["run", "reply_turn", "reply_turn", "announce"]
     assert flow.stop_reason == "REPLY_SKIP"
     assert flow.delivery_status == "skipped"  # the scripted target also stays silent at the announce
 
 
-def test_announce_skip_delivers_nothing() -> None:
-    config, store, dispatcher = world(SCRIPTED, turns=0)
+def test_announce_skip_delivers_nothing(world: WorldFactory) -> None:
+    config, store, dispatcher = world(SCRIPTED, turns(0))
     flow, _ = exchange(config, store, dispatcher)
     assert flow.delivery_status == "skipped"
     assert flow.delivery is None
@@ -188,62 +192,59 @@ def test_announce_skip_delivers_nothing() -> None:
 
 
 @pytest.mark.parametrize(
-    ("turns", "requester", "reason"),
+    ("count", "requester", "reason"),
     [
         (0, REQUESTER, "maxPingPongTurns is 0"),
         (2, TARGET, "requester is the target"),
         (2, "agent:main:cron:never-used", "no requester session"),
     ],
 )
-def test_no_loop_goes_straight_to_the_announce(turns: int, requester: str, reason: str) -> None:
-    config, store, dispatcher = world(turns=turns)
+def test_no_loop_goes_straight_to_the_announce(
+    count: int, requester: str, reason: str, world: WorldFactory
+) -> None:
+    config, store, dispatcher = world(turns(count))
     chat(config, store, dispatcher, TARGET, "telegram", "bob")
     if requester == REQUESTER:
         chat(config, store, dispatcher, REQUESTER, "webchat", "ann")
     ctx = ToolContext.for_caller(config, store, dispatcher, requester)
     sent = TOOLS["sessions_send"].invoke(ctx, {"sessionKey": TARGET, "message": "hi", "timeoutSeconds": 0})
     assert isinstance(sent, SendResult)
-    steps = drain_flows(store, config, dispatcher)
+    steps = drain(store, config, dispatcher)
     assert steps == ["run:send", "announce", "run:announce", "deliver"]
-    flow = flows.describe(store, sent.run_id)
+    flow = describe(store, sent.run_id)
     assert flow is not None
     assert (flow.stop_reason, flow.delivery_status) == (reason, "delivered")
 
 
-def test_a_failed_primary_ends_the_flow_without_announce(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failed_primary_ends_the_flow_without_announce(
+    monkeypatch: pytest.MonkeyPatch, world: WorldFactory
+) -> None:
     config, store, dispatcher = world()
     chat(config, store, dispatcher, REQUESTER, "webchat", "ann")
-
-    class Broken:
-        history_window = 1
-
-        def step(self, _request: object) -> None:
-            raise RuntimeError("down")
-
-    monkeypatch.setattr("shared.execution.runtime_for", lambda *_: Broken())
+    monkeypatch.setattr("shared.execution.runtime_for", lambda *_: BrokenModel())
     ctx = ToolContext.for_caller(config, store, dispatcher, REQUESTER)
     sent = TOOLS["sessions_send"].invoke(ctx, {"sessionKey": TARGET, "message": "hi", "timeoutSeconds": 0})
     assert isinstance(sent, SendResult)
-    assert drain_flows(store, config, dispatcher) == ["run:send"]
-    flow = flows.describe(store, sent.run_id)
+    assert drain(store, config, dispatcher) == ["run:send"]
+    flow = describe(store, sent.run_id)
     assert flow is not None
-    assert flow.status == "done"
+    assert (flow.status, flow.stop_reason) == ("done", "primary_failed")
     assert flow.error == "the primary run ended with status error"
 
 
-def test_a_step_repeated_by_a_redelivery_starts_nothing_twice() -> None:
+def test_a_step_repeated_by_a_redelivery_starts_nothing_twice(world: WorldFactory) -> None:
     config, store, dispatcher = world()
     flow, _ = exchange(config, store, dispatcher)
-    ctx = flows.FlowContext(config, store, dispatcher)
-    for performs in ((flows.StartTurn,), (flows.StartAnnounce,), (flows.StartDelivery, flows.Deliver)):
-        flows.advance(ctx, flow.flow_id, performs=performs)
+    ctx = FlowContext(config, store, dispatcher)
+    for task in StepTask:
+        advance(ctx, flow.flow_id, task)
     assert dispatcher.heads == []
     assert dispatcher.steps == []
     assert len(texts(store, REQUESTER)) == 4
     assert len(store.flows.read_outbox("log", TARGET)) == 1
 
 
-def test_a_denied_requester_session_blocks_its_reply_turn_and_the_announce_runs() -> None:
+def test_a_denied_requester_session_blocks_its_reply_turn_and_the_announce_runs(world: WorldFactory) -> None:
     config, store, dispatcher = world()
     chat(config, store, dispatcher, REQUESTER, "webchat", "ann")
     entry = store.sessions.get(REQUESTER)
@@ -254,7 +255,7 @@ def test_a_denied_requester_session_blocks_its_reply_turn_and_the_announce_runs(
     assert (flow.stop_reason, flow.delivery_status) == ("send blocked by session policy", "delivered")
 
 
-def test_a_denied_route_blocks_the_delivery_but_not_the_runs() -> None:
+def test_a_denied_route_blocks_the_delivery_but_not_the_runs(world: WorldFactory) -> None:
     config, store, dispatcher = world(
         {
             "session": {
@@ -267,18 +268,163 @@ def test_a_denied_route_blocks_the_delivery_but_not_the_runs() -> None:
     ctx = ToolContext.for_caller(config, store, dispatcher, REQUESTER)
     sent = TOOLS["sessions_send"].invoke(ctx, {"sessionKey": target, "message": "hi", "timeoutSeconds": 0})
     assert isinstance(sent, SendResult)
-    assert drain_flows(store, config, dispatcher) == ["run:send", "announce", "run:announce", "deliver"]
-    flow = flows.describe(store, sent.run_id)
+    assert drain(store, config, dispatcher) == ["run:send", "announce", "run:announce", "deliver"]
+    flow = describe(store, sent.run_id)
     assert flow is not None
     assert flow.delivery_status == "blocked"
     assert store.flows.read_outbox("log", target) == []
 
 
-def test_a_step_that_outlives_its_bound_ends_the_flow() -> None:
-    config, store, dispatcher = world()
+def _send(config: Config, store: Store, dispatcher: InlineDispatcher, timeout_seconds: float = 5) -> str:
+    """A send from the requester to the target that nobody has worked on yet."""
     chat(config, store, dispatcher, REQUESTER, "webchat", "ann")
     ctx = ToolContext.for_caller(config, store, dispatcher, REQUESTER)
-    sent = TOOLS["sessions_send"].invoke(ctx, {"sessionKey": TARGET, "message": "hi", "timeoutSeconds": 5})
-    store.clock.advance(6)  # type: ignore[attr-defined]
-    action = flows.advance(flows.FlowContext(config, store, dispatcher), sent.run_id)  # type: ignore[union-attr]
-    assert action == flows.Finish("a step did not end within 5s")
+    sent = TOOLS["sessions_send"].invoke(
+        ctx, {"sessionKey": TARGET, "message": "hi", "timeoutSeconds": timeout_seconds}
+    )
+    assert isinstance(sent, SendResult | AwaitRun)
+    return sent.run_id
+
+
+def _start(store: Store, run_id: str, session_key: str) -> None:
+    """A worker claimed the run: it is running from now on."""
+    claim = store.runs.claim(run_id, session_key, owner="w", attempt=0, lease_ms=600_000, max_attempts=3)
+    assert claim.state is not None
+
+
+def _advance(config: Config, store: Store, dispatcher: InlineDispatcher, flow_id: str) -> Action:
+    return advance(FlowContext(config, store, dispatcher), flow_id)
+
+
+def test_a_step_queued_longer_than_its_bound_is_waited_for_and_the_flow_completes(
+    world: WorldFactory, clock: FixedClock
+) -> None:
+    config, store, dispatcher = world()
+    flow_id = _send(config, store, dispatcher, timeout_seconds=5)
+    clock.advance(120)
+    assert isinstance(_advance(config, store, dispatcher, flow_id), Wait)
+    drain(store, config, dispatcher)
+    flow = describe(store, flow_id)
+    assert flow is not None
+    assert (flow.status, flow.delivery_status, flow.error) == ("done", "delivered", None)
+
+
+def test_a_step_running_past_its_bound_ends_the_flow_as_step_timeout(
+    world: WorldFactory, clock: FixedClock
+) -> None:
+    config, store, dispatcher = world()
+    flow_id = _send(config, store, dispatcher, timeout_seconds=5)
+    clock.advance(100)
+    _start(store, flow_id, TARGET)
+    clock.advance(4)
+    assert isinstance(_advance(config, store, dispatcher, flow_id), Wait)
+    clock.advance(2)
+    action = _advance(config, store, dispatcher, flow_id)
+    assert action == Finish("step_timeout", "the primary run did not end within 5s of starting")
+    flow = store.flows.get(flow_id)
+    assert flow is not None
+    assert (flow.status, flow.stop_reason, flow.error) == ("done", "step_timeout", action.error)
+    assert store.fleet.figures([]).flows_ended == {"step_timeout": 1}
+
+
+def test_a_waiting_flow_is_looked_at_again_when_its_running_step_would_overrun(world: WorldFactory) -> None:
+    config, store, dispatcher = world()
+    flow_id = _send(config, store, dispatcher, timeout_seconds=5)
+    _start(store, flow_id, TARGET)
+    started = store.clock.now_ms()
+    _advance(config, store, dispatcher, flow_id)
+    assert store.redis.zscore(store.keys.flows_due(), flow_id) == started + 5_000 + 1
+
+
+def test_a_flow_past_flow_timeout_seconds_ends_as_flow_timeout(
+    world: WorldFactory, clock: FixedClock
+) -> None:
+    config, store, dispatcher = world({"session": {"agentToAgent": {"flowTimeoutSeconds": 300}}})
+    flow_id = _send(config, store, dispatcher)
+    clock.advance(299)
+    assert isinstance(_advance(config, store, dispatcher, flow_id), Wait)
+    clock.advance(2)
+    action = _advance(config, store, dispatcher, flow_id)
+    assert action == Finish(
+        "flow_timeout", "the flow did not end within 300s (session.agentToAgent.flowTimeoutSeconds)"
+    )
+    flow = store.flows.get(flow_id)
+    assert flow is not None
+    assert (flow.status, flow.stop_reason) == ("done", "flow_timeout")
+    # The primary run itself goes on; when it ends, the flow stays over.
+    drain(store, config, dispatcher)
+    assert store.runs.get(announce_run_id(flow_id)) is None
+
+
+def test_a_failed_reply_turn_is_followed_by_the_announce(world: WorldFactory) -> None:
+    failing = {
+        **SCRIPTED,
+        "models": {
+            "providers": {
+                "script": {
+                    "type": "script",
+                    "rules": [{"match": "^echo: echo: fail-turn", "error": "model down"}],
+                }
+            }
+        },
+    }
+    config, store, dispatcher = world(failing, turns(5))
+    flow, steps = exchange(config, store, dispatcher, message="fail-turn")
+    assert steps[-3:] == ["announce", "run:announce", "deliver"]
+    assert [(s.step, s.turn, s.status) for s in flow.steps] == [
+        ("run", None, "ok"),
+        ("reply_turn", 1, "ok"),
+        ("reply_turn", 2, "error"),
+        ("announce", None, "ok"),
+        ("deliver", None, "delivered"),
+    ]
+    assert flow.stop_reason == "reply turn 2 ended with status error"
+    announce = store.runs.get(announce_run_id(flow.flow_id))
+    assert announce is not None
+    assert announce.context is not None
+    assert "Latest reply: echo: echo: fail-turn" in announce.context
+
+
+def test_a_reply_turn_running_past_its_bound_stops_the_loop_and_the_announce_runs(
+    world: WorldFactory, clock: FixedClock
+) -> None:
+    config, store, dispatcher = world()
+    flow_id = _send(config, store, dispatcher, timeout_seconds=5)
+    drain_runs(store, config, dispatcher)  # the primary run
+    ctx = FlowContext(config, store, dispatcher)
+    advance(ctx, flow_id, StepTask.REPLY_TURN)  # turn 1 accepted, in the requester's lane
+    dispatcher.heads.clear()
+    _start(store, turn_run_id(flow_id, 1), REQUESTER)
+    clock.advance(6)
+    assert isinstance(advance(ctx, flow_id), StartAnnounce)
+    drain(store, config, dispatcher)
+    flow = describe(store, flow_id)
+    assert flow is not None
+    assert flow.stop_reason == "reply turn 1 did not end within 5s of starting"
+    assert (flow.status, flow.delivery_status) == ("done", "delivered")
+
+
+def test_every_flow_end_is_counted_by_reason(monkeypatch: pytest.MonkeyPatch, world: WorldFactory) -> None:
+    config, store, dispatcher = world()
+    exchange(config, store, dispatcher)
+    exchange(config, store, dispatcher, message="again")
+    monkeypatch.setattr("shared.execution.runtime_for", lambda *_: BrokenModel())
+    ctx = ToolContext.for_caller(config, store, dispatcher, REQUESTER)
+    TOOLS["sessions_send"].invoke(ctx, {"sessionKey": TARGET, "message": "x", "timeoutSeconds": 0})
+    drain(store, config, dispatcher)
+    assert store.fleet.figures([]).flows_ended == {"completed": 2, "primary_failed": 1}
+
+
+def test_an_early_end_is_logged_as_a_warning_with_its_flow_id(
+    caplog: pytest.LogCaptureFixture, world: WorldFactory, clock: FixedClock
+) -> None:
+    config, store, dispatcher = world({"session": {"agentToAgent": {"flowTimeoutSeconds": 1}}})
+    flow_id = _send(config, store, dispatcher)
+    clock.advance(2)
+    with caplog.at_level("WARNING", logger="shared.flows.steps"):
+        _advance(config, store, dispatcher, flow_id)
+        _advance(config, store, dispatcher, flow_id)  # a second look ends nothing and logs nothing
+    assert [r.getMessage() for r in caplog.records] == [
+        f"flow {flow_id} ended early (flow_timeout): the flow did not end within 1s "
+        "(session.agentToAgent.flowTimeoutSeconds)"
+    ]

@@ -6,15 +6,15 @@ import pytest
 
 from shared.config import Config
 from shared.inbound import receive
-from shared.models import InboundMessageParams, SendResult
+from shared.models import InboundMessageParams
 from shared.store import Store
-from shared.tools import ToolContext
-from shared.tools.context import ToolError
-from tests.conftest import RecordingDispatcher, drain
+from shared.tools.context import ToolContext, ToolError
+from shared.tools.send_schema import SendResult
+from workers.testing import InlineDispatcher, drain_runs
 
 
 def inbound(
-    config: Config, store: Store, dispatcher: RecordingDispatcher, key: str, **fields: object
+    config: Config, store: Store, dispatcher: InlineDispatcher, key: str, **fields: object
 ) -> SendResult:
     ctx = ToolContext.for_caller(config, store, dispatcher, key)
     result = receive(ctx, InboundMessageParams.model_validate({"timeoutSeconds": 0, **fields}))
@@ -23,7 +23,7 @@ def inbound(
 
 
 def test_the_first_message_creates_the_session_with_its_route(
-    config: Config, store: Store, dispatcher: RecordingDispatcher
+    config: Config, store: Store, dispatcher: InlineDispatcher
 ) -> None:
     result = inbound(
         config, store, dispatcher, "main", message="hi", channel="webchat", to="u1", accountId="a"
@@ -43,7 +43,7 @@ def test_the_first_message_creates_the_session_with_its_route(
 
 
 def test_a_later_message_updates_the_last_route_but_keeps_the_session(
-    config: Config, store: Store, dispatcher: RecordingDispatcher
+    config: Config, store: Store, dispatcher: InlineDispatcher
 ) -> None:
     inbound(config, store, dispatcher, "main", message="one", channel="webchat", to="u1")
     first = store.sessions.get("agent:main:main")
@@ -56,11 +56,11 @@ def test_a_later_message_updates_the_last_route_but_keeps_the_session(
 
 
 def test_the_agent_replies_into_the_transcript(
-    config: Config, store: Store, dispatcher: RecordingDispatcher
+    config: Config, store: Store, dispatcher: InlineDispatcher
 ) -> None:
     inbound(config, store, dispatcher, "agent:research:slack:channel:C1", message="status?")
-    drain(store, config, dispatcher)
-    messages = store.transcripts.last("agent:research:slack:channel:C1", 5)
+    drain_runs(store, config, dispatcher)
+    messages = store.transcripts.last("agent:research:slack:channel:c1", 5)
     assert [(m.role, m.text, m.provenance) for m in messages] == [
         ("user", "status?", None),
         ("assistant", "echo: status?", None),
@@ -68,7 +68,7 @@ def test_the_agent_replies_into_the_transcript(
 
 
 def test_a_key_of_an_unconfigured_agent_is_refused(
-    config: Config, store: Store, dispatcher: RecordingDispatcher
+    config: Config, store: Store, dispatcher: InlineDispatcher
 ) -> None:
     with pytest.raises(ToolError, match='Unknown agent "ghost"'):
         inbound(config, store, dispatcher, "agent:ghost:main", message="hi")

@@ -6,7 +6,9 @@ from __future__ import annotations
 import io
 import json
 import logging
+import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -72,6 +74,26 @@ def test_a_line_in_a_run_is_a_json_object_with_the_run_and_session(captured: Cap
     moment = datetime.fromisoformat(line["timestamp"])
     assert moment.utcoffset() == timedelta(0)
     assert abs((datetime.now(UTC) - moment).total_seconds()) < 60
+
+
+def test_threads_each_keep_their_own_run_on_their_lines(captured: Captured) -> None:
+    """A threads pool runs many runs in one process: a run's ids never reach another thread's lines."""
+    captured.configure()
+    start = threading.Barrier(16)
+
+    def run(n: int) -> None:
+        with logs.bound(run_id=f"run-{n}", session_key=f"agent:main:cron:{n}"):
+            start.wait()  # every thread has bound its run before any logs
+            for step in range(20):
+                log.info("run-%d step %d", n, step)
+
+    with ThreadPoolExecutor(max_workers=16) as pool:
+        list(pool.map(run, range(16)))
+    records = captured.records()
+    assert len(records) == 16 * 20
+    for line in records:
+        own = line["event"].split()[0]
+        assert (line["runId"], line["sessionKey"]) == (own, f"agent:main:cron:{own[4:]}")
 
 
 def test_lines_outside_any_run_have_no_context_keys(captured: Captured) -> None:

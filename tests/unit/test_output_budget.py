@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from shared.output_budget import TRUNCATION_MARK, fit
+from shared.output_budget import TOO_LARGE, TRUNCATION_MARK, fit
 
 
 def size(messages: list[dict[str, object]]) -> int:
@@ -37,7 +37,8 @@ def test_texts_are_cut_with_the_mark() -> None:
 def test_the_oldest_go_first_and_everything_can_go() -> None:
     result = fit([msg("old"), msg("new")], max_bytes=size([msg("new")]))
     assert [m["content"][0]["text"] for m in result.messages] == ["new"]
-    assert fit([msg("x" * 100)], max_bytes=10).messages == []
+    # A newest message that alone is too large leaves a placeholder, never nothing.
+    assert fit([msg("x" * 100)], max_bytes=10).messages == [TOO_LARGE]
 
 
 def test_non_text_blocks_pass_through() -> None:

@@ -1,4 +1,4 @@
-"""shared/policy.py: SPEC 5's decision order, rule by rule."""
+"""shared/policy.py: docs/contract.md §5's decision order, rule by rule."""
 
 from __future__ import annotations
 

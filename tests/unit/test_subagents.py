@@ -1,4 +1,4 @@
-"""shared/subagents.py: the normalized announce (SPEC 6), its sections, fallbacks and figures."""
+"""shared/subagents.py: the normalized announce (docs/contract.md §6), its sections, fallbacks and figures."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from shared.tool_schemas import FORMATS, parameters, tool_schemas
-from shared.tools import TOOLS
+from shared.tools.registry import TOOLS
 
 
 def walk(node: Any) -> list[dict[str, Any]]:

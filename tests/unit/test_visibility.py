@@ -1,9 +1,9 @@
-"""shared/visibility.py through the tools: the SPEC 7 matrix, each cell for list, history and send.
+"""shared/visibility.py through the tools: the docs/contract.md §7 matrix, each cell for list, history and send.
 
 Callers {main session, another agent's session, a sandboxed session, a sub-agent session} x targets {self,
 own child, sibling, same-agent other, other agent} x visibility {self, tree, agent, all} x agentToAgent {off,
 on with an allow list} x sandbox clamp {spawned, all}. The expected outcome of every cell comes from the
-rules below, written from SPEC 7, not from the implementation.
+rules below, written from docs/contract.md §7, not from the implementation.
 """
 
 from __future__ import annotations
@@ -17,10 +17,16 @@ import pytest
 
 from shared.clock import FixedClock
 from shared.config import Config
-from shared.models import SendResult, SessionsHistoryResult, SessionsListResult, SpawnResult, ToolFailure
+from shared.models import ToolFailure
 from shared.store import Store
-from shared.tools import TOOLS, ToolContext
-from tests.conftest import RecordingDispatcher, drain, make_config
+from shared.tools.context import ToolContext
+from shared.tools.history_schema import SessionsHistoryResult
+from shared.tools.list_schema import SessionsListResult
+from shared.tools.registry import TOOLS
+from shared.tools.send_schema import SendResult
+from shared.tools.spawn_schema import SpawnResult
+from tests.conftest import make_config
+from workers.testing import InlineDispatcher, drain_runs
 
 VISIBILITIES = ("self", "tree", "agent", "all")
 A2A = ("off", "on")
@@ -34,12 +40,12 @@ RANK = {"self": 0, "tree": 1, "agent": 2, "all": 3}
 class World:
     config: Config
     store: Store
-    dispatcher: RecordingDispatcher
+    dispatcher: InlineDispatcher
     sessions: dict[tuple[str, str], str]  # (caller, target role) -> session key
     agents: dict[str, str]  # caller -> its agent
 
 
-def spawn(store: Store, config: Config, dispatcher: RecordingDispatcher, parent: str) -> str:
+def spawn(store: Store, config: Config, dispatcher: InlineDispatcher, parent: str) -> str:
     result = TOOLS["sessions_spawn"].invoke(
         ToolContext.for_caller(config, store, dispatcher, parent), {"task": "t"}
     )
@@ -47,7 +53,7 @@ def spawn(store: Store, config: Config, dispatcher: RecordingDispatcher, parent:
     return result.child_session_key
 
 
-def touch(store: Store, config: Config, dispatcher: RecordingDispatcher, key: str) -> None:
+def touch(store: Store, config: Config, dispatcher: InlineDispatcher, key: str) -> None:
     """A session exists once someone wrote in it."""
     from shared.inbound import receive
     from shared.models import InboundMessageParams
@@ -59,7 +65,7 @@ def touch(store: Store, config: Config, dispatcher: RecordingDispatcher, key: st
 
 
 def build(visibility: str, a2a: str, clamp: str) -> World:
-    tools: dict[str, Any] = {"sessions": {"visibility": visibility}}
+    tools: dict[str, Any] = {"sessions": {"visibility": visibility}, "agentToAgent": {"enabled": False}}
     if a2a == "on":
         tools["agentToAgent"] = {"enabled": True, "allow": ["main", "o*"]}  # boxed is not in the list
     config = make_config(
@@ -76,7 +82,7 @@ def build(visibility: str, a2a: str, clamp: str) -> World:
         }
     )
     store = Store(fakeredis.FakeRedis(decode_responses=True), config, FixedClock())
-    dispatcher = RecordingDispatcher()
+    dispatcher = InlineDispatcher()
     for key in (
         "agent:main:main",
         "agent:main:cron:other",
@@ -105,28 +111,24 @@ def build(visibility: str, a2a: str, clamp: str) -> World:
     sessions[("subagent", "sibling")] = spawn(store, config, dispatcher, "agent:main:main")
     sessions[("subagent", "same-agent other")] = "agent:main:cron:other"
     sessions[("subagent", "other agent")] = "agent:ops:main"
-    drain(store, config, dispatcher)
+    drain_runs(store, config, dispatcher)
     agents = {"main": "main", "other agent": "ops", "sandboxed": "boxed", "subagent": "main"}
     return World(config, store, dispatcher, sessions, agents)
 
 
 def expected(caller: str, target: str, visibility: str, a2a: str, clamp: str, noun: str) -> str | None:
-    """None if allowed, else the refusal text SPEC 7 calls for."""
-    level, clamped = visibility, False
-    if caller == "sandboxed" and clamp == "spawned" and RANK[visibility] > RANK["tree"]:
-        level, clamped = "tree", True
+    """None if allowed, else the refusal text docs/contract.md §7 calls for."""
+    level = visibility
+    # A sandboxed session sees its tree whatever is configured, self included (OpenClaw's clamp).
+    if caller == "sandboxed" and clamp == "spawned":
+        level = "tree"
     if target == "self":
         return None
     if level == "self":
         return f"Session {noun} visibility is restricted to the current session (tools.sessions.visibility=self)."
     if target == "own child":
         return None
-    if level == "tree":
-        if clamped:
-            return (
-                f"Session {noun} visibility is restricted to the current session tree for sandboxed sessions "
-                "(agents.defaults.sandbox.sessionToolsVisibility=spawned)."
-            )
+    if level == "tree":  # a clamped sandbox gets the tree's text, as in OpenClaw
         return f"Session {noun} visibility is restricted to the current session tree (tools.sessions.visibility=tree)."
     if target in ("sibling", "same-agent other"):
         return None
@@ -210,7 +212,7 @@ def test_a_sandboxed_caller_resolves_ids_and_labels_only_to_its_children() -> No
     assert boxed.resolve(own.session_id) == own.key
     with pytest.raises(Exception, match=f"Session not found: {other.session_id}"):
         boxed.resolve(other.session_id)
-    from shared.store.sessions import SessionPatch
+    from shared.sessions import SessionPatch
 
     world.store.sessions.patch(other, SessionPatch({"label": "theirs"}))
     refused = TOOLS["sessions_send"].invoke(boxed, {"label": "theirs", "message": "m"})

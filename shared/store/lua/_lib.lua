@@ -13,3 +13,46 @@ end
 local function is_active(status)
   return status == 'queued' or status == 'running'
 end
+
+-- Publish a run's end on the completion channel. The signal carries the terminal run (all but its input
+-- and memo), so a waiter needs no read to answer; the hash stays the truth. Returns that table.
+local function publish_ended(run_key, channel)
+  local ended = {}
+  local fields = redis.call('HGETALL', run_key)
+  for i = 1, #fields, 2 do
+    if fields[i] ~= 'input' and fields[i] ~= 'memo' then
+      ended[fields[i]] = fields[i + 1]
+    end
+  end
+  redis.call('PUBLISH', channel, cjson.encode(ended))
+  return ended
+end
+
+-- After a lane lost its head: mark the next run dispatched and keep the lane on the due schedule, or take
+-- it off when empty. Returns {tag, next run id, its kind, its flowId} ('' for none).
+local function advance_lane(tag, lane, lanes_due, run_prefix, session_key, now, grace_ms)
+  local next_run = redis.call('LINDEX', lane, 0)
+  if not next_run then
+    redis.call('ZREM', lanes_due, session_key)
+    return {tag, '', '', ''}
+  end
+  redis.call('HSET', run_prefix .. next_run, 'dispatchedAt', now)
+  redis.call('ZADD', lanes_due, now + grace_ms, session_key)
+  local next_fields = redis.call('HMGET', run_prefix .. next_run, 'kind', 'flowId')
+  return {tag, next_run, next_fields[1], next_fields[2] or ''}
+end
+
+-- Append the runs parked waiting for an ended one, as (id, session, kind) triples, and forget them: the
+-- caller enqueues each to resume.
+local function take_waiters(result, waiters, run_prefix)
+  for _, waiter in ipairs(redis.call('SMEMBERS', waiters)) do
+    local fields = redis.call('HMGET', run_prefix .. waiter, 'sessionKey', 'kind')
+    if fields[1] then
+      result[#result + 1] = waiter
+      result[#result + 1] = fields[1]
+      result[#result + 1] = fields[2]
+    end
+  end
+  redis.call('DEL', waiters)
+  return result
+end

@@ -2,9 +2,9 @@
 -- The run may execute at once only if it is the lane's head; the caller dispatches it then.
 -- A sessions_send's flow record is created in the same step as its primary run.
 -- KEYS: 1 session, 2 index all, 3 index agent, 4 index kind, 5 sessionId lookup, 6 lane, 7 run,
---       8 run events, 9 lanes due, 10 flow, 11 flows due, 12 runs created (metrics)
+--       8 run events, 9 lanes due, 10 flow, 11 flows due, 12 runs created (metrics), 13 the session's runs
 -- ARGV: 1 now ms, 2 run id, 3 session key, 4 session fields on create (json), 5 session fields to set (json),
---       6 run fields (json), 7 dispatch grace ms, 8 flow fields (json, '' for none), 9 flow deadline ms,
+--       6 run fields (json), 7 dispatch grace ms, 8 flow fields (json, '' for none), 9 the reaper's first look at the flow (ms),
 --       10 run kind
 local now = tonumber(ARGV[1])
 -- A retried call (the reply to the first one was lost) must not queue the run twice.
@@ -30,6 +30,7 @@ hset_object(KEYS[7], ARGV[6])
 redis.call('HSET', KEYS[7], 'seq', seq, 'status', 'queued', 'createdAt', now, 'attempts', 0)
 redis.call('XADD', KEYS[8], '*', 'type', 'queued', 'at', now)
 redis.call('HINCRBY', KEYS[12], ARGV[10], 1)
+redis.call('XADD', KEYS[13], 'MAXLEN', '~', 1000, '*', 'runId', ARGV[2])
 local position = redis.call('RPUSH', KEYS[6], ARGV[2])
 if position == 1 then
   redis.call('HSET', KEYS[7], 'dispatchedAt', now)

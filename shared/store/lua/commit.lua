@@ -30,6 +30,12 @@ end
 redis.call('DEL', KEYS[2])
 if redis.call('EXISTS', KEYS[4]) == 1 then
   redis.call('HSET', KEYS[4], 'updatedAt', now)
+  -- abortedLastRun holds until a later run ends ok.
+  if ARGV[4] == 'aborted' then
+    redis.call('HSET', KEYS[4], 'abortedLastRun', 'true')
+  elseif ARGV[4] == 'ok' then
+    redis.call('HDEL', KEYS[4], 'abortedLastRun')
+  end
   local input_tokens = redis.call('HINCRBY', KEYS[4], 'inputTokens', ARGV[12])
   local output_tokens = redis.call('HINCRBY', KEYS[4], 'outputTokens', ARGV[13])
   redis.call('HSET', KEYS[4], 'totalTokens', input_tokens + output_tokens)
@@ -41,36 +47,10 @@ if redis.call('EXISTS', KEYS[4]) == 1 then
     redis.call('ZADD', KEYS[i], now, ARGV[11])
   end
 end
--- The signal carries the terminal run, so a waiter needs no read to answer (the hash stays the truth).
-local ended = {}
-local fields = redis.call('HGETALL', KEYS[1])
-for i = 1, #fields, 2 do
-  if fields[i] ~= 'input' and fields[i] ~= 'memo' then
-    ended[fields[i]] = fields[i + 1]
-  end
-end
-redis.call('PUBLISH', ARGV[8], cjson.encode(ended))
+local ended = publish_ended(KEYS[1], ARGV[8])
 redis.call('HINCRBY', KEYS[13], (ended['kind'] or 'chat') .. ':' .. ARGV[4], 1)
 if ended['flowId'] then
   redis.call('ZADD', KEYS[11], now + tonumber(ARGV[9]), ended['flowId'])
 end
-local result = {'committed', '', '', ''}
-local next_run = redis.call('LINDEX', KEYS[3], 0)
-if next_run then
-  redis.call('HSET', ARGV[10] .. next_run, 'dispatchedAt', now)
-  redis.call('ZADD', KEYS[7], now + tonumber(ARGV[9]), ARGV[11])
-  local next_fields = redis.call('HMGET', ARGV[10] .. next_run, 'kind', 'flowId')
-  result = {'committed', next_run, next_fields[1], next_fields[2] or ''}
-else
-  redis.call('ZREM', KEYS[7], ARGV[11])
-end
-for _, waiter in ipairs(redis.call('SMEMBERS', KEYS[12])) do
-  local fields = redis.call('HMGET', ARGV[10] .. waiter, 'sessionKey', 'kind')
-  if fields[1] then
-    result[#result + 1] = waiter
-    result[#result + 1] = fields[1]
-    result[#result + 1] = fields[2]
-  end
-end
-redis.call('DEL', KEYS[12])
-return result
+local result = advance_lane('committed', KEYS[3], KEYS[7], ARGV[10], ARGV[11], now, tonumber(ARGV[9]))
+return take_waiters(result, KEYS[12], ARGV[10])

@@ -1,6 +1,6 @@
 -- Record an attempt's outcome. 'pending' (a retryable failure) releases the delivery for the next attempt;
 -- a final state also finishes the flow. A delivery that is already final never changes.
--- KEYS: 1 delivery, 2 flow, 3 flows due, 4 deliveries (metrics)
+-- KEYS: 1 delivery, 2 flow, 3 flows due, 4 deliveries (metrics), 5 flows ended (metrics)
 -- ARGV: 1 status, 2 error ('' none), 3 now ms, 4 flow id
 local current = redis.call('HGET', KEYS[1], 'status')
 if current ~= 'pending' then
@@ -17,6 +17,9 @@ end
 redis.call('HSET', KEYS[1], 'status', ARGV[1])
 if ARGV[1] == 'delivered' then
   redis.call('HSET', KEYS[1], 'deliveredAt', ARGV[3])
+end
+if redis.call('HGET', KEYS[2], 'status') ~= 'done' then
+  redis.call('HINCRBY', KEYS[5], 'completed', 1)
 end
 redis.call('HSET', KEYS[2], 'deliveryStatus', ARGV[1], 'status', 'done', 'updatedAt', ARGV[3])
 redis.call('ZREM', KEYS[3], ARGV[4])

@@ -13,7 +13,9 @@ from api.services import Services
 from api.waits import RunWaiter
 from shared.config import Config
 from shared.store import Store
-from tests.conftest import RecordingDispatcher, make_config
+from shared.store.live import LiveStore
+from tests.conftest import make_config
+from workers.testing import InlineDispatcher
 
 TOKEN = "unit-token"
 
@@ -26,8 +28,8 @@ def api_config() -> Config:
 
 
 @pytest.fixture
-def recorded() -> RecordingDispatcher:
-    return RecordingDispatcher()
+def recorded() -> InlineDispatcher:
+    return InlineDispatcher()
 
 
 @pytest.fixture
@@ -42,11 +44,12 @@ def api_store(server: fakeredis.FakeServer, api_config: Config) -> Store:
 
 @pytest.fixture
 def http(
-    api_config: Config, api_store: Store, server: fakeredis.FakeServer, recorded: RecordingDispatcher
+    api_config: Config, api_store: Store, server: fakeredis.FakeServer, recorded: InlineDispatcher
 ) -> Iterator[TestClient]:
     def build(config: Config) -> Services:
         async_redis = fakeredis.FakeAsyncRedis(server=server, decode_responses=True)
-        return Services(config, api_store, recorded, RunWaiter(async_redis, api_store.keys), async_redis)  # type: ignore[arg-type]
+        live = LiveStore.on(async_redis, api_store.keys)
+        return Services(config, api_store, recorded, RunWaiter(live), live)
 
     with TestClient(create_app(api_config, services=build)) as client:
         client.headers["Authorization"] = f"Bearer {TOKEN}"

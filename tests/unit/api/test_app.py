@@ -8,7 +8,8 @@ from fastapi.testclient import TestClient
 from api.app import create_app
 from shared.config import Config, ConfigError
 from shared.store import Store
-from tests.conftest import RecordingDispatcher, drain_flows, make_config
+from tests.conftest import make_config
+from workers.testing import InlineDispatcher, drain
 
 
 def test_health_needs_no_token(http: TestClient) -> None:
@@ -99,7 +100,7 @@ def test_a_body_over_the_limit_is_413(http: TestClient) -> None:
 
 
 def test_fire_and_forget_send_is_accepted_and_dispatched(
-    http: TestClient, recorded: RecordingDispatcher
+    http: TestClient, recorded: InlineDispatcher
 ) -> None:
     response = http.post(
         "/tools/invoke",
@@ -201,7 +202,7 @@ def test_an_api_without_tokens_refuses_to_start() -> None:
 
 
 def test_runs_and_flows_come_back_with_secrets_redacted(
-    http: TestClient, api_store: Store, api_config: Config, recorded: RecordingDispatcher
+    http: TestClient, api_store: Store, api_config: Config, recorded: InlineDispatcher
 ) -> None:
     secret = "sk-abcdefghijklmnopqrstuvwx1234"
     sent = http.post(
@@ -211,7 +212,7 @@ def test_runs_and_flows_come_back_with_secrets_redacted(
             "args": {"sessionKey": "cron:keys", "message": f"my key is {secret}", "timeoutSeconds": 0},
         },
     ).json()["result"]
-    drain_flows(api_store, api_config, recorded)
+    drain(api_store, api_config, recorded)
     run = http.get(f"/v1/runs/{sent['runId']}").json()
     flow = http.get(f"/v1/flows/{sent['flowId']}").json()
     assert run["reply"] == "echo: my key is sk-abc…1234"

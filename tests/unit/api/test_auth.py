@@ -19,7 +19,9 @@ from api.services import Services
 from api.waits import RunWaiter
 from shared.config import Config, TokenSpec
 from shared.store import Store
-from tests.conftest import RecordingDispatcher, make_config
+from shared.store.live import LiveStore
+from tests.conftest import make_config
+from workers.testing import InlineDispatcher
 
 RESEARCH = "research-token-0123456789"
 OWNER = "owner-token-0123456789abc"
@@ -55,7 +57,8 @@ def http(config: Config) -> Iterator[TestClient]:
 
     def build(config: Config) -> Services:
         async_redis = fakeredis.FakeAsyncRedis(server=server, decode_responses=True)
-        return Services(config, store, RecordingDispatcher(), RunWaiter(async_redis, store.keys), async_redis)  # type: ignore[arg-type]
+        live = LiveStore.on(async_redis, store.keys)
+        return Services(config, store, InlineDispatcher(), RunWaiter(live), live)
 
     with TestClient(create_app(config, services=build)) as client:
         yield client

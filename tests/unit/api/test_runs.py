@@ -6,11 +6,11 @@ from fastapi.testclient import TestClient
 
 from shared.config import Config
 from shared.store import Store
-from tests.conftest import RecordingDispatcher, drain
+from workers.testing import InlineDispatcher, drain_runs
 
 
 def test_a_runs_events_page_on_from_the_last_id_seen(
-    http: TestClient, api_store: Store, api_config: Config, recorded: RecordingDispatcher
+    http: TestClient, api_store: Store, api_config: Config, recorded: InlineDispatcher
 ) -> None:
     sent = http.post(
         "/tools/invoke",
@@ -19,7 +19,7 @@ def test_a_runs_events_page_on_from_the_last_id_seen(
             "args": {"sessionKey": "cron:ev", "message": "hi", "timeoutSeconds": 0},
         },
     ).json()["result"]
-    drain(api_store, api_config, recorded)
+    drain_runs(api_store, api_config, recorded)
     events = http.get(f"/v1/runs/{sent['runId']}/events").json()["events"]
     assert [e["type"] for e in events] == ["queued", "started", "ended"]
     rest = http.get(f"/v1/runs/{sent['runId']}/events", params={"after": events[0]["id"]}).json()

@@ -128,3 +128,16 @@ def test_chat_apis_need_a_recipient() -> None:
     with pytest.raises(DeliveryError, match="no recipient") as caught:
         TelegramAdapter(TelegramChannel(type="telegram", bot_token="t")).send(delivery(to=None))
     assert not caught.value.retryable
+
+
+def test_a_delivery_bound_to_a_thread_goes_into_it_on_each_chat_api() -> None:
+    threaded = delivery("555").model_copy(update={"thread_id": "777"})
+    with fake_server((200, {"ok": True, "result": {}}), (200, {"id": "1"}), (200, {"ok": True})) as api:
+        TelegramAdapter(TelegramChannel(type="telegram", bot_token="1:a", base_url=api.url)).send(threaded)
+        DiscordAdapter(DiscordChannel(type="discord", bot_token="tok", base_url=api.url)).send(threaded)
+        slack = SlackChannel.model_construct(type="slack", bot_token="x", base_url=api.url, timeout_seconds=2)
+        SlackAdapter(slack).send(threaded)
+    telegram, discord, slack_request = api.requests
+    assert telegram.json() == {"chat_id": "555", "text": "the announce", "message_thread_id": 777}  # a topic
+    assert discord.path == "/channels/777/messages"  # a Discord thread is a channel of its own
+    assert slack_request.json() == {"channel": "555", "text": "the announce", "thread_ts": "777"}

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from shared import flows
 from shared.config import Config
+from shared.flows.ids import delivery_id
 from shared.models import Delivery
 from shared.store import Store
 from tests.support.flows import stored_flow
@@ -13,7 +13,7 @@ FLOW = "6f1c1a9e-0000-4000-8000-0000000000aa"
 
 def a_delivery() -> Delivery:
     return Delivery(
-        delivery_id=flows.delivery_id(FLOW),
+        delivery_id=delivery_id(FLOW),
         flow_id=FLOW,
         session_key="agent:main:main",
         channel="log",
@@ -39,4 +39,4 @@ def test_a_repeated_create_changes_nothing_once_the_delivery_has_ended(config: C
     store.flows.finish_delivery(a_delivery(), "delivered")
     assert not store.flows.create_delivery(a_delivery(), due_in_ms=5_000)
     assert store.redis.hget(store.keys.flow(FLOW), "deliveryStatus") == "delivered"
-    assert store.redis.hget(store.keys.delivery(flows.delivery_id(FLOW)), "status") == "delivered"
+    assert store.redis.hget(store.keys.delivery(delivery_id(FLOW)), "status") == "delivered"

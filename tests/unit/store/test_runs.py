@@ -10,9 +10,9 @@ import fakeredis
 from shared.clock import FixedClock
 from shared.config import Config
 from shared.models import Message, RunStatus, Usage
+from shared.runs import Accepted, ClaimOutcome, NewRun, Outcome
 from shared.sessions import new_entry
 from shared.store import Store
-from shared.store.runs import Accepted, ClaimOutcome, NewRun, Outcome
 
 KEY = "agent:main:webchat:direct:ann"
 LEASE_MS = 3000

@@ -6,9 +6,8 @@ import pytest
 
 from shared.clock import FixedClock
 from shared.config import Config
-from shared.sessions import new_entry
+from shared.sessions import LabelTaken, SessionPatch, new_entry
 from shared.store import Store
-from shared.store.sessions import LabelTaken, SessionPatch
 
 
 def create(store: Store, config: Config, key: str) -> None:

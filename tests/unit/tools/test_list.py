@@ -1,14 +1,16 @@
-"""shared/tools/list.py: SPEC 2 filters, clamps, row shape and channel rules."""
+"""shared/tools/list.py: docs/contract.md §2 filters, clamps, row shape and channel rules."""
 
 from __future__ import annotations
 
 from shared.clock import FixedClock
 from shared.config import Config
 from shared.inbound import receive
-from shared.models import InboundMessageParams, SessionsListResult
+from shared.models import InboundMessageParams
 from shared.store import Store
-from shared.tools import TOOLS, ToolContext
-from tests.conftest import RecordingDispatcher, drain
+from shared.tools.context import ToolContext
+from shared.tools.list_schema import SessionsListResult
+from shared.tools.registry import TOOLS
+from workers.testing import InlineDispatcher, drain_runs
 
 
 def message(ctx: ToolContext, key: str, text: str = "hi", **route: str) -> None:
@@ -89,11 +91,11 @@ def test_rows_carry_delivery_context_and_transcript_path(ctx: ToolContext, confi
 
 
 def test_message_limit_attaches_the_last_messages_without_tool_results(
-    ctx: ToolContext, store: Store, config: Config, dispatcher: RecordingDispatcher
+    ctx: ToolContext, store: Store, config: Config, dispatcher: InlineDispatcher
 ) -> None:
     message(ctx, "cron:a", "one")
     message(ctx, "cron:a", "two")
-    drain(store, config, dispatcher)
+    drain_runs(store, config, dispatcher)
     row = listing(ctx, messageLimit=3).sessions[0]
     assert [m["content"][0]["text"] for m in row.messages or []] == ["echo: one", "two", "echo: two"]
     assert listing(ctx).sessions[0].messages is None
@@ -105,3 +107,16 @@ def test_an_index_entry_whose_session_vanished_is_skipped(ctx: ToolContext, stor
     message(ctx, "cron:b")
     store.redis.delete(store.keys.session("agent:main:cron:b"))
     assert [r.key for r in listing(ctx, limit=1).sessions] == ["agent:main:cron:a"]
+
+
+def test_listed_messages_are_redacted_and_cut_as_history_is(
+    ctx: ToolContext, store: Store, config: Config, dispatcher: InlineDispatcher
+) -> None:
+    message(ctx, "cron:a", "use sk-abcdefghijklmnopqrstuvwxyz1234 " + "x" * 5000)
+    drain_runs(store, config, dispatcher)
+    row = listing(ctx, messageLimit=2).sessions[0]
+    listed, _reply = row.messages or []
+    text = listed["content"][0]["text"]
+    assert text.startswith("use sk-abc…1234 x")
+    assert text.endswith("\n…(truncated)…")
+    assert len(text) == 4000 + len("\n…(truncated)…")

@@ -1,4 +1,4 @@
-"""shared/tools/send.py: SPEC 4 up to the return shapes, the context text and the provenance."""
+"""shared/tools/send.py: docs/contract.md §4 up to the return shapes, the context text and the provenance."""
 
 from __future__ import annotations
 
@@ -7,12 +7,15 @@ from pydantic import ValidationError
 
 from shared.clock import FixedClock
 from shared.config import Config
-from shared.models import Run, RunStatus, SendResult, ToolFailure
+from shared.models import Run, RunStatus, ToolFailure
+from shared.sessions import SessionPatch
 from shared.store import Store
-from shared.store.sessions import SessionPatch
 from shared.submit import AwaitRun
-from shared.tools import TOOLS, ToolContext
-from tests.conftest import RecordingDispatcher, drain, make_config
+from shared.tools.context import ToolContext
+from shared.tools.registry import TOOLS
+from shared.tools.send_schema import SendResult
+from tests.conftest import make_config
+from workers.testing import InlineDispatcher, drain_runs
 
 TARGET = "agent:main:discord:group:42"
 
@@ -48,11 +51,11 @@ def test_waits_are_capped_at_the_gateway_maximum(ctx: ToolContext, config: Confi
 
 
 def test_finishing_a_wait_gives_ok_with_the_reply(
-    ctx: ToolContext, store: Store, config: Config, dispatcher: RecordingDispatcher
+    ctx: ToolContext, store: Store, config: Config, dispatcher: InlineDispatcher
 ) -> None:
     pending = send(ctx, sessionKey=TARGET, message="ping", timeoutSeconds=5)
     assert isinstance(pending, AwaitRun)
-    drain(store, config, dispatcher)
+    drain_runs(store, config, dispatcher)
     done = pending.finish(store.runs.get(pending.run_id))
     assert done.wire() == {
         "runId": pending.run_id,
@@ -95,10 +98,10 @@ def test_finishing_a_failed_run_is_an_error_with_its_text(ctx: ToolContext) -> N
 
 
 def test_the_message_carries_inter_session_provenance(
-    ctx: ToolContext, store: Store, config: Config, dispatcher: RecordingDispatcher
+    ctx: ToolContext, store: Store, config: Config, dispatcher: InlineDispatcher
 ) -> None:
     send(ctx, sessionKey=TARGET, message="from main", timeoutSeconds=0)
-    drain(store, config, dispatcher)
+    drain_runs(store, config, dispatcher)
     first = store.transcripts.last(TARGET, 5)[0]
     assert first.provenance is not None
     assert first.provenance.wire() == {
@@ -124,7 +127,7 @@ def test_the_target_gets_the_agent_to_agent_context(ctx: ToolContext, store: Sto
 
 
 def test_the_requester_channel_is_its_last_inbound_channel(
-    config: Config, store: Store, dispatcher: RecordingDispatcher
+    config: Config, store: Store, dispatcher: InlineDispatcher
 ) -> None:
     caller = ToolContext.for_caller(config, store, dispatcher, "agent:main:telegram:group:7")
     result = send(caller, sessionKey=TARGET, message="x", timeoutSeconds=0)
@@ -178,7 +181,7 @@ def test_refusals_leave_redis_unchanged(ctx: ToolContext, store: Store) -> None:
 
 
 def test_a_label_resolves_within_the_callers_agent_or_the_named_one(
-    ctx: ToolContext, store: Store, config: Config, dispatcher: RecordingDispatcher
+    ctx: ToolContext, store: Store, config: Config, dispatcher: InlineDispatcher
 ) -> None:
     send(ctx, sessionKey="agent:research:main", message="make it", timeoutSeconds=0)
     entry = store.sessions.get("agent:research:main")
@@ -191,7 +194,7 @@ def test_a_label_resolves_within_the_callers_agent_or_the_named_one(
 
 
 def test_session_ids_and_current_resolve(
-    ctx: ToolContext, store: Store, config: Config, dispatcher: RecordingDispatcher
+    ctx: ToolContext, store: Store, config: Config, dispatcher: InlineDispatcher
 ) -> None:
     send(ctx, sessionKey=TARGET, message="create", timeoutSeconds=0)
     entry = store.sessions.get(TARGET)
@@ -230,7 +233,7 @@ def test_a_refused_send_does_not_touch_the_clock_or_the_lane(
 
 
 def test_a_send_to_a_denied_session_is_refused(
-    ctx: ToolContext, store: Store, config: Config, dispatcher: RecordingDispatcher
+    ctx: ToolContext, store: Store, config: Config, dispatcher: InlineDispatcher
 ) -> None:
     send(ctx, sessionKey=TARGET, message="create", timeoutSeconds=0)
     entry = store.sessions.get(TARGET)
@@ -242,7 +245,7 @@ def test_a_send_to_a_denied_session_is_refused(
 
 
 def test_sends_from_inside_runs_carry_the_chain_and_stop_at_the_hop_limit(
-    store: Store, dispatcher: RecordingDispatcher
+    store: Store, dispatcher: InlineDispatcher
 ) -> None:
     config = make_config({"session": {"agentToAgent": {"maxHops": 2}}})
     origin: str | None = None

@@ -1,23 +1,30 @@
-"""shared/tools/spawn.py and the spawn flow: SPEC 6's checks in order, the child, the announce, cleanup."""
+"""shared/tools/spawn.py and the spawn flow: docs/contract.md §6's checks in order, the child, the announce, cleanup."""
 
 from __future__ import annotations
 
 from typing import Any
 
-import fakeredis
 import pytest
 
-from shared import flows, keys
+from shared import archive, session_keys
 from shared.clock import FixedClock
 from shared.config import Config
+from shared.flows.decide import StepTask, Wait
+from shared.flows.ids import announce_run_id
+from shared.flows.steps import FlowContext, advance
+from shared.flows.view import describe
 from shared.inbound import receive
-from shared.models import InboundMessageParams, SpawnResult, ToolFailure
+from shared.models import DeliveryContext, InboundMessageParams, ToolFailure
 from shared.runtime.base import StepResult
 from shared.store import Store
-from shared.tools import TOOLS, ToolContext
-from tests.conftest import RecordingDispatcher, drain_flows, make_config
+from shared.tools.context import ToolContext
+from shared.tools.registry import TOOLS
+from shared.tools.spawn_schema import SpawnResult
+from tests.conftest import BrokenModel, WorldFactory
+from workers.testing import InlineDispatcher, drain, drain_runs
 
 CALLER = "agent:main:webchat:direct:ann"
+THREAD = "agent:main:discord:group:42:thread:7"
 BASE: dict[str, Any] = {
     "agents": {
         "list": [
@@ -31,17 +38,14 @@ BASE: dict[str, Any] = {
 }
 
 
-def world(overrides: dict[str, Any] | None = None) -> tuple[Config, Store, RecordingDispatcher]:
-    config = make_config({**BASE, **(overrides or {})})
-    return (
-        config,
-        Store(fakeredis.FakeRedis(decode_responses=True), config, FixedClock()),
-        RecordingDispatcher(),
-    )
+@pytest.fixture
+def world(world: WorldFactory) -> WorldFactory:
+    """This module's agents (who may spawn whom) under each test's own overrides."""
+    return lambda *overrides: world(BASE, *overrides)
 
 
 def spawn(
-    config: Config, store: Store, dispatcher: RecordingDispatcher, caller: str = CALLER, **args: Any
+    config: Config, store: Store, dispatcher: InlineDispatcher, caller: str = CALLER, **args: Any
 ) -> SpawnResult | ToolFailure:
     ctx = ToolContext.for_caller(config, store, dispatcher, caller)
     result = TOOLS["sessions_spawn"].invoke(ctx, {"task": "find out", **args})
@@ -54,13 +58,13 @@ def refusal(result: SpawnResult | ToolFailure) -> tuple[str, str]:
     return result.status, result.error
 
 
-def with_route(config: Config, store: Store, dispatcher: RecordingDispatcher, key: str = CALLER) -> None:
+def with_route(config: Config, store: Store, dispatcher: InlineDispatcher, key: str = CALLER) -> None:
     ctx = ToolContext.for_caller(config, store, dispatcher, key)
     receive(ctx, InboundMessageParams(message="hi", channel="webchat", to="ann", timeout_seconds=0))
-    drain_flows(store, config, dispatcher)
+    drain(store, config, dispatcher)
 
 
-def test_spawn_returns_at_once_with_the_child_session() -> None:
+def test_spawn_returns_at_once_with_the_child_session(world: WorldFactory) -> None:
     config, store, dispatcher = world()
     result = spawn(config, store, dispatcher, label="digger")
     assert isinstance(result, SpawnResult)
@@ -82,7 +86,7 @@ def test_spawn_returns_at_once_with_the_child_session() -> None:
 
 
 @pytest.mark.parametrize("key", ["target", "channel", "to", "threadId", "replyTo"])
-def test_channel_routing_keys_are_refused(key: str) -> None:
+def test_channel_routing_keys_are_refused(key: str, world: WorldFactory) -> None:
     config, store, dispatcher = world()
     assert refusal(spawn(config, store, dispatcher, **{key: "x"})) == (
         "error",
@@ -90,13 +94,13 @@ def test_channel_routing_keys_are_refused(key: str) -> None:
     )
 
 
-def test_session_mode_needs_a_thread_and_thread_defaults_to_session_mode() -> None:
+def test_session_mode_needs_a_thread_and_thread_defaults_to_session_mode(world: WorldFactory) -> None:
     config, store, dispatcher = world()
     assert refusal(spawn(config, store, dispatcher, mode="session")) == (
         "error",
         'mode="session" requires thread=true so the subagent can stay bound to a thread.',
     )
-    result = spawn(config, store, dispatcher, thread=True, cleanup="delete")
+    result = spawn(config, store, dispatcher, caller=THREAD, thread=True, cleanup="delete")
     assert isinstance(result, SpawnResult)
     assert result.mode == "session"
     child = store.sessions.get(result.child_session_key)
@@ -104,7 +108,37 @@ def test_session_mode_needs_a_thread_and_thread_defaults_to_session_mode() -> No
     assert child.cleanup == "keep"  # always kept in session mode
 
 
-def test_an_invalid_agent_id_gets_the_spec_text() -> None:
+def test_a_thread_bound_child_posts_into_the_callers_thread(world: WorldFactory) -> None:
+    config, store, dispatcher = world()
+    result = spawn(config, store, dispatcher, caller=THREAD, thread=True)
+    assert isinstance(result, SpawnResult)
+    child = store.sessions.get(result.child_session_key)
+    assert child is not None
+    assert child.delivery_context == DeliveryContext(channel="discord", to="42", thread_id="7")
+
+
+@pytest.mark.parametrize(
+    ("caller", "error"),
+    [
+        (
+            CALLER,
+            'thread=true needs a channel with threads (discord, slack, telegram); this session posts to "webchat"',
+        ),
+        (
+            "agent:main:discord:group:42",
+            "thread=true binds the sub-agent to the discord thread this session is in, and "
+            "agent:main:discord:group:42 is in none (its key would end in :thread:<id> or :topic:<id>)",
+        ),
+    ],
+)
+def test_thread_true_is_refused_where_there_is_no_thread_to_bind(
+    world: WorldFactory, caller: str, error: str
+) -> None:
+    config, store, dispatcher = world()
+    assert refusal(spawn(config, store, dispatcher, caller=caller, thread=True)) == ("error", error)
+
+
+def test_an_invalid_agent_id_gets_the_spec_text(world: WorldFactory) -> None:
     config, store, dispatcher = world()
     assert refusal(spawn(config, store, dispatcher, agentId="Not Valid!")) == (
         "error",
@@ -113,7 +147,7 @@ def test_an_invalid_agent_id_gets_the_spec_text() -> None:
     )
 
 
-def test_a_sub_agent_may_not_spawn() -> None:
+def test_a_sub_agent_may_not_spawn(world: WorldFactory) -> None:
     config, store, dispatcher = world()
     first = spawn(config, store, dispatcher)
     assert isinstance(first, SpawnResult)
@@ -123,7 +157,7 @@ def test_a_sub_agent_may_not_spawn() -> None:
     )
 
 
-def test_the_allowlist_decides_other_agents() -> None:
+def test_the_allowlist_decides_other_agents(world: WorldFactory) -> None:
     config, store, dispatcher = world()
     assert isinstance(spawn(config, store, dispatcher, agentId="research"), SpawnResult)
     assert isinstance(spawn(config, store, dispatcher, agentId="main"), SpawnResult)  # its own agent
@@ -140,21 +174,25 @@ def test_the_allowlist_decides_other_agents() -> None:
     )
 
 
-def test_a_sandboxed_session_cannot_spawn_an_unsandboxed_child() -> None:
+def test_a_sandboxed_session_cannot_spawn_an_unsandboxed_child(world: WorldFactory) -> None:
     config, store, dispatcher = world()
     status, error = refusal(spawn(config, store, dispatcher, caller="agent:boxed:main", agentId="ops"))
-    assert status == "forbidden"
-    assert error.startswith("a sandboxed session cannot spawn an unsandboxed sub-agent")
+    assert (status, error) == (
+        "forbidden",
+        "Sandboxed sessions cannot spawn unsandboxed subagents. Set a sandboxed target agent or use the same agent runtime.",
+    )
 
 
-def test_sandbox_require_needs_a_sandboxed_target() -> None:
+def test_sandbox_require_needs_a_sandboxed_target(world: WorldFactory) -> None:
     config, store, dispatcher = world()
     status, error = refusal(spawn(config, store, dispatcher, sandbox="require"))
-    assert status == "forbidden"
-    assert error.startswith('sandbox="require" needs a sandboxed target')
+    assert (status, error) == (
+        "forbidden",
+        'sessions_spawn sandbox="require" needs a sandboxed target runtime. Pick a sandboxed agentId or use sandbox="inherit".',
+    )
 
 
-def test_model_and_thinking_are_checked() -> None:
+def test_model_and_thinking_are_checked(world: WorldFactory) -> None:
     config, store, dispatcher = world()
     assert refusal(spawn(config, store, dispatcher, model="gpt/x")) == ("error", "invalid model: gpt/x")
     assert refusal(spawn(config, store, dispatcher, thinking="max")) == (
@@ -164,7 +202,7 @@ def test_model_and_thinking_are_checked() -> None:
     assert isinstance(spawn(config, store, dispatcher, model="slow/echo", thinking="high"), SpawnResult)
 
 
-def test_checks_come_in_spec_order() -> None:
+def test_checks_come_in_spec_order(world: WorldFactory) -> None:
     config, store, dispatcher = world()
     # An invalid agent id is reported before the nested-spawn, allowlist and model checks.
     first = spawn(config, store, dispatcher)
@@ -183,14 +221,14 @@ def test_checks_come_in_spec_order() -> None:
     )
 
 
-def test_a_finished_child_announces_status_result_notes_and_stats() -> None:
+def test_a_finished_child_announces_status_result_notes_and_stats(world: WorldFactory) -> None:
     config, store, dispatcher = world()
     with_route(config, store, dispatcher)
     result = spawn(config, store, dispatcher, task="count the stars")
     assert isinstance(result, SpawnResult)
-    steps = drain_flows(store, config, dispatcher)
+    steps = drain(store, config, dispatcher)
     assert steps == ["run:subagent", "subagent_announce", "run:subagent_announce", "deliver", "run:note"]
-    flow = flows.describe(store, result.run_id)
+    flow = describe(store, result.run_id)
     assert flow is not None
     assert (flow.kind, flow.delivery_status) == ("spawn", "delivered")
     posted = store.flows.read_outbox("webchat", "ann")[0][1]["text"]
@@ -212,7 +250,9 @@ def test_a_finished_child_announces_status_result_notes_and_stats() -> None:
     assert child.status == "done"
 
 
-def test_status_comes_from_the_runtime_not_the_reply(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_status_comes_from_the_runtime_not_the_reply(
+    monkeypatch: pytest.MonkeyPatch, world: WorldFactory
+) -> None:
     config, store, dispatcher = world()
 
     class FailsThenBoasts:
@@ -226,8 +266,8 @@ def test_status_comes_from_the_runtime_not_the_reply(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr("shared.execution.runtime_for", lambda *_: FailsThenBoasts())
     result = spawn(config, store, dispatcher)
     assert isinstance(result, SpawnResult)
-    drain_flows(store, config, dispatcher)
-    posted = store.flows.read_outbox("log", CALLER)[0][1]["text"].splitlines()
+    drain(store, config, dispatcher)
+    posted = store.flows.read_outbox("webchat", "ann")[0][1]["text"].splitlines()
     assert posted[:4] == [
         "Status: error",
         "Result: all good, success!",
@@ -236,19 +276,19 @@ def test_status_comes_from_the_runtime_not_the_reply(monkeypatch: pytest.MonkeyP
     ]
 
 
-def test_a_child_over_its_run_timeout_announces_timeout() -> None:
+def test_a_child_over_its_run_timeout_announces_timeout(world: WorldFactory) -> None:
     config, store, dispatcher = world()
     result = spawn(config, store, dispatcher, model="slow/echo", runTimeoutSeconds=0.05)
     assert isinstance(result, SpawnResult)
-    drain_flows(store, config, dispatcher)
+    drain(store, config, dispatcher)
     run = store.runs.get(result.run_id)
     assert run is not None
     assert run.status == "timeout"
     assert "runTimeoutSeconds=0.05" in (run.error or "")
-    assert store.flows.read_outbox("log", CALLER)[0][1]["text"].startswith("Status: timeout")
+    assert store.flows.read_outbox("webchat", "ann")[0][1]["text"].startswith("Status: timeout")
 
 
-def test_the_default_run_timeout_comes_from_the_config() -> None:
+def test_the_default_run_timeout_comes_from_the_config(world: WorldFactory) -> None:
     config, store, dispatcher = world(
         {"agents": {**BASE["agents"], "defaults": {"subagents": {"runTimeoutSeconds": 7}}}}
     )
@@ -259,7 +299,7 @@ def test_the_default_run_timeout_comes_from_the_config() -> None:
     assert run.timeout_ms == 7000
 
 
-def test_announce_skip_posts_nothing() -> None:
+def test_announce_skip_posts_nothing(world: WorldFactory) -> None:
     config, store, dispatcher = world(
         {
             "models": {
@@ -275,24 +315,115 @@ def test_announce_skip_posts_nothing() -> None:
     )
     result = spawn(config, store, dispatcher)
     assert isinstance(result, SpawnResult)
-    drain_flows(store, config, dispatcher)
-    flow = flows.describe(store, result.run_id)
+    drain(store, config, dispatcher)
+    flow = describe(store, result.run_id)
     assert flow is not None
     assert flow.delivery_status == "skipped"
-    assert store.flows.read_outbox("log", CALLER) == []
+    assert store.flows.read_outbox("webchat", "ann") == []
 
 
-def test_cleanup_delete_removes_the_child_after_the_announce() -> None:
+def test_cleanup_delete_removes_the_child_after_the_announce(world: WorldFactory) -> None:
     config, store, dispatcher = world()
     result = spawn(config, store, dispatcher, cleanup="delete")
     assert isinstance(result, SpawnResult)
-    drain_flows(store, config, dispatcher)
+    drain(store, config, dispatcher)
     assert store.sessions.get(result.child_session_key) is None
     assert store.transcripts.length(result.child_session_key) == 0
-    assert store.flows.read_outbox("log", CALLER)[0][1]["text"].startswith("Status: success")
+    assert store.flows.read_outbox("webchat", "ann")[0][1]["text"].startswith("Status: success")
 
 
-def test_sub_agent_sessions_get_no_session_tools() -> None:
+def _child_ran(config: Config, store: Store, dispatcher: InlineDispatcher) -> SpawnResult:
+    """A spawned child whose own run ended, before its announce step (the run task's callback)."""
+    result = spawn(config, store, dispatcher)
+    assert isinstance(result, SpawnResult)
+    drain_runs(store, config, dispatcher)
+    return result
+
+
+def _reports(store: Store) -> list[str]:
+    return [fields["text"] for _id, fields in store.flows.read_outbox("webchat", "ann")]
+
+
+def test_an_announce_queued_behind_its_sessions_runs_past_its_bound_still_reports_once(
+    world: WorldFactory, clock: FixedClock
+) -> None:
+    config, store, dispatcher = world()
+    result = _child_ran(config, store, dispatcher)
+    child_ctx = ToolContext.for_caller(config, store, dispatcher, result.child_session_key)
+    receive(child_ctx, InboundMessageParams(message="one more thing", timeout_seconds=0))
+    ctx = FlowContext(config, store, dispatcher)
+    advance(ctx, result.run_id, StepTask.SUBAGENT_ANNOUNCE)
+    announce = store.runs.get(announce_run_id(result.run_id))
+    assert announce is not None
+    assert announce.status.value == "queued"
+    clock.advance(600)
+    assert isinstance(advance(ctx, result.run_id), Wait)
+    drain(store, config, dispatcher)
+    reports = _reports(store)
+    assert len(reports) == 1
+    assert reports[0].splitlines()[:2] == ["Status: success", "Result: echo: Sub-agent announce step."]
+
+
+def test_an_announce_running_past_its_bound_gives_way_to_the_childs_own_outcome(
+    world: WorldFactory, clock: FixedClock
+) -> None:
+    config, store, dispatcher = world(
+        {"agents": {**BASE["agents"], "defaults": {"subagents": {"announceTimeoutSeconds": 5}}}}
+    )
+    result = _child_ran(config, store, dispatcher)
+    ctx = FlowContext(config, store, dispatcher)
+    advance(ctx, result.run_id, StepTask.SUBAGENT_ANNOUNCE)
+    dispatcher.heads.clear()
+    claim = store.runs.claim(
+        announce_run_id(result.run_id),
+        result.child_session_key,
+        owner="stuck",
+        attempt=0,
+        lease_ms=600_000,
+        max_attempts=3,
+    )
+    assert claim.state is not None
+    clock.advance(6)
+    advance(ctx, result.run_id)  # the reaper's look
+    drain(store, config, dispatcher)
+    reports = _reports(store)
+    assert len(reports) == 1
+    assert reports[0].splitlines()[:2] == ["Status: success", "Result: echo: [Subagent Task]: find out"]
+    flow = store.flows.get(result.run_id)
+    assert flow is not None
+    assert (flow.status, flow.delivery_status) == ("done", "delivered")
+    assert flow.error == (
+        "the announce run did not end within 5s of starting; reported from the child's outcome"
+    )
+
+
+def test_a_failed_announce_still_reports_the_childs_outcome(
+    monkeypatch: pytest.MonkeyPatch, world: WorldFactory
+) -> None:
+    config, store, dispatcher = world()
+    result = _child_ran(config, store, dispatcher)
+    monkeypatch.setattr("shared.execution.runtime_for", lambda *_: BrokenModel())
+    dispatcher.step(StepTask.SUBAGENT_ANNOUNCE, result.run_id)
+    drain(store, config, dispatcher)
+    reports = _reports(store)
+    assert len(reports) == 1
+    assert reports[0].startswith("Status: success\nResult: echo: [Subagent Task]: find out")
+
+
+def test_a_child_whose_session_was_deleted_still_reports(world: WorldFactory) -> None:
+    config, store, dispatcher = world()
+    result = _child_ran(config, store, dispatcher)
+    child = store.sessions.get(result.child_session_key)
+    assert child is not None
+    archive.discard(config, store, child)
+    dispatcher.step(StepTask.SUBAGENT_ANNOUNCE, result.run_id)
+    drain(store, config, dispatcher)
+    reports = _reports(store)
+    assert len(reports) == 1
+    assert reports[0].startswith("Status: success\nResult: echo: [Subagent Task]: find out")
+
+
+def test_sub_agent_sessions_get_no_session_tools(world: WorldFactory) -> None:
     config, store, dispatcher = world()
     result = spawn(config, store, dispatcher)
     assert isinstance(result, SpawnResult)
@@ -307,7 +438,7 @@ def test_sub_agent_sessions_get_no_session_tools() -> None:
     assert "You have no tools." in (run.context or "")
 
 
-def test_the_child_is_told_the_tools_its_configuration_gives_it() -> None:
+def test_the_child_is_told_the_tools_its_configuration_gives_it(world: WorldFactory) -> None:
     config, store, dispatcher = world({"tools": {"subagents": {"tools": {"allow": ["sessions_list"]}}}})
     result = spawn(config, store, dispatcher)
     assert isinstance(result, SpawnResult)
@@ -316,7 +447,7 @@ def test_the_child_is_told_the_tools_its_configuration_gives_it() -> None:
     assert "Your tools: sessions_list." in (run.context or "")
 
 
-def test_agents_list_puts_the_requester_first_then_the_allowed() -> None:
+def test_agents_list_puts_the_requester_first_then_the_allowed(world: WorldFactory) -> None:
     config, store, dispatcher = world()
     ctx = ToolContext.for_caller(config, store, dispatcher, CALLER)
     assert TOOLS["agents_list"].invoke(ctx, {}).wire() == {
@@ -330,10 +461,29 @@ def test_agents_list_puts_the_requester_first_then_the_allowed() -> None:
     assert [a["id"] for a in listed["agents"]] == ["boxed", "main", "ops", "research"]
 
 
-def test_subagent_keys_are_flat() -> None:
+def test_agents_list_offers_exactly_what_spawn_accepts(world: WorldFactory) -> None:
+    config, store, dispatcher = world(
+        {
+            "agents": {
+                "list": [
+                    {"id": "main", "default": True, "subagents": {"allowAgents": ["research", "ghost"]}},
+                    {"id": "research"},
+                ]
+            }
+        }
+    )
+    ctx = ToolContext.for_caller(config, store, dispatcher, CALLER)
+    offered = [a["id"] for a in TOOLS["agents_list"].invoke(ctx, {}).wire()["agents"]]
+    assert offered == ["main", "research"]  # "ghost" is allow-listed but not configured
+    for agent_id in offered:
+        assert isinstance(spawn(config, store, dispatcher, agentId=agent_id), SpawnResult)
+    assert refusal(spawn(config, store, dispatcher, agentId="ghost"))[0] in ("error", "forbidden")
+
+
+def test_subagent_keys_are_flat(world: WorldFactory) -> None:
     config, store, dispatcher = world()
     result = spawn(config, store, dispatcher, agentId="research")
     assert isinstance(result, SpawnResult)
-    parsed = keys.parse(result.child_session_key)
+    parsed = session_keys.parse(result.child_session_key)
     assert parsed.agent_id == "research"
     assert parsed.rest.count(":") == 1

@@ -1,17 +1,19 @@
-"""shared/keys.py: SPEC section 1, row by row."""
+"""shared/session_keys.py: docs/contract.md §1, row by row."""
 
 from __future__ import annotations
 
 import pytest
 
-from shared import keys
-from shared.keys import SessionKeyError
+from shared import session_keys
+from shared.session_keys import SessionKeyError
 
 
 def canonical(
     raw: str, caller_agent: str = "main", global_scope: bool = False, main_key: str = "main"
 ) -> str:
-    return keys.canonical(raw, caller_agent=caller_agent, main_key=main_key, global_scope=global_scope)
+    return session_keys.canonical(
+        raw, caller_agent=caller_agent, main_key=main_key, global_scope=global_scope
+    )
 
 
 @pytest.mark.parametrize(
@@ -31,7 +33,7 @@ def canonical(
     ],
 )
 def test_classify_sees_through_the_agent_scope(stored: str, kind: str) -> None:
-    assert keys.classify(stored, "main") == kind
+    assert session_keys.classify(stored, "main") == kind
 
 
 @pytest.mark.parametrize(
@@ -56,7 +58,7 @@ def test_main_resolves_to_the_callers_agent_main_key() -> None:
 
 def test_custom_main_key_is_the_main_session() -> None:
     assert canonical("main", main_key="home") == "agent:main:home"
-    assert keys.classify("agent:main:home", "home") == "main"
+    assert session_keys.classify("agent:main:home", "home") == "main"
 
 
 @pytest.mark.parametrize("reserved", ["global", "unknown", "agent:main:global", "agent:main:unknown"])
@@ -99,36 +101,54 @@ def test_malformed_keys_are_refused(bad: str) -> None:
     ("raw", "normalized"), [(" Main ", "main"), ("research_2", "research_2"), ("a-b", "a-b")]
 )
 def test_agent_ids_are_trimmed_and_lowercased(raw: str, normalized: str) -> None:
-    assert keys.normalize_agent_id(raw) == normalized
+    assert session_keys.normalize_agent_id(raw) == normalized
 
 
 @pytest.mark.parametrize("bad", ["", "-lead", "_lead", "a" * 65, "sp ace", "dot.ted"])
 def test_invalid_agent_ids_get_the_spec_text(bad: str) -> None:
     with pytest.raises(SessionKeyError, match=r"Agent IDs must match \[a-z0-9\]\[a-z0-9_-\]\{0,63\}"):
-        keys.normalize_agent_id(bad)
+        session_keys.normalize_agent_id(bad)
 
 
 def test_session_ids_are_uuids() -> None:
-    assert keys.is_session_id(keys.new_session_id())
-    assert not keys.is_session_id("agent:main:main")
+    assert session_keys.is_session_id(session_keys.new_session_id())
+    assert not session_keys.is_session_id("agent:main:main")
 
 
 def test_chat_type_and_channel_come_from_channel_keys() -> None:
-    assert keys.chat_type("agent:main:discord:group:42") == "group"
-    assert keys.chat_type("agent:main:slack:channel:C1") == "channel"
-    assert keys.chat_type("agent:main:telegram:direct:7") == "direct"
-    assert keys.chat_type("agent:main:main") is None
-    assert keys.channel_of("agent:main:discord:group:42") == "discord"
-    assert keys.channel_of("agent:main:cron:x") is None
+    assert session_keys.chat_type("agent:main:discord:group:42") == "group"
+    assert session_keys.chat_type("agent:main:slack:channel:C1") == "channel"
+    assert session_keys.chat_type("agent:main:telegram:direct:7") == "direct"
+    assert session_keys.chat_type("agent:main:main") is None
+    assert session_keys.channel_of("agent:main:discord:group:42") == "discord"
+    assert session_keys.channel_of("agent:main:cron:x") is None
 
 
 def test_subagent_keys_are_flat_and_recognized() -> None:
-    key = keys.subagent_key("research")
+    key = session_keys.subagent_key("research")
     assert key.startswith("agent:research:subagent:")
-    assert keys.is_subagent(key)
-    assert keys.classify(key, "main") == "other"
+    assert session_keys.is_subagent(key)
+    assert session_keys.classify(key, "main") == "other"
 
 
 def test_the_default_agents_main_session_is_displayed_as_main() -> None:
-    assert keys.display("agent:main:main", default_agent="main", main_key="main") == "main"
-    assert keys.display("agent:research:main", default_agent="main", main_key="main") == "agent:research:main"
+    assert session_keys.display("agent:main:main", default_agent="main", main_key="main") == "main"
+    assert (
+        session_keys.display("agent:research:main", default_agent="main", main_key="main")
+        == "agent:research:main"
+    )
+
+
+@pytest.mark.parametrize(
+    "written",
+    [
+        "agent:main:Discord:group:X",
+        "agent:MAIN:discord:GROUP:x",
+        " agent:main:discord:group:x ",
+        "Discord:Group:X",
+    ],
+)
+def test_keys_are_lowercased_whole_so_one_session_has_one_key(written: str) -> None:
+    assert session_keys.canonical(written, caller_agent="main", main_key="main", global_scope=False) == (
+        "agent:main:discord:group:x"
+    )

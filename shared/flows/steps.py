@@ -1,55 +1,47 @@
-"""The agent-to-agent exchange of a sessions_send (SPEC 4): primary run, reply-back turns, announce, delivery.
+"""The steps that change a flow: creating it, starting its next run or delivery, ending it.
 
-The flow is not a program counter but a function of what exists: ``next_action`` looks at the flow and its
-runs and says what comes next. Every step's run (and the delivery) has an id derived from the flow's, so a
-step that runs twice finds its run already accepted and changes nothing. Any task, or the reaper, can
-therefore ``advance`` a flow at any time.
+``advance`` asks ``decide.next_action`` what comes next and does it if the calling task performs that action
+(``decide.PERFORMS``), else enqueues the task that does. Every step's run, note and delivery has an id derived
+from the flow's (``ids``), so a step that runs twice changes nothing.
 """
 
 from __future__ import annotations
 
-import uuid
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from shared import archive, logs, policy, subagents
+from shared import archive, deliveries, logs, policy, subagents
 from shared.config import Config
 from shared.contexts import ANNOUNCE_MESSAGE, announce_context, reply_context
 from shared.dispatch import Dispatcher
-from shared.models import Delivery, Flow, FlowStep, Message, Provenance, Run, RunStatus, SessionEntry
-from shared.runtime.base import ANNOUNCE_SKIP, REPLY_SKIP
-from shared.sessions import channel_of, new_entry, transcript_path
+from shared.flows.decide import (
+    PERFORMS,
+    Action,
+    Finish,
+    Snapshot,
+    StartAnnounce,
+    StartDelivery,
+    StartSubagentAnnounce,
+    StartSubagentDelivery,
+    StartTurn,
+    StepTask,
+    Wait,
+    next_action,
+    step_timeout_ms,
+    task_for,
+)
+from shared.flows.ids import announce_run_id, delivery_id, note_id, turn_run_id
+from shared.flows.view import snapshot
+from shared.models import Delivery, Flow, Message, Provenance, RunStatus, SessionEntry
+from shared.runs import LaneHead, NewRun
+from shared.runtime.base import ANNOUNCE_SKIP
+from shared.sessions import SessionPatch, channel_of, new_entry, route_of, transcript_path
 from shared.store import Store
-from shared.store.flows import Snapshot
-from shared.store.runs import LaneHead, NewRun
-from shared.store.sessions import SessionPatch
 from shared.submit import submit
 
-MAX_TURNS = 5
-# A step of the exchange waits at most min(timeoutSeconds or 30, 60) s (SPEC 4).
-STEP_CAP_S = 60.0
-STEP_DEFAULT_S = 30.0
-
-
-def step_timeout_ms(timeout_seconds: float) -> int:
-    return int(min(timeout_seconds or STEP_DEFAULT_S, STEP_CAP_S) * 1000)
-
-
-def _derived(flow_id: str, name: str) -> str:
-    return str(uuid.uuid5(uuid.UUID(flow_id), name))
-
-
-def turn_run_id(flow_id: str, turn: int) -> str:
-    return _derived(flow_id, f"reply:{turn}")
-
-
-def announce_run_id(flow_id: str) -> str:
-    return _derived(flow_id, "announce")
-
-
-def delivery_id(flow_id: str) -> str:
-    return _derived(flow_id, "deliver")
+log = logging.getLogger(__name__)
 
 
 def new_flow(
@@ -85,6 +77,7 @@ def new_flow(
         message=message,
         max_turns=0 if skipped else max_turns,
         step_timeout_ms=step_timeout_ms(timeout_seconds),
+        flow_timeout_ms=config.session.agent_to_agent.flow_timeout_seconds * 1000,
         created_at=now,
         updated_at=now,
         chain_id=chain_id,
@@ -119,157 +112,12 @@ def new_spawn_flow(
         cleanup=cleanup,
         mode=mode,
         max_turns=0,
-        step_timeout_ms=step_timeout_ms(STEP_CAP_S),
+        step_timeout_ms=config.agents.defaults.subagents.announce_timeout_seconds * 1000,
+        flow_timeout_ms=config.session.agent_to_agent.flow_timeout_seconds * 1000,
         created_at=now,
         updated_at=now,
         chain_id=run_id,
     )
-
-
-# --- what comes next -----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class StartTurn:
-    turn: int
-    input: str
-    previous_run_id: str
-
-
-@dataclass(frozen=True, slots=True)
-class StartAnnounce:
-    round_one: str
-    latest: str
-    stop_reason: str
-
-
-@dataclass(frozen=True, slots=True)
-class StartDelivery:
-    text: str
-
-
-@dataclass(frozen=True, slots=True)
-class StartSubagentAnnounce:
-    """The child run ended: ask the child for its report."""
-
-
-@dataclass(frozen=True, slots=True)
-class StartSubagentDelivery:
-    reply: str
-
-
-@dataclass(frozen=True, slots=True)
-class Deliver:
-    delivery_id: str
-
-
-@dataclass(frozen=True, slots=True)
-class Wait:
-    """A step's run has not ended yet (its commit advances the flow)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Finish:
-    error: str | None = None
-
-
-Action = (
-    StartTurn
-    | StartAnnounce
-    | StartDelivery
-    | StartSubagentAnnounce
-    | StartSubagentDelivery
-    | Deliver
-    | Wait
-    | Finish
-)
-
-
-def snapshot(store: Store, flow_id: str) -> Snapshot | None:
-    turn_ids = [turn_run_id(flow_id, t) for t in range(1, MAX_TURNS + 1)]
-    return store.flows.snapshot(flow_id, turn_ids, announce_run_id(flow_id), delivery_id(flow_id))
-
-
-def next_action(snap: Snapshot, now_ms: int) -> Action:
-    flow = snap.flow
-    if flow.status == "done":
-        return Finish()
-    if flow.kind == "spawn":
-        return _next_for_spawn(snap, now_ms)
-    primary = snap.primary
-    if primary is None:
-        return Finish("the primary run is gone")
-    if not primary.status.terminal:
-        return _waiting(primary.created_at, flow, now_ms)
-    if primary.status is not RunStatus.OK:
-        return Finish(f"the primary run ended with status {primary.status.value}")
-    round_one = primary.reply or ""
-    if not round_one.strip():
-        return Finish("the target gave no reply")
-    latest, previous_run = round_one, primary.run_id
-    stop_reason = flow.loop_skipped or "max turns"
-    for turn, run in enumerate(snap.turns[: flow.max_turns], start=1):
-        if flow.blocked_turn == turn:
-            stop_reason = "send blocked by session policy"
-            break
-        if run is None:
-            return StartTurn(turn, latest, previous_run)
-        if not run.status.terminal:
-            return _waiting(run.created_at, flow, now_ms)
-        if run.status is not RunStatus.OK:
-            return Finish(f"reply turn {turn} ended with status {run.status.value}")
-        reply = (run.reply or "").strip()
-        if not reply:
-            stop_reason = "empty reply"
-            break
-        if reply == REPLY_SKIP:
-            stop_reason = "REPLY_SKIP"
-            break
-        latest, previous_run = run.reply or "", run.run_id
-    announce = snap.announce
-    if announce is None:
-        if flow.delivery_status == "blocked":
-            return Finish()
-        return StartAnnounce(round_one, latest, stop_reason)
-    if not announce.status.terminal:
-        return _waiting(announce.created_at, flow, now_ms)
-    if announce.status is not RunStatus.OK:
-        return Finish(f"the announce run ended with status {announce.status.value}")
-    delivery = snap.delivery
-    if delivery is None:
-        return StartDelivery(announce.reply or "")
-    if delivery.status == "pending":
-        return Deliver(delivery.delivery_id)
-    return Finish()
-
-
-def _next_for_spawn(snap: Snapshot, now_ms: int) -> Action:
-    """Child run (bounded by its own runTimeoutSeconds, not by the step bound), announce, delivery."""
-    child = snap.primary
-    if child is None:
-        return Finish("the sub-agent run is gone")
-    if not child.status.terminal:
-        return Wait()
-    announce = snap.announce
-    if announce is None:
-        return StartSubagentAnnounce()
-    if not announce.status.terminal:
-        return _waiting(announce.created_at, snap.flow, now_ms)
-    if snap.delivery is None and snap.flow.delivery_status is None:
-        # A failed announce still reports the child's outcome, from its own final reply.
-        return StartSubagentDelivery((announce.reply or "") if announce.status is RunStatus.OK else "")
-    if snap.delivery is not None and snap.delivery.status == "pending":
-        return Deliver(snap.delivery.delivery_id)
-    return Finish()
-
-
-def _waiting(since_ms: int, flow: Flow, now_ms: int) -> Action:
-    if now_ms > since_ms + flow.step_timeout_ms:
-        return Finish(f"a step did not end within {flow.step_timeout_ms / 1000:g}s")
-    return Wait()
-
-
-# --- doing it ------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
@@ -287,26 +135,42 @@ class FlowContext:
             self.run_inline(LaneHead(new.run_id, session.key, new.kind, new.flow_id))
 
 
-def advance(ctx: FlowContext, flow_id: str, performs: tuple[type, ...] = ()) -> Action:
-    """Work out the flow's next step; do it if it is one of ``performs``, else enqueue the task that does.
+def advance(ctx: FlowContext, flow_id: str, task: StepTask | None = None) -> Action:
+    """Work out the flow's next step; do it if ``task`` performs it, else enqueue the task that does.
 
     Finishing is always done here (it is one write). Returns the action, for the caller to act on a
     ``Deliver``.
     """
     with logs.bound(flow_id=flow_id):
-        return _advance(ctx, flow_id, performs)
+        return _advance(ctx, flow_id, PERFORMS[task] if task else ())
 
 
-def _advance(ctx: FlowContext, flow_id: str, performs: tuple[type, ...]) -> Action:
+@dataclass(frozen=True, slots=True)
+class StepDone:
+    action: Action
+    # Seconds until the delivery is tried again, when an attempt failed in a way a retry may fix.
+    retry_in: float | None = None
+
+
+def perform(ctx: FlowContext, task: StepTask, flow_id: str, owner: str) -> StepDone:
+    """What a step task does: advance the flow as ``task``; the delivery task then makes one attempt."""
+    action = advance(ctx, flow_id, task)
+    if task is StepTask.DELIVER and isinstance(action, PERFORMS[task]):
+        return StepDone(action, deliveries.attempt(ctx.store, ctx.config, flow_id, owner=owner).retry_in)
+    return StepDone(action)
+
+
+def _advance(ctx: FlowContext, flow_id: str, performs: tuple[type[Action], ...]) -> Action:
     snap = snapshot(ctx.store, flow_id)
     if snap is None:
-        return Finish("the flow is gone")
+        return Finish("gone", "the flow is gone")
     action = next_action(snap, ctx.store.clock.now_ms())
     if isinstance(action, Finish):
-        if snap.flow.status != "done":
-            ctx.store.flows.update(flow_id, {"error": action.error} if action.error else {}, done=True)
+        _end(ctx, snap.flow, action)
         return action
     if isinstance(action, Wait):
+        if action.until is not None:
+            ctx.store.flows.recheck(flow_id, action.until)
         return action
     if not isinstance(action, performs):
         _hand_over(ctx, snap.flow, action)
@@ -319,21 +183,25 @@ def _advance(ctx: FlowContext, flow_id: str, performs: tuple[type, ...]) -> Acti
     elif isinstance(action, StartDelivery):
         _start_delivery(ctx, snap.flow, action)
     elif isinstance(action, StartSubagentAnnounce):
-        _start_subagent_announce(ctx, snap.flow, snap.primary)
+        _start_subagent_announce(ctx, snap)
     elif isinstance(action, StartSubagentDelivery):
         _start_subagent_delivery(ctx, snap, action)
     return action
 
 
+def _end(ctx: FlowContext, flow: Flow, finish: Finish) -> None:
+    """Every end is counted by reason; one off the normal path is also recorded on the flow (stopReason,
+    error) and logged, never silent."""
+    early = finish.reason != "completed"
+    fields = {"stopReason": finish.reason, "error": finish.error} if early else {}
+    if ctx.store.flows.end(flow.flow_id, finish.reason, fields) and early:
+        log.warning("flow %s ended early (%s): %s", flow.flow_id, finish.reason, finish.error)
+
+
 def _hand_over(ctx: FlowContext, flow: Flow, action: Action) -> None:
-    if isinstance(action, StartTurn):
-        ctx.dispatcher.reply_turn(flow.flow_id, action.turn)
-    elif isinstance(action, StartAnnounce):
-        ctx.dispatcher.announce(flow.flow_id)
-    elif isinstance(action, StartSubagentAnnounce):
-        ctx.dispatcher.subagent_announce(flow.flow_id)
-    elif isinstance(action, StartDelivery | StartSubagentDelivery | Deliver):
-        ctx.dispatcher.deliver(flow.flow_id)
+    task = task_for(action)
+    if task is not None:
+        ctx.dispatcher.step(task, flow.flow_id, action.turn if isinstance(action, StartTurn) else None)
 
 
 def _entries(ctx: FlowContext, flow: Flow) -> tuple[SessionEntry, SessionEntry]:
@@ -394,8 +262,8 @@ def _start_turn(ctx: FlowContext, flow: Flow, action: StartTurn) -> bool:
 def _start_announce(ctx: FlowContext, flow: Flow, action: StartAnnounce) -> None:
     _requester, target = _entries(ctx, flow)
     if policy.decide(ctx.config, target) == "deny":
-        ctx.store.flows.update(
-            flow.flow_id, {"stopReason": action.stop_reason, "deliveryStatus": "blocked"}, done=True
+        ctx.store.flows.end(
+            flow.flow_id, "completed", {"stopReason": action.stop_reason, "deliveryStatus": "blocked"}
         )
         return
     now = ctx.store.clock.now_ms()
@@ -434,24 +302,28 @@ def _start_delivery(ctx: FlowContext, flow: Flow, action: StartDelivery) -> None
     """The announce reply goes to the target's channel, unless silent or refused by send policy."""
     text = action.text.strip()
     if not text or text == ANNOUNCE_SKIP:
-        ctx.store.flows.update(flow.flow_id, {"deliveryStatus": "skipped"}, done=True)
+        ctx.store.flows.end(flow.flow_id, "completed", {"deliveryStatus": "skipped"})
         return
     _requester, target = _entries(ctx, flow)
-    route = target.delivery_context
-    # A session that never received a routed message has no channel to post to: it goes to the log
-    # adapter (the session's outbox), where an operator still sees it.
-    channel = (route.channel if route else None) or "log"
-    if policy.decide(ctx.config, target, channel=channel) == "deny":
-        ctx.store.flows.update(flow.flow_id, {"deliveryStatus": "blocked"}, done=True)
+    _deliver_to(ctx, flow, target, text)
+
+
+def _deliver_to(ctx: FlowContext, flow: Flow, session: SessionEntry, text: str) -> None:
+    """Create the flow's delivery of ``text`` to ``session``'s route (``sessions.route_of``), unless its
+    send policy refuses that channel (the flow then ends ``blocked``)."""
+    route = route_of(session)
+    if policy.decide(ctx.config, session, channel=route.channel) == "deny":
+        ctx.store.flows.end(flow.flow_id, "completed", {"deliveryStatus": "blocked"})
         return
     now = ctx.store.clock.now_ms()
     delivery = Delivery(
         delivery_id=delivery_id(flow.flow_id),
         flow_id=flow.flow_id,
-        session_key=target.key,
-        channel=channel,
-        to=(route.to if route else None) or (None if channel != "log" else target.key),
-        account_id=route.account_id if route else None,
+        session_key=session.key,
+        channel=route.channel,
+        to=route.to,
+        account_id=route.account_id,
+        thread_id=route.thread_id,
         text=text,
         status="pending",
         created_at=now,
@@ -468,11 +340,13 @@ _SESSION_STATUS: dict[RunStatus, Literal["done", "failed", "killed", "timeout"]]
 }
 
 
-def _start_subagent_announce(ctx: FlowContext, flow: Flow, child_run: Run | None) -> None:
+def _start_subagent_announce(ctx: FlowContext, snap: Snapshot) -> None:
+    flow, child_run = snap.flow, snap.primary
     assert child_run is not None
     child = ctx.store.sessions.get(flow.target_key)
-    if child is None:  # deleted meanwhile: there is nobody to ask
-        ctx.store.flows.update(flow.flow_id, {"error": "the sub-agent session is gone"}, done=True)
+    if child is None:  # deleted meanwhile: nobody to ask, but the child's outcome is still reported
+        _start_subagent_delivery(ctx, snap, StartSubagentDelivery("", "the sub-agent session is gone"))
+        ctx.dispatcher.step(StepTask.DELIVER, flow.flow_id)
         return
     ctx.store.sessions.patch(child, SessionPatch({"status": _SESSION_STATUS.get(child_run.status, "failed")}))
     now = ctx.store.clock.now_ms()
@@ -496,9 +370,12 @@ def _start_subagent_delivery(ctx: FlowContext, snap: Snapshot, action: StartSuba
     flow, store = snap.flow, ctx.store
     child = store.sessions.get(flow.target_key)
     if action.reply.strip() == ANNOUNCE_SKIP:
-        store.flows.update(flow.flow_id, {"deliveryStatus": "skipped"}, done=True)
+        store.flows.end(flow.flow_id, "completed", {"deliveryStatus": "skipped"})
         _clean_up(ctx, flow, child)
         return
+    if action.degraded:
+        log.warning("flow %s: %s; reporting the child's own outcome", flow.flow_id, action.degraded)
+        store.flows.update(flow.flow_id, {"error": f"{action.degraded}; reported from the child's outcome"})
     now = store.clock.now_ms()
     tool_results = store.transcripts.last(flow.target_key, 1, keep_role=lambda role: role == "toolResult")
     text = subagents.normalize(
@@ -511,41 +388,22 @@ def _start_subagent_delivery(ctx: FlowContext, snap: Snapshot, action: StartSuba
         )
     )
     requester = store.sessions.get(flow.requester_key) or new_entry(ctx.config, flow.requester_key, now)
-    note_id = _derived(flow.flow_id, "note")
+    note = note_id(flow.flow_id)
     provenance = Provenance(
         kind="subagent_announce",
         source_session_key=flow.target_key,
         source_tool="sessions_spawn",
         source_run_id=flow.flow_id,
     )
-    note = NewRun(
-        run_id=note_id,
+    record = NewRun(
+        run_id=note,
         session_key=requester.key,
         agent_id=requester.agent_id,
         kind="note",
-        input=Message.of("user", text, timestamp=now, run_id=note_id, provenance=provenance),
+        input=Message.of("user", text, timestamp=now, run_id=note, provenance=provenance),
     )
-    submit(store, ctx.dispatcher, requester, {}, note)
-    route = requester.delivery_context
-    channel = (route.channel if route else None) or "log"
-    if policy.decide(ctx.config, requester, channel=channel) == "deny":
-        store.flows.update(flow.flow_id, {"deliveryStatus": "blocked"}, done=True)
-    else:
-        store.flows.create_delivery(
-            Delivery(
-                delivery_id=delivery_id(flow.flow_id),
-                flow_id=flow.flow_id,
-                session_key=requester.key,
-                channel=channel,
-                to=(route.to if route else None) or (requester.key if channel == "log" else None),
-                account_id=route.account_id if route else None,
-                text=text,
-                status="pending",
-                created_at=now,
-                updated_at=now,
-            ),
-            due_in_ms=flow.step_timeout_ms,
-        )
+    submit(store, ctx.dispatcher, requester, {}, record)
+    _deliver_to(ctx, flow, requester, text)
     _clean_up(ctx, flow, child)
 
 
@@ -559,41 +417,3 @@ def _clean_up(ctx: FlowContext, flow: Flow, child: SessionEntry | None) -> None:
         minutes = ctx.config.agents.defaults.subagents.archive_after_minutes
         if minutes > 0:
             ctx.store.sessions.schedule_archive(child.key, ctx.store.clock.now_ms() + minutes * 60_000)
-
-
-def describe(store: Store, flow_id: str) -> Flow | None:
-    """The flow as ``GET /v1/flows/{id}`` shows it: each step with its run, and the delivery."""
-    snap = snapshot(store, flow_id)
-    if snap is None:
-        return None
-    announce_step: Literal["announce", "subagent_announce"] = (
-        "subagent_announce" if snap.flow.kind == "spawn" else "announce"
-    )
-    steps = [_step("run", snap.primary)]
-    steps += [
-        _step("reply_turn", run, turn) for turn, run in enumerate(snap.turns[: snap.flow.turns_started], 1)
-    ]
-    if snap.announce:
-        steps.append(_step(announce_step, snap.announce))
-    if snap.delivery:
-        steps.append(
-            FlowStep(step="deliver", session_key=snap.delivery.session_key, status=snap.delivery.status)
-        )
-    return snap.flow.model_copy(update={"steps": steps, "delivery": snap.delivery})
-
-
-def _step(
-    kind: Literal["run", "reply_turn", "announce", "subagent_announce"],
-    run: Run | None,
-    turn: int | None = None,
-) -> FlowStep:
-    if run is None:
-        return FlowStep(step=kind, turn=turn)
-    return FlowStep(
-        step=kind,
-        turn=turn,
-        run_id=run.run_id,
-        session_key=run.session_key,
-        status=run.status.value,
-        reply=run.reply,
-    )

@@ -1,4 +1,4 @@
-"""The session-key grammar of SPEC section 1: parse, classify, resolve and display keys.
+"""The session-key grammar of docs/contract.md §1: parse, classify, resolve and display keys.
 
 Every key is stored in its agent-scoped form ``agent:<agentId>:<rest>``. Callers may pass short forms
 (``main``, ``cron:<job>``, ``discord:group:42``); those are relative to the caller's agent. Pure functions
@@ -12,12 +12,16 @@ import uuid
 from dataclasses import dataclass
 from typing import Literal
 
+from shared.text import CONTROL_CLASS
+
 AGENT_ID_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,63}$"
 _AGENT_ID_RE = re.compile(AGENT_ID_PATTERN)
 _UUID_RE = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
 # Keys travel in URLs, log lines and model prompts: no whitespace, no control characters, bounded length.
-_KEY_CHARS_RE = re.compile(r"^[^\s\x00-\x1f\x7f]+$")
+_KEY_CHARS_RE = re.compile(rf"^[^\s{CONTROL_CLASS}]+$")
 MAX_KEY_LENGTH = 512
+# A key as written may be short (``cron:x``); stored, it gains ``agent:<agentId>:`` (an id is at most 64).
+_MAX_STORED_LENGTH = MAX_KEY_LENGTH + len("agent::") + 64
 
 RESERVED_KEYS = frozenset({"global", "unknown"})
 CURRENT = "current"
@@ -77,16 +81,17 @@ def canonical(raw: str, *, caller_agent: str, main_key: str, global_scope: bool)
 
     ``main`` (and ``global`` when ``session.scope = "global"``) means the caller agent's main session;
     other short forms are scoped to the caller's agent. ``current`` and session ids are resolved by the
-    caller of this function, which knows the caller's session and the store.
+    caller of this function, which knows the caller's session and the store. Keys are lowercased whole, as
+    OpenClaw does: ``agent:main:Discord:group:X`` is ``agent:main:discord:group:x``.
     """
-    value = raw.strip()
+    value = raw.strip().lower()
     if value == MAIN_ALIAS or (global_scope and value == "global"):
         return SessionKey(caller_agent, main_key).key
     if value in RESERVED_KEYS:
         raise SessionKeyError(f'Session key "{value}" is reserved')
     if value.startswith("agent:"):
         return parse(value).key
-    _check_characters(value)
+    _check_characters(value, MAX_KEY_LENGTH)
     return parse(f"agent:{caller_agent}:{value}").key
 
 
@@ -122,6 +127,21 @@ def channel_of(key: str) -> str | None:
     return parse(key).rest.split(":", 1)[0]
 
 
+def peer_of(key: str) -> str | None:
+    """The chat id spelled in a channel key (``agent:x:discord:group:123:thread:9`` -> ``123``)."""
+    if chat_type(key) is None:
+        return None
+    return parse(key).rest.split(":")[2]
+
+
+def thread_of(key: str) -> str | None:
+    """The thread or topic a channel key is in (``...:group:123:thread:9`` -> ``9``)."""
+    if chat_type(key) is None:
+        return None
+    segments = parse(key).rest.split(":")
+    return segments[4] if len(segments) >= 5 and segments[3] in ("thread", "topic") else None
+
+
 def main_key_of(agent_id: str, main_key: str) -> str:
     return SessionKey(agent_id, main_key).key
 
@@ -139,8 +159,8 @@ def display(key: str, *, default_agent: str, main_key: str) -> str:
     return MAIN_ALIAS if key == main_key_of(default_agent, main_key) else key
 
 
-def _check_characters(key: str) -> None:
-    if not key or len(key) > MAX_KEY_LENGTH:
+def _check_characters(key: str, limit: int = _MAX_STORED_LENGTH) -> None:
+    if not key or len(key) > limit:
         raise SessionKeyError(f"Invalid session key: must be 1..{MAX_KEY_LENGTH} characters")
     if not _KEY_CHARS_RE.match(key):
         raise SessionKeyError("Invalid session key: whitespace and control characters are not allowed")

@@ -1,4 +1,4 @@
-"""workers/tasks.py: a run task goes on with its session's queued runs while its lane budget lasts."""
+"""workers/lanes.py: a run task goes on with its session's queued runs while its lane budget lasts."""
 
 from __future__ import annotations
 
@@ -7,15 +7,15 @@ from shared.execution import Attempt
 from shared.inbound import receive
 from shared.models import InboundMessageParams, RunStatus
 from shared.store import Store
-from shared.tools import ToolContext
-from tests.conftest import RecordingDispatcher
+from shared.tools.context import ToolContext
 from workers.context import WorkerContext
-from workers.tasks import _execute_lane
+from workers.lanes import execute_lane
+from workers.testing import InlineDispatcher
 
 SESSION = "agent:main:cron:lane"
 
 
-def queue_three(config: Config, store: Store, dispatcher: RecordingDispatcher) -> Attempt:
+def queue_three(config: Config, store: Store, dispatcher: InlineDispatcher) -> Attempt:
     ctx = ToolContext.for_caller(config, store, dispatcher, SESSION)
     for text in ("one", "two", "three"):
         receive(ctx, InboundMessageParams(message=text, timeout_seconds=0))
@@ -29,11 +29,11 @@ def transcript(store: Store) -> list[str]:
 
 
 def test_with_budget_left_the_queued_runs_of_the_session_run_in_the_same_task(
-    config: Config, store: Store, dispatcher: RecordingDispatcher
+    config: Config, store: Store, dispatcher: InlineDispatcher
 ) -> None:
     attempt = queue_three(config, store, dispatcher)
-    worker = WorkerContext(config, store, dispatcher)  # type: ignore[arg-type]
-    first, inline = _execute_lane(worker, attempt, budget_s=60.0)
+    worker = WorkerContext(config, store, dispatcher)
+    first, inline = execute_lane(worker, attempt, budget_s=60.0)
     assert first.status == RunStatus.OK
     assert inline == 2
     assert dispatcher.heads == []  # nothing was left to enqueue
@@ -41,14 +41,14 @@ def test_with_budget_left_the_queued_runs_of_the_session_run_in_the_same_task(
 
 
 def test_with_no_budget_the_next_run_is_enqueued_as_its_own_task(
-    config: Config, store: Store, dispatcher: RecordingDispatcher
+    config: Config, store: Store, dispatcher: InlineDispatcher
 ) -> None:
     attempt = queue_three(config, store, dispatcher)
-    worker = WorkerContext(config, store, dispatcher)  # type: ignore[arg-type]
-    _first, inline = _execute_lane(worker, attempt, budget_s=0.0)
+    worker = WorkerContext(config, store, dispatcher)
+    _first, inline = execute_lane(worker, attempt, budget_s=0.0)
     assert inline == 0
     [next_head] = dispatcher.heads
     assert next_head.session_key == SESSION
     assert transcript(store) == ["one", "echo: one"]
-    _execute_lane(worker, Attempt(next_head.run_id, SESSION, owner=next_head.run_id, attempt=0), 0.0)
+    execute_lane(worker, Attempt(next_head.run_id, SESSION, owner=next_head.run_id, attempt=0), 0.0)
     assert transcript(store)[2:] == ["two", "echo: two"]

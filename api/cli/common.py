@@ -1,0 +1,46 @@
+"""What every ``clawbus`` command shares: the typer apps, option types, the configuration, failing."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Annotated, NoReturn
+
+import typer
+from rich.console import Console
+
+from shared.config import Config, ConfigError, load_config
+
+app = typer.Typer(no_args_is_help=True, help="clawbus: OpenClaw's session tools as a distributed service.")
+sessions_app = typer.Typer(no_args_is_help=True, help="Call the session tools.")
+runs_app = typer.Typer(no_args_is_help=True, help="Inspect and wait for runs.")
+token_app = typer.Typer(no_args_is_help=True, help="API tokens.")
+app.add_typer(sessions_app, name="sessions")
+app.add_typer(runs_app, name="runs")
+app.add_typer(token_app, name="token")
+console = Console(stderr=True)
+
+UrlOpt = Annotated[str | None, typer.Option("--url", envvar="CLAWBUS_URL", help="API base URL.")]
+TokenOpt = Annotated[str | None, typer.Option("--token", envvar="CLAWBUS_TOKEN", help="API bearer token.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print the raw JSON result.")]
+CallerOpt = Annotated[str, typer.Option("--as", help="The caller's session key.")]
+
+
+def load() -> Config:
+    """The configuration, or exit 2 with its one message naming every bad field."""
+    try:
+        return load_config()
+    except ConfigError as exc:
+        console.print(f"[red]{exc}[/red]", highlight=False)
+        raise typer.Exit(2) from None
+
+
+def fail(message: str) -> NoReturn:
+    console.print(f"[red]{message}[/red]", highlight=False)
+    raise typer.Exit(1)
+
+
+def exec_role(argv: list[str]) -> NoReturn:
+    """Become the real server, so signals reach it directly."""
+    sys.stdout.flush()
+    os.execvp(argv[0], argv)

@@ -1,0 +1,99 @@
+"""Operator commands: check the configuration, make tokens, the fleet's status, container probes."""
+
+from __future__ import annotations
+
+import json
+import secrets
+import socket
+import time
+from typing import Annotated
+
+import typer
+
+from api.cli.client_commands import call, client_for, print_json
+from api.cli.common import JsonOpt, TokenOpt, UrlOpt, app, console, fail, load, token_app
+from shared.config import TokenSpec
+from shared.store import UNAVAILABLE
+from shared.text import token_digest
+
+
+@app.command("check-config")
+def check_config() -> None:
+    """Validate the configuration file and print what it resolves to."""
+    config = load()
+    agents = ", ".join(f"{a.id}{' (default)' if a.default else ''}" for a in config.agents.entries)
+    typer.echo(
+        f"ok: agents {agents}; redis {config.redis.url}; api {config.gateway.bind}:{config.gateway.port}"
+    )
+
+
+@token_app.command("create")
+def token_create(
+    name: Annotated[str, typer.Option(help="A name for the token's holder.")] = "api",
+    agent: Annotated[
+        list[str] | None, typer.Option(help="An agent it may act for (repeat); default all.")
+    ] = None,
+    owner: Annotated[bool, typer.Option(help="May run owner-only operations.")] = False,
+) -> None:
+    """Make a new API token: prints it (once) and the hashed entry for gateway.auth.tokens."""
+    token = "cb_" + secrets.token_urlsafe(32)
+    spec = TokenSpec(name=name, sha256=token_digest(token), agents=agent or ["*"], owner=owner)
+    typer.echo(f"token: {token}")
+    typer.echo("add to gateway.auth.tokens in clawbus.json5 (the config keeps only the hash):")
+    typer.echo("  " + json.dumps(spec.model_dump(by_alias=True, exclude_none=True)) + ",")
+
+
+@app.command()
+def status(url: UrlOpt = None, token: TokenOpt = None, as_json: JsonOpt = False) -> None:
+    """The fleet at a glance: queue depths, live workers, work in flight, totals (an owner token)."""
+    with client_for(url, token) as client:
+        fleet = call(client.status)
+    if as_json:
+        print_json(fleet)
+        return
+    typer.echo("queues:   " + "  ".join(f"{name} {depth}" for name, depth in fleet.queues.items()))
+    typer.echo(
+        f"workers:  {len(fleet.workers)}" + (f" ({', '.join(fleet.workers)})" if fleet.workers else "")
+    )
+    typer.echo(f"in flight: {fleet.busy_lanes} session(s) with runs, {fleet.flows_in_progress} flow(s)")
+    finished = sum(fleet.runs_finished.values())
+    typer.echo(f"runs:     {sum(fleet.runs_created.values())} created, {finished} finished")
+    if fleet.reaper_ran_at is None:
+        console.print("[yellow]the reaper has not run: is beat running?[/yellow]")
+    else:
+        typer.echo(f"reaper:   last ran {max(time.time() - fleet.reaper_ran_at / 1000, 0):.0f}s ago")
+
+
+@app.command()
+def probe(
+    role: Annotated[
+        str,
+        typer.Argument(
+            help="worker: a worker on this host has a live heartbeat; beat: the reaper ran recently."
+        ),
+    ],
+) -> None:
+    """A liveness check for container probes: exit 0 if ``role`` is alive, 1 if not (reads Redis)."""
+    from shared.store import Store
+
+    config = load()
+    store = Store.from_config(config)
+    try:
+        if role == "worker":
+            host = socket.gethostname()
+            alive = [name for name in store.fleet.figures([]).workers if name.endswith(f"@{host}")]
+            if not alive:
+                fail(f"no worker on {host} has a live heartbeat")
+            typer.echo(f"alive: {', '.join(alive)}")
+        elif role == "beat":
+            ran = store.fleet.reaper_ran_at()
+            # Beat sends the reaper every reapIntervalSeconds; a few missed ticks mean beat is gone.
+            allowed = max(30.0, 6 * config.runs.reap_interval_seconds)
+            age = None if ran is None else time.time() - ran / 1000
+            if age is None or age > allowed:
+                fail(f"the reaper has not run in the last {allowed:g}s")
+            typer.echo(f"alive: the reaper ran {age:.0f}s ago")
+        else:
+            fail(f"unknown role {role!r} (worker or beat)")
+    except UNAVAILABLE as exc:
+        fail(f"redis unreachable: {exc}")

@@ -1,0 +1,27 @@
+"""Ids of a flow's later steps, derived from the flow's own (the primary run's): a step done twice finds
+its run, note or delivery already there, and starts nothing twice."""
+
+from __future__ import annotations
+
+import uuid
+
+
+def _derived(flow_id: str, name: str) -> str:
+    return str(uuid.uuid5(uuid.UUID(flow_id), name))
+
+
+def turn_run_id(flow_id: str, turn: int) -> str:
+    return _derived(flow_id, f"reply:{turn}")
+
+
+def announce_run_id(flow_id: str) -> str:
+    return _derived(flow_id, "announce")
+
+
+def delivery_id(flow_id: str) -> str:
+    return _derived(flow_id, "deliver")
+
+
+def note_id(flow_id: str) -> str:
+    """The requester's record of a sub-agent's report."""
+    return _derived(flow_id, "note")

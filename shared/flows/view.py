@@ -1,0 +1,53 @@
+"""A flow as it is read: everything its next step depends on, and the view ``GET /v1/flows/{id}`` gives."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from shared.flows.decide import MAX_TURNS, Snapshot
+from shared.flows.ids import announce_run_id, delivery_id, turn_run_id
+from shared.models import Flow, FlowStep, Run
+from shared.store import Store
+
+
+def snapshot(store: Store, flow_id: str) -> Snapshot | None:
+    turn_ids = [turn_run_id(flow_id, t) for t in range(1, MAX_TURNS + 1)]
+    return store.flows.snapshot(flow_id, turn_ids, announce_run_id(flow_id), delivery_id(flow_id))
+
+
+def describe(store: Store, flow_id: str) -> Flow | None:
+    """The flow as ``GET /v1/flows/{id}`` shows it: each step with its run, and the delivery."""
+    snap = snapshot(store, flow_id)
+    if snap is None:
+        return None
+    announce_step: Literal["announce", "subagent_announce"] = (
+        "subagent_announce" if snap.flow.kind == "spawn" else "announce"
+    )
+    steps = [_step("run", snap.primary)]
+    steps += [
+        _step("reply_turn", run, turn) for turn, run in enumerate(snap.turns[: snap.flow.turns_started], 1)
+    ]
+    if snap.announce:
+        steps.append(_step(announce_step, snap.announce))
+    if snap.delivery:
+        steps.append(
+            FlowStep(step="deliver", session_key=snap.delivery.session_key, status=snap.delivery.status)
+        )
+    return snap.flow.model_copy(update={"steps": steps, "delivery": snap.delivery})
+
+
+def _step(
+    kind: Literal["run", "reply_turn", "announce", "subagent_announce"],
+    run: Run | None,
+    turn: int | None = None,
+) -> FlowStep:
+    if run is None:
+        return FlowStep(step=kind, turn=turn)
+    return FlowStep(
+        step=kind,
+        turn=turn,
+        run_id=run.run_id,
+        session_key=run.session_key,
+        status=run.status.value,
+        reply=run.reply,
+    )

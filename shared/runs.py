@@ -1,0 +1,111 @@
+"""A run as it moves through its session's lane: what is accepted, dispatched, claimed and committed.
+
+The vocabulary the domain and the store speak (``shared.store.runs`` implements each step as one Lua
+script): a ``NewRun`` to accept, the ``LaneHead`` to dispatch, a ``Claim`` with the ``ExecutionState`` the
+attempt needs, the ``Outcome`` to commit and what the commit ``Committed``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from shared.models import Message, Run, RunKind, RunStatus, SessionEntry, Usage
+
+
+@dataclass(frozen=True, slots=True)
+class NewRun:
+    run_id: str
+    session_key: str
+    agent_id: str
+    kind: RunKind
+    input: Message
+    context: str | None = None
+    flow_id: str | None = None
+    parent_run_id: str | None = None
+    turn: int | None = None
+    chain_id: str | None = None
+    hops: int = 0
+    timeout_ms: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Accepted:
+    run_id: str
+    session_key: str
+    seq: int
+    is_head: bool
+
+
+class ClaimOutcome(StrEnum):
+    CLAIMED = "claimed"
+    BUSY = "busy"  # another attempt holds a live lease; the reaper dispatches again when it lapses
+    DONE = "done"  # already terminal: a duplicate delivery
+    MISSING = "missing"
+    NOT_HEAD = "not_head"  # an earlier run of the session has not finished
+    EXHAUSTED = "exhausted"  # claimed more than runs.maxAttempts times: end it as an error
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    outcome: ClaimOutcome
+    token: str = ""
+    attempts: int = 0
+    # Set when the attempt may proceed (claimed or exhausted): what it needs, loaded by the claim itself.
+    state: ExecutionState | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    status: RunStatus
+    reply: str | None = None
+    error: str | None = None
+    usage: Usage = field(default_factory=Usage)
+
+
+@dataclass(frozen=True, slots=True)
+class LaneHead:
+    """A run that just became its lane's head (or whose lane stalled) and must be enqueued."""
+
+    run_id: str
+    session_key: str
+    kind: RunKind
+    flow_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Committed:
+    committed: bool
+    next_head: LaneHead | None = None
+    # Runs suspended on a wait for this one: to be enqueued, so they resume.
+    waiters: list[LaneHead] = field(default_factory=list)
+
+
+class CancelOutcome(StrEnum):
+    ABORTED = "aborted"  # it was queued or parked: it ended here
+    CANCELLING = "cancelling"  # a worker runs it: it ends at its next chunk or tool call
+    ENDED = "ended"  # it had already ended (``status`` says how)
+    MISSING = "missing"
+
+
+@dataclass(frozen=True, slots=True)
+class Cancelled:
+    outcome: CancelOutcome
+    status: RunStatus | None = None
+    # When it ended here: its lane's next run and the runs that waited for it, to be enqueued.
+    next_head: LaneHead | None = None
+    waiters: list[LaneHead] = field(default_factory=list)
+
+
+class SuspendOutcome(StrEnum):
+    SUSPENDED = "suspended"
+    READY = "ready"  # the awaited run has already ended: go on at once
+    FENCED = "fenced"  # the lease was lost
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutionState:
+    run: Run
+    input: Message | None
+    memo: str | None
+    session: SessionEntry | None

@@ -1,0 +1,210 @@
+"""The store's asynchronous side, for the API's requests that stay open: runs' completion signals, and reads
+of runs and streams made while a request waits.
+
+``RunSignals`` is one pub/sub connection shared by every waiter of an API process (``api.waits`` holds the
+waiters and their protocol); it turns Redis's messages into three events: a run's subscription is in force,
+a run ended (with the run as its commit published it), and the connection came back (every subscription
+is in force again, so pending runs must be read again).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from redis.asyncio import Redis
+from redis.asyncio.client import PubSub
+from redis.asyncio.retry import Retry
+from redis.exceptions import RedisError
+
+from shared.models import Run
+from shared.store import RETRIES, RETRY_ON, Backoff
+from shared.store.codec import decode
+from shared.store.keys import RedisKeys
+
+# Sent through the pub/sub connection after each (re)connect: its answer comes once every re-subscription
+# redis-py made is in force.
+_BARRIER = "clawbus-resubscribed"
+
+
+# The longest a read of this client may take: blocking stream reads stay below it.
+BLOCK_LIMIT_S = 30.0
+
+
+class SignalsLost(Exception):
+    """The pub/sub connection dropped; reading again reconnects it."""
+
+
+@dataclass(frozen=True, slots=True)
+class Subscribed:
+    run_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class Ended:
+    run_id: str
+    # The terminal run as the commit published it; None: read the run instead.
+    run: Run | None
+
+
+@dataclass(frozen=True, slots=True)
+class Reconnected:
+    """Every subscription is in force again: runs that ended while the connection was down were not heard."""
+
+
+Signal = Subscribed | Ended | Reconnected
+
+
+class LiveStore:
+    def __init__(self, url: str, keys: RedisKeys, client_name: str) -> None:
+        # Named, so an operator (or a test) can tell this connection apart in CLIENT LIST.
+        self._redis = Redis.from_url(
+            url,
+            decode_responses=True,
+            socket_keepalive=True,
+            # Above the longest blocking read (a stream followed for 15 s): redis-py's default is 5 s.
+            socket_timeout=BLOCK_LIMIT_S,
+            socket_connect_timeout=5,
+            client_name=client_name,
+            retry=Retry(Backoff(), RETRIES),
+            retry_on_error=RETRY_ON,
+        )
+        self.keys = keys
+
+    @classmethod
+    def on(cls, client: Redis, keys: RedisKeys) -> LiveStore:
+        """On a client made elsewhere (tests give a fakeredis one)."""
+        live = cls.__new__(cls)
+        live._redis, live.keys = client, keys
+        return live
+
+    async def close(self) -> None:
+        await self._redis.aclose()
+
+    async def read_run(self, run_id: str) -> Run | None:
+        fields = await self._redis.hgetall(self.keys.run(run_id))
+        return decode(Run, fields) if fields else None
+
+    async def run_events(
+        self, run_id: str, after: str | None, count: int
+    ) -> list[tuple[str, dict[str, str]]]:
+        """The run's events after the stream id ``after`` (from the start without one), oldest first."""
+        start = f"({after}" if after else "-"
+        entries: list[tuple[str, dict[str, str]]] = await self._redis.xrange(
+            self.keys.run_events(run_id), start, "+", count=count
+        )
+        return entries
+
+    async def follow_outbox(
+        self, channel: str, to: str, cursor: str, block_ms: int
+    ) -> list[tuple[str, dict[str, str]]]:
+        """What an outbox gets after ``cursor`` (``$``: from now on), waiting up to ``block_ms`` for it."""
+        found = await self.follow({self.keys.outbox(channel, to): cursor}, block_ms)
+        return found.get(self.keys.outbox(channel, to), [])
+
+    async def follow(
+        self, cursors: dict[str, str], block_ms: int | None
+    ) -> dict[str, list[tuple[str, dict[str, str]]]]:
+        """What the streams got after their cursors, by stream key, waiting up to ``block_ms`` for anything
+        (None: answer at once)."""
+        found = await self._redis.xread(cursors, block=block_ms, count=100)
+        return {stream: entries for stream, entries in found} if found else {}
+
+    async def stream_end(self, key: str) -> str:
+        """The id of the stream's newest entry (``0-0`` when it has none): a cursor meaning "from now on"
+        that, unlike ``$``, stays put between reads, so nothing added between two reads is skipped."""
+        newest = await self._redis.xrevrange(key, count=1)
+        return str(newest[0][0]) if newest else "0-0"
+
+    async def lane(self, session_key: str) -> list[str]:
+        """The session's runs not yet ended, in order (the head is the one running or next)."""
+        run_ids: list[str] = await self._redis.lrange(self.keys.lane(session_key), 0, -1)
+        return run_ids
+
+    async def workers_alive(self) -> int:
+        """Workers with a live heartbeat; raises ``Unreachable`` if Redis does not answer."""
+        try:
+            await self._redis.ping()
+            return len([key async for key in self._redis.scan_iter(self.keys.worker_heartbeat_pattern())])
+        except (RedisError, OSError) as exc:
+            raise Unreachable(str(exc)) from exc
+
+    def signals(self) -> RunSignals:
+        return RunSignals(self._redis.pubsub(), self.keys)
+
+
+class Unreachable(Exception):
+    """Redis did not answer."""
+
+
+class RunSignals:
+    def __init__(self, pubsub: PubSub, keys: RedisKeys) -> None:
+        self._pubsub = pubsub
+        self._keys = keys
+        self._prefix = keys.run_done_channel("")
+
+    async def open(self, home: str) -> None:
+        """Subscribe to ``home`` (a channel of the process's own, so the connection always stays in pub/sub
+        mode) and arrange for a ``Reconnected`` after every reconnect."""
+        await self._pubsub.subscribe(self._keys.waiter_channel(home))
+        assert self._pubsub.connection is not None
+        self._pubsub.connection.register_connect_callback(self._on_connect)
+
+    async def close(self) -> None:
+        await self._pubsub.aclose()
+
+    async def subscribe(self, run_id: str) -> bool:
+        """False if the subscription could not be sent (the connection is down: a ``Reconnected`` follows)."""
+        return await self._quietly(lambda: self._pubsub.subscribe(self._prefix + run_id))
+
+    async def unsubscribe(self, run_id: str) -> bool:
+        return await self._quietly(lambda: self._pubsub.unsubscribe(self._prefix + run_id))
+
+    def subscribed(self) -> set[str]:
+        """The runs whose channel the connection is subscribed to (or re-subscribes to on reconnect)."""
+        channels = (c.decode() if isinstance(c, bytes) else c for c in self._pubsub.channels)
+        return {c.removeprefix(self._prefix) for c in channels if c.startswith(self._prefix)}
+
+    async def receive(self) -> Signal | None:
+        """The next signal (None: a message that means nothing to waiters); ``SignalsLost`` if the
+        connection dropped."""
+        try:
+            message = await self._pubsub.get_message(timeout=None)
+        except (RedisError, OSError) as exc:
+            raise SignalsLost(str(exc)) from exc
+        return self._signal(message) if message else None
+
+    def _signal(self, message: dict[str, Any]) -> Signal | None:
+        kind, channel = message["type"], message.get("channel") or ""
+        if kind == "pong":
+            return Reconnected() if message.get("data") == _BARRIER else None
+        if not channel.startswith(self._prefix):
+            return None
+        run_id = channel.removeprefix(self._prefix)
+        if kind == "subscribe":
+            return Subscribed(run_id)
+        if kind == "message":
+            return Ended(run_id, _published_run(message.get("data")))
+        return None
+
+    async def _on_connect(self, connection: Any) -> None:
+        """Runs after redis-py's own re-subscribe on every (re)connect of the pub/sub connection."""
+        await connection.send_command("PING", _BARRIER)
+
+    @staticmethod
+    async def _quietly(call: Callable[[], Awaitable[object]]) -> bool:
+        try:
+            await call()
+        except RedisError:
+            return False
+        return True
+
+
+def _published_run(data: Any) -> Run | None:
+    try:
+        fields = json.loads(data)
+        return decode(Run, fields) if isinstance(fields, dict) else None
+    except (TypeError, ValueError):  # not a payload we understand: the hash is read instead
+        return None

@@ -1,0 +1,82 @@
+"""The session tools, one module each, all called the same way: ``tool.invoke(ctx, raw_args)``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel
+
+from shared import session_keys, subagents
+from shared.errors import ToolError
+from shared.models import ToolFailure, Wire
+from shared.submit import AwaitRun
+from shared.tools.agents import agents_list
+from shared.tools.agents_schema import AgentsListParams
+from shared.tools.context import ToolContext
+from shared.tools.history import sessions_history
+from shared.tools.history_schema import SessionsHistoryParams
+from shared.tools.list import sessions_list
+from shared.tools.list_schema import SessionsListParams
+from shared.tools.send import sessions_send
+from shared.tools.send_schema import SessionsSendParams
+from shared.tools.spawn import sessions_spawn
+from shared.tools.spawn_schema import SessionsSpawnParams
+
+__all__ = ["TOOLS", "Tool", "ToolContext", "ToolError"]
+
+
+@dataclass(frozen=True, slots=True)
+class Tool:
+    name: str
+    description: str
+    params: type[BaseModel]
+    run: Callable[[ToolContext, Any], Wire | AwaitRun]
+
+    def parse(self, args: Mapping[str, Any], ctx: ToolContext) -> BaseModel:
+        """Validate raw arguments; raises pydantic.ValidationError naming the bad field."""
+        limits = ctx.config.gateway.limits
+        return self.params.model_validate(dict(args), context={"message_bytes": limits.message_bytes})
+
+    def invoke(self, ctx: ToolContext, args: Mapping[str, Any]) -> Wire | AwaitRun:
+        return self.run(ctx, self.parse(args, ctx))
+
+    def refusal(self, ctx: ToolContext) -> ToolFailure | None:
+        """Sub-agent sessions get the sub-agent tool set (docs/contract.md §6). sessions_spawn makes its own
+        check, so its refusal carries the contract's text."""
+        if self.name == "sessions_spawn" or not session_keys.is_subagent(ctx.caller_key):
+            return None
+        if self.name in subagents.tool_set(ctx.config, TOOLS):
+            return None
+        return ToolFailure(
+            status="forbidden",
+            error=f"{self.name} is not available in sub-agent sessions (tools.subagents.tools)",
+        )
+
+
+TOOLS: dict[str, Tool] = {
+    tool.name: tool
+    for tool in (
+        Tool(
+            "sessions_list",
+            "List sessions, newest first, optionally with their last messages.",
+            SessionsListParams,
+            sessions_list,
+        ),
+        Tool("sessions_history", "Read one session's transcript.", SessionsHistoryParams, sessions_history),
+        Tool(
+            "sessions_send",
+            "Send a message into another session; optionally wait for its reply.",
+            SessionsSendParams,
+            sessions_send,
+        ),
+        Tool(
+            "sessions_spawn",
+            "Start a sub-agent in its own session; its result is announced back when it ends.",
+            SessionsSpawnParams,
+            sessions_spawn,
+        ),
+        Tool("agents_list", "List the agents this session may spawn.", AgentsListParams, agents_list),
+    )
+}

@@ -1,0 +1,45 @@
+"""sessions_send: its parameters and result (docs/contract.md §4).
+
+Kept apart from the tool's code, which needs the store: a thin client imports these alone.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from shared.models import AgentRef, DeliveryState, Label, MessageText, Params, SessionRef, Wire
+
+
+class SessionsSendParams(Params):
+    session_key: SessionRef | None = Field(None, description="The target session's key (or use label).")
+    label: Label | None = Field(None, description="The target session's label (instead of sessionKey).")
+    agent_id: AgentRef | None = Field(None, description="With label: the agent whose label it is.")
+    message: MessageText = Field(description="The message to send.")
+    timeout_seconds: float = Field(
+        30, ge=0, strict=True, description="Wait this long for the reply; 0 sends and returns at once."
+    )
+
+
+class AnnounceDelivery(Wire):
+    """What a send's result says of the announce's delivery (it is ``pending`` when the send returns)."""
+
+    status: DeliveryState
+    mode: Literal["announce"] = "announce"
+
+
+class SendResult(Wire):
+    run_id: str
+    status: Literal["accepted", "ok", "timeout", "error"]
+    session_key: str
+    reply: str | None = None
+    error: str | None = None
+    delivery: AnnounceDelivery | None = None
+    flow_id: str | None = None
+
+    @model_validator(mode="after")
+    def _shape(self) -> SendResult:
+        if self.status in ("timeout", "error") and not self.error:
+            raise ValueError(f"a {self.status} result needs an error text")
+        return self

@@ -1,0 +1,35 @@
+"""shared/text.py: one definition of control characters and of a token's digest, used everywhere."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+import pytest
+
+from api.routes.channels import Recipient
+from shared import session_keys
+from shared.text import CONTROL_CLASS, has_control_characters, token_digest
+
+
+@pytest.mark.parametrize("char", ["\x00", "\x1b", "\x1f", "\x7f", "\x80", "\x85", "\x9f"])
+def test_c0_del_and_c1_are_control_characters(char: str) -> None:
+    assert has_control_characters(f"a{char}b")
+
+
+@pytest.mark.parametrize("text", ["plain", "é and ü", "日本", "emoji 🙂", "\xa0 (no-break space)"])
+def test_printable_text_has_none(text: str) -> None:
+    assert not has_control_characters(text)
+
+
+@pytest.mark.parametrize("char", ["\x1f", "\x7f", "\x85"])
+def test_session_keys_and_recipients_refuse_the_same_characters(char: str) -> None:
+    with pytest.raises(session_keys.SessionKeyError):
+        session_keys.parse(f"agent:main:cron:a{char}b")
+    pattern = next(m.pattern for m in Recipient.__metadata__[0].metadata if hasattr(m, "pattern"))
+    assert CONTROL_CLASS in pattern
+    assert re.fullmatch(pattern, f"a{char}b") is None
+
+
+def test_a_token_is_kept_as_the_hex_sha256_of_its_text() -> None:
+    assert token_digest("secret") == hashlib.sha256(b"secret").hexdigest()

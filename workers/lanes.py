@@ -1,0 +1,64 @@
+"""What a run task does, without Celery: one attempt of a run and what follows it, then the runs queued
+behind it in its session while the lane budget lasts. ``workers.tasks`` and the inline test harness
+(``workers.testing``) both call these, so the tests exercise the tasks' own code.
+"""
+
+from __future__ import annotations
+
+import time
+
+from shared.execution import Attempt, AttemptResult, execute
+from shared.flows.steps import FlowContext, advance
+from shared.runs import LaneHead
+from workers import queues
+from workers.context import WorkerContext
+
+
+def run_and_follow(ctx: WorkerContext, attempt: Attempt) -> AttemptResult:
+    """One attempt of a run, then the runs parked waiting for it and its flow's next step."""
+    result = execute(ctx.store, ctx.config, ctx.dispatcher, attempt)
+    for waiter in result.wake:
+        ctx.dispatcher.dispatch_run(waiter)
+    # A sub-agent's own run is followed by its link callback (subagent_announce), not from here; unless
+    # it was parked on a wait: then the callback already ran, while the run was not over.
+    if result.flow_id is not None and (result.kind != "subagent" or result.resumed):
+        advance(flow_context(ctx), result.flow_id)
+    return result
+
+
+def execute_lane(ctx: WorkerContext, attempt: Attempt, budget_s: float) -> tuple[AttemptResult, int]:
+    """``attempt``, then the runs queued behind it in its session's lane, in this same task, for as long
+    as ``budget_s`` allows; the lane's next head left over is enqueued. Returns the first attempt's result
+    and how many queued runs ran with it.
+
+    A queued successor costs a whole Celery message cycle when enqueued, and next to nothing when run
+    here, where the session is already hot. The budget keeps one busy session from holding the slot:
+    a slow run (a model call) uses it up at once. A successor runs as its own task would (owner = its
+    run id), so a worker lost in the middle leaves it to the reaper like any other leased run.
+    """
+    started = time.monotonic()
+    first = result = run_and_follow(ctx, attempt)
+    inline = 0
+    while (
+        (head := result.next_head) is not None
+        and time.monotonic() - started < budget_s
+        and head.kind != "subagent"  # its announce is the callback of its own task
+        and queues.queue_for(head.kind) == queues.queue_for(first.kind or head.kind)
+    ):
+        result = run_and_follow(ctx, Attempt(head.run_id, head.session_key, owner=head.run_id, attempt=0))
+        inline += 1
+    if result.next_head is not None:
+        ctx.dispatcher.dispatch_run(result.next_head)
+    return first, inline
+
+
+def flow_context(ctx: WorkerContext, owner: str | None = None, attempt: int = 0) -> FlowContext:
+    """With ``owner`` (a step task's id), the step's run is executed inside that task when its session is
+    free: one queue hop saved per step."""
+    if owner is None:
+        return FlowContext(ctx.config, ctx.store, ctx.dispatcher)
+
+    def run_inline(head: LaneHead) -> None:
+        execute_lane(ctx, Attempt(head.run_id, head.session_key, owner=owner, attempt=attempt), 0.0)
+
+    return FlowContext(ctx.config, ctx.store, ctx.dispatcher, run_inline)

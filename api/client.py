@@ -81,9 +81,16 @@ class Client:
     # -- tools --
 
     def invoke(
-        self, tool: str, args: dict[str, Any], *, caller: str = "main", wait_seconds: float = 0
+        self,
+        tool: str,
+        args: dict[str, Any],
+        *,
+        caller: str = "main",
+        wait_seconds: float = 0,
+        wait: bool = True,
     ) -> dict[str, Any]:
-        body = {"tool": tool, "args": args, "sessionKey": caller}
+        """``wait=False``: a call that would wait for a run answers ``accepted`` with its runId at once."""
+        body = {"tool": tool, "args": args, "sessionKey": caller, **({} if wait else {"wait": False})}
         data = self._request("POST", "/tools/invoke", json=body, wait_seconds=wait_seconds)
         result: dict[str, Any] = data["result"]
         return result
@@ -120,7 +127,10 @@ class Client:
         label: str | None = None,
         agent_id: str | None = None,
         caller: str = "main",
+        wait: bool = True,
     ) -> SendResult | ToolFailure:
+        """``wait=False``: answered ``accepted`` at once, ``timeout_seconds`` still bounding the exchange's
+        steps; wait for the reply with ``wait_run`` (or follow it with ``stream_run``)."""
         args = _args(
             sessionKey=session_key,
             label=label,
@@ -128,7 +138,8 @@ class Client:
             message=message,
             timeoutSeconds=timeout_seconds,
         )
-        return _send_result(self.invoke("sessions_send", args, caller=caller, wait_seconds=timeout_seconds))
+        waited = timeout_seconds if wait else 0
+        return _send_result(self.invoke("sessions_send", args, caller=caller, wait_seconds=waited, wait=wait))
 
     # -- sessions and runs --
 
@@ -196,8 +207,17 @@ class Client:
                     raise
                 time.sleep(min(0.2 * 2**attempt, 5.0))
 
+    def cancel_run(self, run_id: str) -> Run:
+        """End the run ``aborted`` wherever it is; the run as it is then (``ClawbusError`` 409 if it had
+        already ended otherwise)."""
+        return Run.model_validate(self._request("POST", f"/v1/runs/{_path(run_id)}/cancel", wait_seconds=5))
+
     def get_flow(self, flow_id: str) -> Flow:
         return Flow.model_validate(self._request("GET", f"/v1/flows/{_path(flow_id)}"))
+
+    def cancel_flow(self, flow_id: str) -> Flow:
+        """End the flow (``stopReason: canceled``), aborting the step it is on."""
+        return Flow.model_validate(self._request("POST", f"/v1/flows/{_path(flow_id)}/cancel"))
 
     def channel_messages(self, channel: str, to: str, after: str | None = None) -> list[dict[str, Any]]:
         """What clawbus delivered to a local channel (``webchat`` recipient, or a session's ``log``)."""

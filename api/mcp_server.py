@@ -13,6 +13,7 @@ arguments come back as results with ``isError`` set, in the words the HTTP API w
 
 from __future__ import annotations
 
+import contextlib
 import json
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -33,6 +34,7 @@ from api.errors import ApiError, error_response
 from api.routes.tools import call_tool, schemas_for
 from api.services import Services
 from shared.models import Wire
+from shared.tools.send_schema import SendResult, result_of
 
 SESSION_HEADER = "x-clawbus-session"
 INSTRUCTIONS = (
@@ -106,8 +108,10 @@ class InProcessBackend:
     async def call(self, name: str, arguments: dict[str, Any]) -> ToolOutcome:
         caller = _caller.get()
         try:
+            # A client that cancels the call (notifications/cancelled, or closing the request's stream)
+            # cancels this handler: the run the call started is cancelled with it.
             result: Wire = await call_tool(
-                caller.services, caller.principal, name, arguments, caller.session_key
+                caller.services, caller.principal, name, arguments, caller.session_key, abandon_cancels=True
             )
         except ApiError as exc:
             return ToolOutcome({"status": "error", "error": exc.message}, True)
@@ -119,8 +123,10 @@ class McpEndpoint:
     """The ASGI app behind ``/mcp``: bearer-token check, then the MCP session manager."""
 
     def __init__(self) -> None:
+        # Not JSON-only: a call that outlives a few seconds answers as an event stream, which is how the
+        # transport notices the client leaving, and cancels the call (and with it the run it started).
         self.manager = StreamableHTTPSessionManager(
-            app=build_server(InProcessBackend()), json_response=True, stateless=True
+            app=build_server(InProcessBackend()), json_response=False, stateless=True
         )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -153,18 +159,33 @@ class RemoteBackend:
         return await run_in_threadpool(self._client.tools, "anthropic", self._session_key)
 
     async def call(self, name: str, arguments: dict[str, Any]) -> ToolOutcome:
-        wait = arguments.get("timeoutSeconds", 30) if name == "sessions_send" else 0
+        """A send that waits is accepted first and then waited for here, so that the client cancelling
+        the call (notifications/cancelled) knows which run to cancel."""
         try:
             result = await run_in_threadpool(
-                self._client.invoke,
-                name,
-                arguments,
-                caller=self._session_key,
-                wait_seconds=float(wait) if isinstance(wait, int | float) else 30.0,
+                self._client.invoke, name, arguments, caller=self._session_key, wait=False
             )
+            if name == "sessions_send" and result.get("status") == "accepted":
+                result = await self._wait(result, arguments.get("timeoutSeconds", 30))
         except ClawbusError as exc:
             return ToolOutcome({"status": "error", "error": exc.message}, True)
         return ToolOutcome(result, _failed(result))
+
+    async def _wait(self, accepted: dict[str, Any], timeout: Any) -> dict[str, Any]:
+        sent = SendResult.model_validate(accepted)
+        seconds = float(timeout) if isinstance(timeout, int | float) else 30.0
+        if seconds == 0:
+            return accepted
+        try:
+            run = await anyio.to_thread.run_sync(
+                self._client.wait_run, sent.run_id, seconds, abandon_on_cancel=True
+            )
+        except anyio.get_cancelled_exc_class():
+            with anyio.CancelScope(shield=True), contextlib.suppress(ClawbusError):  # 409: it had ended
+                await anyio.to_thread.run_sync(self._client.cancel_run, sent.run_id)
+            raise
+        waited = result_of(sent.run_id, sent.session_key, seconds, run)
+        return waited.model_copy(update={"flow_id": sent.flow_id}).wire()
 
 
 async def serve_stdio(client: Client, session_key: str) -> None:

@@ -21,6 +21,10 @@ class InvokeRequest(BaseModel):
     session_key: str = Field("main", min_length=1, max_length=512)
     # The run this call is made from (an agent's tool call): sends from it count toward the hop limit.
     run_id: str | None = Field(None, min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_-]+$")
+    # False: a call that would wait for a run (sessions_send with timeoutSeconds > 0) answers ``accepted``
+    # at once, its timeoutSeconds still setting the exchange's step bound; wait with /v1/runs/{id}/wait.
+    # The CLI uses it so that Ctrl-C during a wait knows which run to name.
+    wait: bool = True
 
 
 class InvokeResponse(BaseModel):

@@ -11,6 +11,7 @@ finds what the first one made.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from collections.abc import Callable
@@ -25,7 +26,7 @@ from shared.dispatch import Dispatcher
 from shared.errors import ToolError, first_invalid
 from shared.models import Message, Run, TextBlock, ToolCallBlock, ToolFailure, Usage, Wire
 from shared.redaction import redact
-from shared.runtime.base import AgentRuntime, RunTimedOut, StepRequest
+from shared.runtime.base import AgentRuntime, RunCancelled, RunTimedOut, StepRequest
 from shared.store import Store
 from shared.submit import AwaitRun
 from shared.tools.context import ToolContext
@@ -90,6 +91,8 @@ def run_loop(env: LoopEnv, state: LoopState) -> LoopState:
         calls = unanswered(state)
         if calls:
             for call in calls:
+                if env.request.cancelled():  # no tool call starts after a cancel
+                    raise RunCancelled()
                 result = _call(env, call)
                 if isinstance(result, AwaitRun):
                     deadline = env.store.clock.now_ms() + int(result.timeout_seconds * 1000)
@@ -113,26 +116,33 @@ def unanswered(state: LoopState) -> list[ToolCallBlock]:
     return [call for call in latest.tool_calls if call.id not in answered]
 
 
+def aborted(state: LoopState, run_id: str, now_ms: int, partial: str) -> list[Message]:
+    """What a cancelled run commits: what it said before, an error result for every call it had not
+    answered (a transcript with an unanswered call is one no model accepts back), and the text of the
+    step it was cut off in, marked aborted."""
+    refused = ToolFailure(status="error", error="run aborted")
+    results = [
+        Message.of("toolResult", json.dumps(refused.wire()), timestamp=now_ms, run_id=run_id).model_copy(
+            update={"tool_call_id": call.id, "tool_name": call.name, "is_error": True}
+        )
+        for call in unanswered(state)
+    ]
+    cut = Message.of("assistant", partial, timestamp=now_ms, run_id=run_id)
+    return [*state.messages, *results, cut.model_copy(update={"stop_reason": "aborted"})]
+
+
 def _step(env: LoopEnv, state: LoopState) -> None:
     if state.steps >= env.config.runs.max_steps:
         raise StepsExhausted(
             f"the agent was still calling tools after {state.steps} model steps (runs.maxSteps)"
         )
+    if env.request.cancelled():
+        raise RunCancelled()
     limit = env.time_left()
     if limit is not None and limit <= 0:
         raise RunTimedOut("no time was left when the step started")
     base = env.request
-    request = StepRequest(
-        agent_id=base.agent_id,
-        model=base.model,
-        session=base.session,
-        messages=[*base.messages, *state.messages],
-        context=base.context,
-        tools=base.tools,
-        time_limit=limit,
-        thinking=base.thinking,
-        on_text=base.on_text,
-    )
+    request = dataclasses.replace(base, messages=[*base.messages, *state.messages], time_limit=limit)
     try:
         result = env.runtime.step(request)
     finally:

@@ -1,11 +1,15 @@
-"""Standalone chat commands handled by clawbus itself, not by the agent: ``/send on|off|inherit``.
+"""Standalone chat commands handled by clawbus itself, not by the agent (docs/contract.md §9):
+``/send on|off|inherit`` and ``/stop``.
 
-Owner-only: the sender (``<channel>:<senderId>``) must be listed in ``commands.ownerAllowFrom``. With no
-owners configured nobody may run them (OpenClaw once let wildcard senders through; not here).
+Owners are the senders (``<channel>:<senderId>``) listed in ``commands.ownerAllowFrom``, writing with an
+owner token; with no owners configured nobody is one (OpenClaw once let wildcard senders through; not
+here). ``/send`` is theirs alone; ``/stop`` is also the session's own sender's: whoever a direct chat
+session talks with may stop what it is doing for them.
 """
 
 from __future__ import annotations
 
+from shared import run_control, session_keys
 from shared.models import CommandReply, InboundMessageParams, SessionEntry
 from shared.sessions import SessionPatch, new_entry
 from shared.tools.context import ToolContext
@@ -22,9 +26,12 @@ _SEND_ARGS: dict[str, str | None] = {
 }
 
 
+COMMANDS = frozenset({"/send", "/stop"})
+
+
 def is_command(text: str) -> bool:
     words = text.strip().split()
-    return bool(words) and words[0].lower() == "/send"
+    return bool(words) and words[0].lower() in COMMANDS
 
 
 def is_owner(ctx: ToolContext, inbound: InboundMessageParams) -> bool:
@@ -34,8 +41,22 @@ def is_owner(ctx: ToolContext, inbound: InboundMessageParams) -> bool:
     return sender in {owner.lower() for owner in ctx.config.commands.owner_allow_from}
 
 
+def is_own_sender(ctx: ToolContext, inbound: InboundMessageParams) -> bool:
+    """The sender is whom the session talks with: the peer its direct-chat key spells, or the address its
+    last inbound message came from, on the same channel."""
+    if not inbound.sender_id or not inbound.channel:
+        return False
+    key = ctx.caller_key
+    if session_keys.chat_type(key) == "direct" and session_keys.channel_of(key) == inbound.channel:
+        return session_keys.peer_of(key) == inbound.sender_id
+    entry = ctx.store.sessions.get(key)
+    return entry is not None and entry.last_channel == inbound.channel and entry.last_to == inbound.sender_id
+
+
 def run_command(ctx: ToolContext, inbound: InboundMessageParams) -> CommandReply:
     """``ctx.caller_key`` is the session the command was written in."""
+    if inbound.message.strip().split()[0].lower() == "/stop":
+        return _stop(ctx, inbound)
     display = ctx.display(ctx.caller_key)
     if not ctx.owner:
         return CommandReply(
@@ -63,6 +84,19 @@ def run_command(ctx: ToolContext, inbound: InboundMessageParams) -> CommandReply
         else "Send policy for this session: inherit (follows session.sendPolicy)."
     )
     return CommandReply(command="/send", status="ok", session_key=display, reply=reply)
+
+
+def _stop(ctx: ToolContext, inbound: InboundMessageParams) -> CommandReply:
+    display = ctx.display(ctx.caller_key)
+    if not ((ctx.owner and is_owner(ctx, inbound)) or is_own_sender(ctx, inbound)):
+        return CommandReply(
+            command="stop",
+            status="error",
+            session_key=display,
+            error="/stop is for owners (commands.ownerAllowFrom) and the session's own sender",
+        )
+    stopped = run_control.stop_session(ctx.config, ctx.store, ctx.dispatcher, ctx.caller_key)
+    return CommandReply(command="stop", status="ok", session_key=display, aborted=stopped)
 
 
 def _session(ctx: ToolContext) -> SessionEntry:

@@ -9,17 +9,18 @@ fenced commit lets only the lease holder finish.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Literal
 
-from shared import agent_loop, leases, logs, session_keys, subagents
+from shared import agent_loop, cancellation, leases, logs, session_keys, subagents
 from shared.agent_loop import LoopState, StepsExhausted
 from shared.config import Config
 from shared.dispatch import Dispatcher
 from shared.models import Message, Run, RunKind, RunStatus
 from shared.runs import Claim, ClaimOutcome, ExecutionState, LaneHead, Outcome, SuspendOutcome
-from shared.runtime.base import RunTimedOut, StepRequest
+from shared.runtime.base import RunCancelled, RunTimedOut, StepRequest
 from shared.runtime.registry import runtime_for
 from shared.store import Store
 from shared.tools.registry import TOOLS
@@ -97,8 +98,11 @@ def _claimed(
 ) -> AttemptResult:
     loop = LoopState.model_validate_json(state.memo) if state.memo else LoopState()
     resumed = loop.pending is not None
-    with leases.kept(store, attempt.session_key, claim.token, lease_ms) as lease:
-        finished = _run_agent(_Held(store, config, dispatcher, claim, state, lease), loop)
+    with (
+        leases.kept(store, attempt.session_key, claim.token, lease_ms) as lease,
+        cancellation.watching(store, attempt.run_id) as cancel,
+    ):
+        finished = _run_agent(_Held(store, config, dispatcher, claim, state, lease, cancel), loop)
     if finished == _PARKED:
         return AttemptResult(ClaimOutcome.CLAIMED, suspended=True, resumed=resumed)
     if finished == _LOST:
@@ -138,6 +142,8 @@ class _Held:
     claim: Claim
     state: ExecutionState
     lease: leases.LeaseHandle
+    # Set when the run is cancelled while this attempt runs it.
+    cancel: threading.Event
 
 
 def _run_agent(held: _Held, loop: LoopState) -> _Finished | Literal["parked", "lost"]:
@@ -158,6 +164,11 @@ def _run_agent(held: _Held, loop: LoopState) -> _Finished | Literal["parked", "l
     except LeaseLost as exc:
         log.warning("%s; another attempt owns it", exc)
         return _LOST
+    except RunCancelled as exc:
+        log.info("run %s aborted: it was cancelled", run.run_id)
+        messages = agent_loop.aborted(loop, run.run_id, held.store.clock.now_ms(), exc.partial)
+        outcome = Outcome(RunStatus.ABORTED, reply=exc.partial or None, error="run aborted", usage=loop.usage)
+        return _Finished(outcome, messages)
     except RunTimedOut as exc:
         assert run.timeout_ms is not None
         error = f"the run exceeded runTimeoutSeconds={run.timeout_ms / 1000:g} ({exc})"
@@ -199,6 +210,8 @@ def _run_to_reply(held: _Held, loop: LoopState) -> None:
             raise _Parked
         if parked is SuspendOutcome.FENCED:
             raise LeaseLost(f"run {run.run_id}: lease lost before it could park")
+        if parked is SuspendOutcome.CANCELLED:
+            raise RunCancelled()
         held.lease.resume()
 
 
@@ -225,6 +238,7 @@ def _loop_env(held: _Held) -> agent_loop.LoopEnv:
         thinking=state.session.thinking_level if state.session else None,
         on_text=streamed.write,
         on_restart=streamed.restart,
+        cancel=held.cancel,
     )
     return agent_loop.LoopEnv(
         config=config,

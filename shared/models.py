@@ -242,6 +242,7 @@ FlowEndReason = Literal[
     "announce_failed",  # the announce run ended in error, timeout or abort
     "flow_timeout",  # the flow outlived session.agentToAgent.flowTimeoutSeconds
     "gone",  # a run or session the flow needed was deleted
+    "canceled",  # POST /v1/flows/{id}/cancel: no step starts after it
 ]
 
 
@@ -358,13 +359,16 @@ Label = Annotated[str, Field(min_length=1, max_length=128), AfterValidator(_prin
 
 
 class CommandReply(Wire):
-    """The answer to a standalone chat command (``/send on``): handled by clawbus, no agent run."""
+    """The answer to a standalone chat command (``/send on``, ``/stop``): handled by clawbus, no agent
+    run."""
 
     command: str
     status: Literal["ok", "error"]
     session_key: str
     reply: str | None = None
     error: str | None = None
+    # /stop: the session's runs it stopped (the running one ends ``aborted`` within about a second).
+    aborted: list[str] | None = None
 
 
 class InboundMessageParams(Params):

@@ -101,6 +101,7 @@ class SuspendOutcome(StrEnum):
     SUSPENDED = "suspended"
     READY = "ready"  # the awaited run has already ended: go on at once
     FENCED = "fenced"  # the lease was lost
+    CANCELLED = "cancelled"  # the run was cancelled: it ends aborted instead of waiting
 
 
 @dataclass(frozen=True, slots=True)

@@ -91,9 +91,13 @@ def status_of(run: Run | None) -> str:
     """From the runtime outcome, never from what the model wrote."""
     if run is None:
         return "unknown"
-    return {RunStatus.OK: "success", RunStatus.ERROR: "error", RunStatus.TIMEOUT: "timeout"}.get(
-        run.status, "unknown"
-    )
+    statuses = {
+        RunStatus.OK: "success",
+        RunStatus.ERROR: "error",
+        RunStatus.TIMEOUT: "timeout",
+        RunStatus.ABORTED: "aborted",  # cancelled (POST /v1/runs/{id}/cancel, /stop)
+    }
+    return statuses.get(run.status, "unknown")
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,10 +12,10 @@ from typing import Any
 from pydantic import BaseModel
 
 from shared.dispatch import Dispatcher
-from shared.models import Flow, Run, RunStatus, SessionEntry
+from shared.models import Flow, Run, SessionEntry
 from shared.runs import Accepted, LaneHead, NewRun
 from shared.store import Store
-from shared.tools.send_schema import AnnounceDelivery, SendResult
+from shared.tools.send_schema import AnnounceDelivery, SendResult, result_of
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +34,16 @@ class AwaitRun(BaseModel):
     @property
     def wait_seconds(self) -> float:
         return min(self.timeout_seconds, self.max_wait_seconds)
+
+    def accepted(self) -> SendResult:
+        """The answer without the wait: the run is under way."""
+        return SendResult(
+            run_id=self.run_id,
+            status="accepted",
+            session_key=self.session_key,
+            delivery=AnnounceDelivery(status="pending"),
+            flow_id=self.flow_id,
+        )
 
     def finish(self, run: Run | None) -> SendResult:
         result = result_of(self.run_id, self.session_key, self.timeout_seconds, run)
@@ -75,46 +85,11 @@ def submit(
 def send_outcome(
     run_id: str, session_key: str, timeout_seconds: float, max_wait_seconds: float, flow_id: str | None = None
 ) -> SendResult | AwaitRun:
-    if timeout_seconds == 0:
-        return SendResult(
-            run_id=run_id,
-            status="accepted",
-            session_key=session_key,
-            delivery=AnnounceDelivery(status="pending"),
-            flow_id=flow_id,
-        )
-
-    return AwaitRun(
+    wait = AwaitRun(
         run_id=run_id,
         session_key=session_key,
         timeout_seconds=timeout_seconds,
         max_wait_seconds=max_wait_seconds,
         flow_id=flow_id,
     )
-
-
-def result_of(run_id: str, session_key: str, timeout_seconds: float, run: Run | None) -> SendResult:
-    if run is None or not run.status.terminal:
-        return SendResult(
-            run_id=run_id,
-            status="timeout",
-            session_key=session_key,
-            error=(
-                f"timed out after {timeout_seconds:g}s; the run continues: read sessions_history later "
-                f"or wait again with GET /v1/runs/{run_id}/wait"
-            ),
-        )
-    if run.status is RunStatus.OK:
-        return SendResult(
-            run_id=run_id,
-            status="ok",
-            session_key=session_key,
-            reply=run.reply or "",
-            delivery=AnnounceDelivery(status="pending"),
-        )
-    return SendResult(
-        run_id=run_id,
-        status="error",
-        session_key=session_key,
-        error=run.error or f"run ended with status {run.status.value}",
-    )
+    return wait.accepted() if timeout_seconds == 0 else wait

@@ -19,13 +19,14 @@ from api.cli.common import (
     app,
     console,
     fail,
+    flows_app,
     load,
     runs_app,
     sessions_app,
 )
 from api.client import ClawbusError, Client
-from shared.models import Run, ToolFailure, Wire
-from shared.tools.send_schema import SendResult
+from shared.models import Flow, Run, RunStatus, ToolFailure, Wire
+from shared.tools.send_schema import SendResult, result_of
 
 
 def client_for(url: str | None, token: str | None) -> Client:
@@ -127,13 +128,30 @@ def sessions_send(
     as_json: JsonOpt = False,
     caller: CallerOpt = "main",
     timeout: Annotated[float, typer.Option(help="Seconds to wait for the reply; 0 = fire-and-forget.")] = 30,
+    stream: Annotated[bool, typer.Option("--stream", help="Print the reply as the model writes it.")] = False,
 ) -> None:
-    """Send a message into a session and wait for its reply (a spinner counts the seconds)."""
-    with client_for(url, token) as client, waiting(f"{session_key} to reply", timeout, quiet=as_json):
-        result = call(client.sessions_send, session_key, message, timeout_seconds=timeout, caller=caller)
+    """Send a message into a session and wait for its reply (a spinner counts the seconds). Ctrl-C stops
+    waiting, not the run: it says how to wait again."""
+    with client_for(url, token) as client:
+        result = call(
+            client.sessions_send, session_key, message, timeout_seconds=timeout, caller=caller, wait=False
+        )
+        if isinstance(result, SendResult) and result.status == "accepted" and (timeout > 0 or stream):
+            try:
+                if stream:
+                    run = _follow(client, result.run_id, quiet=as_json)
+                else:
+                    with waiting(f"{session_key} to reply", timeout, quiet=as_json):
+                        run = call(client.wait_run, result.run_id, timeout)
+            except KeyboardInterrupt:
+                _detached(result.run_id)
+            waited = result_of(result.run_id, result.session_key, timeout, run)
+            result = waited.model_copy(update={"flow_id": result.flow_id})
     if as_json:
         print_json(result)
         return
+    if stream and isinstance(result, SendResult) and result.status == "ok":
+        return  # its text is out already
     _show_send(result)
 
 
@@ -150,6 +168,36 @@ def _show_send(result: SendResult | ToolFailure) -> None:
     else:
         console.print(f"[yellow]{result.error}[/yellow]", highlight=False)
         raise typer.Exit(3)
+
+
+def _follow(client: Client, run_id: str, quiet: bool) -> Run:
+    """Print the run's text as it streams in (nothing with ``quiet``); the run once it ended. A runtime
+    that does not stream (echo) has its whole reply printed at the end."""
+    printed = False
+    for event in call(client.stream_run, run_id):
+        if quiet:
+            continue
+        if event["type"] == "text":
+            typer.echo(event["text"], nl=False)
+            printed = True
+        elif event["type"] == "text_reset":  # the model was asked again: what came so far is void
+            console.print("\n[yellow](the model was asked again; its answer starts over)[/yellow]")
+    run: Run = call(client.get_run, run_id)
+    if not quiet and not printed and run.reply:
+        typer.echo(run.reply, nl=False)
+        printed = True
+    if printed:
+        typer.echo()
+    return run
+
+
+def _detached(run_id: str) -> None:
+    console.print(
+        f"\ndetached: run {run_id} goes on. Wait for it with `clawbus runs wait {run_id}`, follow it with "
+        f"`clawbus runs stream {run_id}`, stop it with `clawbus runs cancel {run_id}`.",
+        highlight=False,
+    )
+    raise typer.Exit(130)
 
 
 @app.command()
@@ -185,9 +233,12 @@ def runs_wait(
     as_json: JsonOpt = False,
     timeout: Annotated[float, typer.Option(help="Seconds to wait.")] = 30,
 ) -> None:
-    """Wait for a run to end and print it (exit 3 if it is still going)."""
-    with client_for(url, token) as client, waiting(f"run {run_id}", timeout, quiet=as_json):
-        run = call(client.wait_run, run_id, timeout)
+    """Wait for a run to end and print it (exit 3 if it is still going; Ctrl-C stops waiting, not the run)."""
+    try:
+        with client_for(url, token) as client, waiting(f"run {run_id}", timeout, quiet=as_json):
+            run = call(client.wait_run, run_id, timeout)
+    except KeyboardInterrupt:
+        _detached(run_id)
     if run is None:
         if as_json:
             print_json({"runId": run_id, "status": "timeout"})
@@ -195,6 +246,59 @@ def runs_wait(
             console.print(f"[yellow]run {run_id} still going after {timeout:g}s[/yellow]")
         raise typer.Exit(3)
     _show_run(run, as_json)
+
+
+@runs_app.command("stream")
+def runs_stream(run_id: str, url: UrlOpt = None, token: TokenOpt = None, as_json: JsonOpt = False) -> None:
+    """Print a run's reply as the model writes it (from its start, if it is under way or over), then the
+    run. With --json: one event per line, as they come."""
+    with client_for(url, token) as client:
+        try:
+            if as_json:
+                for event in call(client.stream_run, run_id):
+                    typer.echo(json.dumps(event, ensure_ascii=False))
+                return
+            run = _follow(client, run_id, quiet=False)
+        except KeyboardInterrupt:
+            _detached(run_id)
+    if run.status is not RunStatus.OK:
+        console.print(f"[red]{run.status.value}: {run.error}[/red]", highlight=False)
+        raise typer.Exit(1)
+
+
+@runs_app.command("cancel")
+def runs_cancel(run_id: str, url: UrlOpt = None, token: TokenOpt = None, as_json: JsonOpt = False) -> None:
+    """Stop a run: queued or parked it ends at once, running at its model's next chunk or tool call."""
+    with client_for(url, token) as client:
+        run = call(client.cancel_run, run_id)
+    _show_run(run, as_json)
+
+
+@flows_app.command("get")
+def flows_get(flow_id: str, url: UrlOpt = None, token: TokenOpt = None, as_json: JsonOpt = False) -> None:
+    """Print a flow: its steps, stop reason and delivery."""
+    with client_for(url, token) as client:
+        flow = call(client.get_flow, flow_id)
+    _show_flow(flow, as_json)
+
+
+@flows_app.command("cancel")
+def flows_cancel(flow_id: str, url: UrlOpt = None, token: TokenOpt = None, as_json: JsonOpt = False) -> None:
+    """End a flow: the step it is on is aborted, and no further step starts."""
+    with client_for(url, token) as client:
+        flow = call(client.cancel_flow, flow_id)
+    _show_flow(flow, as_json)
+
+
+def _show_flow(flow: Flow, as_json: bool) -> None:
+    if as_json:
+        print_json(flow)
+        return
+    typer.echo(f"flow {flow.flow_id}  {flow.kind}  {flow.status}  stopReason {flow.stop_reason or '-'}")
+    for step in flow.steps:
+        typer.echo(f"  {step.step}  {step.status}  {step.run_id or ''}")
+    if flow.error:
+        console.print(f"[red]{flow.error}[/red]", highlight=False)
 
 
 def _show_run(run: Run, as_json: bool) -> None:

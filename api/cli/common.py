@@ -13,10 +13,12 @@ from shared.config import Config, ConfigError, load_config
 
 app = typer.Typer(no_args_is_help=True, help="clawbus: OpenClaw's session tools as a distributed service.")
 sessions_app = typer.Typer(no_args_is_help=True, help="Call the session tools.")
-runs_app = typer.Typer(no_args_is_help=True, help="Inspect and wait for runs.")
+runs_app = typer.Typer(no_args_is_help=True, help="Inspect, wait for, follow and stop runs.")
+flows_app = typer.Typer(no_args_is_help=True, help="Inspect and stop flows (a send's or spawn's exchange).")
 token_app = typer.Typer(no_args_is_help=True, help="API tokens.")
 app.add_typer(sessions_app, name="sessions")
 app.add_typer(runs_app, name="runs")
+app.add_typer(flows_app, name="flows")
 app.add_typer(token_app, name="token")
 console = Console(stderr=True)
 

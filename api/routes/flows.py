@@ -7,9 +7,13 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Path
 
+from api.auth import Principal
 from api.deps import PrincipalDep, ServicesDep
 from api.errors import ErrorResponse, not_found
+from api.services import Services
+from shared import logs, run_control
 from shared.flows.view import describe
+from shared.models import Flow
 from shared.redaction import scrubbed_flow
 
 router = APIRouter(prefix="/v1/flows", tags=["flows"])
@@ -20,11 +24,25 @@ FlowId = Annotated[
 _errors: dict[int | str, dict[str, Any]] = {code: {"model": ErrorResponse} for code in (400, 401, 404)}
 
 
-@router.get("/{flow_id}", responses=_errors)
-def get_flow(flow_id: FlowId, services: ServicesDep, principal: PrincipalDep) -> dict[str, Any]:
+def _flow_for(services: Services, principal: Principal, flow_id: str) -> Flow:
     flow = describe(services.store, flow_id)
     if flow is None or not (
         principal.may_act_as(flow.requester_key) or principal.may_act_as(flow.target_key)
     ):
         raise not_found(f"Flow not found: {flow_id}")
-    return scrubbed_flow(flow).wire()
+    return flow
+
+
+@router.get("/{flow_id}", responses=_errors)
+def get_flow(flow_id: FlowId, services: ServicesDep, principal: PrincipalDep) -> dict[str, Any]:
+    return scrubbed_flow(_flow_for(services, principal, flow_id)).wire()
+
+
+@router.post("/{flow_id}/cancel", responses=_errors)
+def cancel_flow(flow_id: FlowId, services: ServicesDep, principal: PrincipalDep) -> dict[str, Any]:
+    """End the flow, ``stopReason: canceled``: its running step is aborted and no further step starts.
+    Returns the flow. A flow that had already ended is returned as it is."""
+    with logs.bound(flow_id=flow_id):
+        _flow_for(services, principal, flow_id)
+        run_control.cancel_flow(services.config, services.store, services.dispatcher, flow_id)
+        return scrubbed_flow(_flow_for(services, principal, flow_id)).wire()

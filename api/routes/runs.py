@@ -7,23 +7,28 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Path, Query, Request
+from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import StreamingResponse
 
 from api import streams
 from api.auth import Principal
 from api.deps import PrincipalDep, ServicesDep
-from api.errors import ErrorResponse, not_found
+from api.errors import ApiError, ErrorResponse, not_found
 from api.params import STREAM_ID_PATTERN, StreamId
 from api.services import Services
-from shared import logs
-from shared.models import Run
+from shared import logs, run_control
+from shared.models import Run, RunStatus
 from shared.redaction import scrub, scrubbed_run
+from shared.runs import CancelOutcome
 
 router = APIRouter(prefix="/v1/runs", tags=["runs"])
 RunId = Annotated[str, Path(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_-]+$")]
 _errors: dict[int | str, dict[str, Any]] = {code: {"model": ErrorResponse} for code in (400, 401, 404)}
 # Proxies must neither cache nor buffer an event stream.
 STREAM_HEADERS = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
+# How long a cancel of a running run waits for its worker to stop it (it does within about a second) before
+# answering with the run as it is, still ``running`` with ``cancelRequested``.
+CANCEL_WAIT_SECONDS = 5.0
 
 
 async def _run_for(services: Services, principal: Principal, run_id: str) -> Run:
@@ -100,3 +105,27 @@ async def stream_run(
     await _run_for(services, principal, run_id)
     events = streams.run_events(services.live, run_id, last_event_id or after, request.is_disconnected)
     return StreamingResponse(events, media_type="text/event-stream", headers=STREAM_HEADERS)
+
+
+@router.post("/{run_id}/cancel", responses={**_errors, 409: {"model": ErrorResponse}})
+async def cancel_run(run_id: RunId, services: ServicesDep, principal: PrincipalDep) -> dict[str, Any]:
+    """End the run ``aborted`` wherever it is: queued or parked at once, running at its model's next
+    streamed chunk or tool call (what it had said is kept, marked aborted). Returns the run. Cancelling an
+    aborted run returns it; one that ended otherwise is a 409 naming its status."""
+    with logs.bound(run_id=run_id):
+        await _run_for(services, principal, run_id)
+        cancelled = await run_in_threadpool(
+            run_control.cancel_run, services.config, services.store, services.dispatcher, run_id
+        )
+        if cancelled.outcome is CancelOutcome.MISSING:
+            raise not_found(f"Run not found: {run_id}")
+        if cancelled.outcome is CancelOutcome.ENDED and cancelled.status is not RunStatus.ABORTED:
+            status = cancelled.status.value if cancelled.status else "unknown"
+            raise ApiError(409, "conflict", f"Run {run_id} already ended with status {status}")
+        if cancelled.outcome is CancelOutcome.CANCELLING:
+            run = await services.waiter.wait(run_id, CANCEL_WAIT_SECONDS)
+        else:
+            run = await services.waiter.read(run_id)
+        if run is None:
+            raise not_found(f"Run not found: {run_id}")
+        return scrubbed_run(run).wire()

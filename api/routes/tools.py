@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
+import anyio
 from fastapi import APIRouter, Query
 from fastapi.concurrency import run_in_threadpool
 from pydantic import ValidationError
@@ -16,7 +17,7 @@ from api.params import SESSION_KEY_CONSTRAINTS
 from api.routes.resolve import acting_as
 from api.schemas import InvokeRequest, InvokeResponse
 from api.services import Services
-from shared import logs, session_keys, subagents
+from shared import logs, run_control, session_keys, subagents
 from shared.errors import first_invalid
 from shared.models import Wire
 from shared.submit import AwaitRun
@@ -33,7 +34,9 @@ router = APIRouter(tags=["tools"])
     responses={400: {"model": ErrorResponse}, 401: {"model": ErrorResponse}, 404: {"model": ErrorResponse}},
 )
 async def invoke(body: InvokeRequest, services: ServicesDep, principal: PrincipalDep) -> InvokeResponse:
-    result = await call_tool(services, principal, body.tool, body.args, body.session_key, body.run_id)
+    result = await call_tool(
+        services, principal, body.tool, body.args, body.session_key, body.run_id, wait=body.wait
+    )
     return InvokeResponse(result=result.wire())
 
 
@@ -44,6 +47,8 @@ async def call_tool(
     args: dict[str, Any],
     session_key: str,
     run_id: str | None = None,
+    wait: bool = True,
+    abandon_cancels: bool = False,
 ) -> Wire:
     """One tool call on behalf of ``principal`` acting as ``session_key``, waits included (the HTTP call and
     MCP share it). Bad input raises ApiError (4xx, naming the field); refusals are results."""
@@ -52,10 +57,12 @@ async def call_tool(
         raise ApiError(404, "not_found", f"Tool not available: {name}", "tool")
     ctx = _caller(services, principal, session_key, run_id)
     with logs.bound(session_key=ctx.caller_key, run_id=run_id):
-        return await _call(services, tool, ctx, args)
+        return await _call(services, tool, ctx, args, wait, abandon_cancels)
 
 
-async def _call(services: Services, tool: Tool, ctx: ToolContext, args: dict[str, Any]) -> Wire:
+async def _call(
+    services: Services, tool: Tool, ctx: ToolContext, args: dict[str, Any], wait: bool, abandon_cancels: bool
+) -> Wire:
     refused = tool.refusal(ctx)
     if refused is not None:
         return refused
@@ -65,7 +72,9 @@ async def _call(services: Services, tool: Tool, ctx: ToolContext, args: dict[str
         field, message = first_invalid(exc.errors(), prefix="args")
         raise bad_request(field, message) from None
     result = await run_in_threadpool(tool.run, ctx, params)
-    return await settle(services, result)
+    if isinstance(result, AwaitRun) and not wait:
+        return result.accepted()
+    return await settle(services, result, abandon_cancels)
 
 
 @router.get("/v1/tools", responses={code: {"model": ErrorResponse} for code in (400, 401, 403, 404)})
@@ -96,11 +105,24 @@ def schemas_for(
     return tool_schemas(fmt, names)
 
 
-async def settle(services: Services, result: Wire | AwaitRun) -> Wire:
-    """Finish a result that asked to wait for a run, on this process's pub/sub multiplexer."""
-    if isinstance(result, AwaitRun):
+async def settle(services: Services, result: Wire | AwaitRun, abandon_cancels: bool = False) -> Wire:
+    """Finish a result that asked to wait for a run, on this process's pub/sub multiplexer. With
+    ``abandon_cancels``, a caller that gives up the wait (an MCP client's cancel) cancels the run too."""
+    if not isinstance(result, AwaitRun):
+        return result
+    try:
         return result.finish(await services.waiter.wait(result.run_id, result.wait_seconds))
-    return result
+    except anyio.get_cancelled_exc_class():
+        if abandon_cancels:
+            with anyio.CancelScope(shield=True):
+                await run_in_threadpool(
+                    run_control.cancel_run,
+                    services.config,
+                    services.store,
+                    services.dispatcher,
+                    result.run_id,
+                )
+        raise
 
 
 def _caller(services: Services, principal: Principal, session_key: str, run_id: str | None) -> ToolContext:

@@ -78,7 +78,10 @@ class OpenAIRuntime:
                 )
                 if deadline is not None and time.monotonic() + pause >= deadline:
                     raise RunTimedOut(f"{exc}; no time left to retry") from None
-                self._sleep(pause)
+                if request.cancel is None:
+                    self._sleep(pause)
+                elif request.cancel.wait(pause):  # a cancel ends the pause, and the step
+                    raise RunCancelled() from None
 
     def body(self, request: StepRequest) -> dict[str, Any]:
         body: dict[str, Any] = {"model": self._model.id, "messages": chat_messages(request)}

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from redis import Redis
@@ -292,14 +292,17 @@ class RunStore:
         waiters = [LaneHead(result[i], result[i + 1], result[i + 2]) for i in range(4, len(result), 3)]
         return Cancelled(outcome, RunStatus.ABORTED, next_head, waiters)
 
-    def cancellations(self, stop: threading.Event | None = None) -> Iterator[str | None]:
+    def cancellations(
+        self, on_subscribed: Callable[[], None], stop: threading.Event | None = None
+    ) -> Iterator[str | None]:
         """Ids of running runs cancelled from now on, as they are announced; None about once a second
-        when nothing came, so the caller can look around. A dropped connection is subscribed again."""
+        when nothing came. A dropped connection is subscribed again; ``on_subscribed`` runs after every
+        subscription, to read what was announced while nobody listened from the runs themselves."""
         while stop is None or not stop.is_set():
             pubsub = self._redis.pubsub(ignore_subscribe_messages=True)
             try:
                 pubsub.subscribe(self._keys.cancel_channel())
-                yield None  # subscribed: what was announced before now is read from the runs instead
+                on_subscribed()
                 while stop is None or not stop.is_set():
                     message = pubsub.get_message(timeout=1.0)
                     yield message["data"] if message and message["type"] == "message" else None

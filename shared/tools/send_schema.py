@@ -9,7 +9,17 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from shared.models import AgentRef, DeliveryState, Label, MessageText, Params, SessionRef, Wire
+from shared.models import (
+    AgentRef,
+    DeliveryState,
+    Label,
+    MessageText,
+    Params,
+    Run,
+    RunStatus,
+    SessionRef,
+    Wire,
+)
 
 
 class SessionsSendParams(Params):
@@ -43,3 +53,31 @@ class SendResult(Wire):
         if self.status in ("timeout", "error") and not self.error:
             raise ValueError(f"a {self.status} result needs an error text")
         return self
+
+
+def result_of(run_id: str, session_key: str, timeout_seconds: float, run: Run | None) -> SendResult:
+    """What a send that waited ``timeout_seconds`` for ``run`` returns (None or not ended: it timed out)."""
+    if run is None or not run.status.terminal:
+        return SendResult(
+            run_id=run_id,
+            status="timeout",
+            session_key=session_key,
+            error=(
+                f"timed out after {timeout_seconds:g}s; the run continues: read sessions_history later "
+                f"or wait again with GET /v1/runs/{run_id}/wait"
+            ),
+        )
+    if run.status is RunStatus.OK:
+        return SendResult(
+            run_id=run_id,
+            status="ok",
+            session_key=session_key,
+            reply=run.reply or "",
+            delivery=AnnounceDelivery(status="pending"),
+        )
+    return SendResult(
+        run_id=run_id,
+        status="error",
+        session_key=session_key,
+        error=run.error or f"run ended with status {run.status.value}",
+    )

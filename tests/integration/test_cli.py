@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
+import uuid
 
 from api.client import Client
 from shared.tools.send_schema import SendResult
 from tests.integration.conftest import TOKEN, Fresh, Stack
 from tests.support.processes import wait_for
+from tests.support.sessions import first_run
 
 
 def clawbus(stack_env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
@@ -66,3 +69,43 @@ def test_probes_tell_a_live_worker_and_beat_from_dead_ones(stack: Stack, fresh: 
     dead_beat = clawbus(fresh.env, "probe", "beat")
     assert dead_beat.returncode == 1
     assert "the reaper has not run" in dead_beat.stderr
+
+
+def _cli_env(stack: Stack) -> dict[str, str]:
+    return {**stack.env, "CLAWBUS_URL": stack.url, "CLAWBUS_TOKEN": TOKEN}
+
+
+def test_ctrl_c_during_a_send_detaches_and_says_how_to_wait_again(stack: Stack, client: Client) -> None:
+    key = f"agent:slow:cron:{uuid.uuid4().hex[:8]}"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "api.cli", "send", key, "take a while", "--timeout", "60"],
+        env=_cli_env(stack),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        run_id = wait_for(lambda: first_run(client, key), 20, what="the send's run")
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=20)
+    finally:
+        process.kill()
+    assert process.returncode == 130
+    assert f"clawbus runs wait {run_id}" in out + err
+    ended = client.wait_run(run_id, timeout=30)  # the run went on: Ctrl-C stopped the waiting only
+    assert ended is not None
+    assert ended.status == "ok"
+
+
+def test_runs_cancel_stops_a_run_and_send_stream_prints_the_reply(stack: Stack, client: Client) -> None:
+    env = _cli_env(stack)
+    key = f"agent:slow:cron:{uuid.uuid4().hex[:8]}"
+    accepted = json.loads(clawbus(env, "send", key, "stop me", "--timeout", "0", "--json").stdout)
+    cancelled = clawbus(env, "runs", "cancel", accepted["runId"], "--json")
+    assert cancelled.returncode == 0, cancelled.stderr
+    assert json.loads(cancelled.stdout)["status"] == "aborted"
+    again = clawbus(env, "runs", "cancel", accepted["runId"])
+    assert again.stdout.splitlines()[0] == f"run {accepted['runId']}  send  aborted  session {key}"
+    streamed = clawbus(env, "send", f"agent:brisk:cron:{uuid.uuid4().hex[:8]}", "hello", "--stream")
+    assert streamed.returncode == 0, streamed.stderr
+    assert streamed.stdout == "echo: hello\n"

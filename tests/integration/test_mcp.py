@@ -16,6 +16,8 @@ from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 from tests.integration.conftest import TOKEN, Stack
+from tests.support.processes import wait_for
+from tests.support.sessions import first_run
 
 
 @asynccontextmanager
@@ -102,3 +104,27 @@ def test_mcp_over_http_needs_a_valid_token(stack: Stack) -> None:
     )
     assert response.status_code == 401
     assert response.json()["error"]["type"] == "unauthorized"
+
+
+@pytest.mark.parametrize("transport", ["http", "stdio"])
+def test_a_cancelled_tool_call_cancels_the_run_it_started(stack: Stack, transport: str) -> None:
+    """The client gives up a send that waits (notifications/cancelled over stdio; over HTTP, closing the
+    request's stream): the slow run the call started ends aborted instead of running on."""
+    target = f"agent:slow:mcp-cancel-{transport}"
+    with stack.client() as http:
+
+        async def scenario() -> str:
+            opened = over_http(stack) if transport == "http" else over_stdio(stack)
+            async with opened as client, anyio.create_task_group() as group:
+                args = {"sessionKey": target, "message": "never mind", "timeoutSeconds": 60}
+                group.start_soon(client.call_tool, "sessions_send", args)
+                while (run_id := await anyio.to_thread.run_sync(first_run, http, target)) is None:
+                    await anyio.sleep(0.05)
+                group.cancel_scope.cancel()
+            return run_id
+
+        run_id = anyio.run(scenario)
+        run = wait_for(
+            lambda: (r := http.get_run(run_id)).status.terminal and r, 10, what="the run to be cancelled"
+        )
+        assert (run.status, run.error) == ("aborted", "run aborted")

@@ -81,6 +81,8 @@ class FakeOpenAI:
     # Streams being sent right now, and the most there ever were at once.
     in_flight: int = 0
     max_in_flight: int = 0
+    # When (monotonic) a client closed a stream before its end: a cancelled run hangs up on its model.
+    hung_up: list[float] = field(default_factory=list)
     _count_lock: threading.Lock = field(default_factory=threading.Lock)
 
     def streaming(self, change: int) -> None:
@@ -133,15 +135,20 @@ def _app(state: FakeOpenAI) -> FastAPI:
 async def _paced(state: FakeOpenAI, chunks: list[str], reply: Reply) -> AsyncIterator[str]:
     """Asynchronous, so a slow stream holds no thread: hundreds stream at once, as from a real provider."""
     state.streaming(+1)
+    ended = False
     try:
         for sent, chunk in enumerate(chunks):
             if reply.cut_after is not None and sent == reply.cut_after:
+                ended = True  # the server's own drop, not the client's
                 raise ConnectionAbortedError("the fake model dropped the connection")
             if reply.chunk_delay:
                 await asyncio.sleep(reply.chunk_delay)
             yield chunk
+        ended = True
     finally:
         state.streaming(-1)
+        if not ended:
+            state.hung_up.append(time.monotonic())
 
 
 def _calls(reply: Reply) -> list[dict[str, Any]]:

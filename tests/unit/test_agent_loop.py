@@ -299,3 +299,31 @@ def test_a_sub_agent_parked_on_a_wait_is_announced_only_once_it_ends(
     child_run = store.runs.get(spawned["runId"])
     assert child_run is not None
     assert child_run.reply == "research answered"
+
+
+def test_an_aborted_loop_answers_its_open_calls_and_keeps_the_cut_text_marked() -> None:
+    from shared.agent_loop import LoopState, aborted
+    from shared.models import TextBlock, ToolCallBlock
+
+    asked = Message.of("assistant", "", timestamp=1, run_id="r").model_copy(
+        update={
+            "content": [
+                TextBlock(text="let me look"),
+                ToolCallBlock(id="c1", name="sessions_list", arguments={}),
+                ToolCallBlock(id="c2", name="sessions_history", arguments={"sessionKey": "main"}),
+            ]
+        }
+    )
+    answered = Message.of("toolResult", "{}", timestamp=2, run_id="r").model_copy(
+        update={"tool_call_id": "c1", "tool_name": "sessions_list"}
+    )
+    messages = aborted(LoopState(messages=[asked, answered]), "r", 3, "I was say")
+    assert messages[:2] == [asked, answered]
+    refused = messages[2]
+    assert (refused.role, refused.tool_call_id, refused.is_error) == ("toolResult", "c2", True)
+    assert json.loads(refused.text) == {"status": "error", "error": "run aborted"}
+    assert (messages[3].role, messages[3].text, messages[3].stop_reason) == (
+        "assistant",
+        "I was say",
+        "aborted",
+    )

@@ -106,3 +106,30 @@ def test_a_message_that_merely_mentions_the_command_is_a_normal_message(
     config: Config, store: Store, dispatcher: InlineDispatcher
 ) -> None:
     assert isinstance(say(config, store, dispatcher, "how do I use /send off?"), SendResult)
+
+
+@pytest.mark.parametrize("sender", ["7", "stranger-owner"])
+def test_stop_is_for_the_sessions_own_sender_and_owners(
+    store: Store, dispatcher: InlineDispatcher, sender: str
+) -> None:
+    config = make_config({"commands": {"ownerAllowFrom": ["telegram:stranger-owner"]}})
+    queued = say(config, store, dispatcher, "hello")
+    assert isinstance(queued, SendResult)
+    result = say(config, store, dispatcher, "/stop", sender=sender)
+    assert isinstance(result, CommandReply)
+    assert result.wire() == {"command": "stop", "status": "ok", "sessionKey": KEY, "aborted": [queued.run_id]}
+    assert store.runs.get(queued.run_id).status == "aborted"  # type: ignore[union-attr]
+
+
+def test_stop_from_anyone_else_is_refused_and_stops_nothing(
+    config: Config, store: Store, dispatcher: InlineDispatcher
+) -> None:
+    queued = say(config, store, dispatcher, "hello")
+    assert isinstance(queued, SendResult)
+    result = say(config, store, dispatcher, "/stop", sender="8")
+    assert isinstance(result, CommandReply)
+    assert (result.status, result.error) == (
+        "error",
+        "/stop is for owners (commands.ownerAllowFrom) and the session's own sender",
+    )
+    assert store.runs.get(queued.run_id).status == "queued"  # type: ignore[union-attr]

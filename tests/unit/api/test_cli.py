@@ -9,7 +9,7 @@ from rich.console import Console
 from api.cli import app, client_commands
 
 COMMANDS = {"up", "api", "worker", "beat", "flower", "send", "mcp", "check-config", "status", "probe"}
-GROUPS = {"sessions", "runs", "token"}
+GROUPS = {"sessions", "runs", "flows", "token"}
 
 
 def test_every_command_is_on_the_one_app() -> None:

@@ -1,0 +1,80 @@
+"""Stopping work (docs/contract.md §8): cancel one run wherever it is, a whole flow, or everything one
+session has in its lane (the ``/stop`` command).
+
+A queued or parked run ends ``aborted`` in the cancel itself (``shared.store.runs`` does it in one Lua
+step), and what its end sets free is enqueued here: its lane's next run, the runs parked waiting for it,
+its flow's next step. A running run is only marked and announced; the worker that holds it stops it
+(``shared.cancellation``) and its commit sets the rest free, as any run's end does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from shared.config import Config
+from shared.dispatch import Dispatcher
+from shared.flows.steps import FlowContext, advance
+from shared.flows.view import snapshot
+from shared.runs import Cancelled, CancelOutcome
+from shared.store import Store
+
+CANCELED = "canceled"
+
+
+def cancel_run(config: Config, store: Store, dispatcher: Dispatcher, run_id: str) -> Cancelled:
+    cancelled = store.runs.cancel(run_id)
+    if cancelled.outcome is not CancelOutcome.ABORTED:
+        return cancelled
+    if cancelled.next_head is not None:
+        dispatcher.dispatch_run(cancelled.next_head)
+    for waiter in cancelled.waiters:
+        dispatcher.dispatch_run(waiter)
+    run = store.runs.get(run_id)
+    if run is not None and run.flow_id is not None:
+        # Without this the reaper would move the flow on, a grace later: a sub-agent's report, the
+        # announce of a send whose target was stopped.
+        advance(FlowContext(config, store, dispatcher), run.flow_id)
+    return cancelled
+
+
+@dataclass(frozen=True, slots=True)
+class FlowCancelled:
+    # False: the flow had already ended (its runs are left as they are).
+    ended_here: bool
+    # The flow's runs that were stopped: aborted at once, or being stopped by their worker.
+    aborted: list[str]
+
+
+def cancel_flow(config: Config, store: Store, dispatcher: Dispatcher, flow_id: str) -> FlowCancelled | None:
+    """End the flow (``stopReason: canceled``) so no step starts after this, then stop the step that
+    runs. None: there is no such flow."""
+    snap = snapshot(store, flow_id)
+    if snap is None:
+        return None
+    fields = {"stopReason": CANCELED, "error": "the flow was cancelled"}
+    if not store.flows.end(flow_id, "canceled", fields):
+        return FlowCancelled(ended_here=False, aborted=[])
+    # Read again: a step that was starting as the flow ended may have created its run meanwhile.
+    snap = snapshot(store, flow_id) or snap
+    runs = [snap.primary, *snap.turns, snap.announce]
+    aborted = [
+        run.run_id
+        for run in runs
+        if run is not None
+        and not run.status.terminal
+        and cancel_run(config, store, dispatcher, run.run_id).outcome
+        in (CancelOutcome.ABORTED, CancelOutcome.CANCELLING)
+    ]
+    return FlowCancelled(ended_here=True, aborted=aborted)
+
+
+def stop_session(config: Config, store: Store, dispatcher: Dispatcher, session_key: str) -> list[str]:
+    """Abort the session's running run and drop the runs queued behind it; the ids stopped, in lane
+    order. The queued ones go first, from the back, so none of them is made the head (and enqueued) on
+    the way."""
+    stopped: list[str] = []
+    for run_id in reversed(store.runs.lane(session_key)):
+        outcome = cancel_run(config, store, dispatcher, run_id).outcome
+        if outcome in (CancelOutcome.ABORTED, CancelOutcome.CANCELLING):
+            stopped.append(run_id)
+    return stopped[::-1]

@@ -1,0 +1,16 @@
+"""Reading a session through the API the way a test on the real stack watches it."""
+
+from __future__ import annotations
+
+from api.client import ClawbusError, Client
+
+
+def first_run(client: Client, session_key: str) -> str | None:
+    """The run whose input opens the session's transcript, once a worker has taken it (a claim appends
+    the input); None before that, or while the session does not exist."""
+    try:
+        result = client.sessions_history(session_key, include_tools=True, limit=10)
+    except ClawbusError:
+        return None
+    messages = getattr(result, "messages", [])  # a refusal (no such session yet) has none
+    return next((m.get("runId") for m in messages if m["role"] == "user"), None)

@@ -1,7 +1,7 @@
 """``python -m bench`` (``make bench``): clawbus's figures next to bare Celery on the same Redis, same run.
 
 ``--quick`` runs small sizes as a smoke test; ``--only FIGURE`` (repeatable: send, throughput, list,
-exchange, spawn, loop, model, backlog) picks figures.
+exchange, spawn, loop, model, backlog, control) picks figures.
 """
 
 from __future__ import annotations
@@ -17,11 +17,21 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from bench import agent_loop, backlog, exchange, list_latency, model_bound, send_latency, spawn, throughput
+from bench import (
+    agent_loop,
+    backlog,
+    exchange,
+    list_latency,
+    model_bound,
+    run_control,
+    send_latency,
+    spawn,
+    throughput,
+)
 from bench.report import Section, render, to_json, write
 from bench.stack import Stack, stack
 
-FIGURES = ("send", "throughput", "list", "exchange", "spawn", "loop", "model", "backlog")
+FIGURES = ("send", "throughput", "list", "exchange", "spawn", "loop", "model", "backlog", "control")
 
 
 @dataclass(frozen=True)
@@ -44,6 +54,7 @@ class Sizes:
     loop_warmup: int
     model: model_bound.Params
     backlog: backlog.Params
+    control: run_control.Params
 
 
 FULL = Sizes(
@@ -66,6 +77,7 @@ FULL = Sizes(
     model=model_bound.Params(runs=1000, sessions=500),
     # 200 exchanges of two 2 s model calls on 5 threads: 160 s of work, steps queued over three 30 s bounds.
     backlog=backlog.Params(sends=200, model_seconds=2.0, concurrency=5),
+    control=run_control.Params(cancels=100, first_texts=30),
 )
 QUICK = replace(
     FULL,
@@ -85,6 +97,7 @@ QUICK = replace(
     loop_warmup=3,
     model=model_bound.Params(runs=200, sessions=100),
     backlog=backlog.Params(sends=40, model_seconds=0.5, concurrency=2),
+    control=run_control.Params(cancels=20, first_texts=10),
 )
 
 
@@ -108,6 +121,8 @@ def measure(figure: str, running: Stack, sizes: Sizes) -> Section:
         return model_bound.run(running, sizes.model)
     if figure == "backlog":
         return backlog.run(running, sizes.backlog)
+    if figure == "control":
+        return run_control.run(running, sizes.control)
     if figure == "exchange":
         return exchange.run(running, sizes.exchanges, sizes.exchange_warmup)
     return list_latency.run(running, sizes.list_small, sizes.list_large, sizes.list_calls, sizes.list_warmup)

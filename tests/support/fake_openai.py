@@ -83,6 +83,8 @@ class FakeOpenAI:
     max_in_flight: int = 0
     # When (monotonic) a client closed a stream before its end: a cancelled run hangs up on its model.
     hung_up: list[float] = field(default_factory=list)
+    # The model's own time to first token: seconds from a streamed request's arrival to its first chunk.
+    first_chunk_seconds: list[float] = field(default_factory=list)
     _count_lock: threading.Lock = field(default_factory=threading.Lock)
 
     def streaming(self, change: int) -> None:
@@ -124,7 +126,7 @@ def _app(state: FakeOpenAI) -> FastAPI:
         if body.get("stream"):
             chunks = list(_chunks(body["model"], reply))
             state.server_seconds.append(time.perf_counter() - started)
-            return StreamingResponse(_paced(state, chunks, reply), media_type="text/event-stream")
+            return StreamingResponse(_paced(state, chunks, reply, started), media_type="text/event-stream")
         payload = _whole(body["model"], reply)
         state.server_seconds.append(time.perf_counter() - started)
         return JSONResponse(payload)
@@ -132,7 +134,7 @@ def _app(state: FakeOpenAI) -> FastAPI:
     return app
 
 
-async def _paced(state: FakeOpenAI, chunks: list[str], reply: Reply) -> AsyncIterator[str]:
+async def _paced(state: FakeOpenAI, chunks: list[str], reply: Reply, started: float) -> AsyncIterator[str]:
     """Asynchronous, so a slow stream holds no thread: hundreds stream at once, as from a real provider."""
     state.streaming(+1)
     ended = False
@@ -143,6 +145,8 @@ async def _paced(state: FakeOpenAI, chunks: list[str], reply: Reply) -> AsyncIte
                 raise ConnectionAbortedError("the fake model dropped the connection")
             if reply.chunk_delay:
                 await asyncio.sleep(reply.chunk_delay)
+            if sent == 0:
+                state.first_chunk_seconds.append(time.perf_counter() - started)
             yield chunk
         ended = True
     finally:

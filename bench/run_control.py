@@ -17,6 +17,7 @@ import uuid
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from bench import model_bound
 from bench.load import fan_out, posters
 from bench.report import Row, Section, Target
 from bench.stack import Stack, clawbus_worker, model_stack
@@ -49,15 +50,12 @@ class Outcome:
     model_first_token_ms: list[float]
 
 
-def config(model_url: str) -> dict[str, Any]:
-    return {
-        "agents": {"list": [{"id": "main", "default": True}, {"id": "gpt", "model": "fake/gpt"}]},
-        "models": {"providers": {"fake": {"type": "openai", "baseUrl": model_url, "models": ["gpt"]}}},
-    }
-
-
 def measure(stack: Stack, params: Params) -> Outcome:
-    with fake_openai() as model, model_stack(stack, config(model.url)) as bound, clawbus_worker(bound):
+    with (
+        fake_openai() as model,
+        model_stack(stack, model_bound.config(model.url)) as bound,
+        clawbus_worker(bound),
+    ):
         cancel_ms, aborted = _cancels(bound, model, params.cancels)
         hung_up = len(model.hung_up)
         first_text_ms, model_ms = _first_texts(bound, model, params.first_texts)

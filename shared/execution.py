@@ -100,7 +100,7 @@ def _claimed(
     resumed = loop.pending is not None
     with (
         leases.kept(store, attempt.session_key, claim.token, lease_ms) as lease,
-        cancellation.watching(store, attempt.run_id) as cancel,
+        cancellation.watching(store, attempt.run_id, state.run.cancel_requested) as cancel,
     ):
         finished = _run_agent(_Held(store, config, dispatcher, claim, state, lease, cancel), loop)
     if finished == _PARKED:

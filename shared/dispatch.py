@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from shared.flows.decide import StepTask
-from shared.runs import LaneHead
+from shared.runs import Enqueue, LaneHead
 
 
 class Dispatcher(Protocol):
@@ -13,6 +13,10 @@ class Dispatcher(Protocol):
 
     def dispatch_run(self, head: LaneHead) -> None:
         """Enqueue the execution of a lane head."""
+
+    def render_run(self, head: LaneHead) -> Enqueue | None:
+        """The message ``dispatch_run`` would send, for the accept script to push itself; None if this
+        dispatcher cannot render one (then the caller dispatches after accepting)."""
 
     def step(self, task: StepTask, flow_id: str, turn: int | None = None) -> None:
         """Enqueue a step of a flow (``turn``: which reply-back turn, for a reply turn); the task may find

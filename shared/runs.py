@@ -30,11 +30,25 @@ class NewRun:
 
 
 @dataclass(frozen=True, slots=True)
+class Enqueue:
+    """A lane head's task message rendered ahead, for the accept script to push when the run is the head:
+    the broker list it goes to, the message as the broker stores it, and the channel and body of its
+    task-sent event (empty: none)."""
+
+    queue: str
+    message: str
+    event_channel: str = ""
+    event: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class Accepted:
     run_id: str
     session_key: str
     seq: int
     is_head: bool
+    # The accept pushed the head's task message itself (``Enqueue``): nothing left to dispatch.
+    enqueued: bool = False
 
 
 class ClaimOutcome(StrEnum):

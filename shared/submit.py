@@ -71,10 +71,12 @@ def submit(
 ) -> Accepted:
     """Accept the run; enqueue it if it may start now, unless the caller runs it itself (``dispatch=False``:
     then a head it fails to run is dispatched again by the reaper after the grace)."""
-    accepted = store.runs.accept(session, updates, new, flow)
-    if accepted.is_head and dispatch:
+    head = LaneHead(new.run_id, session.key, new.kind, new.flow_id)
+    enqueue = dispatcher.render_run(head) if dispatch else None
+    accepted = store.runs.accept(session, updates, new, flow, enqueue)
+    if accepted.is_head and dispatch and not accepted.enqueued:
         try:
-            dispatcher.dispatch_run(LaneHead(new.run_id, session.key, new.kind, new.flow_id))
+            dispatcher.dispatch_run(head)
         except Exception:
             # The run is stored and its lane is on the reaper's schedule: it is dispatched again after
             # runs.dispatchGraceSeconds, so the caller's run is late, not lost.

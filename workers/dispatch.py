@@ -11,13 +11,18 @@ from typing import Any
 from celery import Celery
 
 from shared.flows.decide import StepTask
-from shared.runs import LaneHead
+from shared.runs import Enqueue, LaneHead
 from workers import queues
+from workers.messages import RunMessages
 
 
 class CeleryDispatcher:
     def __init__(self, app: Celery) -> None:
         self._app = app
+        self._messages = RunMessages(app)
+
+    def render_run(self, head: LaneHead) -> Enqueue:
+        return self._messages.render(head)
 
     def dispatch_run(self, head: LaneHead) -> None:
         self._send(

@@ -18,7 +18,7 @@ from shared.config import Config
 from shared.execution import Attempt, AttemptResult
 from shared.flows.decide import StepTask
 from shared.flows.steps import perform
-from shared.runs import LaneHead
+from shared.runs import Enqueue, LaneHead
 from shared.store import Store
 from workers import lanes
 from workers.context import WorkerContext
@@ -37,6 +37,9 @@ class InlineDispatcher:
 
     def dispatch_run(self, head: LaneHead) -> None:
         self.heads.append(head)
+
+    def render_run(self, head: LaneHead) -> Enqueue | None:
+        return None  # the head is dispatched after its accept, into ``heads``
 
     def step(self, task: StepTask, flow_id: str, turn: int | None = None) -> None:
         self.steps.append((task, flow_id, turn))

@@ -34,6 +34,7 @@ from shared.runs import (
     Claim,
     ClaimOutcome,
     Committed,
+    Enqueue,
     ExecutionState,
     LaneHead,
     NewRun,
@@ -69,9 +70,11 @@ class RunStore:
         session_updates: dict[str, Any],
         new: NewRun,
         flow: Flow | None = None,
+        enqueue: Enqueue | None = None,
     ) -> Accepted:
         """Create-or-touch ``session`` (``session`` holds the fields of a new entry), then queue the run;
-        a ``flow`` (whose id is this run's) is created in the same step."""
+        a ``flow`` (whose id is this run's) is created in the same step, and ``enqueue`` (the run's task
+        message) is pushed to the broker in it if the run is its lane's head."""
         k = self._keys
         run_fields = encode_values(
             {
@@ -90,7 +93,7 @@ class RunStore:
             }
         )
         run_fields = {field: value for field, value in run_fields.items() if value != "null"}
-        seq, position = self._scripts.accept(
+        seq, position, pushed = self._scripts.accept(
             keys=[
                 k.session(session.key),
                 k.sessions_index(),
@@ -105,6 +108,7 @@ class RunStore:
                 k.flows_due(),
                 k.metrics_runs_created(),
                 k.session_runs(session.key),
+                enqueue.queue if enqueue else k.session_runs(session.key),  # unused without a message
             ],
             args=[
                 self._clock.now_ms(),
@@ -117,9 +121,12 @@ class RunStore:
                 json.dumps(encode(flow)) if flow else "",
                 flow.created_at + min(self._grace_ms, flow.flow_timeout_ms) if flow else 0,
                 new.kind,
+                enqueue.message if enqueue else "",
+                enqueue.event_channel if enqueue else "",
+                enqueue.event if enqueue else "",
             ],
         )
-        return Accepted(new.run_id, session.key, int(seq), int(position) == 1)
+        return Accepted(new.run_id, session.key, int(seq), int(position) == 1, bool(int(pushed)))
 
     def get(self, run_id: str) -> Run | None:
         fields = self._redis.hgetall(self._keys.run(run_id))

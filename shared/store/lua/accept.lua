@@ -1,16 +1,20 @@
 -- Accept a run: create or touch its session, record the run, queue it in the session's lane.
--- The run may execute at once only if it is the lane's head; the caller dispatches it then.
+-- The run may execute at once only if it is the lane's head: then its task message, when the caller
+-- rendered one, is pushed to the broker here (and its task-sent event published), else the caller
+-- dispatches it.
 -- A sessions_send's flow record is created in the same step as its primary run.
 -- KEYS: 1 session, 2 index all, 3 index agent, 4 index kind, 5 sessionId lookup, 6 lane, 7 run,
---       8 run events, 9 lanes due, 10 flow, 11 flows due, 12 runs created (metrics), 13 the session's runs
+--       8 run events, 9 lanes due, 10 flow, 11 flows due, 12 runs created (metrics), 13 the session's runs,
+--       14 the broker queue of the task message
 -- ARGV: 1 now ms, 2 run id, 3 session key, 4 session fields on create (json), 5 session fields to set (json),
 --       6 run fields (json), 7 dispatch grace ms, 8 flow fields (json, '' for none), 9 the reaper's first look at the flow (ms),
---       10 run kind
+--       10 run kind, 11 the task message ('' none), 12 its event's channel ('' none), 13 the event
+-- Returns {seq, position in the lane, 1 if the task message was pushed}.
 local now = tonumber(ARGV[1])
 -- A retried call (the reply to the first one was lost) must not queue the run twice.
 if redis.call('EXISTS', KEYS[7]) == 1 then
   local head = redis.call('LINDEX', KEYS[6], 0) == ARGV[2] and redis.call('HGET', KEYS[7], 'status') == 'queued'
-  return {tonumber(redis.call('HGET', KEYS[7], 'seq')), head and 1 or 0}
+  return {tonumber(redis.call('HGET', KEYS[7], 'seq')), head and 1 or 0, 0}
 end
 if ARGV[8] ~= '' then
   hset_object(KEYS[10], ARGV[8])
@@ -32,8 +36,16 @@ redis.call('XADD', KEYS[8], '*', 'type', 'queued', 'at', now)
 redis.call('HINCRBY', KEYS[12], ARGV[10], 1)
 redis.call('XADD', KEYS[13], 'MAXLEN', '~', 1000, '*', 'runId', ARGV[2])
 local position = redis.call('RPUSH', KEYS[6], ARGV[2])
+local pushed = 0
 if position == 1 then
   redis.call('HSET', KEYS[7], 'dispatchedAt', now)
   redis.call('ZADD', KEYS[9], now + tonumber(ARGV[7]), ARGV[3])
+  if ARGV[11] ~= '' then
+    redis.call('LPUSH', KEYS[14], ARGV[11])
+    if ARGV[12] ~= '' then
+      redis.call('PUBLISH', ARGV[12], ARGV[13])
+    end
+    pushed = 1
+  end
 end
-return {seq, position}
+return {seq, position, pushed}

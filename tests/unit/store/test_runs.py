@@ -307,3 +307,26 @@ def test_accepting_the_same_run_twice_queues_it_once(store: Store, config: Confi
     claim(store, first.run_id)
     assert again(first.run_id).is_head is False
     assert store.runs.lane(KEY) == [first.run_id, second.run_id]
+
+
+def test_the_accept_pushes_a_heads_task_message_itself_and_only_a_heads(store: Store, config: Config) -> None:
+    from shared.runs import Enqueue
+
+    def accept_with(text: str, run_id: str | None = None) -> Accepted:
+        run_id = run_id or str(uuid.uuid4())
+        message = Message.of("user", text, timestamp=store.clock.now_ms(), run_id=run_id)
+        new = NewRun(run_id=run_id, session_key=KEY, agent_id="main", kind="chat", input=message)
+        enqueue = Enqueue("runs", f"message of {run_id}", "events", f"sent {run_id}")
+        return store.runs.accept(new_entry(config, KEY, store.clock.now_ms()), {}, new, None, enqueue)
+
+    events = store.redis.pubsub()
+    events.subscribe("events")
+    head = accept_with("first")
+    behind = accept_with("second")
+    again = accept_with("first", head.run_id)  # a retried call: the run is not queued, nor pushed, twice
+    assert (head.is_head, head.enqueued) == (True, True)
+    assert (behind.is_head, behind.enqueued) == (False, False)
+    assert (again.is_head, again.enqueued) == (True, False)
+    assert store.redis.lrange("runs", 0, -1) == [f"message of {head.run_id}"]
+    heard = [m["data"] for m in iter(lambda: events.get_message(timeout=0.1), None) if m["type"] == "message"]
+    assert heard == [f"sent {head.run_id}"]

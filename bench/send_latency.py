@@ -1,6 +1,7 @@
 """Figure 1: ``sessions_send`` with a wait, sequential, against a bare Celery ``delay().get()`` round trip.
 
-Both sides run one worker process with a prefork pool of one. Each send targets a fresh cron session so
+Both sides run one worker process: clawbus's at the defaults a user gets (a threads pool), bare Celery's a
+prefork pool of one (its fastest round trip). Each send targets a fresh cron session so
 every call does the same work. A send's reply comes before its announce step and delivery; those are let
 finish (untimed) before the next call, so each call meets an idle worker like each bare round trip does.
 Figure 4 times the whole exchange.
@@ -75,7 +76,7 @@ def run(stack: Stack, count: int, warmup: int) -> Section:
     clawbus, bare, bare_events = (Latency.of(samples[side]) for side in ("clawbus", "bare", "bare_events"))
     return Section(
         title=(
-            f"1. sessions_send with a wait: 1 worker x concurrency 1, N={per_round * ROUNDS} in {ROUNDS} "
+            f"1. sessions_send with a wait: 1 worker at the defaults, N={per_round * ROUNDS} in {ROUNDS} "
             f"alternating rounds, {warmup} warm-up calls each"
         ),
         measured_label="clawbus (HTTP API)",

@@ -88,10 +88,10 @@ def model_stack(stack: Stack, config: dict[str, Any]) -> Iterator[Stack]:
 
 @contextmanager
 def clawbus_workers(stack: Stack, count: int) -> Iterator[None]:
-    """``count`` worker processes, each a prefork pool of one, consuming every clawbus queue."""
+    """``count`` worker processes at the defaults a user gets (a threads pool), consuming every queue."""
     with ExitStack() as workers:
         for _ in range(count):
-            workers.enter_context(clawbus_worker(stack, "--concurrency=1", "--pool=prefork"))
+            workers.enter_context(clawbus_worker(stack))
         yield
 
 

@@ -188,7 +188,7 @@ def run(stack: Stack, params: Params, worker_counts: tuple[int, ...] = (1, 2)) -
     return Section(
         title=(
             f"2. fire-and-forget runs (chat messages), drained: M={params.total} from {params.threads} "
-            f"threads over {params.sessions} sessions (workers x concurrency 1, prefork)"
+            f"threads over {params.sessions} sessions (clawbus workers at the defaults, bare: prefork of one)"
         ),
         measured_label="clawbus runs/s (HTTP API)",
         baseline_label="bare Celery no-op tasks/s",

@@ -20,6 +20,9 @@ class WorkerContext:
     config: Config
     store: Store
     dispatcher: Dispatcher
+    # A run task performs its flow's next step itself (workers.lanes.run_and_follow). The inline test
+    # harness may turn it off, to see each step go through its own task.
+    follow_inline: bool = True
 
 
 _contexts: dict[int, WorkerContext] = {}

@@ -8,20 +8,28 @@ from __future__ import annotations
 import time
 
 from shared.execution import Attempt, AttemptResult, execute
-from shared.flows.steps import FlowContext, advance
+from shared.flows.steps import FlowContext, advance, follow
 from shared.runs import LaneHead
 from workers import queues
 from workers.context import WorkerContext
 
 
 def run_and_follow(ctx: WorkerContext, attempt: Attempt) -> AttemptResult:
-    """One attempt of a run, then the runs parked waiting for it and its flow's next step."""
+    """One attempt of a run, then the runs parked waiting for it and its flow's next step: a step that
+    starts a run is done here, and its run executes here too when its session is free (no queue hop
+    between the steps of an exchange); a delivery goes to its task. A sub-agent's own run is followed by
+    its link callback (subagent_announce) instead, unless it was parked on a wait: then the callback
+    already ran, while the run was not over."""
     result = execute(ctx.store, ctx.config, ctx.dispatcher, attempt)
     for waiter in result.wake:
         ctx.dispatcher.dispatch_run(waiter)
-    # A sub-agent's own run is followed by its link callback (subagent_announce), not from here; unless
-    # it was parked on a wait: then the callback already ran, while the run was not over.
-    if result.flow_id is not None and (result.kind != "subagent" or result.resumed):
+    if result.flow_id is None:
+        return result
+    if result.kind == "subagent" and not result.resumed:
+        return result  # its link callback (subagent_announce) follows it
+    if ctx.follow_inline:
+        follow(flow_context(ctx, attempt.owner, attempt.attempt), result.flow_id)
+    else:
         advance(flow_context(ctx), result.flow_id)
     return result
 

@@ -50,18 +50,25 @@ class InlineDispatcher:
 
 
 def drain_runs(store: Store, config: Config, dispatcher: InlineDispatcher) -> list[AttemptResult]:
-    """Execute the runs dispatched, and the runs they dispatch, in order; flow steps are left queued."""
-    ctx = WorkerContext(config, store, dispatcher)
+    """Execute the runs dispatched, and the runs they dispatch, in order; flow steps are left queued (a
+    run task's own following of its flow is off here: ``drain(..., follow_inline=True)`` has it)."""
+    ctx = WorkerContext(config, store, dispatcher, follow_inline=False)
     results = []
     while dispatcher.heads:
         results.append(_run(ctx, dispatcher, dispatcher.heads.pop(0)))
     return results
 
 
-def drain(store: Store, config: Config, dispatcher: InlineDispatcher) -> list[str]:
+def drain(
+    store: Store, config: Config, dispatcher: InlineDispatcher, follow_inline: bool = False
+) -> list[str]:
     """Everything a worker fleet would do, until nothing is left: runs first, then flow steps, each as its
-    task would do it. Returns what ran, in order (``run:<kind>``, ``<step>`` or ``reply_turn:<turn>``)."""
-    ctx = WorkerContext(config, store, dispatcher)
+    task would do it. Returns what ran, in order (``run:<kind>``, ``<step>`` or ``reply_turn:<turn>``).
+
+    By default every step goes through its own task, so a test sees each; with ``follow_inline`` a run
+    task performs its flow's next step itself, as workers do (the runs it starts then run inside it and
+    are not listed)."""
+    ctx = WorkerContext(config, store, dispatcher, follow_inline=follow_inline)
     done: list[str] = []
     while dispatcher.heads or dispatcher.steps:
         if dispatcher.heads:

@@ -119,6 +119,12 @@ PERFORMS: dict[StepTask, tuple[type[Action], ...]] = {
 }
 
 
+# What a run task does itself once its run ended: start the flow's next run (which then executes in the
+# same task when its session is free), saving the queue hop to a step task. Deliveries are handed to their
+# task, whose retries wait on the delivery queue.
+RUN_FOLLOWS: tuple[type[Action], ...] = (StartTurn, StartAnnounce)
+
+
 def task_for(action: Action) -> StepTask | None:
     """The task that performs ``action``; None for the two that need no task (Wait, Finish)."""
     return next((task for task, kinds in PERFORMS.items() if isinstance(action, kinds)), None)

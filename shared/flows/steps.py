@@ -18,6 +18,7 @@ from shared.contexts import ANNOUNCE_MESSAGE, announce_context, reply_context
 from shared.dispatch import Dispatcher
 from shared.flows.decide import (
     PERFORMS,
+    RUN_FOLLOWS,
     Action,
     Finish,
     Snapshot,
@@ -143,6 +144,13 @@ def advance(ctx: FlowContext, flow_id: str, task: StepTask | None = None) -> Act
     """
     with logs.bound(flow_id=flow_id):
         return _advance(ctx, flow_id, PERFORMS[task] if task else ())
+
+
+def follow(ctx: FlowContext, flow_id: str) -> Action:
+    """What a run task does after its run: the flow's next step when it starts a run (``RUN_FOLLOWS``),
+    else hand it to the task that performs it, as ``advance`` does."""
+    with logs.bound(flow_id=flow_id):
+        return _advance(ctx, flow_id, RUN_FOLLOWS)
 
 
 @dataclass(frozen=True, slots=True)

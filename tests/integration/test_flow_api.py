@@ -96,7 +96,8 @@ def test_the_send_command_over_http_by_owner_and_by_non_owner(fresh: Fresh) -> N
 
 def test_every_task_of_a_flow_has_the_flow_as_its_celery_root(fresh: Fresh) -> None:
     fresh.start_redis()
-    runs_only = fresh.worker(queues="runs")  # flow steps (reply_turn, announce) stay queued to be read
+    # The primary run's task runs the turns and the announce itself; the delivery task stays queued to be read.
+    runs_only = fresh.worker(queues="runs")
     _, url = fresh.api()
     assert fresh.redis_server is not None
     redis = fresh.redis_server.client()
@@ -107,11 +108,11 @@ def test_every_task_of_a_flow_has_the_flow_as_its_celery_root(fresh: Fresh) -> N
         chat(client, target, _bob)
         sent = client.sessions_send(target, "link me", timeout_seconds=10, caller=requester)
         assert isinstance(sent, SendResult)
-        step = json.loads(wait_for(lambda: redis.lrange("nested", 0, -1), 10, what="the reply turn task")[0])
-        assert step["headers"]["task"] == "clawbus.reply_turn"
+        step = json.loads(wait_for(lambda: redis.lrange("delivery", 0, -1), 20, what="the delivery task")[0])
+        assert step["headers"]["task"] == "clawbus.deliver"
         assert step["headers"]["root_id"] == sent.flow_id
         assert step["headers"]["parent_id"] == sent.run_id  # the primary run's task id is its run id
-        assert json.loads(base64.b64decode(step["body"]))[0] == [sent.flow_id, 1]
+        assert json.loads(base64.b64decode(step["body"]))[0] == [sent.flow_id]
         runs_only.stop()
         fresh.worker()
         assert sent.flow_id is not None

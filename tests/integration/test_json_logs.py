@@ -53,7 +53,7 @@ def test_worker_lines_are_json_and_a_runs_and_a_flows_task_lines_carry_their_ids
     assert (ran["level"], ran["logger"]) == ("info", "celery.app.trace")
     assert "flowId" not in ran
     step = wait_for(
-        lambda: task_line(worker, "clawbus.announce", "succeeded", flowId=sent.flow_id), 20, what="announce"
+        lambda: task_line(worker, "clawbus.deliver", "succeeded", flowId=sent.flow_id), 20, what="delivery"
     )
     assert "runId" not in step  # a step task is about its flow; the run it started logged its own lines
 

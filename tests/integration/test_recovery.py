@@ -18,10 +18,11 @@ def slow_key() -> str:
     return f"agent:slow:cron:{uuid.uuid4().hex[:10]}"
 
 
-def texts(client: Client, key: str) -> list[str]:
+def texts(client: Client, key: str, run_id: str | None = None) -> list[str]:
+    """The session's transcript texts (``run_id``'s only: its flow's announce may follow in the session)."""
     result = client.sessions_history(key)
     assert isinstance(result, SessionsHistoryResult)
-    return [m["content"][0]["text"] for m in result.messages]
+    return [m["content"][0]["text"] for m in result.messages if run_id is None or m.get("runId") == run_id]
 
 
 def pool_children(pid: int) -> list[int]:
@@ -43,7 +44,7 @@ def assert_finished_exactly_once(client: Client, key: str, run_id: str, text: st
     assert run is not None
     assert run.status == "ok"
     assert run.attempts == 2
-    assert texts(client, key) == [text, f"echo: {text}"]
+    assert texts(client, key, run_id) == [text, f"echo: {text}"]
 
 
 def test_a_worker_killed_mid_run_is_finished_by_another_worker(fresh: Fresh) -> None:

@@ -428,3 +428,35 @@ def test_an_early_end_is_logged_as_a_warning_with_its_flow_id(
         f"flow {flow_id} ended early (flow_timeout): the flow did not end within 1s "
         "(session.agentToAgent.flowTimeoutSeconds)"
     ]
+
+
+def test_a_run_task_that_follows_its_flow_itself_ends_the_exchange_as_step_tasks_do(
+    world: WorldFactory,
+) -> None:
+    """Workers perform a flow's next step in the run task (no queue hop between the runs of an exchange):
+    the same turns, transcripts and one delivery; only the delivery goes through a task of its own."""
+    config, store, dispatcher = world()
+    chat(config, store, dispatcher, REQUESTER, "webchat", "ann")
+    chat(config, store, dispatcher, TARGET, "telegram", "bob")
+    ctx = ToolContext.for_caller(config, store, dispatcher, REQUESTER)
+    sent = TOOLS["sessions_send"].invoke(ctx, {"sessionKey": TARGET, "message": "ping", "timeoutSeconds": 0})
+    assert isinstance(sent, SendResult)
+    assert drain(store, config, dispatcher, follow_inline=True) == ["run:send", "deliver"]
+    flow = describe(store, sent.run_id)
+    assert flow is not None
+    assert [(s.step, s.turn, s.status) for s in flow.steps] == [
+        ("run", None, "ok"),
+        ("reply_turn", 1, "ok"),
+        ("reply_turn", 2, "ok"),
+        ("announce", None, "ok"),
+        ("deliver", None, "delivered"),
+    ]
+    assert (flow.status, flow.stop_reason, flow.delivery_status) == ("done", "max turns", "delivered")
+    assert texts(store, TARGET)[2:] == [
+        "ping",
+        "echo: ping",
+        "echo: echo: ping",
+        "echo: echo: echo: ping",
+        "Agent-to-agent announce step.",
+        "echo: Agent-to-agent announce step.",
+    ]

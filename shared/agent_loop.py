@@ -121,12 +121,7 @@ def aborted(state: LoopState, run_id: str, now_ms: int, partial: str) -> list[Me
     answered (a transcript with an unanswered call is one no model accepts back), and the text of the
     step it was cut off in, marked aborted."""
     refused = ToolFailure(status="error", error="run aborted")
-    results = [
-        Message.of("toolResult", json.dumps(refused.wire()), timestamp=now_ms, run_id=run_id).model_copy(
-            update={"tool_call_id": call.id, "tool_name": call.name, "is_error": True}
-        )
-        for call in unanswered(state)
-    ]
+    results = [tool_result(run_id, now_ms, call, refused) for call in unanswered(state)]
     cut = Message.of("assistant", partial, timestamp=now_ms, run_id=run_id)
     return [*state.messages, *results, cut.model_copy(update={"stop_reason": "aborted"})]
 
@@ -226,8 +221,11 @@ def _call(env: LoopEnv, call: ToolCallBlock) -> Wire | AwaitRun:
 
 
 def _tool_result(env: LoopEnv, call: ToolCallBlock, result: Wire) -> Message:
-    message = Message.of(
-        "toolResult", json.dumps(result.wire()), timestamp=env.store.clock.now_ms(), run_id=env.run.run_id
-    )
+    return tool_result(env.run.run_id, env.store.clock.now_ms(), call, result)
+
+
+def tool_result(run_id: str, now_ms: int, call: ToolCallBlock, result: Wire) -> Message:
+    """The ``toolResult`` message answering ``call``, as OpenClaw's transcript has it."""
+    message = Message.of("toolResult", json.dumps(result.wire()), timestamp=now_ms, run_id=run_id)
     failed = isinstance(result, ToolFailure) or getattr(result, "status", None) in ("error", "forbidden")
     return message.model_copy(update={"tool_call_id": call.id, "tool_name": call.name, "is_error": failed})

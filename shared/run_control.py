@@ -10,6 +10,7 @@ its flow's next step. A running run is only marked and announced; the worker tha
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from shared.config import Config
 from shared.dispatch import Dispatcher
@@ -18,7 +19,7 @@ from shared.flows.view import snapshot
 from shared.runs import Cancelled, CancelOutcome
 from shared.store import Store
 
-CANCELED = "canceled"
+CANCELED: Literal["canceled"] = "canceled"
 
 
 def cancel_run(config: Config, store: Store, dispatcher: Dispatcher, run_id: str) -> Cancelled:
@@ -29,11 +30,10 @@ def cancel_run(config: Config, store: Store, dispatcher: Dispatcher, run_id: str
         dispatcher.dispatch_run(cancelled.next_head)
     for waiter in cancelled.waiters:
         dispatcher.dispatch_run(waiter)
-    run = store.runs.get(run_id)
-    if run is not None and run.flow_id is not None:
+    if cancelled.flow_id is not None:
         # Without this the reaper would move the flow on, a grace later: a sub-agent's report, the
         # announce of a send whose target was stopped.
-        advance(FlowContext(config, store, dispatcher), run.flow_id)
+        advance(FlowContext(config, store, dispatcher), cancelled.flow_id)
     return cancelled
 
 
@@ -48,14 +48,15 @@ class FlowCancelled:
 def cancel_flow(config: Config, store: Store, dispatcher: Dispatcher, flow_id: str) -> FlowCancelled | None:
     """End the flow (``stopReason: canceled``) so no step starts after this, then stop the step that
     runs. None: there is no such flow."""
-    snap = snapshot(store, flow_id)
-    if snap is None:
-        return None
     fields = {"stopReason": CANCELED, "error": "the flow was cancelled"}
-    if not store.flows.end(flow_id, "canceled", fields):
-        return FlowCancelled(ended_here=False, aborted=[])
-    # Read again: a step that was starting as the flow ended may have created its run meanwhile.
-    snap = snapshot(store, flow_id) or snap
+    if not store.flows.end(flow_id, CANCELED, fields):
+        return None if snapshot(store, flow_id) is None else FlowCancelled(ended_here=False, aborted=[])
+    # Read after the end, so a run a step created as the flow ended is stopped too. (A step that read the
+    # flow just before the end and creates its run after this read still runs that one run; its end then
+    # finds the flow ended, and nothing follows it.)
+    snap = snapshot(store, flow_id)
+    if snap is None:  # deleted meanwhile
+        return FlowCancelled(ended_here=True, aborted=[])
     runs = [snap.primary, *snap.turns, snap.announce]
     aborted = [
         run.run_id

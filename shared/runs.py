@@ -109,6 +109,8 @@ class Cancelled:
     # When it ended here: its lane's next run and the runs that waited for it, to be enqueued.
     next_head: LaneHead | None = None
     waiters: list[LaneHead] = field(default_factory=list)
+    # The flow the run was a step of: it moves on now.
+    flow_id: str | None = None
 
 
 class SuspendOutcome(StrEnum):

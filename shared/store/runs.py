@@ -297,7 +297,7 @@ class RunStore:
             return Cancelled(outcome)
         next_head = LaneHead(result[1], run.session_key, result[2], result[3] or None) if result[1] else None
         waiters = [LaneHead(result[i], result[i + 1], result[i + 2]) for i in range(4, len(result), 3)]
-        return Cancelled(outcome, RunStatus.ABORTED, next_head, waiters)
+        return Cancelled(outcome, RunStatus.ABORTED, next_head, waiters, run.flow_id)
 
     def cancellations(
         self, on_subscribed: Callable[[], None], stop: threading.Event | None = None

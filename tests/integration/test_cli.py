@@ -106,6 +106,12 @@ def test_runs_cancel_stops_a_run_and_send_stream_prints_the_reply(stack: Stack, 
     assert json.loads(cancelled.stdout)["status"] == "aborted"
     again = clawbus(env, "runs", "cancel", accepted["runId"])
     assert again.stdout.splitlines()[0] == f"run {accepted['runId']}  send  aborted  session {key}"
+    # Its flow ended with it (the primary run aborted); cancelling the ended flow shows it as it is.
+    flow = json.loads(clawbus(env, "flows", "get", accepted["flowId"], "--json").stdout)
+    assert (flow["status"], flow["stopReason"]) == ("done", "primary_failed")
+    shown = clawbus(env, "flows", "cancel", accepted["flowId"])
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.splitlines()[0] == f"flow {accepted['flowId']}  send  done  stopReason primary_failed"
     streamed = clawbus(env, "send", f"agent:brisk:cron:{uuid.uuid4().hex[:8]}", "hello", "--stream")
     assert streamed.returncode == 0, streamed.stderr
     assert streamed.stdout == "echo: hello\n"

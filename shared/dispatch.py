@@ -21,6 +21,3 @@ class Dispatcher(Protocol):
     def step(self, task: StepTask, flow_id: str, turn: int | None = None) -> None:
         """Enqueue a step of a flow (``turn``: which reply-back turn, for a reply turn); the task may find
         the flow has moved on and hand on to the task that performs what comes next."""
-
-    def spawn(self, head: LaneHead) -> None:
-        """Enqueue a sub-agent's run with its announce step as the callback."""

@@ -49,8 +49,6 @@ class AttemptResult:
     wake: list[LaneHead] = field(default_factory=list)
     # The run parked on a tool call's wait; it is not over.
     suspended: bool = False
-    # This attempt resumed a run that had been parked (so no link callback follows its task).
-    resumed: bool = False
 
 
 class LeaseLost(Exception):
@@ -97,14 +95,13 @@ def _claimed(
     lease_ms: int,
 ) -> AttemptResult:
     loop = LoopState.model_validate_json(state.memo) if state.memo else LoopState()
-    resumed = loop.pending is not None
     with (
         leases.kept(store, attempt.session_key, claim.token, lease_ms) as lease,
         cancellation.watching(store, attempt.run_id, state.run.cancel_requested) as cancel,
     ):
         finished = _run_agent(_Held(store, config, dispatcher, claim, state, lease, cancel), loop)
     if finished == _PARKED:
-        return AttemptResult(ClaimOutcome.CLAIMED, suspended=True, resumed=resumed)
+        return AttemptResult(ClaimOutcome.CLAIMED, suspended=True)
     if finished == _LOST:
         return AttemptResult(ClaimOutcome.BUSY)
     run = state.run
@@ -128,7 +125,6 @@ def _claimed(
         run.flow_id,
         run.kind,
         wake=committed.waiters,
-        resumed=resumed,
     )
 
 

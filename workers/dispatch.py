@@ -37,28 +37,6 @@ class CeleryDispatcher:
         args: list[Any] = [flow_id] if turn is None else [flow_id, turn]
         self._send(queues.STEP_TASKS[task], args, queues.STEP_QUEUES[task], root_id=flow_id)
 
-    def spawn(self, head: LaneHead) -> None:
-        """The child's run with its announce step as the callback: sent when the run's task returns.
-
-        A chord over one task would add nothing but a group barrier, which makes the sending process (the
-        API) subscribe to the header's result channel and keep it. A link is the same callback
-        with no result-backend state. If it is lost (the run re-dispatched by the reaper), the reaper
-        advances the flow instead.
-        """
-        flow_id = head.flow_id or head.run_id
-        announce = StepTask.SUBAGENT_ANNOUNCE
-        then = self._app.signature(
-            queues.STEP_TASKS[announce], args=[flow_id], queue=queues.STEP_QUEUES[announce], immutable=True
-        )
-        self._send(
-            queues.RUN_TASK,
-            [head.run_id, head.session_key],
-            queues.SUBAGENT,
-            task_id=head.run_id,
-            root_id=flow_id,
-            link=then,
-        )
-
     def _send(self, name: str, args: list[Any], queue: str, **options: Any) -> None:
         # One batch: the message and its task-sent event (for Flower) go to Redis in one round trip.
         with self._app.producer_or_acquire() as producer, producer.batch():

@@ -17,18 +17,16 @@ from workers.context import WorkerContext
 def run_and_follow(ctx: WorkerContext, attempt: Attempt) -> AttemptResult:
     """One attempt of a run, then the runs parked waiting for it and its flow's next step: a step that
     starts a run is done here, and its run executes here too when its session is free (no queue hop
-    between the steps of an exchange); a delivery goes to its task. A sub-agent's own run is followed by
-    its link callback (subagent_announce) instead, unless it was parked on a wait: then the callback
-    already ran, while the run was not over."""
+    between the steps of an exchange or a spawn); so is a delivery to a channel inside clawbus, while one
+    to an outside channel goes to its task. A run task lost before it followed leaves the flow to the
+    reaper, which advances it when it falls due."""
     result = execute(ctx.store, ctx.config, ctx.dispatcher, attempt)
     for waiter in result.wake:
         ctx.dispatcher.dispatch_run(waiter)
     if result.flow_id is None:
         return result
-    if result.kind == "subagent" and not result.resumed:
-        return result  # its link callback (subagent_announce) follows it
     if ctx.follow_inline:
-        follow(flow_context(ctx, attempt.owner, attempt.attempt), result.flow_id)
+        follow(flow_context(ctx, attempt.owner, attempt.attempt), result.flow_id, attempt.owner)
     else:
         advance(flow_context(ctx), result.flow_id)
     return result
@@ -50,7 +48,6 @@ def execute_lane(ctx: WorkerContext, attempt: Attempt, budget_s: float) -> tuple
     while (
         (head := result.next_head) is not None
         and time.monotonic() - started < budget_s
-        and head.kind != "subagent"  # its announce is the callback of its own task
         and queues.queue_for(head.kind) == queues.queue_for(first.kind or head.kind)
     ):
         result = run_and_follow(ctx, Attempt(head.run_id, head.session_key, owner=head.run_id, attempt=0))

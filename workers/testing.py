@@ -32,8 +32,6 @@ class InlineDispatcher:
 
     heads: list[LaneHead] = field(default_factory=list)
     steps: list[tuple[StepTask, str, int | None]] = field(default_factory=list)
-    # Runs dispatched by ``spawn``: Celery would send their announce step when their task returns.
-    linked: set[str] = field(default_factory=set)
 
     def dispatch_run(self, head: LaneHead) -> None:
         self.heads.append(head)
@@ -44,10 +42,6 @@ class InlineDispatcher:
     def step(self, task: StepTask, flow_id: str, turn: int | None = None) -> None:
         self.steps.append((task, flow_id, turn))
 
-    def spawn(self, head: LaneHead) -> None:
-        self.heads.append(head)
-        self.linked.add(head.run_id)
-
 
 def drain_runs(store: Store, config: Config, dispatcher: InlineDispatcher) -> list[AttemptResult]:
     """Execute the runs dispatched, and the runs they dispatch, in order; flow steps are left queued (a
@@ -55,7 +49,7 @@ def drain_runs(store: Store, config: Config, dispatcher: InlineDispatcher) -> li
     ctx = WorkerContext(config, store, dispatcher, follow_inline=False)
     results = []
     while dispatcher.heads:
-        results.append(_run(ctx, dispatcher, dispatcher.heads.pop(0)))
+        results.append(_run(ctx, dispatcher.heads.pop(0)))
     return results
 
 
@@ -73,7 +67,7 @@ def drain(
     while dispatcher.heads or dispatcher.steps:
         if dispatcher.heads:
             head = dispatcher.heads.pop(0)
-            _run(ctx, dispatcher, head)
+            _run(ctx, head)
             done.append(f"run:{head.kind}")
             continue
         task, flow_id, turn = dispatcher.steps.pop(0)
@@ -83,9 +77,6 @@ def drain(
     return done
 
 
-def _run(ctx: WorkerContext, dispatcher: InlineDispatcher, head: LaneHead) -> AttemptResult:
+def _run(ctx: WorkerContext, head: LaneHead) -> AttemptResult:
     result, _inline = lanes.execute_lane(ctx, Attempt(head.run_id, head.session_key, OWNER, 0), 0.0)
-    if head.run_id in dispatcher.linked and head.flow_id:
-        dispatcher.linked.discard(head.run_id)
-        dispatcher.step(StepTask.SUBAGENT_ANNOUNCE, head.flow_id)
     return result

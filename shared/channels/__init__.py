@@ -20,7 +20,7 @@ from shared.config import (
 )
 from shared.store.flows import FlowStore
 
-__all__ = ["ChannelAdapter", "DeliveryError", "adapter_for"]
+__all__ = ["ChannelAdapter", "DeliveryError", "adapter_for", "is_local"]
 
 
 def adapter_for(config: Config, flows: FlowStore, channel: str) -> ChannelAdapter:
@@ -37,3 +37,10 @@ def adapter_for(config: Config, flows: FlowStore, channel: str) -> ChannelAdapte
         return WebchatAdapter(flows)
     assert spec is None or isinstance(spec, LogChannel)
     return LogAdapter(flows)
+
+
+def is_local(config: Config, channel: str) -> bool:
+    """Whether ``channel`` is delivered inside clawbus (``log``, ``webchat``): its attempt is a Redis write,
+    with nothing that can hang for seconds or ask for a backoff."""
+    spec = config.channels.get(channel)
+    return spec is None or isinstance(spec, WebchatChannel | LogChannel)

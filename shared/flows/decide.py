@@ -120,9 +120,15 @@ PERFORMS: dict[StepTask, tuple[type[Action], ...]] = {
 
 
 # What a run task does itself once its run ended: start the flow's next run (which then executes in the
-# same task when its session is free), saving the queue hop to a step task. Deliveries are handed to their
-# task, whose retries wait on the delivery queue.
-RUN_FOLLOWS: tuple[type[Action], ...] = (StartTurn, StartAnnounce)
+# same task when its session is free), and create the delivery, saving the queue hop to a step task. The
+# delivery's attempt is made there too when it stays inside clawbus (``channels.is_local``); one to an
+# outside channel goes to the delivery task, whose backoff retries wait on the delivery queue.
+RUN_FOLLOWS: tuple[type[Action], ...] = (
+    StartTurn,
+    StartAnnounce,
+    StartSubagentAnnounce,
+    *PERFORMS[StepTask.DELIVER],
+)
 
 
 def task_for(action: Action) -> StepTask | None:

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from shared import archive, deliveries, logs, policy, subagents
+from shared import archive, channels, deliveries, logs, policy, subagents
 from shared.config import Config
 from shared.contexts import ANNOUNCE_MESSAGE, announce_context, reply_context
 from shared.dispatch import Dispatcher
@@ -146,11 +146,27 @@ def advance(ctx: FlowContext, flow_id: str, task: StepTask | None = None) -> Act
         return _advance(ctx, flow_id, PERFORMS[task] if task else ())
 
 
-def follow(ctx: FlowContext, flow_id: str) -> Action:
-    """What a run task does after its run: the flow's next step when it starts a run (``RUN_FOLLOWS``),
-    else hand it to the task that performs it, as ``advance`` does."""
+def follow(ctx: FlowContext, flow_id: str, owner: str) -> Action:
+    """What a run task (``owner``) does after its run: the flow's next step when it starts a run or
+    creates the delivery (``RUN_FOLLOWS``), else hand it to the task that performs it, as ``advance``
+    does. A pending delivery is attempted here when its channel is inside clawbus, else handed to the
+    delivery task."""
     with logs.bound(flow_id=flow_id):
-        return _advance(ctx, flow_id, RUN_FOLLOWS)
+        action = _advance(ctx, flow_id, RUN_FOLLOWS)
+        if isinstance(action, PERFORMS[StepTask.DELIVER]):
+            _deliver_or_hand_over(ctx, flow_id, owner)
+        return action
+
+
+def _deliver_or_hand_over(ctx: FlowContext, flow_id: str, owner: str) -> None:
+    delivery = ctx.store.flows.get_delivery(delivery_id(flow_id))
+    if delivery is None or delivery.status != "pending":  # skipped or blocked: the flow has ended
+        return
+    local = channels.is_local(ctx.config, delivery.channel)
+    if local and deliveries.attempt(ctx.store, ctx.config, flow_id, owner=owner).retry_in is None:
+        return
+    # An outside channel, or a local attempt that asks for a retry: the delivery task owns the backoff.
+    ctx.dispatcher.step(StepTask.DELIVER, flow_id)
 
 
 @dataclass(frozen=True, slots=True)

@@ -208,7 +208,9 @@ def _start(
     store.sessions.add_child(ctx.caller_key, child_key)
     if params.label:
         store.sessions.patch(child, SessionPatch({"label": params.label}))
-    ctx.dispatcher.spawn(LaneHead(run_id, child_key, "subagent", run_id))
+    # Enqueued once the parent knows its child (visibility) and the label is set; its run task then
+    # carries the spawn through its announce and delivery (``flows.steps.follow``).
+    ctx.dispatcher.dispatch_run(LaneHead(run_id, child_key, "subagent", run_id))
 
 
 def _system_text(ctx: ToolContext, child_key: str, receipt: AttachmentReceipt | None, workspace: Path) -> str:

@@ -1,4 +1,5 @@
-"""sessions_spawn through real workers: the child on the subagent queue, its announce as the run task's callback (a link; README says why not a chord)."""
+"""sessions_spawn through real workers: the child on the subagent queue, its run task going on to the
+announce, the report and the delivery (docs/architecture.md, "How a sessions_spawn moves")."""
 
 from __future__ import annotations
 

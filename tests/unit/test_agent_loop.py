@@ -117,7 +117,6 @@ def test_a_waiting_send_parks_the_run_and_the_reply_resumes_it(
     assert [h.run_id for h in answered.wake] == [main_run]
     resumed = run_next(store, config, dispatcher)
     assert resumed.status is RunStatus.OK
-    assert resumed.resumed
     run = store.runs.get(main_run)
     assert run is not None
     assert run.reply == "research answered"

@@ -9,7 +9,7 @@ import pytest
 from shared.clock import FixedClock
 from shared.config import Config
 from shared.flows.decide import Action, Finish, StartAnnounce, StepTask, Wait
-from shared.flows.ids import announce_run_id, turn_run_id
+from shared.flows.ids import announce_run_id, delivery_id, turn_run_id
 from shared.flows.steps import FlowContext, advance
 from shared.flows.view import describe
 from shared.inbound import receive
@@ -434,14 +434,15 @@ def test_a_run_task_that_follows_its_flow_itself_ends_the_exchange_as_step_tasks
     world: WorldFactory,
 ) -> None:
     """Workers perform a flow's next step in the run task (no queue hop between the runs of an exchange):
-    the same turns, transcripts and one delivery; only the delivery goes through a task of its own."""
+    the same turns, transcripts and one delivery, made in the same task (its channel, with no adapter
+    configured, is delivered through ``log``, inside clawbus)."""
     config, store, dispatcher = world()
     chat(config, store, dispatcher, REQUESTER, "webchat", "ann")
     chat(config, store, dispatcher, TARGET, "telegram", "bob")
     ctx = ToolContext.for_caller(config, store, dispatcher, REQUESTER)
     sent = TOOLS["sessions_send"].invoke(ctx, {"sessionKey": TARGET, "message": "ping", "timeoutSeconds": 0})
     assert isinstance(sent, SendResult)
-    assert drain(store, config, dispatcher, follow_inline=True) == ["run:send", "deliver"]
+    assert drain(store, config, dispatcher, follow_inline=True) == ["run:send"]
     flow = describe(store, sent.run_id)
     assert flow is not None
     assert [(s.step, s.turn, s.status) for s in flow.steps] == [
@@ -460,3 +461,29 @@ def test_a_run_task_that_follows_its_flow_itself_ends_the_exchange_as_step_tasks
         "Agent-to-agent announce step.",
         "echo: Agent-to-agent announce step.",
     ]
+
+
+def test_a_delivery_to_an_outside_channel_goes_to_the_delivery_task(world: WorldFactory) -> None:
+    """An HTTP channel may take seconds and back off between attempts: the run task creates the delivery
+    and leaves the attempts to the delivery task."""
+    config, store, dispatcher = world(
+        {
+            "channels": {
+                "telegram": {
+                    "type": "telegram",
+                    "botToken": "123:abc",
+                    "baseUrl": "http://127.0.0.1:9",
+                    "timeoutSeconds": 1,
+                }
+            }
+        }
+    )
+    chat(config, store, dispatcher, REQUESTER, "webchat", "ann")
+    chat(config, store, dispatcher, TARGET, "telegram", "bob")
+    ctx = ToolContext.for_caller(config, store, dispatcher, REQUESTER)
+    sent = TOOLS["sessions_send"].invoke(ctx, {"sessionKey": TARGET, "message": "ping", "timeoutSeconds": 0})
+    assert isinstance(sent, SendResult)
+    assert drain(store, config, dispatcher, follow_inline=True) == ["run:send", "deliver"]
+    delivery = store.flows.get_delivery(delivery_id(sent.run_id))
+    assert delivery is not None
+    assert (delivery.channel, delivery.attempts) == ("telegram", 1)  # one attempt, by the delivery task

@@ -490,14 +490,15 @@ def test_subagent_keys_are_flat(world: WorldFactory) -> None:
 
 
 def test_a_childs_announce_run_follows_on_to_the_delivery_itself(world: WorldFactory) -> None:
-    """On workers the child's link callback starts its announce, whose run task then hands the report to
-    the delivery task: one report."""
+    """On workers the child's run task carries the spawn on: its announce run, the report in the
+    requester's transcript (a note run) and the delivery to the webchat route, inside clawbus: one
+    report, no step task."""
     config, store, dispatcher = world()
     with_route(config, store, dispatcher)
     result = spawn(config, store, dispatcher, task="count the stars")
     assert isinstance(result, SpawnResult)
     steps = drain(store, config, dispatcher, follow_inline=True)
-    assert steps == ["run:subagent", "subagent_announce", "run:subagent_announce", "deliver", "run:note"]
+    assert steps == ["run:subagent", "run:note"]
     posted = [fields["text"] for _id, fields in store.flows.read_outbox("webchat", "ann")]
     assert len(posted) == 1
     assert posted[0].startswith("Status: success\nResult: echo: Sub-agent announce step.")

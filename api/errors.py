@@ -19,6 +19,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from api.waits import ShuttingDown
 from shared.errors import first_invalid
 from shared.store import UNAVAILABLE
+from shared.store.errors import NotReplicated
 
 log = logging.getLogger(__name__)
 
@@ -111,9 +112,10 @@ def install(app: FastAPI) -> None:
 
     async def _redis_down(_: Request, exc: Exception) -> JSONResponse:
         log.error("redis unavailable: %s", exc)
-        return error_response(
-            503, "unavailable", "the store is unavailable; retry shortly", headers={"Retry-After": "1"}
-        )
+        message = "the store is unavailable; retry shortly"
+        if isinstance(exc, NotReplicated):
+            message = f"the store's replicas did not confirm the write ({exc}); it may have been kept"
+        return error_response(503, "unavailable", message, headers={"Retry-After": "1"})
 
     for unavailable in UNAVAILABLE:
         app.add_exception_handler(unavailable, _redis_down)

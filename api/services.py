@@ -26,7 +26,7 @@ class Services:
     @classmethod
     def build(cls, config: Config) -> Services:
         store = Store.from_config(config)
-        live = LiveStore(config.redis.url, store.keys, client_name=WAITS_CLIENT_NAME)
+        live = LiveStore(config.redis, store.keys, client_name=WAITS_CLIENT_NAME)
         dispatcher = CeleryDispatcher(create_app(config))
         return cls(config, store, dispatcher, RunWaiter(live), live)
 

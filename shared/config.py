@@ -468,9 +468,62 @@ class GatewayConfig(Section):
     mcp: McpConfig = McpConfig()
 
 
+def _host_port(value: str) -> str:
+    host, sep, port = value.strip().rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f'"{value}" is not host:port')
+    return f"{host}:{port}"
+
+
+def _split_hosts(value: Any) -> Any:
+    return [h for h in (part.strip() for part in value.split(",")) if h] if isinstance(value, str) else value
+
+
+class SentinelConfig(Section):
+    """Redis under Sentinel (docs/architecture.md, "Redis under Sentinel"): every role asks the sentinels
+    for the master, and asks again after a failover."""
+
+    hosts: Annotated[list[Annotated[str, AfterValidator(_host_port)]], BeforeValidator(_split_hosts)] = Field(
+        min_length=1
+    )
+    master: str = Field("mymaster", min_length=1)
+    db: int = Field(0, ge=0)
+    # The master's and replicas' password; the sentinels' own, if they have one.
+    password: str | None = None
+    sentinel_password: str | None = None
+
+    def addresses(self) -> list[tuple[str, int]]:
+        return [(host, int(port)) for host, _, port in (h.rpartition(":") for h in self.hosts)]
+
+
 class RedisConfig(Section):
     url: str = "redis://127.0.0.1:6379/0"
     prefix: str = Field("clawbus:", min_length=1)
+    sentinel: SentinelConfig | None = None
+    # An accept is acknowledged once this many replicas have it (Redis WAIT); None: 1 under Sentinel, else
+    # 0. A replica that does not confirm within the timeout makes the call answer 503.
+    replica_acks: int | None = Field(None, ge=0, le=5)
+    replica_ack_timeout_ms: int = Field(500, ge=1, le=60_000)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _sentinel_from_environment(cls, data: Any) -> Any:
+        """``CLAWBUS_REDIS_SENTINELS=h:p,h:p`` and ``CLAWBUS_REDIS_SENTINEL_MASTER`` (flat, as an operator
+        writes them) over the file's ``redis.sentinel``."""
+        if not isinstance(data, dict):
+            return data
+        flat = {
+            "hosts": data.pop("sentinels", None),
+            "master": data.pop("sentinelMaster", data.pop("sentinel_master", None)),
+        }
+        given = {key: value for key, value in flat.items() if value is not None}
+        if given:
+            data["sentinel"] = {**(data.get("sentinel") or {}), **given}
+        return data
+
+    @property
+    def acks_wanted(self) -> int:
+        return self.replica_acks if self.replica_acks is not None else (1 if self.sentinel else 0)
 
 
 class RunsConfig(Section):

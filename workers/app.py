@@ -11,6 +11,7 @@ from shared.config import ConfigError, load_config
 from shared.logs import keep_secrets_out
 from workers import signals
 from workers.celery_app import create_app
+from workers.reaper import ReapOnConnect
 
 try:
     config = load_config()
@@ -19,5 +20,6 @@ except ConfigError as exc:
 
 keep_secrets_out()
 app = create_app(config, include=["workers.tasks"])
+app.steps["consumer"].add(ReapOnConnect)
 signals.register(config)
 signals.route_logs(config)

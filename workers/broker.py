@@ -6,7 +6,8 @@ loopback. A ``redis.Redis`` holds no connection of its own (it borrows from the 
 command) and is thread-safe, so one per channel serves every publish. If the channel replaces its pool
 (after a reconnect), the client is rebuilt on the new one.
 
-Selected with ``broker_transport`` (``workers.celery_app``); the broker URL stays ``redis://``.
+Selected with ``broker_transport`` (``workers.celery_app``); the broker URL stays ``redis://`` (or the
+``sentinel://`` set, with ``SentinelTransport``).
 """
 
 from __future__ import annotations
@@ -18,8 +19,10 @@ from typing import Any
 from kombu.transport import redis as kombu_redis
 
 
-class Channel(kombu_redis.Channel):
+class _OnePublisher:
     _publisher: Any = None
+    pool: Any
+    _create_client: Any
 
     @contextmanager
     def conn_or_acquire(self, client: Any = None) -> Iterator[Any]:
@@ -32,8 +35,22 @@ class Channel(kombu_redis.Channel):
         yield publisher
 
 
+class Channel(_OnePublisher, kombu_redis.Channel):
+    pass
+
+
+class SentinelChannel(_OnePublisher, kombu_redis.SentinelChannel):
+    """Under Sentinel the pool is the channel's Sentinel-managed one: a publisher built on it follows the
+    master through a failover."""
+
+
 class Transport(kombu_redis.Transport):
     Channel = Channel
 
 
+class SentinelTransport(kombu_redis.SentinelTransport):
+    Channel = SentinelChannel
+
+
 TRANSPORT = f"{__name__}:Transport"
+SENTINEL_TRANSPORT = f"{__name__}:SentinelTransport"

@@ -9,6 +9,7 @@ from celery import Celery
 from kombu.entity import Exchange, Queue
 
 from shared.config import Config
+from shared.store import connection
 from workers import broker, queues
 
 # Redelivery of an unacknowledged message after this long is harmless (the claim refuses a run that is
@@ -18,8 +19,13 @@ SOFT_SHUTDOWN_SECONDS = 60.0
 
 
 def create_app(config: Config, *, include: list[str] | None = None) -> Celery:
-    app = Celery("clawbus", broker=config.redis.url, backend=config.redis.url, include=include or [])
-    transport = {"visibility_timeout": VISIBILITY_TIMEOUT_SECONDS, "global_keyprefix": ""}
+    url = connection.celery_url(config.redis)
+    app = Celery("clawbus", broker=url, backend=url, include=include or [])
+    transport = {
+        "visibility_timeout": VISIBILITY_TIMEOUT_SECONDS,
+        "global_keyprefix": "",
+        **connection.celery_options(config.redis),
+    }
     app.conf.update(
         # One direct exchange per queue: a message routed to one queue never lands in another.
         task_queues=[Queue(name, Exchange(name, type="direct"), routing_key=name) for name in queues.ALL],
@@ -29,7 +35,7 @@ def create_app(config: Config, *, include: list[str] | None = None) -> Celery:
         result_serializer="json",
         task_ignore_result=True,
         result_expires=3600,
-        broker_transport=broker.TRANSPORT,
+        broker_transport=broker.SENTINEL_TRANSPORT if config.redis.sentinel else broker.TRANSPORT,
         broker_transport_options=transport,
         result_backend_transport_options=transport,
         broker_connection_retry_on_startup=True,

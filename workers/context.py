@@ -11,7 +11,7 @@ from celery import current_app
 
 from shared.config import Config, load_config
 from shared.dispatch import Dispatcher
-from shared.store import Store
+from shared.store import WORKER_RETRIES, Store
 from workers.dispatch import CeleryDispatcher
 
 
@@ -40,6 +40,6 @@ def worker_context() -> WorkerContext:
             if context is None:
                 config = load_config()
                 context = _contexts[pid] = WorkerContext(
-                    config, Store.from_config(config), CeleryDispatcher(current_app)
+                    config, Store.from_config(config, retries=WORKER_RETRIES), CeleryDispatcher(current_app)
                 )
     return context

@@ -16,12 +16,12 @@ import logging
 
 from celery import Task, shared_task
 
-from shared import archive, logs
+from shared import archive
 from shared.config import MAX_DELIVERY_ATTEMPTS
 from shared.execution import Attempt
 from shared.flows.decide import StepTask
-from shared.flows.steps import advance, perform
-from workers import lanes, queues
+from shared.flows.steps import perform
+from workers import lanes, queues, reaper
 from workers.context import worker_context
 
 log = logging.getLogger(__name__)
@@ -88,14 +88,6 @@ def archive_sweep(now_ms: int | None = None) -> int:
 
 @shared_task(name=queues.REAP_TASK)
 def reap() -> int:
-    """Re-dispatch stalled lanes and advance stalled flows (beat runs this every few seconds)."""
-    ctx = worker_context()
-    stalled = ctx.store.runs.reap()
-    for head in stalled:
-        with logs.bound(run_id=head.run_id, session_key=head.session_key, flow_id=head.flow_id):
-            log.warning("re-dispatching run %s of %s: its lane stalled", head.run_id, head.session_key)
-            ctx.dispatcher.dispatch_run(head)
-    due = ctx.store.flows.reap()
-    for flow_id in due:
-        advance(lanes.flow_context(ctx), flow_id)
-    return len(stalled) + len(due)
+    """Re-dispatch stalled lanes and advance stalled flows (beat runs this every few seconds, a worker
+    when its broker connection starts); after a Redis restart or failover, everything at once."""
+    return reaper.reap(worker_context())

@@ -8,7 +8,9 @@ from redis.retry import Retry
 
 from shared.backoff import delay
 from shared.clock import Clock, SystemClock
-from shared.config import Config
+from shared.config import Config, RedisConfig
+from shared.store.connection import sync_client
+from shared.store.errors import NotReplicated
 from shared.store.fleet import FleetStore
 from shared.store.flows import FlowStore
 from shared.store.keys import RedisKeys
@@ -17,15 +19,28 @@ from shared.store.scripts import Scripts
 from shared.store.sessions import SessionStore
 from shared.store.transcripts import TranscriptStore
 
-__all__ = ["RETRIES", "RETRY_ON", "UNAVAILABLE", "Backoff", "Store", "answers", "backoff", "connect"]
+__all__ = [
+    "RETRIES",
+    "RETRY_ON",
+    "UNAVAILABLE",
+    "WORKER_RETRIES",
+    "Backoff",
+    "Store",
+    "answers",
+    "backoff",
+    "connect",
+]
 
 
 # A stale connection after a Redis restart or failover fails once; retrying reconnects. The scripts that
 # change state are idempotent under a retry (accept checks the run id, claim and commit are fenced).
 RETRIES = 3
+# A worker rides out a Redis restart or failover of this many retries (about 15 s with the backoff): a run
+# that was committing then still commits, rather than waiting for its lease to lapse.
+WORKER_RETRIES = 10
 RETRY_ON = [ConnectionError, TimeoutError]
 # What a caller sees when Redis is away (after the retries): the API answers them with a 503.
-UNAVAILABLE: tuple[type[Exception], ...] = (ConnectionError, TimeoutError)
+UNAVAILABLE: tuple[type[Exception], ...] = (ConnectionError, TimeoutError, NotReplicated)
 
 
 class Backoff:
@@ -45,15 +60,15 @@ def backoff() -> Backoff:
     return Backoff()
 
 
-def connect(url: str) -> Redis:
+def connect(redis: RedisConfig, retries: int = RETRIES) -> Redis:
     # A bounded wait per command: a stalled Redis must surface as an error, not hang a request forever.
-    return Redis.from_url(
-        url,
+    return sync_client(
+        redis,
         decode_responses=True,
         socket_timeout=30,
         socket_connect_timeout=5,
         health_check_interval=30,
-        retry=Retry(backoff(), RETRIES),
+        retry=Retry(backoff(), retries),
         retry_on_error=RETRY_ON,
     )
 
@@ -85,6 +100,8 @@ class Store:
             self.clock,
             dispatch_grace_ms=int(config.runs.dispatch_grace_seconds * 1000),
             retention_seconds=config.runs.retention_hours * 3600,
+            replica_acks=config.redis.acks_wanted,
+            replica_ack_timeout_ms=config.redis.replica_ack_timeout_ms,
         )
         self.flows = FlowStore(
             client, self.keys, scripts, self.clock, grace_ms=int(config.runs.dispatch_grace_seconds * 1000)
@@ -92,5 +109,5 @@ class Store:
         self.fleet = FleetStore(client, self.keys)
 
     @classmethod
-    def from_config(cls, config: Config, clock: Clock | None = None) -> Store:
-        return cls(connect(config.redis.url), config, clock)
+    def from_config(cls, config: Config, clock: Clock | None = None, retries: int = RETRIES) -> Store:
+        return cls(connect(config.redis, retries), config, clock)

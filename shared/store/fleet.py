@@ -67,6 +67,14 @@ class FleetStore:
     def mark_gone(self, hostname: str) -> None:
         self._redis.delete(self._keys.worker_heartbeat(hostname))
 
+    def server_changed(self) -> bool:
+        """Whether the Redis server answering is another one (or another start of it) than the one this
+        was last asked of. The first ask records it and says no (nothing came before it); only one of
+        several askers at once hears the change."""
+        run_id = str(self._redis.info("server")["run_id"])
+        previous = self._redis.set(self._keys.redis_server(), run_id, get=True)
+        return previous is not None and previous != run_id
+
     def reaper_ran_at(self) -> int | None:
         value = self._redis.get(self._keys.reaper_ran())
         return int(value) if value else None

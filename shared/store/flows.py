@@ -84,10 +84,12 @@ class FlowStore:
         """The reaper looks at the flow again no later than ``at_ms`` (a bound that will pass then)."""
         self._redis.zadd(self._keys.flows_due(), {flow_id: at_ms}, lt=True)
 
-    def reap(self, limit: int = 500) -> list[str]:
-        """Flows past their deadline; each is rescheduled by the grace so it is reported once per grace."""
+    def reap(self, limit: int = 500, everything: bool = False) -> list[str]:
+        """Flows past their deadline; each is rescheduled by the grace so it is reported once per grace.
+        With ``everything`` (a recovery pass), every flow in progress: its step's message may be lost."""
+        now = self._clock.now_ms()
         due: list[str] = self._scripts.reap_flows(
-            keys=[self._keys.flows_due()], args=[self._clock.now_ms(), limit, self._grace_ms]
+            keys=[self._keys.flows_due()], args=[now, limit, self._grace_ms, "+inf" if everything else now]
         )
         return due
 

@@ -133,6 +133,11 @@ class RedisKeys:
         """STRING: when the reaper last ran (ms): beat and a worker are both doing their part."""
         return f"{self.prefix}reaper:ran"
 
+    def redis_server(self) -> str:
+        """STRING: the run id of the Redis server (``INFO server``) the reaper last saw: another one means
+        Redis restarted or failed over, and queue messages may be lost."""
+        return f"{self.prefix}reaper:redis-server"
+
     def worker_heartbeat(self, hostname: str) -> str:
         """STRING with TTL: a worker is alive and consuming."""
         return f"{self.prefix}worker:{hostname}"

@@ -19,9 +19,11 @@ from redis.asyncio.client import PubSub
 from redis.asyncio.retry import Retry
 from redis.exceptions import RedisError
 
+from shared.config import RedisConfig
 from shared.models import Run
 from shared.store import RETRIES, RETRY_ON, Backoff
 from shared.store.codec import decode
+from shared.store.connection import async_client
 from shared.store.keys import RedisKeys
 
 # Sent through the pub/sub connection after each (re)connect: its answer comes once every re-subscription
@@ -58,10 +60,10 @@ Signal = Subscribed | Ended | Reconnected
 
 
 class LiveStore:
-    def __init__(self, url: str, keys: RedisKeys, client_name: str) -> None:
+    def __init__(self, redis: RedisConfig, keys: RedisKeys, client_name: str) -> None:
         # Named, so an operator (or a test) can tell this connection apart in CLIENT LIST.
-        self._redis = Redis.from_url(
-            url,
+        self._redis = async_client(
+            redis,
             decode_responses=True,
             socket_keepalive=True,
             # Above the longest blocking read (a stream followed for 15 s): redis-py's default is 5 s.

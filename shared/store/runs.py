@@ -42,6 +42,7 @@ from shared.runs import (
     SuspendOutcome,
 )
 from shared.store.codec import decode, encode, encode_values
+from shared.store.errors import NotReplicated
 from shared.store.keys import RedisKeys
 from shared.store.scripts import Scripts, run_pipelined
 
@@ -56,6 +57,8 @@ class RunStore:
         *,
         dispatch_grace_ms: int,
         retention_seconds: int,
+        replica_acks: int = 0,
+        replica_ack_timeout_ms: int = 500,
     ) -> None:
         self._redis = client
         self._keys = keys
@@ -63,6 +66,8 @@ class RunStore:
         self._clock = clock
         self._grace_ms = dispatch_grace_ms
         self._retention_s = retention_seconds
+        self._replica_acks = replica_acks
+        self._replica_ack_timeout_ms = replica_ack_timeout_ms
 
     def accept(
         self,
@@ -93,40 +98,53 @@ class RunStore:
             }
         )
         run_fields = {field: value for field, value in run_fields.items() if value != "null"}
-        seq, position, pushed = self._scripts.accept(
-            keys=[
-                k.session(session.key),
-                k.sessions_index(),
-                k.agent_index(session.agent_id),
-                k.kind_index(session.kind),
-                k.session_id(session.session_id),
-                k.lane(session.key),
-                k.run(new.run_id),
-                k.run_events(new.run_id),
-                k.lanes_due(),
-                k.flow(new.run_id),
-                k.flows_due(),
-                k.metrics_runs_created(),
-                k.session_runs(session.key),
-                enqueue.queue if enqueue else k.session_runs(session.key),  # unused without a message
-            ],
-            args=[
-                self._clock.now_ms(),
-                new.run_id,
-                session.key,
-                json.dumps(encode(session)),
-                json.dumps(encode_values({k: v for k, v in session_updates.items() if v is not None})),
-                json.dumps(run_fields),
-                self._grace_ms,
-                json.dumps(encode(flow)) if flow else "",
-                flow.created_at + min(self._grace_ms, flow.flow_timeout_ms) if flow else 0,
-                new.kind,
-                enqueue.message if enqueue else "",
-                enqueue.event_channel if enqueue else "",
-                enqueue.event if enqueue else "",
-            ],
-        )
+        keys = [
+            k.session(session.key),
+            k.sessions_index(),
+            k.agent_index(session.agent_id),
+            k.kind_index(session.kind),
+            k.session_id(session.session_id),
+            k.lane(session.key),
+            k.run(new.run_id),
+            k.run_events(new.run_id),
+            k.lanes_due(),
+            k.flow(new.run_id),
+            k.flows_due(),
+            k.metrics_runs_created(),
+            k.session_runs(session.key),
+            enqueue.queue if enqueue else k.session_runs(session.key),  # unused without a message
+        ]
+        args = [
+            self._clock.now_ms(),
+            new.run_id,
+            session.key,
+            json.dumps(encode(session)),
+            json.dumps(encode_values({k: v for k, v in session_updates.items() if v is not None})),
+            json.dumps(run_fields),
+            self._grace_ms,
+            json.dumps(encode(flow)) if flow else "",
+            flow.created_at + min(self._grace_ms, flow.flow_timeout_ms) if flow else 0,
+            new.kind,
+            enqueue.message if enqueue else "",
+            enqueue.event_channel if enqueue else "",
+            enqueue.event if enqueue else "",
+        ]
+        seq, position, pushed = self._replicated(self._scripts.accept, keys, args)
         return Accepted(new.run_id, session.key, int(seq), int(position) == 1, bool(int(pushed)))
+
+    def _replicated(self, script: Script, keys: list[str], args: list[Any]) -> Any:
+        """Run ``script``; with ``redis.replicaAcks``, answer only once that many replicas have its
+        writes, so a failover right after cannot lose what the caller was told is accepted."""
+        if not self._replica_acks:
+            return script(keys=keys, args=args)
+        wait = ("WAIT", self._replica_acks, self._replica_ack_timeout_ms)
+        result, acked = run_pipelined(self._redis, [(script, keys, args)], then=wait)
+        if int(acked) < self._replica_acks:
+            raise NotReplicated(
+                f"{acked} of {self._replica_acks} replica(s) confirmed the accept within "
+                f"{self._replica_ack_timeout_ms} ms (redis.replicaAcks)"
+            )
+        return result
 
     def get(self, run_id: str) -> Run | None:
         fields = self._redis.hgetall(self._keys.run(run_id))
@@ -321,13 +339,23 @@ class RunStore:
     def cancel_requested(self, run_id: str) -> bool:
         return bool(self._redis.hget(self._keys.run(run_id), "cancelRequested") == "1")
 
-    def reap(self, limit: int = 500) -> list[LaneHead]:
-        """Lane heads to dispatch again: never claimed within the grace, or their lease lapsed."""
+    def reap(self, limit: int = 500, everything: bool = False) -> list[LaneHead]:
+        """Lane heads to dispatch again: never claimed within the grace, or their lease lapsed; with
+        ``everything`` (a recovery pass), every head not under a live lease, however recently dispatched."""
         k = self._keys
+        now = self._clock.now_ms()
         # Scripts learn session keys and run ids as they go, so they get the key prefixes (``x("")``).
         flat = self._scripts.reap(
             keys=[k.lanes_due(), k.reaper_ran()],
-            args=[self._clock.now_ms(), limit, self._grace_ms, k.lane(""), k.lease(""), k.run("")],
+            args=[
+                now,
+                limit,
+                self._grace_ms,
+                k.lane(""),
+                k.lease(""),
+                k.run(""),
+                "+inf" if everything else now,
+            ],
         )
         return [
             LaneHead(flat[i], flat[i + 1], flat[i + 2], flat[i + 3] or None) for i in range(0, len(flat), 4)

@@ -42,26 +42,38 @@ class Scripts:
         self.cancel_run: Script = client.register_script(_source("cancel_run"))
 
 
-def run_pipelined(client: Redis, calls: Sequence[tuple[Script, list[str], list[Any]]]) -> list[Any]:
+def run_pipelined(
+    client: Redis, calls: Sequence[tuple[Script, list[str], list[Any]]], then: Sequence[Any] = ()
+) -> list[Any]:
     """Several scripts in one round trip, in order. redis-py's own pipeline support would first ask
     ``SCRIPT EXISTS`` (another round trip) every time; here a script is loaded only when Redis answers
     NOSCRIPT (its first use in a process, or after a restart), and only the calls that got that answer are
-    sent again (in their order): a call that ran must not run twice."""
-    results = _send(client, calls)
-    missing = [i for i, result in enumerate(results) if isinstance(result, NoScriptError)]
+    sent again (in their order): a call that ran must not run twice.
+
+    ``then`` is a command sent after the calls on the same connection (``WAIT``, which counts that
+    connection's writes), each time calls are sent; its last answer ends the list."""
+    results = _send(client, calls, then)
+    missing = [i for i, result in enumerate(results[: len(calls)]) if isinstance(result, NoScriptError)]
     if missing:
         for i in missing:
             client.script_load(calls[i][0].script)
-        for i, result in zip(missing, _send(client, [calls[i] for i in missing]), strict=True):
+        again = _send(client, [calls[i] for i in missing], then)
+        for i, result in zip(missing, again, strict=False):
             results[i] = result
+        if then:
+            results[-1] = again[-1]
     for result in results:
         if isinstance(result, Exception):
             raise result
     return results
 
 
-def _send(client: Redis, calls: Sequence[tuple[Script, list[str], list[Any]]]) -> list[Any]:
+def _send(
+    client: Redis, calls: Sequence[tuple[Script, list[str], list[Any]]], then: Sequence[Any]
+) -> list[Any]:
     pipe = client.pipeline(transaction=False)
     for script, keys, args in calls:
         pipe.evalsha(script.sha, len(keys), *keys, *args)
+    if then:
+        pipe.execute_command(*then)
     return list(pipe.execute(raise_on_error=False))

@@ -95,28 +95,32 @@ def test_the_send_command_over_http_by_owner_and_by_non_owner(fresh: Fresh) -> N
 
 
 def test_every_task_of_a_flow_has_the_flow_as_its_celery_root(fresh: Fresh) -> None:
-    fresh.start_redis()
-    # The primary run's task runs the turns and the announce itself; the delivery task stays queued to be read.
-    runs_only = fresh.worker(queues="runs")
-    _, url = fresh.api()
-    assert fresh.redis_server is not None
-    redis = fresh.redis_server.client()
-    with Client(url, TOKEN) as client:
-        requester, ann = unique("main")
-        target, _bob = unique("research")
-        chat(client, requester, ann)
-        chat(client, target, _bob)
-        sent = client.sessions_send(target, "link me", timeout_seconds=10, caller=requester)
-        assert isinstance(sent, SendResult)
-        step = json.loads(wait_for(lambda: redis.lrange("delivery", 0, -1), 20, what="the delivery task")[0])
-        assert step["headers"]["task"] == "clawbus.deliver"
-        assert step["headers"]["root_id"] == sent.flow_id
-        assert step["headers"]["parent_id"] == sent.run_id  # the primary run's task id is its run id
-        assert json.loads(base64.b64decode(step["body"]))[0] == [sent.flow_id]
-        runs_only.stop()
-        fresh.worker()
-        assert sent.flow_id is not None
-        assert finished(client, sent.flow_id).delivery_status == "delivered"
+    from tests.integration.test_delivery import SECRET, send_with_announce_to
+    from tests.support.fake_http import fake_server
+
+    with fake_server((200, {"ok": True})) as receiver:
+        # The announce goes out through a webhook, so the delivery has a task of its own (a local one is
+        # made by the run task); the primary run's task runs the turns and the announce itself.
+        fresh.start_redis(
+            config={"channels": {"crm": {"type": "webhook", "url": receiver.url, "secret": SECRET}}}
+        )
+        runs_only = fresh.worker(queues="runs")
+        _, url = fresh.api()
+        assert fresh.redis_server is not None
+        redis = fresh.redis_server.client()
+        with Client(url, TOKEN) as client:
+            flow_id = send_with_announce_to(client, "crm")
+            step = json.loads(
+                wait_for(lambda: redis.lrange("delivery", 0, -1), 20, what="the delivery task")[0]
+            )
+            assert step["headers"]["task"] == "clawbus.deliver"
+            assert step["headers"]["root_id"] == flow_id
+            assert step["headers"]["parent_id"] == flow_id  # the primary run's task id is its run id
+            assert json.loads(base64.b64decode(step["body"]))[0] == [flow_id]
+            runs_only.stop()
+            fresh.worker()
+            assert finished(client, flow_id).delivery_status == "delivered"
+    assert len(receiver.requests) == 1
 
 
 def test_a_telegram_delivery_reaches_the_api_and_the_bot_token_stays_out_of_the_logs(fresh: Fresh) -> None:

@@ -10,6 +10,8 @@ from typing import Any
 from api.client import Client
 from shared.tools.send_schema import SendResult
 from tests.integration.conftest import TOKEN, Fresh
+from tests.integration.test_delivery import SECRET, send_with_announce_to
+from tests.support.fake_http import fake_server
 from tests.support.processes import Role, wait_for
 
 # A line of Celery's own format ("[2024-05-01 10:00:00,000: INFO/MainProcess] ..."): its handler wrote it.
@@ -35,27 +37,31 @@ def task_line(role: Role, task: str, event: str, **context: str) -> dict[str, An
 
 
 def test_worker_lines_are_json_and_a_runs_and_a_flows_task_lines_carry_their_ids(fresh: Fresh) -> None:
-    fresh.start_redis()
-    worker = fresh.worker()
-    _api, url = fresh.api()
-    with Client(url, TOKEN) as client:
-        posted = client.post_message("agent:main:main", "hi", timeout_seconds=10)
-        sent = client.sessions_send("agent:research:main", "ping", timeout_seconds=10)
-    assert isinstance(posted, SendResult)
-    assert posted.status == "ok"
-    assert isinstance(sent, SendResult)
-    assert sent.flow_id is not None
+    with fake_server((200, {"ok": True})) as receiver:
+        # A webhook delivery has a task of its own (a flow's task); a local one is made by the run task.
+        fresh.start_redis(
+            config={"channels": {"crm": {"type": "webhook", "url": receiver.url, "secret": SECRET}}}
+        )
+        worker = fresh.worker()
+        _api, url = fresh.api()
+        with Client(url, TOKEN) as client:
+            posted = client.post_message("agent:main:main", "hi", timeout_seconds=10)
+            flow_id = send_with_announce_to(client, "crm")
+        assert isinstance(posted, SendResult)
+        assert posted.status == "ok"
 
-    ran = wait_for(
-        lambda: task_line(worker, "clawbus.run", f"[{posted.run_id}] succeeded"), 10, what="the run's line"
-    )
-    assert (ran["runId"], ran["sessionKey"]) == (posted.run_id, "agent:main:main")
-    assert (ran["level"], ran["logger"]) == ("info", "celery.app.trace")
-    assert "flowId" not in ran
-    step = wait_for(
-        lambda: task_line(worker, "clawbus.deliver", "succeeded", flowId=sent.flow_id), 20, what="delivery"
-    )
-    assert "runId" not in step  # a step task is about its flow; the run it started logged its own lines
+        ran = wait_for(
+            lambda: task_line(worker, "clawbus.run", f"[{posted.run_id}] succeeded"),
+            10,
+            what="the run's line",
+        )
+        assert (ran["runId"], ran["sessionKey"]) == (posted.run_id, "agent:main:main")
+        assert (ran["level"], ran["logger"]) == ("info", "celery.app.trace")
+        assert "flowId" not in ran
+        step = wait_for(
+            lambda: task_line(worker, "clawbus.deliver", "succeeded", flowId=flow_id), 20, what="delivery"
+        )
+        assert "runId" not in step  # a step task is about its flow; the run it started logged its own lines
 
     lines = json_lines(worker)
     assert any(line["event"].endswith(" ready.") for line in lines)  # Celery's start-up lines too

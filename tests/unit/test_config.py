@@ -161,3 +161,28 @@ def test_variables_of_other_programs_are_not_read(tmp_path: Path) -> None:
         write(tmp_path, "{}"), env={"REDIS_URL": "redis://elsewhere:1/0", "LOGGING_LEVEL": "x"}
     )
     assert config.redis.url == "redis://127.0.0.1:6379/0"
+
+
+def test_sentinel_hosts_and_master_come_from_the_environment_over_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "c.json5"
+    path.write_text('{redis: {sentinel: {hosts: ["10.0.0.9:26379"], master: "filed", password: "pw"}}}')
+    env = {
+        "CLAWBUS_REDIS_SENTINELS": "10.0.0.1:26379, 10.0.0.2:26380",
+        "CLAWBUS_REDIS_SENTINEL_MASTER": "prod",
+    }
+    redis = load_config(path, env).redis
+    assert redis.sentinel is not None
+    assert redis.sentinel.hosts == ["10.0.0.1:26379", "10.0.0.2:26380"]
+    assert (redis.sentinel.master, redis.sentinel.password) == ("prod", "pw")
+    assert redis.acks_wanted == 1  # under Sentinel an accept waits for a replica unless told otherwise
+
+
+def test_a_single_redis_acknowledges_accepts_without_replicas_unless_told_to_wait() -> None:
+    assert Config().redis.acks_wanted == 0
+    assert Config.model_validate({"redis": {"replicaAcks": 2}}).redis.acks_wanted == 2
+
+
+@pytest.mark.parametrize("hosts", ["nohost", "h:port", "h:70000", ":26379"])
+def test_a_sentinel_address_that_is_not_host_port_is_named(hosts: str) -> None:
+    with pytest.raises(ConfigError, match=r"redis\.sentinel\.hosts\[0\]: .* is not host:port"):
+        load_config(None, {"CLAWBUS_REDIS_SENTINELS": hosts})

@@ -1,11 +1,13 @@
 -- Find lanes that stopped moving: a head that was dispatched but never claimed within the grace, or whose
 -- lease lapsed (its worker died). Marks them dispatched again and returns (runId, sessionKey, kind) triples
 -- (and flowId) for the caller to enqueue. Lanes with a live lease are rescheduled to their lease expiry.
+-- A recovery pass (after Redis restarted or failed over: a head's message may be lost) looks at every lane
+-- up to its horizon (ARGV 7), not only the due ones.
 -- KEYS: 1 lanes due, 2 reaper ran   ARGV: 1 now ms, 2 limit, 3 dispatch grace ms, 4 lane prefix,
---                                        5 lease prefix, 6 run prefix
+--                                        5 lease prefix, 6 run prefix, 7 horizon (score or '+inf')
 local now = tonumber(ARGV[1])
 redis.call('SET', KEYS[2], now)
-local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[2]))
+local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[7], 'LIMIT', 0, tonumber(ARGV[2]))
 local stalled = {}
 for _, session_key in ipairs(due) do
   local head = redis.call('LINDEX', ARGV[4] .. session_key, 0)

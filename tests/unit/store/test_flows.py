@@ -40,3 +40,10 @@ def test_a_repeated_create_changes_nothing_once_the_delivery_has_ended(config: C
     assert not store.flows.create_delivery(a_delivery(), due_in_ms=5_000)
     assert store.redis.hget(store.keys.flow(FLOW), "deliveryStatus") == "delivered"
     assert store.redis.hget(store.keys.delivery(delivery_id(FLOW)), "status") == "delivered"
+
+
+def test_a_recovery_reap_advances_every_flow_in_progress_at_once(config: Config, store: Store) -> None:
+    stored_flow(config, store, FLOW)
+    store.flows.create_delivery(a_delivery(), due_in_ms=60_000)
+    assert store.flows.reap() == []  # not due for a minute
+    assert store.flows.reap(everything=True) == [FLOW]

@@ -257,6 +257,22 @@ def test_reap_finds_heads_never_claimed_within_the_grace(
     assert store.runs.reap() == []  # rescheduled, not reported twice
 
 
+def test_a_recovery_reap_dispatches_every_head_not_under_a_live_lease_at_once(
+    store: Store, config: Config
+) -> None:
+    """After a Redis restart or failover a head's message may be lost however recently it was sent: the
+    recovery pass takes every unleased head now, and leaves a leased one to its worker."""
+    idle = accept(store, config)
+    running = accept(store, config, key="agent:main:cron:busy")
+    store.runs.claim(
+        running.run_id, running.session_key, owner="task-1", attempt=0, lease_ms=LEASE_MS, max_attempts=3
+    )
+    assert store.runs.reap() == []  # nothing is due yet
+    heads = store.runs.reap(everything=True)
+    assert [h.run_id for h in heads] == [idle.run_id]
+    assert store.runs.reap() == []  # rescheduled by the grace like any re-dispatch
+
+
 def test_reap_finds_lanes_whose_lease_lapsed(store: Store, config: Config, clock: FixedClock) -> None:
     accepted = accept(store, config)
     claim(store, accepted.run_id)

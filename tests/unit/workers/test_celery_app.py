@@ -49,3 +49,15 @@ def test_every_clawbus_task_has_a_bounded_number_of_retries() -> None:
     assert set(ours) >= {queues.RUN_TASK, *queues.STEP_TASKS.values()}
     for name, task in ours.items():
         assert task.max_retries is not None, name
+
+
+def test_under_sentinel_broker_and_backend_follow_the_master_the_sentinels_name() -> None:
+    config = Config.model_validate({"redis": {"sentinel": {"hosts": ["10.0.0.1:26379"], "master": "prod"}}})
+    celery = create_app(config)
+    conf = celery.conf
+    assert conf.broker_transport == broker.SENTINEL_TRANSPORT
+    assert conf.broker_url == conf.result_backend == "sentinel://10.0.0.1:26379/0"
+    for options in (conf.broker_transport_options, conf.result_backend_transport_options):
+        assert options["master_name"] == "prod"
+        assert options["visibility_timeout"] == VISIBILITY_TIMEOUT_SECONDS
+    assert type(celery.backend).__name__ == "SentinelBackend"

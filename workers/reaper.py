@@ -1,0 +1,59 @@
+"""The reaper's pass: re-dispatch lane heads that stalled and advance flows past their due time.
+
+Beat asks for a pass every ``runs.reapIntervalSeconds``, and a worker asks for one whenever its broker
+connection starts or comes back (``ReapOnConnect``). A pass that finds Redis is another server than the last
+pass saw (a restart, or a failover to a replica) is a recovery pass: a queue message may have been lost
+with the old server (taken by a worker but not yet recorded, or not yet written), so every lane head not
+under a live lease is dispatched again and every flow in progress advanced, at once rather than after
+``runs.dispatchGraceSeconds``. Duplicates are harmless: a claim refuses a run that is done or leased, and
+flow steps are idempotent (docs/architecture.md, "Recovery after a Redis restart or failover").
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, ClassVar
+
+from celery import bootsteps
+
+from shared import logs
+from shared.flows.steps import advance
+from workers import lanes, queues
+from workers.context import WorkerContext
+
+log = logging.getLogger(__name__)
+
+BATCH = 500
+# A recovery pass looks at every lane and flow in one go (one script each; a few ms per thousand).
+RECOVERY_BATCH = 1_000_000
+
+
+def reap(ctx: WorkerContext) -> int:
+    """One pass; returns how many lanes and flows it moved on."""
+    recovering = ctx.store.fleet.server_changed()
+    if recovering:
+        log.warning(
+            "Redis is another server than at the last reaper pass (restarted or failed over): "
+            "dispatching every lane head not in progress and advancing every flow now"
+        )
+    limit = RECOVERY_BATCH if recovering else BATCH
+    stalled = ctx.store.runs.reap(limit, everything=recovering)
+    for head in stalled:
+        with logs.bound(run_id=head.run_id, session_key=head.session_key, flow_id=head.flow_id):
+            log.warning("re-dispatching run %s of %s: its lane stalled", head.run_id, head.session_key)
+            ctx.dispatcher.dispatch_run(head)
+    due = ctx.store.flows.reap(limit, everything=recovering)
+    for flow_id in due:
+        advance(lanes.flow_context(ctx), flow_id)
+    return len(stalled) + len(due)
+
+
+class ReapOnConnect(bootsteps.StartStopStep):
+    """Asks for a reaper pass each time the worker's consumer starts, which it does again after its broker
+    connection came back: after a Redis restart or failover the recovery pass then runs within moments of
+    Redis answering, not at beat's next tick."""
+
+    requires: ClassVar[set[str]] = {"celery.worker.consumer.tasks:Tasks"}
+
+    def start(self, parent: Any) -> None:
+        parent.app.send_task(queues.REAP_TASK, queue=queues.MAINTENANCE, ignore_result=True)

@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: install up test unit integration e2e lint typecheck validate bench clean
+.PHONY: install up test unit integration e2e browser lint typecheck validate bench console-vendor clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -43,6 +43,19 @@ integration: $(STAMP)
 
 e2e: $(STAMP)
 	$(BIN)/pytest tests/e2e
+
+browser: $(STAMP)
+	$(BIN)/pytest tests/browser
+
+# The console's front-end libraries, at the versions console/package.json pins, copied into
+# api/console/vendor/ (committed: `make up` and `make test` need no npm). Run after changing a version.
+console-vendor:
+	cd console && npm ci --no-audit --no-fund
+	cp console/node_modules/preact/dist/preact.module.js console/node_modules/preact/hooks/dist/hooks.module.js \
+	   console/node_modules/htm/dist/htm.module.js console/node_modules/uplot/dist/uPlot.esm.js \
+	   console/node_modules/uplot/dist/uPlot.min.css api/console/vendor/
+	sed -i 's@//# sourceMappingURL=.*$$@@' api/console/vendor/*.js
+	cp console/node_modules/axe-core/axe.min.js tests/browser/axe.min.js
 
 bench: $(STAMP)
 	$(BIN)/python -m bench

@@ -103,6 +103,8 @@ def up(config: Config, options: UpOptions, out: IO[str] = sys.stdout) -> int:
             CLAWBUS_API_TOKENS=",".join(filter(None, [env.get("CLAWBUS_API_TOKENS"), token])),
             CLAWBUS_HOME=str(home),
         )
+        if options.flower_port:  # the console links to Flower where it listens
+            env["CLAWBUS_FLOWER_PORT"] = str(options.flower_port)
         concurrency = [f"--concurrency={options.concurrency}"] if options.concurrency else []
         supervisor.start("worker", role_argv("worker", *concurrency))
         supervisor.start("beat", role_argv("beat", f"--schedule={home / 'celerybeat-schedule'}"))
@@ -192,6 +194,7 @@ def _banner(
         "",
         "clawbus is up",
         f"  API     {api_url}   (OpenAPI: {api_url}/docs)",
+        f"  Console {api_url}/console   (sign in with the token below)",
         f"  Flower  http://127.0.0.1:{flower_port}" if flower_port else "  Flower  (off)",
         f"  Redis   {redis_url}   ({where})",
         f"  Worker  {worker}   (worker.pool, worker.concurrency)",

@@ -30,12 +30,18 @@ def receive(
         update={"channel": seed.channel or inbound.channel, "chat_type": seed.chat_type or inbound.chat_type}
     )
     route = DeliveryContext(channel=inbound.channel, to=inbound.to, account_id=inbound.account_id)
-    updates = {
-        "lastChannel": inbound.channel,
-        "lastTo": inbound.to,
-        "lastAccountId": inbound.account_id,
-        "deliveryContext": None if route.is_empty() else route.wire(),
-    }
+    # A message that says no channel (an operator's, from the console or the API) leaves the session's
+    # route as it is: announces keep going where its chat is.
+    updates = (
+        {
+            "lastChannel": inbound.channel,
+            "lastTo": inbound.to,
+            "lastAccountId": inbound.account_id,
+            "deliveryContext": None if route.is_empty() else route.wire(),
+        }
+        if inbound.channel
+        else {}
+    )
     judged = existing or seed.model_copy(update={"last_channel": inbound.channel})
     if policy.decide(ctx.config, judged, channel=inbound.channel) == "deny":
         return ToolFailure(status="error", error=policy.BLOCKED, run_id=run_id)

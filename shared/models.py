@@ -215,7 +215,8 @@ class Run(Wire):
     ended_at: int | None = None
     reply: str | None = None
     error: str | None = None
-    usage: Usage = Usage()
+    # Factories, not instances: pydantic deep-copies a default instance for every model it builds.
+    usage: Usage = Field(default_factory=Usage)
     attempts: int = 0
     # The system text the agent gets for this run only (the agent-to-agent context of docs/contract.md §4).
     context: str | None = None
@@ -312,7 +313,7 @@ class Flow(Wire):
     task: str | None = None
     cleanup: Literal["delete", "keep"] | None = None
     mode: Literal["run", "session"] | None = None
-    steps: list[FlowStep] = []
+    steps: list[FlowStep] = Field(default_factory=list)
     delivery: Delivery | None = None
 
 
@@ -398,6 +399,18 @@ class ToolFailure(Wire):
 
 
 # --- the fleet -----------------------------------------------------------------------------------------
+
+
+class InFlightLane(Wire):
+    session_key: str
+    run_ids: list[str]  # its lane: the run running (or next to run) first, then the queued ones
+
+
+class InFlightView(Wire):
+    """``GET /v1/inflight``: the work under way across the fleet, for an operator to follow or stop."""
+
+    lanes: list[InFlightLane]
+    flows: list[str]  # ids of the flows in progress
 
 
 class FleetStatus(Wire):

@@ -1,15 +1,16 @@
-"""``GET /v1/status``: the fleet at a glance (owner tokens): queues, workers, work in flight, totals."""
+"""``GET /v1/status``: the fleet at a glance (owner tokens): queues, workers, work in flight, totals; and
+``GET /v1/inflight``: which sessions have runs under way, and which flows."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Query
 
 from api.auth import forbidden
 from api.deps import PrincipalDep, ServicesDep
 from api.errors import ErrorResponse
-from shared.models import FleetStatus
+from shared.models import FleetStatus, InFlightLane, InFlightView
 from workers import queues
 
 router = APIRouter(tags=["fleet"])
@@ -30,4 +31,18 @@ def status(services: ServicesDep, principal: PrincipalDep) -> FleetStatus:
         runs_created=figures.runs_created,
         runs_finished={f"{kind}:{state}": n for (kind, state), n in figures.runs_finished.items()},
         deliveries=figures.deliveries,
+    )
+
+
+@router.get("/v1/inflight", response_model=InFlightView, responses={400: {"model": ErrorResponse}, **_errors})
+def in_flight(
+    services: ServicesDep,
+    principal: PrincipalDep,
+    limit: Annotated[int, Query(ge=1, le=1000, description="Most sessions (and flows) listed")] = 200,
+) -> InFlightView:
+    if not principal.owner:
+        raise forbidden("work in flight across sessions needs an owner token")
+    found = services.store.fleet.in_flight(limit)
+    return InFlightView(
+        lanes=[InFlightLane(session_key=key, run_ids=runs) for key, runs in found.lanes], flows=found.flows
     )

@@ -24,6 +24,12 @@ class FleetFigures:
     reaper_ran_at: int | None = None  # ms
 
 
+@dataclass(frozen=True, slots=True)
+class InFlight:
+    lanes: list[tuple[str, list[str]]]  # (session key, its lane's run ids, the head first)
+    flows: list[str]  # flows in progress
+
+
 class FleetStore:
     def __init__(self, client: Redis, keys: RedisKeys) -> None:
         self._redis = client
@@ -58,6 +64,21 @@ class FleetStore:
             busy_lanes=int(busy),
             flows_in_progress=int(flows),
             reaper_ran_at=int(reaped) if reaped else None,
+        )
+
+    def in_flight(self, limit: int) -> InFlight:
+        """Up to ``limit`` sessions with a run queued or running, each with its lane, and up to ``limit``
+        flows in progress, soonest due first; two round trips."""
+        k = self._keys
+        pipe = self._redis.pipeline(transaction=False)
+        pipe.zrange(k.lanes_due(), 0, limit - 1)
+        pipe.zrange(k.flows_due(), 0, limit - 1)
+        sessions, flows = pipe.execute()
+        for session_key in sessions:
+            pipe.lrange(k.lane(session_key), 0, limit - 1)
+        lanes = pipe.execute() if sessions else []
+        return InFlight(
+            lanes=[(key, runs) for key, runs in zip(sessions, lanes, strict=True) if runs], flows=list(flows)
         )
 
     def mark_alive(self, hostname: str, ttl_seconds: int) -> None:

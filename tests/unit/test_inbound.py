@@ -55,6 +55,18 @@ def test_a_later_message_updates_the_last_route_but_keeps_the_session(
     assert (second.channel, second.last_channel, second.last_to) == ("webchat", "telegram", "u2")
 
 
+def test_a_message_that_names_no_channel_keeps_the_sessions_route(
+    config: Config, store: Store, dispatcher: InlineDispatcher
+) -> None:
+    inbound(config, store, dispatcher, "main", message="one", channel="telegram", to="u1")
+    inbound(config, store, dispatcher, "main", message="from the console")
+    entry = store.sessions.get("agent:main:main")
+    assert entry is not None
+    assert (entry.last_channel, entry.last_to) == ("telegram", "u1")
+    assert entry.delivery_context is not None
+    assert entry.delivery_context.to == "u1"
+
+
 def test_the_agent_replies_into_the_transcript(
     config: Config, store: Store, dispatcher: InlineDispatcher
 ) -> None:

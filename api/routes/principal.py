@@ -1,0 +1,35 @@
+"""``GET /v1/me``: who the token is, for a client (the console) to know what to ask for as whom."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from api.deps import PrincipalDep, ServicesDep
+from api.errors import ErrorResponse
+from shared.models import Wire
+from shared.session_keys import main_key_of
+
+router = APIRouter(tags=["principal"])
+
+
+class Me(Wire):
+    name: str
+    # Owner tokens list every session (GET /v1/sessions), change send policies and run /send.
+    owner: bool
+    # The configured agents the token may act for ("*" spelled out).
+    agents: list[str]
+    # Each of those agents' main session: the caller a client lists and acts as by default.
+    main_sessions: list[str]
+
+
+@router.get("/v1/me", response_model=Me, responses={401: {"model": ErrorResponse}})
+def me(services: ServicesDep, principal: PrincipalDep) -> Me:
+    configured = services.config.agent_ids()
+    agents = [agent for agent in configured if principal.may_act_for(agent)]
+    main_key = services.config.session.main_key
+    return Me(
+        name=principal.name,
+        owner=principal.owner,
+        agents=agents,
+        main_sessions=[main_key_of(agent, main_key) for agent in agents],
+    )

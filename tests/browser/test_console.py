@@ -1,0 +1,260 @@
+"""The console (api/routes/console.py, api/console/; docs/console.md) in headless Chromium against a real
+stack: sign-in, sessions, transcripts, live text, flows, cancel, the fleet, and an axe-core check.
+
+The worker has fewer slots than the runs these tests start, and the model streams each answer over six
+seconds: what the console shows live is shown while runs are queued and running, not on an idle fleet.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from playwright.sync_api import Page, expect
+
+from api.client import Client
+from shared.tools.send_schema import SendResult
+from tests.browser.conftest import SCOPED_TOKEN, WORKER_SLOTS, ConsoleStack
+from tests.integration.conftest import TOKEN
+from tests.support.processes import wait_for
+
+AXE = Path(__file__).with_name("axe.min.js")
+SEEN_S = 15_000  # ms a view may take to show what the API already has (it refreshes every few seconds)
+
+
+def sign_in(page: Page, stack: ConsoleStack, token: str = TOKEN, at: str = "") -> None:
+    page.goto(f"{stack.url}/console{at}")
+    page.get_by_label("API token").fill(token)
+    page.get_by_role("button", name="Sign in").click()
+
+
+def key(agent: str, what: str) -> str:
+    return f"agent:{agent}:cron:{what}-{uuid.uuid4().hex[:6]}"
+
+
+def sent(result: object) -> SendResult:
+    assert isinstance(result, SendResult), result
+    return result
+
+
+def run_status(client: Client, run_id: str) -> str:
+    return client.get_run(run_id).status.value
+
+
+def occupy_the_worker(stack: ConsoleStack) -> list[str]:
+    """A slow run in every worker slot: what is sent next waits in the queue."""
+    runs = [
+        sent(stack.client.post_message(key("gpt", "busy"), "go", timeout_seconds=0)).run_id
+        for _ in range(WORKER_SLOTS)
+    ]
+    wait_for(lambda: all(run_status(stack.client, r) == "running" for r in runs), 30, what="every slot busy")
+    return runs
+
+
+def test_a_wrong_token_is_refused(page: Page, stack: ConsoleStack) -> None:
+    sign_in(page, stack, token="not-a-token")
+    expect(page.get_by_role("alert")).to_have_text("That token was refused.")
+    assert page.evaluate("sessionStorage.getItem('clawbus.token')") is None
+    expect(page.get_by_role("button", name="Sign in")).to_be_visible()
+
+
+def test_a_session_created_by_an_api_call_appears_and_opens_its_transcript(
+    page: Page, stack: ConsoleStack
+) -> None:
+    target = key("main", "hello")
+    reply = sent(stack.client.sessions_send(target, "hello console", timeout_seconds=30))
+    assert reply.status == "ok"
+    sign_in(page, stack)
+    page.get_by_label("Search").fill(target)
+    page.get_by_role("link", name=target).click(timeout=SEEN_S)
+    assert page.evaluate("sessionStorage.getItem('clawbus.token')") == TOKEN
+    transcript = page.get_by_role("list", name="Transcript")
+    expect(transcript.locator(".role-user .text").first).to_have_text("hello console")
+    expect(transcript.locator(".role-assistant .text").first).to_contain_text("echo: hello console")
+    # The message came from another session: its provenance badge says so.
+    expect(transcript.locator(".badge-inter_session").first).to_be_visible()
+
+
+def test_streamed_text_of_a_running_run_appears_live(page: Page, stack: ConsoleStack) -> None:
+    target = key("gpt", "live")
+    stack.client.post_message(target, "warm up", timeout_seconds=0)  # the session exists before the page
+    sign_in(page, stack, at=f"#/session/{target}")
+    streaming = page.locator(".transcript .streaming .text")
+    expect(streaming).to_contain_text("A long answer", timeout=SEEN_S)
+    run_id = streaming.locator("xpath=..").get_attribute("data-run")
+    assert run_id
+    # Seen while the model is still talking: the run has not ended.
+    assert run_status(stack.client, run_id) == "running"
+    first = len(streaming.inner_text())
+    wait_for(lambda: len(streaming.inner_text()) > first + 20, 10, what="more text to stream in")
+
+
+def test_a_queued_and_a_running_run_are_cancelled_from_their_buttons(page: Page, stack: ConsoleStack) -> None:
+    busy = occupy_the_worker(stack)
+    queued_key = key("gpt", "queued")
+    queued = sent(stack.client.post_message(queued_key, "wait your turn", timeout_seconds=0)).run_id
+    sign_in(page, stack, at=f"#/session/{queued_key}")
+    assert run_status(stack.client, queued) == "queued"
+    page.get_by_role("button", name=f"Cancel run {queued}").click(timeout=SEEN_S)
+    wait_for(lambda: run_status(stack.client, queued) == "aborted", 10, what="the queued run aborted")
+    expect(page.get_by_text("No run queued or running.")).to_be_visible(timeout=SEEN_S)
+
+    running = busy[0]
+    page.goto(f"{stack.url}/console#/run/{running}")
+    expect(page.locator(".status-running")).to_be_visible(timeout=SEEN_S)
+    page.get_by_role("button", name="Cancel run").click()
+    wait_for(lambda: run_status(stack.client, running) == "aborted", 10, what="the running run aborted")
+    expect(page.locator(".status-aborted")).to_be_visible(timeout=SEEN_S)
+
+
+def test_a_message_sent_from_the_console_is_answered_and_links_its_run(
+    page: Page, stack: ConsoleStack
+) -> None:
+    """Into a session of another agent than the default one: the console reads and writes as the session
+    itself, so visibility (agent here) does not stand in the way; the session's route stays as it was."""
+    target = f"agent:gpt:webchat:direct:{uuid.uuid4().hex[:6]}"
+    stack.client.post_message(target, "first", channel="webchat", to="them", timeout_seconds=0)
+    sign_in(page, stack, at=f"#/session/{target}")
+    page.get_by_label("Message to this session").fill("from the console")
+    page.get_by_label("Wait (seconds, 0: do not wait)").fill("60")
+    page.get_by_role("button", name="Send").click()
+    outcome = page.get_by_role("status")
+    expect(outcome).to_contain_text("A long answer", timeout=60_000)
+    expect(outcome.locator(".status-ok")).to_be_visible()
+    outcome.get_by_role("link", name="run").click()
+    expect(page.locator(".status-ok")).to_be_visible(timeout=SEEN_S)
+    entry = stack.client.get_session(target)
+    assert (entry.last_channel, entry.last_to) == ("webchat", "them")
+
+
+def test_a_scoped_token_sees_only_its_agents_sessions(page: Page, stack: ConsoleStack) -> None:
+    mine, other = key("gpt", "scoped"), key("main", "not-mine")
+    for session in (mine, other):
+        stack.client.post_message(session, "hello", timeout_seconds=0)
+    sign_in(page, stack, token=SCOPED_TOKEN)
+    expect(page.locator(".who")).to_have_text("gpt-only (scoped token)")
+    page.get_by_label("Search").fill("scoped")
+    expect(page.get_by_role("link", name=mine)).to_be_visible(timeout=SEEN_S)
+    page.get_by_label("Search").fill("not-mine")
+    expect(page.get_by_text("0 of")).to_be_visible()
+    page.goto(f"{stack.url}/console#/session/{other}")
+    expect(page.get_by_role("alert")).to_contain_text("may not act for agent", timeout=SEEN_S)
+
+
+def test_work_in_flight_shows_a_queued_run_and_a_flow_is_cancelled_from_its_button(
+    page: Page, stack: ConsoleStack
+) -> None:
+    occupy_the_worker(stack)
+    exchange = sent(
+        stack.client.sessions_send(
+            key("gpt", "inflight"), "later", timeout_seconds=0, caller="agent:gpt:main"
+        )
+    )
+    assert exchange.flow_id
+    sign_in(page, stack, at="#/inflight")
+    lanes = page.get_by_role("table", name=re.compile("Sessions with runs under way"))
+    expect(lanes.get_by_role("link", name=exchange.session_key)).to_be_visible(timeout=SEEN_S)
+    expect(lanes.get_by_role("button", name=f"Cancel run {exchange.run_id}")).to_be_visible()
+    page.get_by_role("button", name=f"Cancel flow {exchange.flow_id}").click(timeout=SEEN_S)
+    wait_for(
+        lambda: stack.client.get_flow(exchange.flow_id or "").status == "done", 10, what="the flow cancelled"
+    )
+    assert stack.client.get_flow(exchange.flow_id).stop_reason == "canceled"
+    assert run_status(stack.client, exchange.run_id or "") == "aborted"  # its queued run never runs
+    expect(page.get_by_role("button", name=f"Cancel flow {exchange.flow_id}")).to_have_count(
+        0, timeout=SEEN_S
+    )
+
+
+def test_an_owner_turns_sends_to_a_session_off_and_back_to_inherit(page: Page, stack: ConsoleStack) -> None:
+    target = key("main", "policy")
+    stack.client.post_message(target, "hello", timeout_seconds=30)
+    sign_in(page, stack, at=f"#/session/{target}")
+    switch = page.get_by_label("Sends to this session (/send on|off|inherit)")
+    switch.select_option("deny")
+    wait_for(lambda: stack.client.get_session(target).send_policy == "deny", 10, what="the policy set")
+    refused = stack.client.sessions_send(target, "blocked?", timeout_seconds=0)
+    assert getattr(refused, "status", None) == "error"  # the send policy refuses it now
+    switch.select_option("inherit")
+    wait_for(lambda: stack.client.get_session(target).send_policy is None, 10, what="the policy cleared")
+
+
+def test_a_sub_agent_spawned_from_the_console_reports_back(page: Page, stack: ConsoleStack) -> None:
+    parent = key("main", "parent")
+    stack.client.post_message(parent, "first", timeout_seconds=30)
+    sign_in(page, stack, at=f"#/session/{parent}")
+    page.get_by_label("Sub-agent task (spawned from this session)").fill("count the sessions")
+    page.get_by_role("button", name="Spawn").click()
+    outcome = page.get_by_role("status")
+    expect(outcome.locator(".status-accepted")).to_be_visible(timeout=SEEN_S)
+    child = outcome.get_by_role("link", name=re.compile(r"^agent:main:subagent:"))
+    expect(child).to_be_visible()
+    # The child's report comes back into the parent's transcript, marked as a sub-agent's announce.
+    transcript = page.get_by_role("list", name="Transcript")
+    expect(transcript.locator(".badge-subagent_announce").first).to_be_visible(timeout=SEEN_S)
+    # The spawn drawn as parent -> child -> report: the report's arrow goes back to the parent's lane.
+    outcome.get_by_role("link", name="flow").click()
+    sequence = page.locator("svg.sequence")
+    expect(sequence.locator('g.step[data-step="deliver"]')).to_contain_text("report", timeout=SEEN_S)
+    drawn = [step.get_attribute("data-step") for step in sequence.locator("g.step").all()]
+    assert drawn == ["run", "subagent_announce", "deliver"]
+
+
+def test_a_flows_sequence_shows_its_steps(page: Page, stack: ConsoleStack) -> None:
+    """An exchange from main to another of its sessions: primary run, reply-back turns, announce."""
+    # The requester's session must exist for the reply-back turns to run in it.
+    stack.client.post_message("agent:main:main", "hello", timeout_seconds=30)
+    exchange = sent(stack.client.sessions_send(key("main", "flow"), "ping", timeout_seconds=30))
+    assert exchange.flow_id
+    wait_for(
+        lambda: stack.client.get_flow(exchange.flow_id or "").status == "done", 30, what="the flow to end"
+    )
+    flow = stack.client.get_flow(exchange.flow_id)
+    sign_in(page, stack, at=f"#/flow/{exchange.flow_id}")
+    sequence = page.get_by_role("img", name=f"Sequence of flow {exchange.flow_id}")
+    expect(sequence).to_be_visible(timeout=SEEN_S)
+    drawn = [step.get_attribute("data-step") for step in sequence.locator("g.step").all()]
+    assert drawn == [step.step for step in flow.steps]
+    assert drawn[0] == "run"
+    assert {"reply_turn", "announce"} <= set(drawn)
+    expect(page.get_by_text(f"stop reason {flow.stop_reason}")).to_be_visible()
+
+
+def test_the_fleet_view_charts_the_status_figures(page: Page, stack: ConsoleStack) -> None:
+    sign_in(page, stack, at="#/fleet")
+    expect(page.get_by_role("heading", name="Fleet")).to_be_visible()
+    expect(page.locator(".chart canvas")).to_have_count(3, timeout=SEEN_S)
+    expect(page.get_by_role("table", name="Queue depths")).to_contain_text("runs")
+    workers = stack.client.status().workers
+    expect(page.locator(".workers li")).to_have_count(len(workers))
+
+
+def test_no_view_has_a_serious_or_critical_accessibility_violation(page: Page, stack: ConsoleStack) -> None:
+    exchange = sent(stack.client.sessions_send(key("main", "axe"), "for axe", timeout_seconds=30))
+    target = exchange.session_key
+    page.goto(f"{stack.url}/console")
+    assert_accessible(page, "sign-in")
+    sign_in(page, stack)
+    views: dict[str, Callable[[], Any]] = {
+        "sessions": lambda: expect(page.get_by_role("table")).to_be_visible(timeout=SEEN_S),
+        f"session/{target}": lambda: expect(page.get_by_role("list", name="Transcript")).to_be_visible(),
+        f"flow/{exchange.flow_id}": lambda: expect(page.locator("svg.sequence")).to_be_visible(),
+        f"run/{exchange.run_id}": lambda: expect(page.locator(".status-ok")).to_be_visible(timeout=SEEN_S),
+        "inflight": lambda: expect(page.get_by_role("heading", name="Flows in progress")).to_be_visible(),
+        "fleet": lambda: expect(page.locator(".chart canvas")).to_have_count(3, timeout=SEEN_S),
+    }
+    for view, shown in views.items():
+        page.goto(f"{stack.url}/console#/{view}")
+        shown()
+        assert_accessible(page, view)
+
+
+def assert_accessible(page: Page, view: str) -> None:
+    page.add_script_tag(content=AXE.read_text())
+    results = page.evaluate("async () => JSON.stringify(await axe.run(document))")
+    violations = [v for v in json.loads(results)["violations"] if v["impact"] in ("serious", "critical")]
+    assert violations == [], f"{view}: " + "; ".join(f"{v['id']}: {v['help']}" for v in violations)

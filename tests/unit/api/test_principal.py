@@ -1,0 +1,30 @@
+"""api/routes/principal.py: GET /v1/me says who a token is, which agents it may act for and their main
+sessions (what the console lists and acts as)."""
+
+from __future__ import annotations
+
+from fastapi.testclient import TestClient
+
+from tests.unit.api.test_auth import OWNER, RESEARCH, as_token, config, http  # noqa: F401 (fixtures)
+
+
+def test_a_scoped_token_is_told_its_agents_and_their_main_sessions(http: TestClient) -> None:  # noqa: F811
+    me = http.get("/v1/me", headers=as_token(RESEARCH))
+    assert me.status_code == 200
+    assert me.json() == {
+        "name": "research-bot",
+        "owner": False,
+        "agents": ["research"],
+        "mainSessions": ["agent:research:main"],
+    }
+
+
+def test_an_owner_token_for_every_agent_is_told_each_configured_agent(http: TestClient) -> None:  # noqa: F811
+    me = http.get("/v1/me", headers=as_token(OWNER)).json()
+    assert me["owner"] is True
+    assert me["mainSessions"] == [f"agent:{agent}:main" for agent in me["agents"]]
+    assert "research" in me["agents"]
+
+
+def test_a_wrong_token_is_401(http: TestClient) -> None:  # noqa: F811
+    assert http.get("/v1/me", headers=as_token("nope")).status_code == 401

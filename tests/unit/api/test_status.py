@@ -1,0 +1,34 @@
+"""api/routes/status.py: GET /v1/inflight lists the sessions with runs under way (each lane, its running or
+next run first) and the flows in progress, for owner tokens only."""
+
+from __future__ import annotations
+
+from fastapi.testclient import TestClient
+
+from tests.unit.api.test_auth import OWNER, RESEARCH, as_token, config, http  # noqa: F401 (fixtures)
+
+LANE = "agent:main:cron:inflight"
+
+
+def test_work_in_flight_lists_each_busy_lane_and_the_flows_in_progress(http: TestClient) -> None:  # noqa: F811
+    owner = as_token(OWNER)
+    runs = [
+        http.post(
+            f"/v1/sessions/{LANE}/messages", json={"message": m, "timeoutSeconds": 0}, headers=owner
+        ).json()
+        for m in ("one", "two")
+    ]
+    args = {"sessionKey": "cron:other", "message": "ping", "timeoutSeconds": 0}
+    sent = http.post("/tools/invoke", json={"tool": "sessions_send", "args": args}, headers=owner).json()
+    view = http.get("/v1/inflight", headers=owner).json()
+    lanes = {lane["sessionKey"]: lane["runIds"] for lane in view["lanes"]}
+    assert lanes[LANE] == [
+        run["runId"] for run in runs
+    ]  # nothing ran (no worker here): the first is the head
+    assert lanes["agent:main:cron:other"] == [sent["result"]["runId"]]
+    assert view["flows"] == [sent["result"]["flowId"]]
+    assert len(http.get("/v1/inflight?limit=1", headers=owner).json()["lanes"]) == 1
+
+
+def test_work_in_flight_needs_an_owner_token(http: TestClient) -> None:  # noqa: F811
+    assert http.get("/v1/inflight", headers=as_token(RESEARCH)).status_code == 403

@@ -154,8 +154,10 @@ class RunWaiter:
         assert self._signals is not None
         pending.unconfirmed += 1
         if not await self._signals.subscribe(pending.run_id):
-            # Not fatal: the reconnect barrier re-subscribes and re-reads, and the deadline read still
-            # answers with the run's true state.
+            # No confirmation will come for this attempt: counting it would leave the waiter unconfirmed
+            # after the reconnect barrier subscribes again, and so deaf until its deadline. Not fatal: the
+            # barrier re-subscribes and re-reads, and the deadline read still answers the run's true state.
+            pending.unconfirmed -= 1
             log.warning("subscribe to run %s failed; waiting for pub/sub to return", pending.run_id)
 
     def _release(self, run_id: str, pending: _Pending) -> None:
@@ -178,13 +180,22 @@ class RunWaiter:
 
     async def _read_forever(self) -> None:
         assert self._signals is not None
+        lost = False
         while True:
             try:
                 signal = await self._signals.receive()
             except SignalsLost as exc:
                 log.warning("pub/sub connection lost (%s); reconnecting", exc)
+                lost = True
                 await asyncio.sleep(_RECONNECT_PAUSE_S)
                 continue
+            if lost:
+                # The first message after a loss comes after redis-py's re-subscribe, which Redis answers
+                # only once every channel is subscribed again: re-read now, whether or not the barrier's
+                # PING comes back (after a Sentinel failover it did not, and waits hung until their
+                # deadline on runs that ended while the connection was down).
+                lost = False
+                await self._recheck_all()
             if signal is not None:
                 await self._handle(signal)
 

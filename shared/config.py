@@ -509,15 +509,18 @@ class RedisConfig(Section):
     @classmethod
     def _sentinel_from_environment(cls, data: Any) -> Any:
         """``CLAWBUS_REDIS_SENTINELS=h:p,h:p`` and ``CLAWBUS_REDIS_SENTINEL_MASTER`` (flat, as an operator
-        writes them) over the file's ``redis.sentinel``."""
+        writes them) over the file's ``redis.sentinel``. The hosts turn Sentinel on; the master alone only
+        names the master of a ``redis.sentinel`` the file has (compose always passes one, and its one-Redis
+        default has no sentinels)."""
         if not isinstance(data, dict):
             return data
         flat = {
             "hosts": data.pop("sentinels", None),
             "master": data.pop("sentinelMaster", data.pop("sentinel_master", None)),
         }
-        given = {key: value for key, value in flat.items() if value is not None}
-        if given:
+        # An empty variable is no setting (compose passes ``${CLAWBUS_REDIS_SENTINELS:-}`` through).
+        given = {key: value for key, value in flat.items() if value not in (None, "")}
+        if "hosts" in given or (given and data.get("sentinel")):
             data["sentinel"] = {**(data.get("sentinel") or {}), **given}
         return data
 
@@ -578,8 +581,8 @@ def _any_case(convert: Callable[[str], str]) -> BeforeValidator:
 
 
 class LoggingConfig(Section):
-    """Every process's log lines (``CLAWBUS_LOG_LEVEL`` and ``CLAWBUS_LOG_FORMAT`` override the file). The
-    level applies to workers and beat too, whatever ``--loglevel`` the CLI passes Celery."""
+    """Every process's log lines (``CLAWBUS_LOG_LEVEL`` and ``CLAWBUS_LOG_FORMAT`` override the file; the
+    ``--loglevel`` of ``clawbus worker`` and ``clawbus beat`` sets ``CLAWBUS_LOG_LEVEL``)."""
 
     level: Annotated[LogLevel, _any_case(str.upper)] = "INFO"
     # json: one object per line, for collectors; console: structlog's human-readable lines.

@@ -17,11 +17,15 @@ from contextlib import contextmanager
 from typing import Any
 
 from kombu.transport import redis as kombu_redis
+from redis.exceptions import ConnectionError as RedisConnectionError
+
+from shared.store.connection import NewestMasterSentinel
 
 
 class _OnePublisher:
     _publisher: Any = None
     pool: Any
+    connection: Any
     _create_client: Any
 
     @contextmanager
@@ -29,6 +33,13 @@ class _OnePublisher:
         if client:
             yield client
             return
+        if self.connection.client is None:
+            # A broker outage can close the connection under the channel before the channel itself closes
+            # and tries to put its unacknowledged messages back: no pool can be built any more, and kombu's
+            # own attempt raised an AttributeError that stopped the worker for good. A connection error is
+            # what closing code ignores; the messages stay in the unacked hash, from which kombu restores
+            # them after the visibility timeout.
+            raise RedisConnectionError("the broker connection is already closed")
         publisher = self._publisher
         if publisher is None or publisher.connection_pool is not self.pool:
             publisher = self._publisher = self._create_client()
@@ -42,6 +53,14 @@ class Channel(_OnePublisher, kombu_redis.Channel):
 class SentinelChannel(_OnePublisher, kombu_redis.SentinelChannel):
     """Under Sentinel the pool is the channel's Sentinel-managed one: a publisher built on it follows the
     master through a failover."""
+
+    def _sentinel_managed_pool(self, asynchronous: bool = False) -> Any:
+        pool = super()._sentinel_managed_pool(asynchronous)
+        # kombu builds a plain redis-py Sentinel; the broker must find the master as the store does
+        # (shared/store/connection.py), or after a failover the two could talk to different masters. The
+        # subclass adds no state, so the instance can take its class.
+        pool.sentinel_manager.__class__ = NewestMasterSentinel
+        return pool
 
 
 class Transport(kombu_redis.Transport):

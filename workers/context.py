@@ -39,7 +39,9 @@ def worker_context() -> WorkerContext:
             context = _contexts.get(pid)
             if context is None:
                 config = load_config()
-                context = _contexts[pid] = WorkerContext(
-                    config, Store.from_config(config, retries=WORKER_RETRIES), CeleryDispatcher(current_app)
-                )
+                # A worker's accepts (a flow's next run) answer no client: one a failover loses is made
+                # again when the flow is advanced (docs/architecture.md, "Redis under Sentinel"), so they
+                # do not wait for replicas, and a replica that is away stalls no flow.
+                store = Store.from_config(config, retries=WORKER_RETRIES, replica_acks=0)
+                context = _contexts[pid] = WorkerContext(config, store, CeleryDispatcher(current_app))
     return context

@@ -86,7 +86,11 @@ def answers(url: str) -> bool:
 
 
 class Store:
-    def __init__(self, client: Redis, config: Config, clock: Clock | None = None) -> None:
+    def __init__(
+        self, client: Redis, config: Config, clock: Clock | None = None, replica_acks: int | None = None
+    ) -> None:
+        """``replica_acks``: replicas an accept waits for (default ``redis.replicaAcks``); see
+        ``from_config``."""
         self.redis = client
         self.clock: Clock = clock or SystemClock()
         self.keys = RedisKeys(config.redis.prefix)
@@ -100,7 +104,7 @@ class Store:
             self.clock,
             dispatch_grace_ms=int(config.runs.dispatch_grace_seconds * 1000),
             retention_seconds=config.runs.retention_hours * 3600,
-            replica_acks=config.redis.acks_wanted,
+            replica_acks=config.redis.acks_wanted if replica_acks is None else replica_acks,
             replica_ack_timeout_ms=config.redis.replica_ack_timeout_ms,
         )
         self.flows = FlowStore(
@@ -109,5 +113,11 @@ class Store:
         self.fleet = FleetStore(client, self.keys)
 
     @classmethod
-    def from_config(cls, config: Config, clock: Clock | None = None, retries: int = RETRIES) -> Store:
-        return cls(connect(config.redis, retries), config, clock)
+    def from_config(
+        cls,
+        config: Config,
+        clock: Clock | None = None,
+        retries: int = RETRIES,
+        replica_acks: int | None = None,
+    ) -> Store:
+        return cls(connect(config.redis, retries), config, clock, replica_acks)

@@ -11,12 +11,59 @@ from urllib.parse import quote
 from redis import Redis
 from redis import asyncio as aioredis
 from redis.asyncio.sentinel import Sentinel as AsyncSentinel
-from redis.sentinel import Sentinel
+from redis.exceptions import ConnectionError, TimeoutError
+from redis.sentinel import MasterNotFoundError, Sentinel
 
 from shared.config import RedisConfig, SentinelConfig
 
 # A sentinel that does not answer within this is skipped for the next one.
 SENTINEL_TIMEOUT_S = 1.0
+
+
+class NewestMasterSentinel(Sentinel):
+    """Asks every sentinel and follows the one with the newest configuration (the highest config epoch).
+
+    redis-py takes the first sentinel that names a healthy master. Right after a failover a sentinel that
+    has not heard of it yet still names the old master, and healthy it is if it was restarted at once:
+    a client that asked that sentinel would write to a master whose data the sentinels are about to
+    replace. Asking every sentinel costs a round trip each, paid only when a connection is opened.
+    """
+
+    def discover_master(self, service_name: str) -> tuple[str, int]:
+        states: list[dict[str, Any]] = []
+        errors: list[str] = []
+        for sentinel in self.sentinels:
+            try:
+                states.append(sentinel.sentinel_masters().get(service_name) or {})
+            except (ConnectionError, TimeoutError) as exc:
+                errors.append(f"{sentinel} - {exc!r}")
+        return _newest(self, states, service_name, errors)
+
+
+class AsyncNewestMasterSentinel(AsyncSentinel):
+    """``NewestMasterSentinel`` for asyncio clients."""
+
+    async def discover_master(self, service_name: str) -> tuple[str, int]:
+        states: list[dict[str, Any]] = []
+        errors: list[str] = []
+        for sentinel in self.sentinels:
+            try:
+                states.append((await sentinel.sentinel_masters()).get(service_name) or {})
+            except (ConnectionError, TimeoutError) as exc:
+                errors.append(f"{sentinel} - {exc!r}")
+        return _newest(self, states, service_name, errors)
+
+
+def _newest(
+    manager: Sentinel | AsyncSentinel, states: list[dict[str, Any]], service_name: str, errors: list[str]
+) -> tuple[str, int]:
+    usable = [state for state in states if state and manager.check_master_state(state, service_name)]
+    if not usable:
+        raise MasterNotFoundError(
+            f"No master found for {service_name!r}{' : ' if errors else ''}{', '.join(errors)}"
+        )
+    newest = max(usable, key=lambda state: int(state.get("config-epoch", 0)))
+    return newest["ip"], int(newest["port"])
 
 
 def sync_client(redis: RedisConfig, **options: Any) -> Redis:
@@ -25,7 +72,7 @@ def sync_client(redis: RedisConfig, **options: Any) -> Redis:
     if redis.sentinel is None:
         return Redis.from_url(redis.url, **options)
     sentinel = redis.sentinel
-    return Sentinel(sentinel.addresses(), sentinel_kwargs=_sentinel_options(sentinel)).master_for(
+    return NewestMasterSentinel(sentinel.addresses(), sentinel_kwargs=_sentinel_options(sentinel)).master_for(
         sentinel.master, redis_class=Redis, **_master_options(sentinel), **options
     )
 
@@ -34,9 +81,9 @@ def async_client(redis: RedisConfig, **options: Any) -> aioredis.Redis:
     if redis.sentinel is None:
         return aioredis.Redis.from_url(redis.url, **options)
     sentinel = redis.sentinel
-    return AsyncSentinel(sentinel.addresses(), sentinel_kwargs=_sentinel_options(sentinel)).master_for(
-        sentinel.master, redis_class=aioredis.Redis, **_master_options(sentinel), **options
-    )
+    return AsyncNewestMasterSentinel(
+        sentinel.addresses(), sentinel_kwargs=_sentinel_options(sentinel)
+    ).master_for(sentinel.master, redis_class=aioredis.Redis, **_master_options(sentinel), **options)
 
 
 def celery_url(redis: RedisConfig) -> str:

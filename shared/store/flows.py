@@ -59,15 +59,21 @@ class FlowStore:
             delivery=decode(Delivery, delivery) if delivery else None,
         )
 
-    def update(self, flow_id: str, fields: dict[str, Any], *, due_in_ms: int | None = None) -> None:
-        """Set flow fields; with ``due_in_ms``, the reaper looks at the flow again then."""
+    def update(self, flow_id: str, fields: dict[str, Any], *, due_in_ms: int | None = None) -> bool:
+        """Set flow fields; with ``due_in_ms``, the reaper looks at the flow again then. False (nothing
+        written) if the flow is gone."""
         k = self._keys
         now = self._clock.now_ms()
-        pipe = self._redis.pipeline(transaction=True)
-        pipe.hset(k.flow(flow_id), mapping=encode_values({**fields, "updatedAt": now}))
-        if due_in_ms is not None:
-            pipe.zadd(k.flows_due(), {flow_id: now + due_in_ms})
-        pipe.execute()
+        updated = self._scripts.update_flow(
+            keys=[k.flow(flow_id), k.flows_due()],
+            args=[
+                flow_id,
+                json.dumps(encode_values(fields)),
+                now,
+                "" if due_in_ms is None else now + due_in_ms,
+            ],
+        )
+        return bool(updated)
 
     def end(self, flow_id: str, reason: FlowEndReason, fields: dict[str, Any] | None = None) -> bool:
         """End the flow with ``fields`` set, counted by ``reason``; False if it had already ended. A flow

@@ -11,7 +11,7 @@ from typing import Any
 
 from redis import Redis
 from redis.commands.core import Script
-from redis.exceptions import NoScriptError
+from redis.exceptions import ConnectionError, NoScriptError, ReadOnlyError, ResponseError
 
 _LUA = resources.files("shared.store") / "lua"
 
@@ -39,6 +39,7 @@ class Scripts:
         self.claim_delivery: Script = client.register_script(_source("claim_delivery"))
         self.finish_delivery: Script = client.register_script(_source("finish_delivery"))
         self.end_flow: Script = client.register_script(_source("end_flow"))
+        self.update_flow: Script = client.register_script(_source("update_flow"))
         self.cancel_run: Script = client.register_script(_source("cancel_run"))
 
 
@@ -63,9 +64,21 @@ def run_pipelined(
         if then:
             results[-1] = again[-1]
     for result in results:
+        if _from_a_replica(result):
+            # A master demoted by a failover while this client still talks to it: its idle connections are
+            # dropped, so the next call asks where the master is now; the caller sees a lost connection.
+            client.connection_pool.disconnect(inuse_connections=False)
+            raise ConnectionError(f"Redis answered as a replica: {result}")
         if isinstance(result, Exception):
             raise result
     return results
+
+
+def _from_a_replica(result: Any) -> bool:
+    # WAIT has no error code of its own for it ("ERR WAIT cannot be used with replica instances").
+    return isinstance(result, ReadOnlyError) or (
+        isinstance(result, ResponseError) and "used with replica" in str(result)
+    )
 
 
 def _send(

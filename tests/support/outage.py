@@ -3,7 +3,8 @@ benchmark both drive a real fleet with this.
 
 ``Load`` posts fire-and-forget sends from one thread per API process; ``waiting_sends`` holds sends that
 wait for their answers; ``settle`` follows every run the clients were told was accepted to its end and
-reads its session's transcript, so a lost or duplicated run shows.
+reads its session's transcript, so a lost or duplicated run shows. ``restart_under_load`` and
+``failover_under_load`` are the two outages: a lone Redis killed and restarted, and a Sentinel failover.
 """
 
 from __future__ import annotations
@@ -13,16 +14,41 @@ import threading
 import time
 import uuid
 from collections import Counter
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import httpx
 
+from shared.config import Config
 from shared.processes import wait_for
+from shared.store.keys import RedisKeys
+from tests.support.processes import (
+    RedisServer,
+    Role,
+    role_env,
+    start_api,
+    start_beat,
+    start_worker,
+    write_config,
+)
+from tests.support.sentinel import MASTER_NAME, SentinelSet
 
 # A call refused while Redis is away answers this; anything else but 200 is a failure.
 REFUSED = 503
+REAP_INTERVAL_S = 5  # runs.reapIntervalSeconds at its default, as OUTAGE_CONFIG leaves it
+
+# The fleet's configuration through an outage: runs at their defaults (a 30 s lease, a 60 s dispatch grace,
+# a reaper pass every 5 s), so what recovers runs is the recovery pass, not short test timings. A send is
+# its run, the announce and the delivery; the waiting sends talk to ``slow`` (3 s per answer).
+OUTAGE_CONFIG: dict[str, Any] = {
+    "session": {"agentToAgent": {"maxPingPongTurns": 0}},
+    "tools": {"sessions": {"visibility": "all"}, "agentToAgent": {"enabled": True}},
+    "agents": {"list": [{"id": "main", "default": True}, {"id": "slow", "model": "slowecho/echo"}]},
+    "models": {"providers": {"slowecho": {"type": "echo", "delayMs": 3000}}},
+}
 
 
 @dataclass(frozen=True)
@@ -88,13 +114,24 @@ class WaitOutcome:
     answered: int
     refused: int
     failures: list[str]
+    slowest_s: float  # the longest a send waited for its answer
+    accepted: list[Accepted]  # the answered sends' runs, to be settled like the load's
 
 
 def waiting_sends(urls: list[str], token: str, agent: str, count: int, timeout_s: float) -> WaitOutcome:
     """``count`` sends that wait for their answers at once (to sessions of their own), spread over the API
     processes; each must be answered with its own reply, or refused before it was accepted."""
 
+    took: list[float] = []
+
     def one(i: int) -> Any:
+        started = time.monotonic()
+        try:
+            return answer(i)
+        finally:
+            took.append(time.monotonic() - started)
+
+    def answer(i: int) -> Any:
         with httpx.Client(
             base_url=urls[i % len(urls)], headers=_auth(token), timeout=timeout_s + 30
         ) as client:
@@ -110,6 +147,8 @@ def waiting_sends(urls: list[str], token: str, agent: str, count: int, timeout_s
                 f"echo: {message}",
             ):
                 return f"send {i} answered {outcome}"
+            if isinstance(outcome, dict):
+                outcome["accepted"] = Accepted(outcome["runId"], args["sessionKey"], message, time.time())
             return outcome
 
     with ThreadPoolExecutor(count) as pool:
@@ -118,6 +157,8 @@ def waiting_sends(urls: list[str], token: str, agent: str, count: int, timeout_s
         answered=sum(isinstance(o, dict) for o in outcomes),
         refused=sum(o == REFUSED for o in outcomes),
         failures=[str(o) for o in outcomes if not isinstance(o, dict) and o != REFUSED],
+        slowest_s=max(took, default=0.0),
+        accepted=[o["accepted"] for o in outcomes if isinstance(o, dict)],
     )
 
 
@@ -127,6 +168,8 @@ class Settled:
     not_ok: dict[str, str]  # run id -> its status, for runs that did not end ok
     lost: list[str]  # accepted, but gone or not ended by the deadline
     duplicated: list[str]  # a run whose reply is in its transcript more than once
+    missing: list[str]  # a run that ended ok without its reply in its transcript
+    unread: list[str]  # sessions whose transcript could not be read whole (so nothing above is sure)
 
 
 def settle(url: str, token: str, accepted: list[Accepted], timeout_s: float) -> Settled:
@@ -147,18 +190,28 @@ def settle(url: str, token: str, accepted: list[Accepted], timeout_s: float) -> 
         with contextlib.suppress(TimeoutError):
             wait_for(all_ended, timeout_s, interval=0.5, what="every accepted run to end")
         replies: Counter[str] = Counter()
+        unread = []
         for key in {a.session_key for a in accepted}:
             history = client.post(
                 "/tools/invoke",
-                json={"tool": "sessions_history", "args": {"sessionKey": key, "limit": 1000}},
+                json={"tool": "sessions_history", "args": {"sessionKey": key, "limit": HISTORY_LIMIT}},
             ).json()["result"]
+            if history.get("droppedMessages") or len(history["messages"]) >= HISTORY_LIMIT:
+                unread.append(key)
             replies.update(m["runId"] for m in history["messages"] if m["role"] == "assistant")
+    ok = [run_id for run_id, run in ended.items() if run["status"] == "ok"]
     return Settled(
         ended_at={run_id: run["endedAt"] for run_id, run in ended.items()},
         not_ok={run_id: run["status"] for run_id, run in ended.items() if run["status"] != "ok"},
         lost=sorted(pending),
         duplicated=sorted(run_id for run_id in ended if replies[run_id] > 1),
+        missing=sorted(run_id for run_id in ok if replies[run_id] == 0),
+        unread=sorted(unread),
     )
+
+
+# A load's session holds a few dozen messages; a transcript this long is not read whole.
+HISTORY_LIMIT = 1000
 
 
 TERMINAL = {"ok", "error", "timeout", "aborted"}
@@ -178,3 +231,167 @@ def _invoke(client: httpx.Client, args: dict[str, Any]) -> dict[str, Any] | int 
         return response.status_code if response.status_code == REFUSED else f"HTTP {response.status_code}"
     result: dict[str, Any] = response.json()["result"]
     return result
+
+
+@dataclass(frozen=True)
+class Outage:
+    """What a load saw through an outage, and what became of every run it was told was accepted."""
+
+    load: Load
+    settled: Settled
+    killed: float  # time.time() of the kill
+    back: float  # Redis answering again (restart) or the replica promoted (failover)
+    waits: WaitOutcome | None = None
+    # A reaper pass (time.time()) well after the failover: beat still ticks on the new master.
+    reaped_at: float | None = None
+
+    @property
+    def first_accept_after_kill_s(self) -> float:
+        """From the kill to the first accept on the Redis that came back (or the promoted replica)."""
+        return min((a.at for a in self.load.accepted if a.at > self.back), default=float("nan")) - self.killed
+
+    @property
+    def slowest_run_s(self) -> float:
+        """The longest any accepted run took from its accept to its end: a run whose message the outage
+        lost shows here."""
+        accepted_at = {a.run_id: a.at for a in self.load.accepted}
+        ended_at = self.settled.ended_at
+        return max(
+            (ended_at[run_id] / 1000 - at for run_id, at in accepted_at.items() if run_id in ended_at),
+            default=0,
+        )
+
+    @property
+    def last_end_after_back_s(self) -> float:
+        return max(self.settled.ended_at.values(), default=0) / 1000 - self.back
+
+    def figures(self) -> dict[str, Any]:
+        return {
+            "accepted": len(self.load.accepted),
+            "lost": len(self.settled.lost),
+            "duplicated": len(self.settled.duplicated),
+            "not ok": len(self.settled.not_ok),
+            "refused (503)": self.load.refused + (self.waits.refused if self.waits else 0),
+            "failed (500 or other)": len(self.load.failures)
+            + (len(self.waits.failures) if self.waits else 0),
+            "kill -> Redis back (s)": round(self.back - self.killed, 2),
+            "kill -> first accept after it (s)": round(self.first_accept_after_kill_s, 2),
+            "Redis back -> last accepted run ended (s)": round(self.last_end_after_back_s, 2),
+            "slowest run, accept -> end (s)": round(self.slowest_run_s, 2),
+            "slowest wait answered (s)": round(self.waits.slowest_s, 2) if self.waits else None,
+        }
+
+
+@contextlib.contextmanager
+def _fleet(env: dict[str, str], root: Path, concurrency: int) -> Iterator[list[str]]:
+    """Two workers, beat and two API processes on ``env``; yields the APIs' URLs, kills everything after."""
+    roles: list[Role] = []
+    try:
+        roles += [start_worker(env, root, concurrency=concurrency) for _ in range(2)]
+        roles.append(start_beat(env, root, root / "home"))
+        apis = [start_api(env, root) for _ in range(2)]
+        roles += [role for role, _url in apis]
+        yield [url for _role, url in apis]
+    finally:
+        for role in roles:
+            role.kill()
+
+
+def restart_under_load(root: Path, token: str, down_s: float = 2.0) -> Outage:
+    """kill -9 of a lone Redis (AOF, fsync always) under load, started again ``down_s`` later."""
+    server = RedisServer(root / "redis", appendonly=True).start()
+    try:
+        env = role_env(server.url, write_config(root, OUTAGE_CONFIG), root / "home", token)
+        with _fleet(env, root, concurrency=8) as urls:
+            load = Load(urls, token).start()
+            try:
+                wait_for(lambda: len(load.accepted) >= 100, 60, what="the load to get going")
+                assert server.child is not None
+                killed = time.time()
+                server.child.kill()
+                time.sleep(down_s)
+                server.start()
+                back = time.time()
+                wait_for(
+                    lambda: any(a.at > back for a in load.accepted), 30, what="an accept after the restart"
+                )
+                time.sleep(2)
+            finally:
+                load.stop()
+            return Outage(load, settle(urls[0], token, load.accepted, timeout_s=60), killed, back)
+    finally:
+        server.stop()
+
+
+def failover_under_load(root: Path, token: str, waits: int = 50) -> Outage:
+    """kill -9 of the master of a Sentinel set (a replica, three sentinels) under fire-and-forget sends and
+    ``waits`` waiting sends on the ``slow`` agent; the old master comes back afterwards, as a replica."""
+    sentinels = SentinelSet(root / "ha").start()
+    try:
+        # Under Sentinel the roles ignore CLAWBUS_REDIS_URL; the readiness checks read the master.
+        env = role_env(
+            f"redis://127.0.0.1:{sentinels.master()}/0",
+            write_config(root, OUTAGE_CONFIG),
+            root / "home",
+            token,
+        )
+        env.update(CLAWBUS_REDIS_SENTINELS=sentinels.hosts, CLAWBUS_REDIS_SENTINEL_MASTER=MASTER_NAME)
+        with _fleet(env, root, concurrency=16) as urls:
+            load = Load(urls, token).start()
+            answered: list[WaitOutcome] = []
+            try:
+                wait_for(lambda: len(load.accepted) >= 100, 60, what="the load to get going")
+                old_master = sentinels.master()
+                waiter = threading.Thread(
+                    target=lambda: answered.append(waiting_sends(urls, token, "slow", waits, timeout_s=60)),
+                    daemon=True,
+                )
+                waiter.start()
+                # Every wait accepted (its session made) before the kill: each is owed its answer.
+                slow_sessions = RedisKeys(Config().redis.prefix).agent_index("slow")
+                with sentinels.client(old_master) as master:
+                    wait_for(lambda: master.zcard(slow_sessions) >= waits, 30, what="every wait accepted")
+                killed = time.time()
+                sentinels.kill(old_master)
+                wait_for(
+                    lambda: _promoted(sentinels, old_master), 30, what="a sentinel to promote the replica"
+                )
+                back = time.time()
+                # Back as a replica of the new master (the sentinels reconfigure it): accepts that wait for a
+                # replica find one again.
+                sentinels.start_server(old_master)
+                wait_for(
+                    lambda: any(a.at > back for a in load.accepted), 60, what="an accept on the new master"
+                )
+                time.sleep(2)
+            finally:
+                load.stop()
+            waiter.join(120)
+            waits_accepted = answered[0].accepted if answered else []
+            settled = settle(urls[1], token, [*load.accepted, *waits_accepted], timeout_s=60)
+            # Beat goes on: a reaper pass later than the ones the workers ask for when they reconnect.
+            reaped = _reaper_pass_after(urls[0], token, back + 2 * REAP_INTERVAL_S + 2)
+            return Outage(load, settled, killed, back, answered[0] if answered else None, reaped)
+    finally:
+        sentinels.stop()
+
+
+def _reaper_pass_after(url: str, token: str, after: float) -> float | None:
+    """The time (time.time()) of a reaper pass later than ``after``, as the fleet's status reports it;
+    None if none comes within two of beat's intervals of it."""
+    with httpx.Client(base_url=url, headers=_auth(token), timeout=10) as client:
+
+        def ran_at() -> float | None:
+            ms = client.get("/v1/status").json().get("reaperRanAt")
+            return ms / 1000 if ms and ms / 1000 > after else None
+
+        with contextlib.suppress(TimeoutError):
+            return wait_for(ran_at, max(after - time.time(), 0) + 2 * REAP_INTERVAL_S, interval=0.5)
+    return None
+
+
+def _promoted(sentinels: SentinelSet, old_master: int) -> bool:
+    try:
+        return sentinels.master() != old_master
+    except Exception:
+        return False

@@ -27,7 +27,7 @@ from shared.store import answers
 REPO = Path(__file__).resolve().parents[2]
 
 __all__ = ["REPO", "RedisServer", "Role", "free_port", "role_env", "start_api", "start_beat", "start_worker"]
-__all__ += ["stop_process", "wait_for", "write_config"]
+__all__ += ["replica_of", "stop_process", "wait_for", "write_config"]
 
 
 def stop_process(process: subprocess.Popen[Any], grace: float = 15.0, sig: int = signal.SIGTERM) -> None:
@@ -66,6 +66,35 @@ class RedisServer:
 
     def client(self) -> redis.Redis:
         return redis.Redis.from_url(self.url, decode_responses=True)
+
+
+@contextmanager
+def replica_of(server: RedisServer) -> Iterator[None]:
+    """A replica of ``server``, in sync before the block and gone after it (``server`` forgets it)."""
+    port = free_port()
+    directory = server.directory / f"replica-{port}"
+    directory.mkdir(parents=True)
+    argv = [
+        *redis_server_argv(port, directory, appendfsync=None),
+        "--replicaof",
+        "127.0.0.1",
+        str(server.port),
+    ]
+    replica = Child("redis-replica", argv, dict(os.environ)).start(directory / "redis.log")
+    master = server.client()
+    try:
+        # A replica still loading the master's snapshot is connected but acknowledges nothing yet.
+        wait_for(lambda: _replica_state(master) == "online", 30, what="the replica in sync")
+        yield
+    finally:
+        replica.stop()
+        wait_for(lambda: _replica_state(master) is None, 30, what="the replica gone")
+        master.close()
+
+
+def _replica_state(master: redis.Redis) -> str | None:
+    replica = master.info("replication").get("slave0")
+    return replica.get("state") if isinstance(replica, dict) else None
 
 
 def write_config(directory: Path, config: dict[str, Any]) -> Path:
@@ -118,7 +147,6 @@ def start_worker(
         "worker",
         f"--concurrency={concurrency}",
         f"--name={name}@%h",
-        "--loglevel=INFO",
     ]
     if pool:
         argv.append(f"--pool={pool}")

@@ -177,6 +177,17 @@ def test_sentinel_hosts_and_master_come_from_the_environment_over_the_file(tmp_p
     assert redis.acks_wanted == 1  # under Sentinel an accept waits for a replica unless told otherwise
 
 
+def test_a_sentinel_master_without_sentinels_leaves_one_redis(tmp_path: Path) -> None:
+    """What compose passes by default: no sentinels, the master's name for when there are."""
+    env = {"CLAWBUS_REDIS_SENTINELS": "", "CLAWBUS_REDIS_SENTINEL_MASTER": "clawbus"}
+    assert load_config(None, env).redis.sentinel is None
+    path = tmp_path / "c.json5"
+    path.write_text('{redis: {sentinel: {hosts: ["10.0.0.9:26379"]}}}')
+    sentinel = load_config(path, env).redis.sentinel
+    assert sentinel is not None
+    assert (sentinel.hosts, sentinel.master) == (["10.0.0.9:26379"], "clawbus")
+
+
 def test_a_single_redis_acknowledges_accepts_without_replicas_unless_told_to_wait() -> None:
     assert Config().redis.acks_wanted == 0
     assert Config.model_validate({"redis": {"replicaAcks": 2}}).redis.acks_wanted == 2

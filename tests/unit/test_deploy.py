@@ -1,9 +1,8 @@
-"""deploy/: the Kubernetes manifests, checked offline (no kubectl, kustomize or cluster).
+"""deploy/: the Kubernetes manifests, checked offline (no cluster): ``kubectl kustomize`` renders the base
+and every overlay (kubectl must be on PATH; it ships kustomize), and what comes out is validated.
 
 Core kinds are validated with kubernetes-validate in strict mode (unknown fields are errors), the KEDA
-ScaledObject against deploy/schemas/keda-scaledobject.schema.json. The base and the example overlay are also
-rendered here the way kustomize would for the features they use (resources, components, a ConfigMap
-generator, strategic-merge and JSON 6902 patches, images, namespace), and what comes out is validated too.
+ScaledObject against deploy/schemas/keda-scaledobject.schema.json.
 """
 
 from __future__ import annotations
@@ -34,6 +33,8 @@ DEPLOY = REPO / "deploy"
 BASE = DEPLOY / "base"
 KEDA = DEPLOY / "components" / "keda"
 OVERLAY = DEPLOY / "overlays" / "example"
+SENTINEL_COMPONENT = DEPLOY / "components" / "redis-sentinel"
+SENTINEL_OVERLAY = DEPLOY / "overlays" / "sentinel"
 SCHEMA = DEPLOY / "schemas" / "keda-scaledobject.schema.json"
 KUSTOMIZATION = "kustomization.yaml"
 
@@ -93,7 +94,7 @@ def source_documents() -> list[tuple[str, Doc]]:
     ]
 
 
-# --- a kustomize renderer, for the features deploy/ uses -----------------------------------------------
+# --- rendering, with the real kustomize ------------------------------------------------------------------
 
 
 def render(directory: Path) -> list[Doc]:
@@ -199,7 +200,7 @@ KEDA_DOCUMENTS = [(name, doc) for name, doc in SOURCE_DOCUMENTS if is_keda(doc)]
 
 
 def test_deploy_holds_the_base_the_keda_component_the_overlay_and_the_schema() -> None:
-    assert kustomization_dirs() == [BASE, KEDA, OVERLAY]
+    assert kustomization_dirs() == [BASE, KEDA, SENTINEL_COMPONENT, OVERLAY, SENTINEL_OVERLAY]
     assert SCHEMA.is_file()
     assert (DEPLOY / "README.md").is_file()
     assert len(CORE_DOCUMENTS) >= 12
@@ -559,3 +560,58 @@ def test_the_example_overlay_pins_image_namespace_and_bigger_workers(overlay: li
 def test_the_example_overlay_ships_no_placeholder_secret(overlay: list[Doc]) -> None:
     assert not any(doc["kind"] == "Secret" for doc in overlay)
     assert "REPLACE-ME" not in yaml.safe_dump_all(overlay)
+
+
+# --- Redis under Sentinel ------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def sentinel_overlay() -> list[Doc]:
+    return render(SENTINEL_OVERLAY)
+
+
+def test_the_sentinel_overlay_renders_valid_resources_with_the_clawbus_labels(
+    sentinel_overlay: list[Doc],
+) -> None:
+    for doc in sentinel_overlay:
+        if not is_keda(doc):
+            kubernetes_validate.validate(doc, K8S_VERSION, strict=True)
+        assert doc["metadata"]["labels"]["app.kubernetes.io/name"] == "clawbus", doc["metadata"]["name"]
+
+
+def test_two_redis_pods_and_three_sentinels_with_room_to_drain_one_of_each(
+    sentinel_overlay: list[Doc],
+) -> None:
+    redis = one(sentinel_overlay, "StatefulSet", "redis")
+    sentinels = one(sentinel_overlay, "StatefulSet", "redis-sentinel")
+    assert (redis["spec"]["replicas"], sentinels["spec"]["replicas"]) == (2, 3)
+    assert redis["spec"]["template"]["spec"]["containers"][0]["command"] == ["sh", "/scripts/redis.sh"]
+    for name in ("redis", "redis-sentinel"):
+        budget = one(sentinel_overlay, "PodDisruptionBudget", name)
+        assert budget["spec"]["maxUnavailable"] == 1
+    service = one(sentinel_overlay, "Service", "redis-sentinel")
+    assert service["spec"]["ports"][0]["port"] == 26379
+    assert selects(service["spec"]["selector"], sentinels["spec"]["template"]["metadata"]["labels"])
+
+
+def test_every_role_is_pointed_at_the_three_sentinels_and_the_config_accepts_them(
+    sentinel_overlay: list[Doc],
+) -> None:
+    for role in ROLES:
+        env = {e["name"]: e.get("value") for e in container(sentinel_overlay, role)["env"]}
+        hosts = env["CLAWBUS_REDIS_SENTINELS"]
+        assert [h.split(".")[0] for h in hosts.split(",")] == [f"redis-sentinel-{i}" for i in range(3)]
+        redis = Config.model_validate(
+            {"redis": {"sentinels": hosts, "sentinelMaster": env["CLAWBUS_REDIS_SENTINEL_MASTER"]}}
+        ).redis
+        assert redis.sentinel is not None
+        assert redis.sentinel.master == "clawbus"
+        assert len(redis.sentinel.addresses()) == 3
+
+
+def test_the_scripts_are_valid_shell_and_watch_the_master_the_roles_ask_for() -> None:
+    for script in ("redis.sh", "sentinel.sh"):
+        path = SENTINEL_COMPONENT / script
+        assert subprocess.run(["sh", "-n", str(path)], check=False).returncode == 0, script
+        assert "get-master-addr-by-name clawbus" in path.read_text()
+    assert "sentinel monitor clawbus $MASTER 6379 2" in (SENTINEL_COMPONENT / "sentinel.sh").read_text()

@@ -4,8 +4,9 @@
 -- flow is over.
 -- KEYS: 1 delivery, 2 flow, 3 flows due
 -- ARGV: 1 delivery fields (json), 2 now ms, 3 the flow's next look (ms), 4 flow id
--- A flow that ended meanwhile (given up by the reaper) takes no delivery: it would stay pending forever.
-if redis.call('EXISTS', KEYS[1]) == 1 or redis.call('HGET', KEYS[2], 'status') == 'done' then
+-- A flow that ended meanwhile (given up by the reaper) takes no delivery: it would stay pending forever;
+-- nor does one that is gone (lost in a failover after its step read it).
+if redis.call('EXISTS', KEYS[1]) == 1 or redis.call('HGET', KEYS[2], 'status') ~= 'running' then
   return 0
 end
 hset_object(KEYS[1], ARGV[1])

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+from typing import Any
+
+import pytest
 from redis.asyncio.sentinel import SentinelConnectionPool as AsyncSentinelPool
-from redis.sentinel import SentinelConnectionPool
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.sentinel import MasterNotFoundError, SentinelConnectionPool
 
 from shared.config import Config, RedisConfig
 from shared.store import connection
@@ -42,3 +47,86 @@ def test_clients_under_sentinel_ask_the_sentinels_for_the_master_and_connect_laz
     async_pool = connection.async_client(SENTINEL).connection_pool
     assert isinstance(async_pool, AsyncSentinelPool)
     assert async_pool.service_name == "prod"
+
+
+def test_both_passwords_reach_every_role() -> None:
+    """The master's password goes to the master connections of the store, the waits' pub/sub, the broker
+    and the result backend; the sentinels' own to every connection to a sentinel."""
+    guarded = RedisConfig.model_validate(
+        {
+            "sentinel": {
+                "hosts": ["10.0.0.1:26379"],
+                "master": "prod",
+                "password": "m",
+                "sentinelPassword": "s",
+            }
+        }
+    )
+    store = connection.sync_client(guarded).connection_pool
+    waits = connection.async_client(guarded).connection_pool
+    for pool in (store, waits):
+        assert pool.connection_kwargs["password"] == "m"
+        assert [
+            sentinel.connection_pool.connection_kwargs["password"]
+            for sentinel in pool.sentinel_manager.sentinels
+        ] == ["s"]
+    assert connection.celery_url(guarded) == "sentinel://:m@10.0.0.1:26379/0"  # broker and result backend
+    assert connection.celery_options(guarded)["sentinel_kwargs"]["password"] == "s"
+
+
+def _state(port: int, epoch: int, *flags: str) -> dict[str, Any]:
+    return {
+        "ip": "10.0.0.9",
+        "port": port,
+        "config-epoch": epoch,
+        "num-other-sentinels": 2,
+        "is_master": "master" in flags or not flags,
+        "is_sdown": "s_down" in flags,
+        "is_odown": "o_down" in flags,
+    }
+
+
+class _Answers:
+    """A sentinel as the manager sees it: its SENTINEL MASTERS answer, or a connection error."""
+
+    def __init__(self, state: dict[str, Any] | None) -> None:
+        self._state = state
+
+    def sentinel_masters(self) -> dict[str, Any]:
+        if self._state is None:
+            raise RedisConnectionError("sentinel away")
+        return {"prod": self._state}
+
+
+class _AsyncAnswers(_Answers):
+    async def sentinel_masters(self) -> dict[str, Any]:  # type: ignore[override]
+        return super().sentinel_masters()
+
+
+def _manager(*answers: dict[str, Any] | None) -> connection.NewestMasterSentinel:
+    manager = connection.NewestMasterSentinel([("10.0.0.1", 26379)])
+    manager.sentinels = [_Answers(state) for state in answers]
+    return manager
+
+
+def test_after_a_failover_the_master_of_the_newest_configuration_wins_over_a_lagging_sentinel() -> None:
+    """The first sentinel has not heard of the failover and names the old master, restarted and healthy."""
+    manager = _manager(_state(6379, 1), None, _state(6380, 2))
+    assert manager.discover_master("prod") == ("10.0.0.9", 6380)
+
+
+def test_a_master_a_sentinel_sees_down_is_never_chosen() -> None:
+    manager = _manager(_state(6379, 3, "master", "s_down"), _state(6380, 2))
+    assert manager.discover_master("prod") == ("10.0.0.9", 6380)
+
+
+def test_no_sentinel_naming_a_healthy_master_is_an_error_naming_the_ones_that_failed() -> None:
+    manager = _manager(None, _state(6379, 1, "master", "o_down"))
+    with pytest.raises(MasterNotFoundError, match=r"No master found for 'prod' : .*ConnectionError"):
+        manager.discover_master("prod")
+
+
+def test_the_asyncio_clients_choose_the_same_master() -> None:
+    manager = connection.AsyncNewestMasterSentinel([("10.0.0.1", 26379)])
+    manager.sentinels = [_AsyncAnswers(_state(6379, 1)), _AsyncAnswers(_state(6380, 2))]
+    assert asyncio.run(manager.discover_master("prod")) == ("10.0.0.9", 6380)

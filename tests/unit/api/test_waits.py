@@ -1,0 +1,93 @@
+"""api/waits.py: a wait hears the end of its run even when the pub/sub connection dropped meanwhile."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, cast
+
+from api.waits import RunWaiter
+from shared.models import Run, RunStatus
+from shared.store.live import LiveStore, Signal, SignalsLost, Subscribed
+
+RUN = "3c2b1a00-0000-4000-8000-000000000001"
+
+
+def a_run(status: RunStatus) -> Run:
+    return Run(
+        run_id=RUN,
+        session_key="agent:main:main",
+        agent_id="main",
+        kind="send",
+        status=status,
+        seq=1,
+        created_at=1,
+    )
+
+
+class _Signals:
+    """Pub/sub as the waiter sees it: what ``receive`` hands out, in order, then silence."""
+
+    def __init__(self) -> None:
+        self.inbox: asyncio.Queue[Signal | Exception | None] = asyncio.Queue()
+        self.channels: set[str] = set()
+
+    async def open(self, home: str) -> None:
+        pass
+
+    async def close(self) -> None:
+        pass
+
+    async def subscribe(self, run_id: str) -> bool:
+        self.channels.add(run_id)
+        self.inbox.put_nowait(Subscribed(run_id))
+        return True
+
+    async def unsubscribe(self, run_id: str) -> bool:
+        self.channels.discard(run_id)
+        return True
+
+    def subscribed(self) -> set[str]:
+        return set(self.channels)
+
+    async def receive(self) -> Signal | None:
+        item = await self.inbox.get()
+        if isinstance(item, Exception):
+            raise item
+        return item
+
+
+class _Live:
+    def __init__(self) -> None:
+        self.run = a_run(RunStatus.RUNNING)
+        self.signals_ = _Signals()
+
+    def signals(self) -> _Signals:
+        return self.signals_
+
+    async def read_run(self, run_id: str) -> Run | None:
+        return self.run
+
+
+def test_a_run_that_ends_while_pub_sub_is_down_is_heard_at_the_first_message_after_it() -> None:
+    """No reconnect barrier comes back (as under a Sentinel failover): the first message after the loss,
+    redis-py's re-subscribe confirmation, makes the waiter read every pending run again."""
+
+    async def scenario() -> Run | None:
+        live = _Live()
+        waiter = RunWaiter(cast(LiveStore, live))
+        await waiter.start()
+        waiting = asyncio.create_task(waiter.wait(RUN, timeout=30))
+        while live.signals_.inbox.qsize() or RUN not in live.signals_.channels:
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.05)  # the wait read the run (running) and listens for its end
+        live.signals_.inbox.put_nowait(SignalsLost("connection reset"))
+        live.run = a_run(RunStatus.OK)  # its end was published while nobody listened
+        live.signals_.inbox.put_nowait(None)  # the re-subscribe confirmation of the waiter's home channel
+        try:
+            return await asyncio.wait_for(waiting, timeout=5)
+        finally:
+            await waiter.close()
+
+    run: Any = asyncio.run(scenario())
+    assert run is not None
+    assert run.status == RunStatus.OK

@@ -1,7 +1,7 @@
 """``python -m bench`` (``make bench``): clawbus's figures next to bare Celery on the same Redis, same run.
 
 ``--quick`` runs small sizes as a smoke test; ``--only FIGURE`` (repeatable: send, throughput, list,
-exchange, spawn, loop, model, backlog, control) picks figures.
+exchange, spawn, loop, model, backlog, control, ha) picks figures.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from bench import (
     exchange,
     list_latency,
     model_bound,
+    redis_ha,
     run_control,
     send_latency,
     spawn,
@@ -31,7 +32,7 @@ from bench import (
 from bench.report import Section, render, to_json, write
 from bench.stack import Stack, stack
 
-FIGURES = ("send", "throughput", "list", "exchange", "spawn", "loop", "model", "backlog", "control")
+FIGURES = ("send", "throughput", "list", "exchange", "spawn", "loop", "model", "backlog", "control", "ha")
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,7 @@ class Sizes:
     model: model_bound.Params
     backlog: backlog.Params
     control: run_control.Params
+    ha: redis_ha.Params
 
 
 FULL = Sizes(
@@ -78,6 +80,7 @@ FULL = Sizes(
     # 200 exchanges of two 2 s model calls on 5 threads: 160 s of work, steps queued over three 30 s bounds.
     backlog=backlog.Params(sends=200, model_seconds=2.0, concurrency=5),
     control=run_control.Params(cancels=100, first_texts=30),
+    ha=redis_ha.Params(accepts=200, warmup=20, waits=50),
 )
 QUICK = replace(
     FULL,
@@ -98,6 +101,7 @@ QUICK = replace(
     model=model_bound.Params(runs=200, sessions=100),
     backlog=backlog.Params(sends=40, model_seconds=0.5, concurrency=2),
     control=run_control.Params(cancels=20, first_texts=10),
+    ha=redis_ha.Params(accepts=40, warmup=5, waits=10),
 )
 
 
@@ -123,6 +127,8 @@ def measure(figure: str, running: Stack, sizes: Sizes) -> Section:
         return backlog.run(running, sizes.backlog)
     if figure == "control":
         return run_control.run(running, sizes.control)
+    if figure == "ha":
+        return redis_ha.run(running, sizes.ha)
     if figure == "exchange":
         return exchange.run(running, sizes.exchanges, sizes.exchange_warmup)
     return list_latency.run(running, sizes.list_small, sizes.list_large, sizes.list_calls, sizes.list_warmup)

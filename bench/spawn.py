@@ -105,7 +105,6 @@ def run(stack: Stack, count: int, warmup: int, spawns: int) -> Section:
         measured_label="clawbus spawn -> delivered",
         baseline_label=f"{HOPS} sequential bare Celery round trips",
         rows=[
-            # The issue asks for this ratio without setting a target for it.
             Row("p50 wall time", "ms", clawbus.p50_ms, bare.p50_ms, TARGET),
             Row("p95 wall time", "ms", clawbus.p95_ms, bare.p95_ms),
         ],

@@ -46,10 +46,14 @@ WORKER_LOGLEVEL = "WARNING"
 @dataclass(frozen=True)
 class Stack:
     root: Path
-    redis_url: str
+    server: RedisServer
     env: dict[str, str]
     api_url: str
     config: Config
+
+    @property
+    def redis_url(self) -> str:
+        return self.server.url
 
     @property
     def keys(self) -> RedisKeys:
@@ -70,8 +74,8 @@ def stack(root: Path) -> Iterator[Stack]:
         server.start()
         config_path = write_config(root, CLAWBUS_CONFIG)
         env = role_env(server.url, config_path, root / "home", TOKEN)
-        with _api(env, root) as url:
-            yield Stack(root, server.url, env, url, load_config(config_path, env))
+        with api(env, root) as url:
+            yield Stack(root, server, env, url, load_config(config_path, env))
     finally:
         server.stop()
 
@@ -82,8 +86,8 @@ def model_stack(stack: Stack, config: dict[str, Any]) -> Iterator[Stack]:
     reads it; workers are started on it as on the run's stack."""
     config_path = write_config(stack.root, config)
     env = role_env(stack.redis_url, config_path, stack.root / "home", TOKEN)
-    with _api(env, stack.root, processes=1) as url:
-        yield Stack(stack.root, stack.redis_url, env, url, load_config(config_path, env))
+    with api(env, stack.root, processes=1) as url:
+        yield Stack(stack.root, stack.server, env, url, load_config(config_path, env))
 
 
 @contextmanager
@@ -164,7 +168,7 @@ def _bare_worker(stack: Stack, app: Celery, events: bool) -> Iterator[None]:
 
 
 @contextmanager
-def _api(env: dict[str, str], root: Path, processes: int = API_PROCESSES) -> Iterator[str]:
+def api(env: dict[str, str], root: Path, processes: int = API_PROCESSES) -> Iterator[str]:
     port = free_port()
     argv = [sys.executable, "-m", "api.cli", "api", f"--port={port}", f"--workers={processes}"]
     role = Role(argv, env, root / f"api-{port}.log")

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from shared import attachments
 from shared.config import Config
@@ -50,8 +50,8 @@ class PendingWait(BaseModel):
 class LoopState(BaseModel):
     # What this run has said so far (assistant turns with tool calls, tool results, the final reply), not
     # yet in the transcript: the commit appends them all at once.
-    messages: list[Message] = []
-    usage: Usage = Usage()
+    messages: list[Message] = Field(default_factory=list)
+    usage: Usage = Field(default_factory=Usage)
     steps: int = 0
     # The prompt size of the latest step: the session's contextTokens.
     context_tokens: int | None = None

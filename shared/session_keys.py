@@ -7,6 +7,7 @@ only: looking a ``sessionId`` up in Redis is the store's job.
 
 from __future__ import annotations
 
+import functools
 import re
 import uuid
 from dataclasses import dataclass
@@ -61,8 +62,11 @@ def new_session_id() -> str:
     return str(uuid.uuid4())
 
 
+@functools.lru_cache(maxsize=4096)
 def parse(key: str) -> SessionKey:
-    """Split a stored (agent-scoped) key; raises SessionKeyError for anything else."""
+    """Split a stored (agent-scoped) key; raises SessionKeyError for anything else. Cached: a send parses
+    the same few keys a dozen times (visibility, policy, channels, lanes), and a key's parts never change
+    (an invalid key raises each time; lru_cache keeps no exceptions)."""
     _check_characters(key)
     parts = key.split(":", 2)
     if len(parts) != 3 or parts[0] != "agent":

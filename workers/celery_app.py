@@ -50,8 +50,9 @@ def create_app(config: Config, *, include: list[str] | None = None) -> Celery:
         # longest run). SIGQUIT, or a second Ctrl-C, gives them this long, then cancels them and puts their
         # messages back; a run cut short is taken over when its lease lapses.
         worker_soft_shutdown_timeout=SOFT_SHUTDOWN_SECONDS,
-        # Events for Flower.
+        # Events for Flower, published in batches (workers.consumer).
         worker_send_task_events=True,
+        worker_consumer="workers.consumer:Consumer",
         task_send_sent_event=True,
         task_track_started=True,
         worker_hijack_root_logger=False,

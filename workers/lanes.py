@@ -18,16 +18,21 @@ def run_and_follow(ctx: WorkerContext, attempt: Attempt) -> AttemptResult:
     """One attempt of a run, then the runs parked waiting for it and its flow's next step: a step that
     starts a run is done here, and its run executes here too when its session is free (no queue hop
     between the steps of an exchange or a spawn); so is a delivery to a channel inside clawbus, while one
-    to an outside channel goes to its task. A run task lost before it followed leaves the flow to the
-    reaper, which advances it when it falls due."""
+    to an outside channel goes to its task. When the run's session has more runs waiting, the step goes
+    to its task instead. A run task lost before it followed leaves the flow to the reaper, which advances
+    it when it falls due."""
     result = execute(ctx.store, ctx.config, ctx.dispatcher, attempt)
     for waiter in result.wake:
         ctx.dispatcher.dispatch_run(waiter)
     if result.flow_id is None:
         return result
-    if ctx.follow_inline:
+    if ctx.follow_inline and result.next_head is None:
         follow(flow_context(ctx, attempt.owner, attempt.attempt), result.flow_id, attempt.owner)
     else:
+        # More runs wait in this session: they go on first (here, while the lane budget lasts), and the
+        # flow's next step goes to its task. Followed here, a step's run (a model call in another session)
+        # held them up: under a backlog a busy requester's reply turns each waited for an announce, one at
+        # a time (figure 8).
         advance(flow_context(ctx), result.flow_id)
     return result
 

@@ -59,8 +59,7 @@ def register(config: Config) -> None:
 
 def route_logs(config: Config) -> None:
     """Connected, ``setup_logging`` stops Celery (worker and beat) from configuring logging itself. The
-    level is ``logging.level`` (or ``CLAWBUS_LOG_LEVEL``): the CLI always passes Celery a ``--loglevel``,
-    so an explicit one cannot be told from the default, and that flag is ignored."""
+    level is ``logging.level`` (or ``CLAWBUS_LOG_LEVEL``, which ``clawbus worker|beat --loglevel`` sets)."""
     setup_logging.connect(lambda **_: logs.configure(config), weak=False)
     task_prerun.connect(_bind_task, weak=False)
     task_postrun.connect(_unbind_task, weak=False)

@@ -11,8 +11,18 @@ from typing import Annotated
 import typer
 
 from api.cli.common import app, console, exec_role, load
+from shared.config import Config
 from shared.home import clawbus_home
 from workers import queues
+
+
+def load_with_level(loglevel: str | None) -> Config:
+    """The configuration, with ``--loglevel`` (when given) over ``logging.level``: set as
+    ``CLAWBUS_LOG_LEVEL``, the Celery process the role becomes reads the same level (and a bad one is
+    refused like any bad setting, naming ``logging.level``)."""
+    if loglevel is not None:
+        os.environ["CLAWBUS_LOG_LEVEL"] = loglevel
+    return load()
 
 
 @app.command()
@@ -80,10 +90,10 @@ def worker(
     ] = None,
     queue: Annotated[list[str] | None, typer.Option(help="Queue to consume (repeat); default all.")] = None,
     name: Annotated[str | None, typer.Option(help="Celery node name (default clawbus-<pid>@<host>).")] = None,
-    loglevel: Annotated[str, typer.Option(help="Log level.")] = "INFO",
+    loglevel: Annotated[str | None, typer.Option(help="Log level (default logging.level).")] = None,
 ) -> None:
     """Run a Celery worker consuming the clawbus queues."""
-    config = load()
+    config = load_with_level(loglevel)
     argv = [
         sys.executable,
         "-m",
@@ -98,7 +108,7 @@ def worker(
         "-n",
         name or f"clawbus-{os.getpid()}@%h",
         "--loglevel",
-        loglevel,
+        config.logging.level,
         "-E",
     ]
     size = concurrency or config.worker.pool_size(pool)
@@ -110,10 +120,10 @@ def worker(
 @app.command()
 def beat(
     schedule: Annotated[Path | None, typer.Option(help="Beat state file.")] = None,
-    loglevel: Annotated[str, typer.Option(help="Log level.")] = "INFO",
+    loglevel: Annotated[str | None, typer.Option(help="Log level (default logging.level).")] = None,
 ) -> None:
     """Run Celery beat (the reaper's clock). Run exactly one."""
-    load()
+    config = load_with_level(loglevel)
     path = schedule or clawbus_home() / "celerybeat-schedule"
     path.parent.mkdir(parents=True, exist_ok=True)
     exec_role(
@@ -127,7 +137,7 @@ def beat(
             "--schedule",
             str(path),
             "--loglevel",
-            loglevel,
+            config.logging.level,
         ]
     )
 

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from shared.models import Message, SessionEntry, ThinkingLevel, ToolCallBlock, Usage
 
@@ -57,8 +57,8 @@ class StepResult(BaseModel):
     """What one model step produced: text, and the tools it wants called before it speaks again."""
 
     reply: str
-    usage: Usage = Usage()
-    tool_calls: list[ToolCallBlock] = []
+    usage: Usage = Field(default_factory=Usage)
+    tool_calls: list[ToolCallBlock] = Field(default_factory=list)
 
 
 class AgentRuntime(Protocol):

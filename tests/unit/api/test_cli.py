@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import io
+import os
+from pathlib import Path
+from typing import NoReturn
 
+import pytest
+import typer
 from rich.console import Console
+from typer.testing import CliRunner
 
-from api.cli import app, client_commands
+from api.cli import app, client_commands, roles
 
 COMMANDS = {"up", "api", "worker", "beat", "flower", "send", "mcp", "check-config", "status", "probe"}
 GROUPS = {"sessions", "runs", "flows", "token"}
@@ -35,3 +41,51 @@ def test_a_wait_shows_what_it_waits_for_and_for_how_long(monkeypatch: object) ->
 def test_json_output_and_no_wait_show_no_spinner(monkeypatch: object) -> None:
     assert "waiting" not in _shown(monkeypatch, timeout=30, quiet=True)
     assert "waiting" not in _shown(monkeypatch, timeout=0)
+
+
+@pytest.fixture(autouse=True)
+def _defaults(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No configuration file: every setting at its default. (What a role sets in the environment for the
+    process it becomes is put back: set first, so that deleting it is recorded.)"""
+    monkeypatch.delenv("CLAWBUS_CONFIG", raising=False)
+    for name in ("CLAWBUS_LOG_LEVEL", "CLAWBUS_WORKER_POOL", "CLAWBUS_WORKER_CONCURRENCY"):
+        monkeypatch.setenv(name, "")
+        monkeypatch.delenv(name)
+    monkeypatch.chdir(tmp_path)
+
+
+def _role_argv(monkeypatch: pytest.MonkeyPatch, *args: str) -> list[str]:
+    """What ``clawbus <args>`` would exec (it does not)."""
+    became: list[list[str]] = []
+
+    def exec_role(argv: list[str]) -> NoReturn:
+        became.append(argv)
+        raise typer.Exit(0)
+
+    monkeypatch.setattr(roles, "exec_role", exec_role)
+    result = CliRunner().invoke(app, list(args))
+    assert result.exit_code == 0, result.output
+    return became[0]
+
+
+@pytest.mark.parametrize("role", ["worker", "beat"])
+def test_loglevel_sets_the_level_the_role_logs_at(monkeypatch: pytest.MonkeyPatch, role: str) -> None:
+    argv = _role_argv(monkeypatch, role, "--loglevel", "warning")
+    assert argv[argv.index("--loglevel") + 1] == "WARNING"
+    assert os.environ["CLAWBUS_LOG_LEVEL"] == "warning"  # what the Celery process it becomes reads
+
+
+@pytest.mark.parametrize("role", ["worker", "beat"])
+def test_without_loglevel_the_role_logs_at_the_configured_level(
+    monkeypatch: pytest.MonkeyPatch, role: str
+) -> None:
+    argv = _role_argv(monkeypatch, role)
+    assert argv[argv.index("--loglevel") + 1] == "INFO"
+    assert "CLAWBUS_LOG_LEVEL" not in os.environ
+
+
+def test_an_unknown_loglevel_is_refused_naming_the_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(roles, "exec_role", lambda argv: None)
+    result = CliRunner().invoke(app, ["worker", "--loglevel", "loud"])
+    assert result.exit_code == 2
+    assert "logging.level" in result.output

@@ -30,6 +30,10 @@ def test_events_are_on_for_flower() -> None:
     assert conf.task_track_started is True
 
 
+def test_the_worker_consumer_publishes_task_events_in_batches() -> None:
+    assert app().conf.worker_consumer == "workers.consumer:Consumer"
+
+
 def test_the_broker_is_the_redis_transport_with_one_publishing_client_per_channel() -> None:
     conf = app().conf
     assert conf.broker_transport == broker.TRANSPORT

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from shared.config import Config
 from shared.execution import Attempt
+from shared.flows.decide import StepTask
 from shared.inbound import receive
 from shared.models import InboundMessageParams, RunStatus
 from shared.store import Store
 from shared.tools.context import ToolContext
+from shared.tools.registry import TOOLS
 from workers.context import WorkerContext
 from workers.lanes import execute_lane
 from workers.testing import InlineDispatcher
@@ -52,3 +54,26 @@ def test_with_no_budget_the_next_run_is_enqueued_as_its_own_task(
     assert transcript(store) == ["one", "echo: one"]
     execute_lane(worker, Attempt(next_head.run_id, SESSION, owner=next_head.run_id, attempt=0), 0.0)
     assert transcript(store)[2:] == ["two", "echo: two"]
+
+
+def test_a_run_with_runs_queued_behind_it_hands_its_flows_next_step_to_its_task(
+    config: Config, store: Store, dispatcher: InlineDispatcher
+) -> None:
+    """Following a flow may run a step's run in this task (another session's model call): with runs
+    waiting in the session, they go on first and the step goes to its task."""
+    send = TOOLS["sessions_send"]
+    caller = ToolContext.for_caller(config, store, dispatcher, "main")
+    send.run(caller, send.parse({"sessionKey": SESSION, "message": "ask", "timeoutSeconds": 0}, caller))
+    chat = ToolContext.for_caller(config, store, dispatcher, SESSION)
+    receive(chat, InboundMessageParams(message="chat", timeout_seconds=0))
+    [primary] = dispatcher.heads
+    dispatcher.heads.clear()
+    worker = WorkerContext(config, store, dispatcher)
+    first, inline = execute_lane(
+        worker, Attempt(primary.run_id, SESSION, owner=primary.run_id, attempt=0), 60.0
+    )
+    assert first.status == RunStatus.OK
+    assert inline == 1  # the chat message, in the same task
+    assert transcript(store)[-2:] == ["chat", "echo: chat"]
+    # No requester session, so no reply turns: the announce is next, handed to its task.
+    assert dispatcher.steps == [(StepTask.ANNOUNCE, primary.run_id, None)]

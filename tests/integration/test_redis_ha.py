@@ -33,7 +33,8 @@ def test_every_accepted_run_ends_within_15s_of_a_redis_restart_under_load(tmp_pa
     """kill -9 of the only Redis (AOF, fsync always) mid-load, restarted 2 s later: every run the load was
     told was accepted ends once, within 15 s of the restart; calls meanwhile are refused (503), never 500."""
     outage = restart_under_load(tmp_path, TOKEN)
-    assert outage.load.failures == []
+    assert outage.load.failures == [], outage.server_errors
+    assert outage.server_errors == []
     assert outage.settled.lost == []
     assert outage.settled.not_ok == {}
     assert outage.settled.duplicated == []
@@ -87,9 +88,10 @@ def test_a_sentinel_failover_under_load_loses_no_accepted_run(tmp_path: Path) ->
     replica, every role finds it, every accepted run ends once with its reply once in its transcript, every
     wait (each accepted before the kill) is answered with its reply, and nothing answers 500."""
     outage = failover_under_load(tmp_path, TOKEN, waits=50)
-    assert outage.load.failures == []
+    assert outage.load.failures == [], outage.server_errors
     assert outage.waits is not None
-    assert outage.waits.failures == []
+    assert outage.waits.failures == [], outage.server_errors
+    assert outage.server_errors == []
     assert outage.waits.answered == 50  # each accepted before the kill
     # Answered when its run ends, not at its 60 s deadline: the waits heard the ends across the failover.
     assert outage.waits.slowest_s <= WAIT_ANSWERED_S, outage.figures()

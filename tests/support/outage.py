@@ -10,6 +10,7 @@ reads its session's transcript, so a lost or duplicated run shows. ``restart_und
 from __future__ import annotations
 
 import contextlib
+import json
 import threading
 import time
 import uuid
@@ -244,6 +245,8 @@ class Outage:
     waits: WaitOutcome | None = None
     # A reaper pass (time.time()) well after the failover: beat still ticks on the new master.
     reaped_at: float | None = None
+    # What the API processes logged with a traceback: the cause of any 500 the clients saw.
+    server_errors: list[str] = field(default_factory=list)
 
     @property
     def first_accept_after_kill_s(self) -> float:
@@ -318,7 +321,8 @@ def restart_under_load(root: Path, token: str, down_s: float = 2.0) -> Outage:
                 time.sleep(2)
             finally:
                 load.stop()
-            return Outage(load, settle(urls[0], token, load.accepted, timeout_s=60), killed, back)
+            settled = settle(urls[0], token, load.accepted, timeout_s=60)
+            return Outage(load, settled, killed, back, server_errors=server_errors(root))
     finally:
         server.stop()
 
@@ -371,9 +375,22 @@ def failover_under_load(root: Path, token: str, waits: int = 50) -> Outage:
             settled = settle(urls[1], token, [*load.accepted, *waits_accepted], timeout_s=60)
             # Beat goes on: a reaper pass later than the ones the workers ask for when they reconnect.
             reaped = _reaper_pass_after(urls[0], token, back + 2 * REAP_INTERVAL_S + 2)
-            return Outage(load, settled, killed, back, answered[0] if answered else None, reaped)
+            waited = answered[0] if answered else None
+            return Outage(load, settled, killed, back, waited, reaped, server_errors(root))
     finally:
         sentinels.stop()
+
+
+def server_errors(root: Path) -> list[str]:
+    """Every log record of the API processes under ``root`` that carries a traceback, with its message."""
+    found = []
+    for log in sorted(root.glob("api-*.log")):
+        for line in log.read_text(errors="replace").splitlines():
+            with contextlib.suppress(ValueError):
+                record = json.loads(line)
+                if isinstance(record, dict) and "exception" in record:
+                    found.append(f"{log.name}: {record.get('event')}\n{record['exception']}")
+    return found
 
 
 def _reaper_pass_after(url: str, token: str, after: float) -> float | None:

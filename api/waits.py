@@ -10,7 +10,9 @@ The protocol that makes a wait lose nothing:
    every pending run.
 
 A timeout reads the run one last time and never touches it. Any API process can answer any wait: the
-truth is the run hash, the channel is only the wake-up.
+truth is the run hash, the channel is only the wake-up. A read that fails while the wait still has time
+(Redis is away: a failover) is not the wait's answer: the reconnect reads every pending run again, and
+the deadline read answers (a 503 only if Redis is still away then).
 """
 
 from __future__ import annotations
@@ -24,11 +26,15 @@ from typing import Any
 from prometheus_client import Histogram
 
 from shared.models import Run
+from shared.store import UNAVAILABLE
 from shared.store.live import Ended, LiveStore, Reconnected, RunSignals, Signal, SignalsLost, Subscribed
 
 log = logging.getLogger(__name__)
 
 _RECONNECT_PAUSE_S = 0.5
+# Reads of runs at once: after a reconnect every pending wait reads its run, and a burst of them would
+# open a connection each.
+_READS_AT_ONCE = 32
 
 
 class ShuttingDown(Exception):
@@ -59,6 +65,7 @@ class RunWaiter:
         self._reader: asyncio.Task[None] | None = None
         self._unsubscribing: set[asyncio.Task[None]] = set()
         self._stopping = asyncio.Event()
+        self._reads = asyncio.Semaphore(_READS_AT_ONCE)
         # Not in any registry: /metrics collects it with the rest (api.metrics).
         self.wait_seconds = Histogram(
             "clawbus_wait_seconds",
@@ -91,7 +98,8 @@ class RunWaiter:
             await self._signals.close()
 
     async def read(self, run_id: str) -> Run | None:
-        return await self._live.read_run(run_id)
+        async with self._reads:
+            return await self._live.read_run(run_id)
 
     async def wait(self, run_id: str, timeout: float) -> Run | None:
         """The run once terminal, else (after ``timeout`` s) the run as it is; None if it does not exist."""
@@ -113,9 +121,13 @@ class RunWaiter:
 
     async def _await(self, run_id: str, pending: _Pending, deadline: float) -> Run | None:
         if await self._within(pending.confirmed.wait(), deadline, run_id):
-            run = await self.read(run_id)
-            if run is None or run.status.terminal:
-                return run
+            try:
+                run = await self.read(run_id)
+            except UNAVAILABLE as exc:
+                log.warning("reading run %s failed (%s); waiting on", run_id, exc)
+            else:
+                if run is None or run.status.terminal:
+                    return run
             if await self._within(pending.ended.wait(), deadline, run_id) and pending.run is not None:
                 return pending.run
         return await self.read(run_id)
@@ -189,15 +201,18 @@ class RunWaiter:
                 lost = True
                 await asyncio.sleep(_RECONNECT_PAUSE_S)
                 continue
-            if lost:
-                # The first message after a loss comes after redis-py's re-subscribe, which Redis answers
-                # only once every channel is subscribed again: re-read now, whether or not the barrier's
-                # PING comes back (after a Sentinel failover it did not, and waits hung until their
-                # deadline on runs that ended while the connection was down).
-                lost = False
-                await self._recheck_all()
-            if signal is not None:
-                await self._handle(signal)
+            try:
+                if lost:
+                    # The first message after a loss comes after redis-py's re-subscribe, which Redis
+                    # answers only once every channel is subscribed again: re-read now, whether or not
+                    # the barrier's PING comes back (after a Sentinel failover it did not, and waits hung
+                    # until their deadline on runs that ended while the connection was down).
+                    lost = False
+                    await self._recheck_all()
+                if signal is not None:
+                    await self._handle(signal)
+            except Exception:  # every wait of the process depends on this task: it must not die
+                log.exception("handling a pub/sub signal failed")
 
     async def _handle(self, signal: Signal) -> None:
         if isinstance(signal, Reconnected):
@@ -217,16 +232,19 @@ class RunWaiter:
     async def _recheck_all(self) -> None:
         assert self._signals is not None
         subscribed = self._signals.subscribed()
+        heard = []
         for run_id, pending in list(self._pending.items()):
-            if run_id not in subscribed:
+            if run_id not in subscribed:  # its subscribe was not sent: send it now
                 await self._subscribe(pending)
                 continue
             pending.unconfirmed = 0
             pending.confirmed.set()
+            heard.append((run_id, pending))
+        for run_id, pending in heard:
             try:
                 run = await self.read(run_id)
-            except Exception:  # Redis away again: the next reconnect, or the deadline read, answers
-                continue
+            except UNAVAILABLE:  # Redis away again: the next reconnect reads them, or the deadline read
+                return
             if run is None or run.status.terminal:
                 pending.run = run
                 pending.ended.set()

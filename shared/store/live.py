@@ -9,6 +9,8 @@ is in force again, so pending runs must be read again).
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -17,6 +19,7 @@ from typing import Any
 from redis.asyncio import Redis
 from redis.asyncio.client import PubSub
 from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
 
 from shared.config import RedisConfig
@@ -30,6 +33,9 @@ from shared.store.keys import RedisKeys
 # redis-py made is in force.
 _BARRIER = "clawbus-resubscribed"
 
+
+# Connections of one API process's asynchronous client (streams being followed, and reads).
+LIVE_MAX_CONNECTIONS = 4096
 
 # The longest a read of this client may take: blocking stream reads stay below it.
 BLOCK_LIMIT_S = 30.0
@@ -70,6 +76,9 @@ class LiveStore:
             socket_timeout=BLOCK_LIMIT_S,
             socket_connect_timeout=5,
             client_name=client_name,
+            # redis-py's asyncio pool refuses a connection past its limit (default 100) instead of waiting
+            # for one: each open stream holds one, and the waiter reads at most api.waits._READS_AT_ONCE.
+            max_connections=LIVE_MAX_CONNECTIONS,
             retry=Retry(Backoff(), RETRIES),
             retry_on_error=RETRY_ON,
         )
@@ -142,27 +151,41 @@ class Unreachable(Exception):
 
 
 class RunSignals:
+    """One pub/sub connection; one task reads it (``receive``), and that task alone (re)connects it.
+
+    redis-py lets any command on a pub/sub connection reconnect it, and two coroutines reconnecting one
+    connection at once fail with errors that are not Redis's (``RuntimeError: read() called while another
+    coroutine is already waiting``): a wait that began during a failover answered 500. So the connection
+    retries nothing, a subscribe or unsubscribe is sent only while the connection is up, under a lock the
+    reconnect holds too, and a send that fails drops the connection: the reader reconnects, redis-py
+    subscribes every channel again, and the waiters whose subscribe was not sent subscribe then
+    (``api.waits``).
+    """
+
     def __init__(self, pubsub: PubSub, keys: RedisKeys) -> None:
         self._pubsub = pubsub
         self._keys = keys
         self._prefix = keys.run_done_channel("")
+        self._lock = asyncio.Lock()
+        self._up = False
 
     async def open(self, home: str) -> None:
         """Subscribe to ``home`` (a channel of the process's own, so the connection always stays in pub/sub
         mode) and arrange for a ``Reconnected`` after every reconnect."""
-        await self._pubsub.subscribe(self._keys.waiter_channel(home))
-        assert self._pubsub.connection is not None
-        self._pubsub.connection.register_connect_callback(self._on_connect)
+        async with self._lock:
+            await self._pubsub.subscribe(self._keys.waiter_channel(home))
+            self._adopt()
+            self._up = True
 
     async def close(self) -> None:
         await self._pubsub.aclose()
 
     async def subscribe(self, run_id: str) -> bool:
-        """False if the subscription could not be sent (the connection is down: a ``Reconnected`` follows)."""
-        return await self._quietly(lambda: self._pubsub.subscribe(self._prefix + run_id))
+        """False if the subscription was not sent (the connection is down: a ``Reconnected`` follows)."""
+        return await self._send(self._pubsub.subscribe, self._prefix + run_id)
 
     async def unsubscribe(self, run_id: str) -> bool:
-        return await self._quietly(lambda: self._pubsub.unsubscribe(self._prefix + run_id))
+        return await self._send(self._pubsub.unsubscribe, self._prefix + run_id)
 
     def subscribed(self) -> set[str]:
         """The runs whose channel the connection is subscribed to (or re-subscribes to on reconnect)."""
@@ -171,12 +194,47 @@ class RunSignals:
 
     async def receive(self) -> Signal | None:
         """The next signal (None: a message that means nothing to waiters); ``SignalsLost`` if the
-        connection dropped."""
+        connection dropped or could not be made again (calling again tries again)."""
         try:
+            if not self._up:
+                await self._reconnect()
             message = await self._pubsub.get_message(timeout=None)
-        except (RedisError, OSError) as exc:
-            raise SignalsLost(str(exc)) from exc
+        except Exception as exc:  # whatever broke the read, the cure is a new connection
+            self._up = False
+            raise SignalsLost(f"{type(exc).__name__}: {exc}") from exc
         return self._signal(message) if message else None
+
+    async def _reconnect(self) -> None:
+        async with self._lock:
+            connection = self._pubsub.connection
+            if connection is not None:
+                await connection.disconnect()
+            # redis-py subscribes every channel again on the new connection, then our barrier is sent.
+            await self._pubsub.connect()
+            self._adopt()
+            self._up = True
+
+    def _adopt(self) -> None:
+        """The barrier after every connect, and no retries: a command that fails raises at once instead
+        of reconnecting in the caller's task."""
+        connection = self._pubsub.connection
+        assert connection is not None
+        connection.register_connect_callback(self._on_connect)
+        connection.retry = Retry(NoBackoff(), 0, supported_errors=())
+
+    async def _send(self, command: Callable[[str], Awaitable[object]], channel: str) -> bool:
+        async with self._lock:
+            connection = self._pubsub.connection
+            if not self._up or connection is None or not connection.is_connected:
+                return False
+            try:
+                await command(channel)
+            except Exception:  # the connection broke under the send: make the reader reconnect
+                self._up = False
+                with contextlib.suppress(Exception):
+                    await connection.disconnect()
+                return False
+        return True
 
     def _signal(self, message: dict[str, Any]) -> Signal | None:
         kind, channel = message["type"], message.get("channel") or ""
@@ -194,14 +252,6 @@ class RunSignals:
     async def _on_connect(self, connection: Any) -> None:
         """Runs after redis-py's own re-subscribe on every (re)connect of the pub/sub connection."""
         await connection.send_command("PING", _BARRIER)
-
-    @staticmethod
-    async def _quietly(call: Callable[[], Awaitable[object]]) -> bool:
-        try:
-            await call()
-        except RedisError:
-            return False
-        return True
 
 
 def _published_run(data: Any) -> Run | None:

@@ -2,18 +2,26 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
 import threading
 import time
 import uuid
+from pathlib import Path
 
 import httpx
 
 from api.client import Client
 from api.services import WAITS_CLIENT_NAME
-from shared.models import Run
+from api.waits import RunWaiter
+from shared.config import RedisConfig
+from shared.models import Run, RunStatus
+from shared.store.codec import encode
+from shared.store.keys import RedisKeys
+from shared.store.live import LiveStore
 from shared.tools.send_schema import SendResult
 from tests.integration.conftest import TOKEN, Fresh, Stack
-from tests.support.processes import free_port, wait_for
+from tests.support.processes import RedisServer, free_port, wait_for
 
 
 def slow_key() -> str:
@@ -128,3 +136,75 @@ def test_an_api_process_answers_waits_for_runs_another_one_accepted(stack: Stack
         timeout=30,
     )
     assert response.json()["status"] == "ok"
+
+
+def test_waits_begun_while_redis_restarts_raise_nothing_and_hear_their_runs_end(tmp_path: Path) -> None:
+    """A wave of waits begins every 20 ms while Redis is killed and started again (the API's side of a
+    failover): none may fail (an HTTP 500 or 503 to a caller owed an answer), and each hears its run end.
+    redis-py lets any command on the shared pub/sub connection reconnect it, and a waiter reconnecting it
+    while the reader did raised RuntimeError; and after the reconnect every wait read its run at once, past
+    the connection pool's limit."""
+    server = RedisServer(tmp_path / "redis", appendonly=True).start()
+    keys = RedisKeys("clawbus-test:")
+    runs = [str(uuid.uuid4()) for _ in range(400)]
+    writer = server.client()
+    for run_id in runs:
+        writer.hset(keys.run(run_id), mapping=encode(_run(run_id, RunStatus.RUNNING)))
+    writer.close()
+
+    async def scenario() -> list[Run | BaseException | None]:
+        live = LiveStore(RedisConfig(url=server.url), keys, client_name="test-waits")
+        waiter = RunWaiter(live)
+        await waiter.start()
+        try:
+            waits, restarted = [], None
+            for wave, start in enumerate(range(0, len(runs), 10)):
+                if wave == 5:
+                    assert server.child is not None
+                    server.child.kill()
+                if wave == 15:  # waits go on beginning while it starts
+                    restarted = asyncio.create_task(asyncio.to_thread(server.start))
+                waits += [asyncio.create_task(waiter.wait(r, timeout=30)) for r in runs[start : start + 10]]
+                await asyncio.sleep(0.02)  # the pace of the waves
+            assert restarted is not None
+            await restarted
+            await asyncio.to_thread(_end, server, keys, runs)
+            return await asyncio.gather(*waits, return_exceptions=True)
+        finally:
+            await waiter.close()
+            await live.close()
+
+    started = time.monotonic()
+    try:
+        outcomes = asyncio.run(scenario())
+    finally:
+        server.stop()
+    failed = [repr(o) for o in outcomes if not isinstance(o, Run)]
+    assert failed == []
+    assert {o.status for o in outcomes if isinstance(o, Run)} == {RunStatus.OK}
+    assert time.monotonic() - started < 20  # heard, not found at the 30 s deadline
+
+
+def _run(run_id: str, status: RunStatus) -> Run:
+    return Run(
+        run_id=run_id,
+        session_key="agent:main:main",
+        agent_id="main",
+        kind="send",
+        status=status,
+        seq=1,
+        created_at=1,
+        reply="done" if status is RunStatus.OK else None,
+    )
+
+
+def _end(server: RedisServer, keys: RedisKeys, runs: list[str]) -> None:
+    """End every run as a commit does: the terminal hash, then its completion signal."""
+    redis = server.client()
+    try:
+        for run_id in runs:
+            ended = encode(_run(run_id, RunStatus.OK))
+            redis.hset(keys.run(run_id), mapping=ended)
+            redis.publish(keys.run_done_channel(run_id), json.dumps(ended))
+    finally:
+        redis.close()

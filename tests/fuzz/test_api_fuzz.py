@@ -22,8 +22,8 @@ from hypothesis import HealthCheck, given, settings
 from tests.integration.conftest import STACK_CONFIG, TOKEN
 from tests.support.processes import RedisServer, role_env, start_api, write_config
 
-EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "40"))
-CHECKED_EXAMPLES = int(os.environ.get("FUZZ_CHECKED_EXAMPLES", "50"))
+EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "25"))
+CHECKED_EXAMPLES = int(os.environ.get("FUZZ_CHECKED_EXAMPLES", "25"))
 
 
 @pytest.fixture(scope="module")

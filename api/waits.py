@@ -121,6 +121,8 @@ class RunWaiter:
 
     async def _await(self, run_id: str, pending: _Pending, deadline: float) -> Run | None:
         if await self._within(pending.confirmed.wait(), deadline, run_id):
+            if pending.ended.is_set() and pending.run is not None:  # a reconnect's re-read found its end
+                return pending.run
             try:
                 run = await self.read(run_id)
             except UNAVAILABLE as exc:
@@ -240,11 +242,13 @@ class RunWaiter:
             pending.unconfirmed = 0
             pending.confirmed.set()
             heard.append((run_id, pending))
-        for run_id, pending in heard:
-            try:
-                run = await self.read(run_id)
-            except UNAVAILABLE:  # Redis away again: the next reconnect reads them, or the deadline read
-                return
+        if not heard:
+            return
+        try:
+            runs = await self._live.read_runs([run_id for run_id, _ in heard])
+        except UNAVAILABLE:  # Redis away again: the next reconnect reads them, or the deadline read
+            return
+        for (_, pending), run in zip(heard, runs, strict=True):
             if run is None or run.status.terminal:
                 pending.run = run
                 pending.ended.set()

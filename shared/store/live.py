@@ -98,6 +98,14 @@ class LiveStore:
         fields = await self._redis.hgetall(self.keys.run(run_id))
         return decode(Run, fields) if fields else None
 
+    async def read_runs(self, run_ids: list[str]) -> list[Run | None]:
+        """Several runs in one round trip, in order (None: gone)."""
+        pipe = self._redis.pipeline(transaction=False)
+        for run_id in run_ids:
+            pipe.hgetall(self.keys.run(run_id))
+        found = await pipe.execute()
+        return [decode(Run, fields) if fields else None for fields in found]
+
     async def run_events(
         self, run_id: str, after: str | None, count: int
     ) -> list[tuple[str, dict[str, str]]]:

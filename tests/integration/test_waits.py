@@ -22,6 +22,7 @@ from shared.store.live import LiveStore
 from shared.tools.send_schema import SendResult
 from tests.integration.conftest import TOKEN, Fresh, Stack
 from tests.support.processes import RedisServer, free_port, wait_for
+from tests.support.runs import a_run
 
 
 def slow_key() -> str:
@@ -149,7 +150,7 @@ def test_waits_begun_while_redis_restarts_raise_nothing_and_hear_their_runs_end(
     runs = [str(uuid.uuid4()) for _ in range(400)]
     writer = server.client()
     for run_id in runs:
-        writer.hset(keys.run(run_id), mapping=encode(_run(run_id, RunStatus.RUNNING)))
+        writer.hset(keys.run(run_id), mapping=encode(a_run(run_id, RunStatus.RUNNING)))
     writer.close()
 
     async def scenario() -> list[Run | BaseException | None]:
@@ -185,25 +186,12 @@ def test_waits_begun_while_redis_restarts_raise_nothing_and_hear_their_runs_end(
     assert time.monotonic() - started < 20  # heard, not found at the 30 s deadline
 
 
-def _run(run_id: str, status: RunStatus) -> Run:
-    return Run(
-        run_id=run_id,
-        session_key="agent:main:main",
-        agent_id="main",
-        kind="send",
-        status=status,
-        seq=1,
-        created_at=1,
-        reply="done" if status is RunStatus.OK else None,
-    )
-
-
 def _end(server: RedisServer, keys: RedisKeys, runs: list[str]) -> None:
     """End every run as a commit does: the terminal hash, then its completion signal."""
     redis = server.client()
     try:
         for run_id in runs:
-            ended = encode(_run(run_id, RunStatus.OK))
+            ended = encode(a_run(run_id, RunStatus.OK))
             redis.hset(keys.run(run_id), mapping=ended)
             redis.publish(keys.run_done_channel(run_id), json.dumps(ended))
     finally:

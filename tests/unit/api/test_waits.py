@@ -8,20 +8,9 @@ from typing import Any, cast
 from api.waits import RunWaiter
 from shared.models import Run, RunStatus
 from shared.store.live import LiveStore, Signal, SignalsLost, Subscribed
+from tests.support.runs import a_run
 
 RUN = "3c2b1a00-0000-4000-8000-000000000001"
-
-
-def a_run(status: RunStatus) -> Run:
-    return Run(
-        run_id=RUN,
-        session_key="agent:main:main",
-        agent_id="main",
-        kind="send",
-        status=status,
-        seq=1,
-        created_at=1,
-    )
 
 
 class _Signals:
@@ -58,7 +47,7 @@ class _Signals:
 
 class _Live:
     def __init__(self) -> None:
-        self.run = a_run(RunStatus.RUNNING)
+        self.run = a_run(RUN, RunStatus.RUNNING)
         self.signals_ = _Signals()
 
     def signals(self) -> _Signals:
@@ -66,6 +55,9 @@ class _Live:
 
     async def read_run(self, run_id: str) -> Run | None:
         return self.run
+
+    async def read_runs(self, run_ids: list[str]) -> list[Run | None]:
+        return [self.run for _ in run_ids]
 
 
 def test_a_run_that_ends_while_pub_sub_is_down_is_heard_at_the_first_message_after_it() -> None:
@@ -81,7 +73,7 @@ def test_a_run_that_ends_while_pub_sub_is_down_is_heard_at_the_first_message_aft
             await asyncio.sleep(0.01)
         await asyncio.sleep(0.05)  # the wait read the run (running) and listens for its end
         live.signals_.inbox.put_nowait(SignalsLost("connection reset"))
-        live.run = a_run(RunStatus.OK)  # its end was published while nobody listened
+        live.run = a_run(RUN, RunStatus.OK)  # its end was published while nobody listened
         live.signals_.inbox.put_nowait(None)  # the re-subscribe confirmation of the waiter's home channel
         try:
             return await asyncio.wait_for(waiting, timeout=5)

@@ -2,9 +2,10 @@
 entries.
 
 ``tools.sessions.visibility`` is ``self`` (the caller's own session), ``tree`` (and the sessions it spawned),
-``agent`` (any session of its agent) or ``all`` (any session; another agent's still needs
-``tools.agentToAgent``). A sandboxed caller is clamped to ``tree`` unless
-``agents.defaults.sandbox.sessionToolsVisibility`` is ``all``; the clamp only ever narrows.
+``agent`` (any session of its own agent id, and no other) or ``all`` (any session; another agent's still
+needs ``tools.agentToAgent``). A sandboxed caller is clamped to ``tree`` unless
+``agents.defaults.sandbox.sessionToolsVisibility`` is ``all``; the clamp only ever narrows (``self`` stays
+``self``).
 """
 
 from __future__ import annotations
@@ -25,9 +26,10 @@ def effective(config: Config, caller_key: str) -> Visibility:
     """The caller's visibility, after the sandbox clamp."""
     configured = config.tools.sessions.visibility
     caller_agent = session_keys.parse(caller_key).agent_id
-    # OpenClaw's clamp: a sandboxed session sees its tree, whatever is configured (``self`` too).
+    # OpenClaw's clamp: a sandboxed session sees at most its tree; a narrower setting stays as it is.
     if (
-        subagents.sandboxed(config, caller_agent, caller_key)
+        _RANK[configured] > _RANK["tree"]
+        and subagents.sandboxed(config, caller_agent, caller_key)
         and config.agents.defaults.sandbox.session_tools_visibility == "spawned"
     ):
         return "tree"
@@ -74,12 +76,15 @@ def refusal(
             f"Session {noun} visibility is restricted to the current session tree "
             "(tools.sessions.visibility=tree)."
         )
-    if caller_agent == target_agent or spawned_by_caller:
+    if caller_agent == target_agent:
         return None
+    # ``agent`` is the caller's agent id only: a child it spawned under another agent is outside it.
     if level == "agent":
         return (
             f"Session {noun} visibility is restricted to the current agent (tools.sessions.visibility=agent)."
         )
+    if spawned_by_caller:
+        return None
     if not config.tools.agent_to_agent.enabled:
         if operation == "send":
             return (

@@ -1,7 +1,7 @@
 """shared/visibility.py through the tools: the docs/contract.md §7 matrix, each cell for list, history and send.
 
 Callers {main session, another agent's session, a sandboxed session, a sub-agent session} x targets {self,
-own child, sibling, same-agent other, other agent} x visibility {self, tree, agent, all} x agentToAgent {off,
+own child, a child it spawned under another agent, sibling, same-agent other, other agent} x visibility {self, tree, agent, all} x agentToAgent {off,
 on with an allow list} x sandbox clamp {spawned, all}. The expected outcome of every cell comes from the
 rules below, written from docs/contract.md §7, not from the implementation.
 """
@@ -15,6 +15,7 @@ from typing import Any
 import fakeredis
 import pytest
 
+from shared import session_keys
 from shared.clock import FixedClock
 from shared.config import Config
 from shared.models import ToolFailure
@@ -31,7 +32,7 @@ from workers.testing import InlineDispatcher, drain_runs
 VISIBILITIES = ("self", "tree", "agent", "all")
 A2A = ("off", "on")
 CLAMPS = ("spawned", "all")
-TARGETS = ("self", "own child", "sibling", "same-agent other", "other agent")
+TARGETS = ("self", "own child", "foreign child", "sibling", "same-agent other", "other agent")
 CALLERS = ("main", "other agent", "sandboxed", "subagent")
 RANK = {"self": 0, "tree": 1, "agent": 2, "all": 3}
 
@@ -45,10 +46,11 @@ class World:
     agents: dict[str, str]  # caller -> its agent
 
 
-def spawn(store: Store, config: Config, dispatcher: InlineDispatcher, parent: str) -> str:
-    result = TOOLS["sessions_spawn"].invoke(
-        ToolContext.for_caller(config, store, dispatcher, parent), {"task": "t"}
-    )
+def spawn(
+    store: Store, config: Config, dispatcher: InlineDispatcher, parent: str, agent_id: str | None = None
+) -> str:
+    args = {"task": "t"} | ({"agentId": agent_id} if agent_id else {})
+    result = TOOLS["sessions_spawn"].invoke(ToolContext.for_caller(config, store, dispatcher, parent), args)
     assert isinstance(result, SpawnResult), result
     return result.child_session_key
 
@@ -74,8 +76,8 @@ def build(visibility: str, a2a: str, clamp: str) -> World:
             "agents": {
                 "defaults": {"sandbox": {"sessionToolsVisibility": clamp}},
                 "list": [
-                    {"id": "main", "default": True},
-                    {"id": "ops"},
+                    {"id": "main", "default": True, "subagents": {"allowAgents": ["ops"]}},
+                    {"id": "ops", "subagents": {"allowAgents": ["main"]}},
                     {"id": "boxed", "sandbox": {"mode": "all"}},
                 ],
             },
@@ -103,6 +105,10 @@ def build(visibility: str, a2a: str, clamp: str) -> World:
     for caller, top in tops.items():
         sessions[(caller, "self")] = top
         sessions[(caller, "own child")] = spawn(store, config, dispatcher, top)
+        if caller != "sandboxed":  # a sandboxed session spawns only sandboxed children: boxed ones
+            sessions[(caller, "foreign child")] = spawn(
+                store, config, dispatcher, top, session_keys.parse(foreign[caller]).agent_id
+            )
         sessions[(caller, "sibling")] = spawn(store, config, dispatcher, others[caller])
         sessions[(caller, "same-agent other")] = others[caller]
         sessions[(caller, "other agent")] = foreign[caller]
@@ -119,19 +125,20 @@ def build(visibility: str, a2a: str, clamp: str) -> World:
 def expected(caller: str, target: str, visibility: str, a2a: str, clamp: str, noun: str) -> str | None:
     """None if allowed, else the refusal text docs/contract.md §7 calls for."""
     level = visibility
-    # A sandboxed session sees its tree whatever is configured, self included (OpenClaw's clamp).
-    if caller == "sandboxed" and clamp == "spawned":
+    # A sandboxed session sees at most its tree; the clamp only narrows, so self stays self.
+    if caller == "sandboxed" and clamp == "spawned" and RANK[visibility] > RANK["tree"]:
         level = "tree"
     if target == "self":
         return None
     if level == "self":
         return f"Session {noun} visibility is restricted to the current session (tools.sessions.visibility=self)."
-    if target == "own child":
+    if target == "own child" or (target == "foreign child" and level != "agent"):
         return None
     if level == "tree":  # a clamped sandbox gets the tree's text, as in OpenClaw
         return f"Session {noun} visibility is restricted to the current session tree (tools.sessions.visibility=tree)."
     if target in ("sibling", "same-agent other"):
         return None
+    # agent: the caller's agent id only, its own child under another agent included.
     if level == "agent":
         return (
             f"Session {noun} visibility is restricted to the current agent (tools.sessions.visibility=agent)."
@@ -158,12 +165,14 @@ CELLS = [
     for caller, target, visibility, a2a, clamp in itertools.product(
         CALLERS, TARGETS, VISIBILITIES, A2A, CLAMPS
     )
-    if not (caller == "subagent" and target == "own child")  # sub-agents cannot spawn
+    # Sub-agents cannot spawn; a sandboxed session cannot spawn under an unsandboxed agent.
+    if not (caller == "subagent" and target.endswith("child"))
+    and not (caller == "sandboxed" and target == "foreign child")
 ]
 
 
 def test_the_matrix_has_every_cell() -> None:
-    assert len(CELLS) == 19 * 4 * 2 * 2 == 304
+    assert len(CELLS) == 21 * 4 * 2 * 2 == 336
 
 
 @pytest.fixture(scope="module")

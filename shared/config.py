@@ -70,6 +70,23 @@ class SendPolicyMatch(Section):
     key_prefix: str | None = None
     raw_key_prefix: str | None = None
 
+    @model_validator(mode="before")
+    @classmethod
+    def _older_names(cls, data: Any) -> Any:
+        """Older OpenClaw configs name the channel ``provider`` or ``surface``: read as ``channel``."""
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        named = {name: data.pop(name) for name in ("channel", "provider", "surface") if name in data}
+        if len(set(map(str, named.values()))) > 1:
+            raise ValueError(
+                f"{' and '.join(named)} name the same setting (provider and surface are older names of "
+                "channel) and disagree"
+            )
+        if named:
+            data["channel"] = next(iter(named.values()))
+        return data
+
 
 class SendPolicyRule(Section):
     action: Literal["allow", "deny"]
@@ -281,12 +298,15 @@ class OpenAIModel(Section):
     """One model of an OpenAI-compatible provider (OpenClaw's shape: ``id``, ``cost``, ``reasoning``)."""
 
     id: str = Field(min_length=1, max_length=200)
-    cost: ModelCost = ModelCost()
+    # None: no price known, and a report's cost is ``?``; a free model says ``{input: 0, output: 0}``.
+    cost: ModelCost | None = None
     # Whether the model takes ``reasoning_effort``: session thinking levels map onto it.
     reasoning: bool = False
     max_tokens: int | None = Field(None, ge=1)
 
-    def cost_usd(self, input_tokens: int, output_tokens: int) -> float:
+    def cost_usd(self, input_tokens: int | None, output_tokens: int | None) -> float | None:
+        if self.cost is None or input_tokens is None or output_tokens is None:
+            return None
         return (input_tokens * self.cost.input + output_tokens * self.cost.output) / 1_000_000
 
 

@@ -60,6 +60,10 @@ def test_json5_features_are_accepted(tmp_path: Path) -> None:
         ("{session: {scope: 'per-room'}}", "session.scope: Input should be 'per-sender' or 'global'"),
         ("{session: {sendPolicy: {rules: [{action: 'maybe'}]}}}", "session.sendPolicy.rules[0].action"),
         ("{agents: {list: []}}", "agents.list: Value error, at least one agent"),
+        (
+            "{session: {sendPolicy: {rules: [{action: 'deny', match: {channel: 'a', provider: 'b'}}]}}}",
+            "session.sendPolicy.rules[0].match: channel and provider name the same setting",
+        ),
     ],
 )
 def test_a_bad_field_is_named_by_its_path(tmp_path: Path, text: str, expected: str) -> None:

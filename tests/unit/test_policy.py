@@ -49,6 +49,10 @@ def test_no_configuration_allows() -> None:
     ("rule", "target", "expected"),
     [
         (deny(channel="discord"), entry(), "deny"),
+        # Older OpenClaw configs name the channel provider or surface.
+        (deny(provider="discord"), entry(), "deny"),
+        (deny(surface="discord"), entry(), "deny"),
+        (deny(provider="slack"), entry(), "allow"),
         (deny(channel="DISCORD"), entry(), "deny"),
         (deny(channel="slack"), entry(), "allow"),
         (deny(chatType="group"), entry(), "deny"),

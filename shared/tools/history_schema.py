@@ -9,12 +9,12 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from shared.models import Params, SessionRef, Wire, clamped
+from shared.models import Count, Params, SessionRef, Wire, clamped
 
 
 class SessionsHistoryParams(Params):
     session_key: SessionRef = Field(description="The session's key (from sessions_list) or sessionId.")
-    limit: Annotated[int | None, clamped(200, 1, 1000)] = Field(None, description="Last N messages.")
+    limit: Annotated[Count | None, clamped(200, 1, 1000)] = Field(None, description="Last N messages.")
     include_tools: bool = Field(False, description="Include tool calls and tool results.")
 
 

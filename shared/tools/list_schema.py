@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 from pydantic import Field, field_validator
 
-from shared.models import Params, SessionFacts, Wire, clamped
+from shared.models import Count, Params, SessionFacts, Wire, clamped
 from shared.session_keys import SessionKind
 
 
@@ -17,9 +17,13 @@ class SessionsListParams(Params):
     kinds: list[Annotated[str, Field(max_length=32)]] | None = Field(
         None, max_length=16, description="Only these kinds: main, group, cron, hook, node, other."
     )
-    limit: Annotated[int | None, clamped(50, 1, 200)] = Field(None, description="At most this many (1-200).")
-    active_minutes: int | None = Field(None, ge=1, description="Only sessions active in the last N minutes.")
-    message_limit: Annotated[int | None, clamped(0, 0, 20)] = Field(
+    limit: Annotated[Count | None, clamped(50, 1, 200)] = Field(
+        None, description="At most this many (1-200)."
+    )
+    active_minutes: Count | None = Field(
+        None, ge=1, description="Only sessions active in the last N minutes."
+    )
+    message_limit: Annotated[Count | None, clamped(0, 0, 20)] = Field(
         None, description="Include each session's last N messages (0-20)."
     )
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import pytest
+from pydantic import ValidationError
+
 from shared.clock import FixedClock
 from shared.config import Config
 from shared.inbound import receive
@@ -60,6 +63,27 @@ def test_active_minutes_keeps_only_recent_sessions(ctx: ToolContext, clock: Fixe
     clock.advance(3600)
     message(ctx, "cron:new")
     assert [r.key for r in listing(ctx, activeMinutes=30).sessions] == ["agent:main:cron:new"]
+
+
+def test_counts_written_as_fractional_numbers_are_floored(ctx: ToolContext, clock: FixedClock) -> None:
+    dispatcher = ctx.dispatcher
+    assert isinstance(dispatcher, InlineDispatcher)
+    message(ctx, "cron:old", "first")
+    drain_runs(ctx.store, ctx.config, dispatcher)
+    clock.advance(90)
+    message(ctx, "cron:new", "second")
+    drain_runs(ctx.store, ctx.config, dispatcher)
+    clock.advance(30)
+    # activeMinutes 1.9 is 1 minute: only the session written 30 s ago.
+    rows = listing(ctx, limit=2.5, activeMinutes=1.9, messageLimit=1.5).sessions
+    assert [r.key for r in rows] == ["agent:main:cron:new"]
+    assert [m["content"][0]["text"] for m in rows[0].messages or []] == ["echo: second"]
+    assert listing(ctx, limit=1.99).count == 1
+
+
+def test_a_count_that_is_no_finite_number_is_refused_naming_the_field(ctx: ToolContext) -> None:
+    with pytest.raises(ValidationError, match=r"limit\n.*finite"):
+        TOOLS["sessions_list"].invoke(ctx, {"limit": float("nan")})
 
 
 def test_channel_follows_the_spec_rules(ctx: ToolContext, clock: FixedClock) -> None:

@@ -143,11 +143,7 @@ def _step(env: LoopEnv, state: LoopState) -> None:
     finally:
         env.text_done()
     state.steps += 1
-    state.usage = Usage(
-        input_tokens=state.usage.input_tokens + result.usage.input_tokens,
-        output_tokens=state.usage.output_tokens + result.usage.output_tokens,
-        cost_usd=state.usage.cost_usd + result.usage.cost_usd,
-    )
+    state.usage = state.usage.plus(result.usage)
     state.context_tokens = result.usage.input_tokens or state.context_tokens
     if log.isEnabledFor(logging.DEBUG):
         log.debug(

@@ -6,13 +6,15 @@ the CLI client and the stored hashes all go through them.
 
 from __future__ import annotations
 
+import math
 import uuid
 from enum import StrEnum
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import (
     AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     ValidationInfo,
@@ -193,9 +195,27 @@ RunKind = Literal["chat", "send", "reply", "announce", "subagent", "subagent_ann
 
 
 class Usage(Wire):
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cost_usd: float = 0.0
+    """A run's tokens and cost; None where nothing says (a model that reported no usage, a model with no
+    price configured). A sub-agent's report prints ``?`` for those (docs/contract.md §6)."""
+
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cost_usd: float | None = None
+
+    def plus(self, other: Usage) -> Usage:
+        """Both steps' usage: what either knows is summed; unknown only where neither knows."""
+        return Usage(
+            input_tokens=_sum(self.input_tokens, other.input_tokens),
+            output_tokens=_sum(self.output_tokens, other.output_tokens),
+            cost_usd=_sum(self.cost_usd, other.cost_usd),
+        )
+
+
+_N = TypeVar("_N", int, float)
+
+
+def _sum(a: _N | None, b: _N | None) -> _N | None:
+    return b if a is None else a if b is None else a + b
 
 
 class Run(Wire):
@@ -338,6 +358,19 @@ def _message_size(value: str, info: ValidationInfo) -> str:
 
 # Not empty and not only whitespace; the pattern says so in the published schema too.
 MessageText = Annotated[str, Field(min_length=1, pattern=r"\S"), AfterValidator(_message_size)]
+
+
+def _floored(value: Any) -> Any:
+    """A count written as any JSON number (the published schemas say ``number``): ``1.5`` is 1."""
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError("must be a finite number")
+        return math.floor(value)
+    return value
+
+
+# A count a caller may write as any JSON number; the fractional part is dropped.
+Count = Annotated[int, BeforeValidator(_floored)]
 
 
 def clamped(default: int, low: int, high: int) -> Any:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from shared import session_keys
 from shared.config import Config
-from shared.models import Run, RunStatus, SessionEntry
+from shared.models import Run, RunStatus, SessionEntry, Usage
 
 SESSION_TOOLS = frozenset(
     {"sessions_list", "sessions_history", "sessions_send", "sessions_spawn", "agents_list"}
@@ -138,17 +138,21 @@ def normalize(inputs: AnnounceInputs) -> str:
 
 
 def stats(inputs: AnnounceInputs) -> str:
+    """docs/contract.md §6's Stats line; ``?`` for what nothing says (no usage reported, no price)."""
     child, session = inputs.child, inputs.session
     runtime = duration((child.ended_at or 0) - (child.started_at or child.created_at)) if child else "?"
-    usage = child.usage if child else None
-    tokens_in = usage.input_tokens if usage else 0
-    tokens_out = usage.output_tokens if usage else 0
-    cost = usage.cost_usd if usage else 0.0
+    usage = child.usage if child else Usage()
+    tokens_in, tokens_out = usage.input_tokens, usage.output_tokens
+    if tokens_in is None and tokens_out is None:
+        tokens = "tokens ?"
+    else:
+        known_in, known_out = tokens_in or 0, tokens_out or 0
+        tokens = f"tokens {count(known_in + known_out)} (in {count(known_in)} / out {count(known_out)})"
     return " • ".join(
         [
             f"runtime {runtime}",
-            f"tokens {count(tokens_in + tokens_out)} (in {count(tokens_in)} / out {count(tokens_out)})",
-            f"est ${cost:.2f}",
+            tokens,
+            "est ?" if usage.cost_usd is None else f"est ${usage.cost_usd:.2f}",
             f"sessionKey {session.key if session else '?'}",
             f"sessionId {session.session_id if session else '?'}",
             f"transcript {inputs.transcript_path}",

@@ -133,14 +133,19 @@ class OpenAIRuntime:
             ) from None
 
     def _result(self, text: str, calls: list[ToolCallBlock], usage: dict[str, Any]) -> StepResult:
-        prompt = int(usage.get("prompt_tokens") or 0)
-        completion = int(usage.get("completion_tokens") or 0)
+        # An endpoint that reports no usage leaves the counts unknown, not zero.
+        prompt = _tokens(usage.get("prompt_tokens"))
+        completion = _tokens(usage.get("completion_tokens"))
         cost = self._model.cost_usd(prompt, completion)
         return StepResult(
             reply=text,
             tool_calls=calls,
             usage=Usage(input_tokens=prompt, output_tokens=completion, cost_usd=cost),
         )
+
+
+def _tokens(value: Any) -> int | None:
+    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
 class _Retryable(Exception):

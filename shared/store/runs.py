@@ -266,9 +266,10 @@ class RunStore:
             self._grace_ms,
             k.run(""),
             run.session_key,
-            usage.input_tokens,
-            usage.output_tokens,
-            repr(usage.cost_usd),
+            # The session's totals add what is known.
+            usage.input_tokens or 0,
+            usage.output_tokens or 0,
+            repr(usage.cost_usd or 0.0),
             *(message.model_dump_json(by_alias=True, exclude_none=True) for message in messages),
         ]
         calls.append((self._scripts.commit, commit_keys, commit_args))

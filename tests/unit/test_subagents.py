@@ -90,6 +90,26 @@ def test_the_stats_line_carries_runtime_tokens_cost_and_where_to_look() -> None:
 
 
 @pytest.mark.parametrize(
+    ("usage", "shown"),
+    [
+        (Usage(), "tokens ? • est ?"),
+        (Usage(input_tokens=800, output_tokens=400), "tokens 1.2k (in 800 / out 400) • est ?"),
+        (Usage(cost_usd=0.5), "tokens ? • est $0.50"),
+        (Usage(input_tokens=10, output_tokens=0, cost_usd=0.0), "tokens 10 (in 10 / out 0) • est $0.00"),
+    ],
+)
+def test_unknown_tokens_and_cost_print_a_question_mark(usage: Usage, shown: str) -> None:
+    run = child().model_copy(update={"usage": usage})
+    text = normalize(AnnounceInputs(run, "Result: 42", None, None, "/t.jsonl"))
+    assert f"runtime 1m12s • {shown} • sessionKey" in text
+
+
+def test_with_no_child_run_every_figure_is_unknown() -> None:
+    text = normalize(AnnounceInputs(None, "Result: 42", None, None, "/t.jsonl"))
+    assert "Stats: runtime ? • tokens ? • est ? • sessionKey ? • sessionId ? • transcript /t.jsonl" in text
+
+
+@pytest.mark.parametrize(
     ("ms", "shown"), [(0, "0s"), (59_999, "59s"), (72_000, "1m12s"), (3_720_000, "1h2m")]
 )
 def test_durations_read_well(ms: int, shown: str) -> None:

@@ -20,7 +20,7 @@ def test_scalars_are_plain_strings_so_lua_can_read_them() -> None:
     fields = encode(run)
     assert fields["status"] == "running"
     assert fields["seq"] == "3"
-    assert fields["usage"] == '{"inputTokens": 1, "outputTokens": 0, "costUsd": 0.0}'
+    assert fields["usage"] == '{"inputTokens": 1}'  # unknown figures are left out
 
 
 def test_round_trip_keeps_nested_models_and_ignores_bookkeeping() -> None:

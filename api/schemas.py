@@ -44,6 +44,12 @@ class SessionPatchBody(BaseModel):
         # No surrounding whitespace and no control characters, said in the schema as the check does.
         pattern=rf"^[^\s{CONTROL_CLASS}](?:[^{CONTROL_CLASS}]*[^\s{CONTROL_CLASS}])?$",
     )
+    display_name: str | None = Field(
+        None,
+        min_length=1,
+        max_length=128,
+        pattern=rf"^[^\s{CONTROL_CLASS}](?:[^{CONTROL_CLASS}]*[^\s{CONTROL_CLASS}])?$",
+    )
     send_policy: str | None = Field(None, json_schema_extra={"enum": ["allow", "deny", None]})
     model: str | None = Field(None, min_length=1, max_length=256)
     thinking_level: str | None = Field(None, json_schema_extra={"enum": [*THINKING_LEVELS, None]})

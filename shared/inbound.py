@@ -42,6 +42,8 @@ def receive(
         if inbound.channel
         else {}
     )
+    if inbound.display_name is not None:
+        updates["displayName"] = inbound.display_name
     judged = existing or seed.model_copy(update={"last_channel": inbound.channel})
     if policy.decide(ctx.config, judged, channel=inbound.channel) == "deny":
         return ToolFailure(status="error", error=policy.BLOCKED, run_id=run_id)

@@ -133,10 +133,11 @@ class SessionFacts(Wire):
     """What an entry and a ``sessions_list`` row both show."""
 
     label: str | None = None
+    # A group chat's name, as its channel shows it (the inbound message's ``displayName``, or a PATCH).
     display_name: str | None = None
     model: str | None = None
     thinking_level: ThinkingLevel | None = None
-    verbose_level: str | None = None
+    # The agent's system text has gone to its model in this session (set when a model step commits).
     system_sent: bool | None = None
     aborted_last_run: bool | None = None
     send_policy: SendPolicyValue | None = None
@@ -387,6 +388,7 @@ def _printable(value: str) -> str:
 
 
 # Bounds on every text argument: a caller gets a 400 naming the field, not a slow or huge store write.
+DisplayName = Annotated[str, Field(min_length=1, max_length=128, pattern=r"\S"), AfterValidator(_printable)]
 SessionRef = Annotated[str, Field(min_length=1, max_length=512), AfterValidator(_printable)]
 AgentRef = Annotated[str, Field(min_length=1, max_length=64), AfterValidator(_printable)]
 Label = Annotated[str, Field(min_length=1, max_length=128), AfterValidator(_printable)]
@@ -416,6 +418,8 @@ class InboundMessageParams(Params):
     chat_type: Literal["direct", "group", "channel"] | None = None
     to: str | None = Field(None, min_length=1, max_length=512)
     account_id: str | None = Field(None, min_length=1, max_length=256)
+    # The chat's name on its channel (a group's title): recorded as the session's displayName.
+    display_name: DisplayName | None = None
     # Strict: a JSON true or false is no number of seconds.
     timeout_seconds: float = Field(30, ge=0, strict=True)
 

@@ -9,6 +9,8 @@ from shared.inbound import receive
 from shared.models import InboundMessageParams
 from shared.store import Store
 from shared.tools.context import ToolContext, ToolError
+from shared.tools.list_schema import SessionsListResult
+from shared.tools.registry import TOOLS
 from shared.tools.send_schema import SendResult
 from workers.testing import InlineDispatcher, drain_runs
 
@@ -65,6 +67,35 @@ def test_a_message_that_names_no_channel_keeps_the_sessions_route(
     assert (entry.last_channel, entry.last_to) == ("telegram", "u1")
     assert entry.delivery_context is not None
     assert entry.delivery_context.to == "u1"
+
+
+def test_a_group_chats_display_name_is_recorded_and_listed(
+    config: Config, store: Store, dispatcher: InlineDispatcher
+) -> None:
+    key = "discord:group:ops"
+    inbound(config, store, dispatcher, key, message="one", channel="discord", displayName="Ops room")
+    inbound(config, store, dispatcher, key, message="two", channel="discord")  # a message that names none
+    ctx = ToolContext.for_caller(config, store, dispatcher, "main")
+    rows = TOOLS["sessions_list"].invoke(ctx, {})
+    assert isinstance(rows, SessionsListResult)
+    assert [row.display_name for row in rows.sessions if row.key.endswith(key)] == ["Ops room"]
+    inbound(config, store, dispatcher, key, message="three", displayName="Ops (renamed)")
+    entry = store.sessions.get(f"agent:main:{key}")
+    assert entry is not None
+    assert entry.display_name == "Ops (renamed)"
+
+
+def test_system_sent_is_set_once_a_model_step_committed(
+    config: Config, store: Store, dispatcher: InlineDispatcher
+) -> None:
+    inbound(config, store, dispatcher, "main", message="hi")
+    before = store.sessions.get("agent:main:main")
+    assert before is not None
+    assert before.system_sent is None
+    drain_runs(store, config, dispatcher)
+    after = store.sessions.get("agent:main:main")
+    assert after is not None
+    assert after.system_sent is True
 
 
 def test_the_agent_replies_into_the_transcript(

@@ -40,8 +40,9 @@ if redis.call('EXISTS', KEYS[4]) == 1 then
   local output_tokens = redis.call('HINCRBY', KEYS[4], 'outputTokens', ARGV[13])
   redis.call('HSET', KEYS[4], 'totalTokens', input_tokens + output_tokens)
   redis.call('HINCRBYFLOAT', KEYS[4], 'estimatedCostUsd', ARGV[14])
+  -- Known context tokens mean a model step ran, with the agent's system text.
   if ARGV[6] ~= '' then
-    redis.call('HSET', KEYS[4], 'contextTokens', ARGV[6])
+    redis.call('HSET', KEYS[4], 'contextTokens', ARGV[6], 'systemSent', 'true')
   end
   for i = 8, 10 do
     redis.call('ZADD', KEYS[i], now, ARGV[11])

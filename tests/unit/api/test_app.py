@@ -171,6 +171,16 @@ def test_patch_checks_model_and_thinking_and_label_conflicts(http: TestClient) -
     assert conflict.json()["error"]["field"] == "label"
 
 
+def test_patch_sets_and_clears_the_display_name(http: TestClient) -> None:
+    http.post("/v1/sessions/main/messages", json={"message": "hi", "timeoutSeconds": 0})
+    assert http.patch("/v1/sessions/main", json={"displayName": "Home"}).json()["displayName"] == "Home"
+    assert http.get("/v1/sessions/main").json()["displayName"] == "Home"
+    assert "displayName" not in http.patch("/v1/sessions/main", json={"displayName": None}).json()
+    bad = http.patch("/v1/sessions/main", json={"displayName": " padded "})
+    assert bad.status_code == 400
+    assert bad.json()["error"]["field"] == "displayName"
+
+
 def test_patch_of_an_unknown_session_is_404(http: TestClient) -> None:
     assert http.patch("/v1/sessions/cron:none", json={"label": "x"}).status_code == 404
     assert http.get("/v1/sessions/cron:none").status_code == 404

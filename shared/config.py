@@ -106,6 +106,15 @@ class AgentToAgentSessionConfig(Section):
     flow_timeout_seconds: int = Field(3600, ge=1)
 
 
+class ThreadBindingsConfig(Section):
+    """A thread bound to a sub-agent's session (``sessions_spawn`` with ``thread: true``): messages in it go
+    to that session until the binding has been idle ``idleHours`` or exists ``maxAgeHours`` (0: no limit)."""
+
+    enabled: bool = True
+    idle_hours: float = Field(24, ge=0)
+    max_age_hours: float = Field(0, ge=0)
+
+
 class SessionConfig(Section):
     main_key: str = Field("main", min_length=1, pattern=r"^[a-z0-9][a-z0-9_-]*$")
     scope: Literal["per-sender", "global"] = "per-sender"
@@ -113,6 +122,7 @@ class SessionConfig(Section):
     store: str | None = None
     send_policy: SendPolicyConfig | None = None
     agent_to_agent: AgentToAgentSessionConfig = AgentToAgentSessionConfig()
+    thread_bindings: ThreadBindingsConfig = ThreadBindingsConfig()
 
 
 # --- tools ---------------------------------------------------------------------------------------------
@@ -392,11 +402,22 @@ class TelegramChannel(Section):
     timeout_seconds: float = Field(10.0, gt=0)
 
 
+class DiscordThreadBindings(Section):
+    """``session.threadBindings`` for Discord: a value left out is the session's."""
+
+    enabled: bool | None = None
+    idle_hours: float | None = Field(None, ge=0)
+    max_age_hours: float | None = Field(None, ge=0)
+    # ``sessions_spawn`` with ``thread: true`` from outside a thread opens one (Discord's start-thread call).
+    spawn_subagent_sessions: bool = True
+
+
 class DiscordChannel(Section):
     type: Literal["discord"]
     bot_token: str = Field(min_length=1)
     base_url: HttpUrl = "https://discord.com/api/v10"
     timeout_seconds: float = Field(10.0, gt=0)
+    thread_bindings: DiscordThreadBindings = DiscordThreadBindings()
 
 
 class SlackChannel(Section):

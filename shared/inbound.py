@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 
-from shared import policy
+from shared import policy, threads
 from shared.commands import is_command, run_command
 from shared.models import CommandReply, DeliveryContext, InboundMessageParams, Message, ToolFailure
 from shared.runs import NewRun
@@ -17,9 +18,13 @@ from shared.tools.send_schema import SendResult
 def receive(
     ctx: ToolContext, inbound: InboundMessageParams
 ) -> SendResult | AwaitRun | ToolFailure | CommandReply:
-    """``ctx.caller_key`` is the receiving session. Raises ToolError for a key of an unknown agent."""
-    session_key = ctx.caller_key
-    require_agent(ctx.config, session_key)
+    """``ctx.caller_key`` is the session the message is addressed to; a thread bound to a sub-agent hands it
+    to that sub-agent's session (``shared.threads``). Raises ToolError for a key of an unknown agent."""
+    require_agent(ctx.config, ctx.caller_key)
+    session_key = threads.inbound_target(ctx.store, ctx.config, ctx.caller_key)
+    rerouted = session_key != ctx.caller_key
+    if rerouted:
+        ctx = dataclasses.replace(ctx, caller_key=session_key)
     if is_command(inbound.message):
         return run_command(ctx, inbound)
     run_id = str(uuid.uuid4())
@@ -31,7 +36,8 @@ def receive(
     )
     route = DeliveryContext(channel=inbound.channel, to=inbound.to, account_id=inbound.account_id)
     # A message that says no channel (an operator's, from the console or the API) leaves the session's
-    # route as it is: announces keep going where its chat is.
+    # route as it is: announces keep going where its chat is. So does one a thread binding handed over: the
+    # bound session's route is its thread.
     updates = (
         {
             "lastChannel": inbound.channel,
@@ -39,7 +45,7 @@ def receive(
             "lastAccountId": inbound.account_id,
             "deliveryContext": None if route.is_empty() else route.wire(),
         }
-        if inbound.channel
+        if inbound.channel and not rerouted
         else {}
     )
     if inbound.display_name is not None:

@@ -175,6 +175,20 @@ class SessionEntry(SessionFacts):
     attachments_dir: str | None = None
 
 
+class ThreadBinding(Wire):
+    """A chat thread bound to a sub-agent's session (``sessions_spawn`` with ``thread: true``): messages in
+    the thread go to ``session_key`` while the binding holds, then to ``parent_key`` (who spawned it)."""
+
+    channel: str
+    thread_id: str
+    session_key: str
+    parent_key: str
+    bound_at: int
+    last_active_at: int
+    # Idle or old past its limits, or its session gone: the thread's messages go to the parent again.
+    released: bool = False
+
+
 # --- runs ----------------------------------------------------------------------------------------------
 
 

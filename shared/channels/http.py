@@ -97,6 +97,13 @@ class TelegramAdapter:
         _post(url, body, {}, self._config.timeout_seconds)
 
 
+# Discord's limit on a thread's name, and its public-thread channel type.
+DISCORD_THREAD_NAME_MAX = 100
+DISCORD_PUBLIC_THREAD = 11
+# Minutes of silence before Discord archives the thread (a day; a message un-archives it).
+DISCORD_AUTO_ARCHIVE_MINUTES = 1440
+
+
 class DiscordAdapter:
     """``POST /channels/{id}/messages`` with a bot token."""
 
@@ -106,9 +113,29 @@ class DiscordAdapter:
     def send(self, delivery: Delivery) -> None:
         # A Discord thread is a channel of its own: its messages go to the thread's id.
         channel = delivery.thread_id or _require_to(delivery)
-        url = f"{self._config.base_url.rstrip('/')}/channels/{channel}/messages"
-        headers = {"Authorization": f"Bot {self._config.bot_token}"}
-        _post(url, _json({"content": delivery.text}), headers, self._config.timeout_seconds)
+        _post(self._url(f"/channels/{channel}/messages"), _json({"content": delivery.text}), *self._auth())
+
+    def start_thread(self, channel_id: str, name: str) -> str:
+        """Discord's "start thread without message" on ``channel_id``; the new thread's id."""
+        body = {
+            "name": name[:DISCORD_THREAD_NAME_MAX],
+            "type": DISCORD_PUBLIC_THREAD,
+            "auto_archive_duration": DISCORD_AUTO_ARCHIVE_MINUTES,
+        }
+        response = _post(self._url(f"/channels/{channel_id}/threads"), _json(body), *self._auth())
+        try:
+            thread_id = response.json()["id"]
+        except (ValueError, KeyError, TypeError):
+            raise DeliveryError(
+                f"Discord answered a thread start with no id: {response.text[:200]}", retryable=False
+            ) from None
+        return str(thread_id)
+
+    def _url(self, path: str) -> str:
+        return f"{self._config.base_url.rstrip('/')}{path}"
+
+    def _auth(self) -> tuple[dict[str, str], float]:
+        return {"Authorization": f"Bot {self._config.bot_token}"}, self._config.timeout_seconds
 
 
 class SlackAdapter:

@@ -427,8 +427,17 @@ def _start_subagent_delivery(ctx: FlowContext, snap: Snapshot, action: StartSuba
         input=Message.of("user", text, timestamp=now, run_id=note, provenance=provenance),
     )
     submit(store, ctx.dispatcher, requester, {}, record)
-    _deliver_to(ctx, flow, requester, text)
+    _deliver_to(ctx, flow, _in_childs_thread(requester, child), text)
     _clean_up(ctx, flow, child)
+
+
+def _in_childs_thread(requester: SessionEntry, child: SessionEntry | None) -> SessionEntry:
+    """A thread-bound child (``thread: true``) reports in its thread, where its conversation is; the
+    requester's send policy still judges it."""
+    bound = child.delivery_context if child else None
+    if bound is None or bound.thread_id is None:
+        return requester
+    return requester.model_copy(update={"delivery_context": bound})
 
 
 def _clean_up(ctx: FlowContext, flow: Flow, child: SessionEntry | None) -> None:

@@ -17,6 +17,7 @@ from shared.store.keys import RedisKeys
 from shared.store.runs import RunStore
 from shared.store.scripts import Scripts
 from shared.store.sessions import SessionStore
+from shared.store.threads import ThreadBindingStore
 from shared.store.transcripts import TranscriptStore
 
 __all__ = [
@@ -111,6 +112,7 @@ class Store:
             client, self.keys, scripts, self.clock, grace_ms=int(config.runs.dispatch_grace_seconds * 1000)
         )
         self.fleet = FleetStore(client, self.keys)
+        self.threads = ThreadBindingStore(client, self.keys)
 
     @classmethod
     def from_config(

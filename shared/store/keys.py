@@ -46,6 +46,10 @@ class RedisKeys:
         """ZSET: ended sub-agent sessions, scored by when they are to be archived."""
         return f"{self.prefix}archive:due"
 
+    def thread_binding(self, channel: str, thread_id: str) -> str:
+        """HASH: a chat thread bound to a sub-agent's session; forgotten a while after its last message."""
+        return f"{self.prefix}thread:{channel}:{thread_id}"
+
     def transcript(self, session_key: str) -> str:
         """STREAM: the session's messages, one JSON document per entry."""
         return f"{self.prefix}transcript:{session_key}"

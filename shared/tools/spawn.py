@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from shared import attachments, session_keys, subagents
+from shared import attachments, session_keys, subagents, threads
 from shared.errors import ToolError
 from shared.flows.steps import new_spawn_flow
 from shared.models import THINKING_LEVELS, DeliveryContext, Message, Provenance, ToolFailure
@@ -48,6 +48,8 @@ def sessions_spawn(ctx: ToolContext, params: SessionsSpawnParams) -> SpawnResult
             if params.attachments
             else []
         )
+        # Opened once every check passed, before anything is written.
+        bound = _bound_route(ctx, params) if params.thread else None
         workspace = ctx.config.workspace(agent_id)
         receipt = attachments.materialize(workspace, files) if files else None
     except ToolError as exc:
@@ -56,7 +58,7 @@ def sessions_spawn(ctx: ToolContext, params: SessionsSpawnParams) -> SpawnResult
         )
     child_key = session_keys.subagent_key(agent_id)
     try:
-        _start(ctx, params, run_id, agent_id, mode, child_key, receipt)
+        _start(ctx, params, run_id, agent_id, mode, child_key, receipt, bound)
     except BaseException:
         # Nothing of a spawn that did not start is left: neither its files nor its provisional session.
         if receipt is not None:
@@ -120,13 +122,13 @@ def _check(ctx: ToolContext, params: SessionsSpawnParams) -> tuple[str, Literal[
     if params.label and ctx.store.sessions.key_for_label(agent_id, params.label):
         raise ToolError(f'label "{params.label}" is already used by a session of agent "{agent_id}"')
     if params.thread:
-        _thread_route(ctx)
+        _caller_route(ctx)
     return agent_id, mode
 
 
-def _thread_route(ctx: ToolContext) -> Route:
-    """``thread: true`` binds the child to the thread the caller is talking in; a channel without threads,
-    or a caller that is in no thread, is refused rather than the flag ignored."""
+def _caller_route(ctx: ToolContext) -> Route:
+    """The route ``thread: true`` binds from: a thread the caller is in, or (Discord) a channel a thread can
+    be opened on. Anything else is refused rather than the flag ignored."""
     caller = ctx.store.sessions.get(ctx.caller_key) or new_entry(ctx.config, ctx.caller_key, 0)
     route = route_of(caller)
     if route.channel not in THREADED_CHANNELS:
@@ -134,12 +136,19 @@ def _thread_route(ctx: ToolContext) -> Route:
             f"thread=true needs a channel with threads ({', '.join(THREADED_CHANNELS)}); this session "
             f'posts to "{route.channel}"'
         )
-    if route.thread_id is None:
-        raise ToolError(
-            f"thread=true binds the sub-agent to the {route.channel} thread this session is in, and "
-            f"{ctx.caller_key} is in none (its key would end in :thread:<id> or :topic:<id>)"
-        )
+    refused = threads.refusal(ctx.config, route, ctx.caller_key)
+    if refused:
+        raise ToolError(refused)
     return route
+
+
+def _bound_route(ctx: ToolContext, params: SessionsSpawnParams) -> Route:
+    """Where the child is bound: the caller's thread, or a thread opened for it on the caller's channel."""
+    route = _caller_route(ctx)
+    if not threads.opens_thread(ctx.config, route):
+        return route
+    thread_id = threads.open_thread(ctx.config, route, params.label or params.task)
+    return Route(route.channel, route.to, route.account_id, thread_id)
 
 
 def _start(
@@ -150,6 +159,7 @@ def _start(
     mode: Literal["run", "session"],
     child_key: str,
     receipt: AttachmentReceipt | None,
+    bound: Route | None,
 ) -> None:
     config, store = ctx.config, ctx.store
     now = store.clock.now_ms()
@@ -165,7 +175,7 @@ def _start(
             "deliver": False,
             "status": "running",
             "attachments_dir": receipt.rel_dir if receipt else None,
-            "delivery_context": _bound_context(ctx) if params.thread else None,
+            "delivery_context": _context(bound) if bound else None,
         }
     )
     timeout_s = (
@@ -208,6 +218,8 @@ def _start(
     store.sessions.add_child(ctx.caller_key, child_key)
     if params.label:
         store.sessions.patch(child, SessionPatch({"label": params.label}))
+    if bound is not None:
+        threads.bind(store, config, bound, child_key, ctx.caller_key)
     # Enqueued once the parent knows its child (visibility) and the label is set; its run task then
     # carries the spawn through its announce and delivery (``flows.steps.follow``).
     ctx.dispatcher.dispatch_run(LaneHead(run_id, child_key, "subagent", run_id))
@@ -230,8 +242,7 @@ def _system_text(ctx: ToolContext, child_key: str, receipt: AttachmentReceipt | 
     return "\n".join(lines)
 
 
-def _bound_context(ctx: ToolContext) -> DeliveryContext:
-    route = _thread_route(ctx)
+def _context(route: Route) -> DeliveryContext:
     return DeliveryContext(
         channel=route.channel, to=route.to, account_id=route.account_id, thread_id=route.thread_id
     )

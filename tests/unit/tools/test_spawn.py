@@ -125,9 +125,16 @@ def test_a_thread_bound_child_posts_into_the_callers_thread(world: WorldFactory)
             'thread=true needs a channel with threads (discord, slack, telegram); this session posts to "webchat"',
         ),
         (
+            "agent:main:slack:channel:c42",
+            "thread=true binds the sub-agent to the slack thread this session is in, and "
+            "agent:main:slack:channel:c42 is in none (its key would end in :thread:<id> or :topic:<id>)",
+        ),
+        (
+            # Discord opens a thread, but only with a bot token to do it with (shared/threads.py).
             "agent:main:discord:group:42",
-            "thread=true binds the sub-agent to the discord thread this session is in, and "
-            "agent:main:discord:group:42 is in none (its key would end in :thread:<id> or :topic:<id>)",
+            "thread=true opens a discord thread only with a discord channel configured (channels.discord: "
+            "a bot token) and channels.discord.threadBindings enabled with spawnSubagentSessions; "
+            "agent:main:discord:group:42 is in no thread to bind instead",
         ),
     ],
 )

@@ -3,14 +3,17 @@
 Redis (the configured one if it answers, else a private ``redis-server`` with AOF under ``CLAWBUS_HOME``),
 one worker, beat, the API and Flower, each a ``clawbus <role>`` child process whose output is prefixed
 with its role. Ctrl-C (or SIGTERM) stops them in order: API and Flower, beat, worker (warm shutdown: the
-run in hand finishes), Redis last so its AOF is flushed.
+run in hand finishes), Redis last so its AOF is flushed. Nothing starts while the API's or Flower's port
+is taken: one line says which, held by what, and the option that picks another.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import secrets
 import signal
+import socket
 import sys
 import threading
 import time
@@ -27,6 +30,7 @@ from shared.store import answers
 
 STOP_GRACE_SECONDS = 30.0
 READY_TIMEOUT_SECONDS = 60.0
+_TCP_LISTEN = "0A"  # the state column of /proc/net/tcp
 
 
 @dataclass
@@ -85,6 +89,13 @@ def role_argv(role: str, *extra: str) -> list[str]:
 
 def up(config: Config, options: UpOptions, out: IO[str] = sys.stdout) -> int:
     """Run everything until interrupted; the exit code is non-zero if a role died on its own."""
+    # Checked before anything starts: a server on the API's port would answer our readiness probe, and
+    # the banner would hand out a URL and token that are not ours.
+    problem = ports_problem(listen_ports(config, options))
+    if problem:
+        out.write(f"clawbus: {problem}\n")
+        out.flush()
+        return 1
     home = options.home
     home.mkdir(parents=True, exist_ok=True)
     token = ensure_token(home)
@@ -137,6 +148,108 @@ def up(config: Config, options: UpOptions, out: IO[str] = sys.stdout) -> int:
 
 class _Aborted(Exception):
     pass
+
+
+@dataclass(frozen=True)
+class ListenPort:
+    """A port a role of ``clawbus up`` will listen on, and the option that picks another."""
+
+    role: str
+    host: str
+    port: int
+    option: str
+
+
+@dataclass(frozen=True)
+class Holder:
+    pid: int
+    command: str
+
+
+def listen_ports(config: Config, options: UpOptions) -> list[ListenPort]:
+    ports = [ListenPort("API", config.gateway.bind, options.api_port, "--api-port")]
+    if options.flower_port:  # Flower listens where `clawbus flower` binds by default
+        ports.append(ListenPort("Flower", "127.0.0.1", options.flower_port, "--flower-port"))
+    return ports
+
+
+def bind_error(host: str, port: int) -> OSError | None:
+    """Why a server could not listen on ``host:port`` now, None if it could."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        # As uvicorn and Flower bind: a port whose last connections are still closing is free to them.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError as exc:
+            return exc
+    return None
+
+
+def port_holder(port: int, proc: Path = Path("/proc")) -> Holder | None:
+    """The process listening on TCP ``port``, found from its socket's inode in ``/proc/net/tcp{,6}`` and
+    the process whose open files include that socket; None where that cannot be known (no ``/proc``, or
+    a process of another user)."""
+    sockets = _listening_sockets(port, proc)
+    if not sockets:
+        return None
+    for fds in proc.glob("[0-9]*/fd"):
+        try:
+            if any(os.readlink(fd) in sockets for fd in fds.iterdir()):
+                pid = int(fds.parent.name)
+                return Holder(pid, (proc / str(pid) / "comm").read_text().strip())
+        except OSError:  # not ours to look into, or gone meanwhile
+            continue
+    return None
+
+
+def _listening_sockets(port: int, proc: Path) -> set[str]:
+    """``socket:[<inode>]``, as a process's fd links name them, of every socket listening on ``port``."""
+    found: set[str] = set()
+    for table in ("tcp", "tcp6"):
+        try:
+            rows = (proc / "net" / table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            fields = row.split()
+            local, state, inode = fields[1], fields[3], fields[9]
+            if state == _TCP_LISTEN and int(local.rsplit(":", 1)[1], 16) == port and inode != "0":
+                found.add(f"socket:[{inode}]")
+    return found
+
+
+def ports_problem(
+    ports: Sequence[ListenPort], holder: Callable[[int], Holder | None] = port_holder
+) -> str | None:
+    """One line naming every port that cannot be listened on (and what holds a taken one), and the
+    options that pick others; None when all are free."""
+    bad = [(p, text) for i, p in enumerate(ports) if (text := _port_problem(p, ports[:i], holder))]
+    if not bad:
+        return None
+    options = " and ".join(p.option for p, _ in bad)
+    pick = "pick another with" if len(bad) == 1 else "pick others with"
+    return "; ".join(text for _, text in bad) + f"; {pick} {options}"
+
+
+def _port_problem(
+    wanted: ListenPort, earlier: Sequence[ListenPort], holder: Callable[[int], Holder | None]
+) -> str | None:
+    twin = next((p for p in earlier if p.port == wanted.port), None)
+    if twin:
+        return f"{wanted.role} port {wanted.port} is the {twin.role} port too"
+    error = bind_error(wanted.host, wanted.port)
+    if error is None:
+        return None
+    if error.errno == errno.EADDRINUSE:
+        return f"{wanted.role} port {wanted.port} is taken {_held_by(holder(wanted.port))}"
+    return f"{wanted.role} cannot listen on {wanted.host}:{wanted.port} ({error.strerror or error})"
+
+
+def _held_by(holder: Holder | None) -> str:
+    if holder is None:
+        return "(by a process not visible to this user)"
+    return f"by pid {holder.pid} ({holder.command})"
 
 
 def _redis(options: UpOptions, home: Path, supervisor: Supervisor) -> tuple[str, bool]:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import datetime, tzinfo
 from typing import Annotated, Any
 
 import httpx
@@ -87,10 +89,28 @@ def sessions_list(
     if as_json:
         print_json(result)
         return
+    now_ms = int(time.time() * 1000)
     for row in result.sessions:
         label = f"  [{row.label}]" if row.label else ""
-        typer.echo(f"{row.key}  {row.kind}  {row.channel}  updated {row.updated_at}{label}")
+        updated = age(row.updated_at, now_ms)
+        typer.echo(f"{row.key}  {row.kind}  {row.channel}  updated {updated}{label}")
     typer.echo(f"{result.count} session(s)")
+
+
+def age(updated_ms: int, now_ms: int, tz: tzinfo | None = None) -> str:
+    """How long ago ``updated_ms`` was, as a person reads it; past a week, the local date and time (``tz``,
+    default the machine's) says more than a count of days."""
+    # A clock a little ahead of ours (another machine's) is not the future.
+    seconds = max(0, now_ms - updated_ms) // 1000
+    if seconds < 60:
+        return "just now"
+    if seconds < 3600:
+        return f"{seconds // 60} min ago"
+    if seconds < 86400:
+        return f"{seconds // 3600} h ago"
+    if seconds < 7 * 86400:
+        return f"{seconds // 86400} d ago"
+    return datetime.fromtimestamp(updated_ms / 1000, tz).strftime("%Y-%m-%d %H:%M")
 
 
 @sessions_app.command("history")

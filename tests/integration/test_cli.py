@@ -59,6 +59,19 @@ def test_every_client_command_speaks_json(stack: Stack, client: Client) -> None:
     assert human.stdout.splitlines()[0] == f"run {sent['runId']}  send  ok  session {key}"
 
 
+def test_sessions_list_says_how_long_ago_each_session_was_updated(stack: Stack, client: Client) -> None:
+    env = {**stack.env, "CLAWBUS_URL": stack.url, "CLAWBUS_TOKEN": TOKEN}
+    key = f"agent:main:cron:{uuid.uuid4().hex[:8]}"
+    sent = clawbus(env, "send", key, "hello", "--timeout", "20")
+    assert sent.returncode == 0, sent.stderr
+    listed = clawbus(env, "sessions", "list", "--limit", "200")
+    assert listed.returncode == 0, listed.stderr
+    [row] = [line for line in listed.stdout.splitlines() if line.startswith(f"{key}  ")]
+    assert row == f"{key}  cron  internal  updated just now"
+    updated_ms = json.loads(clawbus(env, "sessions", "list", "--json", "--limit", "200").stdout)
+    assert all(isinstance(r["updatedAt"], int) for r in updated_ms["sessions"])  # --json keeps the ms
+
+
 def test_probes_tell_a_live_worker_and_beat_from_dead_ones(stack: Stack, fresh: Fresh) -> None:
     worker = clawbus(stack.env, "probe", "worker")
     assert worker.returncode == 0, worker.stderr

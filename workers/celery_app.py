@@ -4,8 +4,10 @@ same app to enqueue by name, and only a worker imports ``workers.tasks``."""
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 from celery import Celery
+from celery.signals import beat_init
 from kombu.entity import Exchange, Queue
 
 from shared.config import Config
@@ -81,3 +83,10 @@ def create_app(config: Config, *, include: list[str] | None = None) -> Celery:
         },
     )
     return app
+
+
+@beat_init.connect
+def _beat_sends_no_task_sent_events(sender: Any, **_: Any) -> None:
+    """Beat sends only the maintenance tasks, which stay out of Flower's task list (``workers.tasks``):
+    their task-sent events alone would list a reap every few seconds there."""
+    sender.app.conf.task_send_sent_event = False

@@ -14,7 +14,8 @@ from __future__ import annotations
 import logging
 from typing import Any, ClassVar
 
-from celery import bootsteps
+from celery import Celery, bootsteps
+from celery.utils import uuid
 
 from shared import logs
 from shared.flows.steps import advance
@@ -56,4 +57,14 @@ class ReapOnConnect(bootsteps.StartStopStep):
     requires: ClassVar[set[str]] = {"celery.worker.consumer.tasks:Tasks"}
 
     def start(self, parent: Any) -> None:
-        parent.app.send_task(queues.REAP_TASK, queue=queues.MAINTENANCE, ignore_result=True)
+        send_maintenance(parent.app, queues.REAP_TASK)
+
+
+def send_maintenance(app: Celery, name: str) -> None:
+    """``send_task`` without the task-sent event, which would list the task in Flower (the maintenance
+    tasks stay out of its list: ``workers.tasks``)."""
+    message = app.amqp.create_task_message(
+        uuid(), name, [], {}, reply_to=app.thread_oid, ignore_result=True, create_sent_event=False
+    )
+    with app.producer_or_acquire() as producer:
+        app.amqp.send_task_message(producer, name, message, queue=queues.MAINTENANCE)

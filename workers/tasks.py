@@ -79,14 +79,17 @@ def deliver(self: Task, flow_id: str) -> str:
     return _step(self, StepTask.DELIVER, flow_id)
 
 
-@shared_task(name=queues.ARCHIVE_TASK)
+# The maintenance tasks send no events: Flower lists every task it hears of, and a reap every few seconds
+# (720 an hour) would bury the runs there. Their senders send no task-sent event either (beat:
+# workers.celery_app; a worker's reap on connect: workers.reaper).
+@shared_task(name=queues.ARCHIVE_TASK, send_events=False)
 def archive_sweep(now_ms: int | None = None) -> int:
     """Archive ended sub-agent sessions that are due (beat runs this), as of ``now_ms`` if given."""
     ctx = worker_context()
     return len(archive.sweep(ctx.config, ctx.store, now_ms))
 
 
-@shared_task(name=queues.REAP_TASK)
+@shared_task(name=queues.REAP_TASK, send_events=False)
 def reap() -> int:
     """Re-dispatch stalled lanes and advance stalled flows (beat runs this every few seconds, a worker
     when its broker connection starts); after a Redis restart or failover, everything at once."""

@@ -1,4 +1,6 @@
-"""`clawbus up` as a user runs it, then the README's quick-start calls over HTTP, then Ctrl-C."""
+"""`clawbus up` as a user runs it, then the README's quick-start calls over HTTP and the CLI, then Ctrl-C:
+once with the example configuration the quick start copies, once with no configuration file at all (each
+`clawbus up` started once, every test of its configuration run against it)."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -19,6 +22,12 @@ import pytest
 from tests.support.processes import REPO, free_port, stop_process, wait_for
 
 pytestmark = pytest.mark.e2e
+
+EXAMPLE, NO_CONFIG = "example config", "no config"
+# OpenClaw's default visibility, `tree`: the main session reaches itself and the sub-agents it spawned.
+TREE_REFUSES = (
+    "Session {} visibility is restricted to the current session tree (tools.sessions.visibility=tree)."
+)
 
 
 @dataclass
@@ -30,6 +39,7 @@ class Up:
     flower: str
     token: str
     redis_port: int
+    config: str
 
     def headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.token}"}
@@ -44,15 +54,15 @@ def port_open(port: int) -> bool:
         return sock.connect_ex(("127.0.0.1", port)) == 0
 
 
-@pytest.fixture(scope="module")
-def up(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Up]:
+@pytest.fixture(scope="module", params=[EXAMPLE, NO_CONFIG])
+def up(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Up]:
     root = tmp_path_factory.mktemp("up")
     home, log = root / "home", root / "up.log"
     api_port, flower_port = free_port(), free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("CLAWBUS_")}
     env.update(CLAWBUS_HOME=str(home), PYTHONUNBUFFERED="1")
-    # The README's first step: `cp clawbus.example.json5 clawbus.json5`.
-    shutil.copy(REPO / "clawbus.example.json5", root / "clawbus.json5")
+    if request.param == EXAMPLE:  # the README's first step: `cp clawbus.example.json5 clawbus.json5`
+        shutil.copy(REPO / "clawbus.example.json5", root / "clawbus.json5")
     with log.open("wb") as handle:
         process = subprocess.Popen(
             [sys.executable, "-m", "api.cli", "up", f"--api-port={api_port}", f"--flower-port={flower_port}"],
@@ -81,6 +91,7 @@ def up(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Up]:
             f"http://127.0.0.1:{flower_port}",
             token.group(1),
             int(redis_port.group(1)),
+            request.param,
         )
     finally:
         stop_process(process, grace=60, sig=signal.SIGINT)
@@ -89,21 +100,31 @@ def up(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Up]:
 def test_up_uses_a_private_redis_and_writes_the_token_for_the_cli(up: Up) -> None:
     assert up.redis_port != 6379
     assert "private" in up.output()
+    # The example sets worker.concurrency to 100; the default for the threads pool is 100 too.
     assert "Worker  threads pool, 100 runs at once" in up.output()
     assert (up.home / "token").read_text().strip() == up.token
     assert oct((up.home / "token").stat().st_mode & 0o777) == "0o600"
 
 
-def test_the_quick_start_calls_of_the_readme(up: Up) -> None:
+@dataclass
+class QuickStart:
+    """What each call of the README's quick start answered, made in its order."""
+
+    inbound: dict[str, Any]
+    sent: dict[str, Any]
+    listed: dict[str, Any]
+    history: dict[str, Any]
+    waited: httpx.Response
+    cli_send: subprocess.CompletedProcess[str]
+    cli_list: subprocess.CompletedProcess[str]
+
+
+def quick_start(up: Up) -> QuickStart:
     with httpx.Client(base_url=up.api, headers=up.headers(), timeout=30) as http:
         assert http.get("/readyz").json()["workers"] >= 1
-
         inbound = http.post(
             "/v1/sessions/main/messages", json={"message": "hello", "channel": "webchat", "to": "me"}
         ).json()
-        assert inbound["status"] == "ok"
-        assert inbound["reply"] == "echo: hello"
-
         sent = http.post(
             "/tools/invoke",
             json={
@@ -111,38 +132,30 @@ def test_the_quick_start_calls_of_the_readme(up: Up) -> None:
                 "args": {"sessionKey": "discord:group:ops", "message": "status?", "timeoutSeconds": 10},
             },
         ).json()
-        assert sent["ok"]
-        assert sent["result"]["status"] == "ok"
-        assert sent["result"]["reply"] == "echo: status?"
-
         listed = http.post(
             "/tools/invoke", json={"tool": "sessions_list", "args": {"messageLimit": 2}}
         ).json()
-        rows = {row["key"]: row for row in listed["result"]["sessions"]}
-        assert set(rows) == {"main", "agent:main:discord:group:ops"}
-        assert rows["agent:main:discord:group:ops"]["channel"] == "discord"
-
         history = http.post(
             "/tools/invoke", json={"tool": "sessions_history", "args": {"sessionKey": "discord:group:ops"}}
         ).json()
-        # The send's turn opens the transcript; the exchange's later turns and its announce may follow.
-        first, reply = history["result"]["messages"][:2]
-        assert first["provenance"]["sourceSessionKey"] == "agent:main:main"
-        assert (reply["role"], reply["runId"]) == ("assistant", first["runId"])
+        waited = http.get(f"/v1/runs/{sent['result']['runId']}/wait", params={"timeout": 5})
+    return QuickStart(
+        inbound,
+        sent,
+        listed,
+        history,
+        waited,
+        clawbus(up, "send", "main", "hello again"),
+        clawbus(up, "sessions", "list"),
+    )
 
-        run = http.get(f"/v1/runs/{sent['result']['runId']}/wait", params={"timeout": 5}).json()
-        assert run["status"] == "ok"
-        assert run["kind"] == "send"
 
-        assert http.get("/tools/invoke").status_code == 405
-        assert httpx.post(f"{up.api}/tools/invoke", json={"tool": "sessions_list"}).status_code == 401
-
-
-def test_the_cli_finds_the_running_service_by_itself(up: Up) -> None:
+def clawbus(up: Up, *args: str) -> subprocess.CompletedProcess[str]:
+    """The CLI as the README calls it: no URL or token given, it finds them in CLAWBUS_HOME."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("CLAWBUS_")}
     env["CLAWBUS_HOME"] = str(up.home)
-    result = subprocess.run(
-        [sys.executable, "-m", "api.cli", "send", "main", "hello again"],
+    return subprocess.run(
+        [sys.executable, "-m", "api.cli", *args],
         env=env,
         cwd=REPO,
         capture_output=True,
@@ -150,8 +163,67 @@ def test_the_cli_finds_the_running_service_by_itself(up: Up) -> None:
         timeout=60,
         check=False,
     )
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "echo: hello again"
+
+
+@pytest.mark.parametrize("up", [EXAMPLE], indirect=True)
+def test_the_quick_start_calls_of_the_readme(up: Up) -> None:
+    done = quick_start(up)
+    assert done.inbound["status"] == "ok"
+    assert done.inbound["reply"] == "echo: hello"
+
+    assert done.sent["ok"]
+    assert done.sent["result"]["status"] == "ok"
+    assert done.sent["result"]["reply"] == "echo: status?"
+
+    rows = {row["key"]: row for row in done.listed["result"]["sessions"]}
+    assert set(rows) == {"main", "agent:main:discord:group:ops"}
+    assert rows["agent:main:discord:group:ops"]["channel"] == "discord"
+
+    # The send's turn opens the transcript; the exchange's later turns and its announce may follow.
+    first, reply = done.history["result"]["messages"][:2]
+    assert first["provenance"]["sourceSessionKey"] == "agent:main:main"
+    assert (reply["role"], reply["runId"]) == ("assistant", first["runId"])
+
+    run = done.waited.json()
+    assert run["status"] == "ok"
+    assert run["kind"] == "send"
+
+    assert done.cli_send.returncode == 0, done.cli_send.stderr
+    assert done.cli_send.stdout.strip() == "echo: hello again"
+    assert done.cli_list.returncode == 0, done.cli_list.stderr
+    assert done.cli_list.stdout.splitlines() == [
+        "main  main  webchat  updated just now",
+        "agent:main:discord:group:ops  group  discord  updated just now",
+        "2 session(s)",
+    ]
+
+
+@pytest.mark.parametrize("up", [NO_CONFIG], indirect=True)
+def test_without_a_config_file_the_quick_start_send_and_history_are_refused_by_the_tree_visibility(
+    up: Up,
+) -> None:
+    done = quick_start(up)
+    assert done.inbound["status"] == "ok"
+    assert done.inbound["reply"] == "echo: hello"
+
+    assert done.sent["ok"]
+    assert done.sent["result"]["status"] == "forbidden"
+    assert done.sent["result"]["error"] == TREE_REFUSES.format("send")
+    assert done.history["result"] == {"status": "forbidden", "error": TREE_REFUSES.format("history")}
+    # The refused send made no session and no run: main is all there is to list, and nothing to wait on.
+    assert [row["key"] for row in done.listed["result"]["sessions"]] == ["main"]
+    assert done.waited.status_code == 404
+
+    assert done.cli_send.returncode == 0, done.cli_send.stderr
+    assert done.cli_send.stdout.strip() == "echo: hello again"
+    assert done.cli_list.returncode == 0, done.cli_list.stderr
+    assert done.cli_list.stdout.splitlines() == ["main  main  webchat  updated just now", "1 session(s)"]
+
+
+def test_the_api_refuses_what_a_tool_call_is_not(up: Up) -> None:
+    with httpx.Client(base_url=up.api, timeout=30) as http:
+        assert http.get("/tools/invoke", headers=up.headers()).status_code == 405
+        assert http.post("/tools/invoke", json={"tool": "sessions_list"}).status_code == 401
 
 
 def test_flower_watches_the_fleet(up: Up) -> None:

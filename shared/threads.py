@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from shared import session_keys
 from shared.channels.base import DeliveryError
 from shared.channels.http import DiscordAdapter
-from shared.config import Config, DiscordChannel, DiscordThreadBindings
+from shared.config import ChatChannel, Config, DiscordThreadBindings
 from shared.errors import ToolError
 from shared.models import ThreadBinding
 from shared.sessions import Route
@@ -42,11 +42,10 @@ class Rules:
 
 def rules(config: Config, channel: str) -> Rules | None:
     """The binding rules of ``channel``'s threads; None where its threads are not bound."""
-    spec = config.channels.get(channel)
-    discord = isinstance(spec, DiscordChannel)
-    if not discord and not (spec is None and channel in BINDING_CHANNELS):
+    spec = _discord(config, channel)
+    if spec is None and not (config.channels.get(channel) is None and channel in BINDING_CHANNELS):
         return None
-    own = spec.thread_bindings if isinstance(spec, DiscordChannel) else DiscordThreadBindings()
+    own = spec.bindings if spec else DiscordThreadBindings()
     base = config.session.thread_bindings
     if not (own.enabled if own.enabled is not None else base.enabled):
         return None
@@ -55,7 +54,7 @@ def rules(config: Config, channel: str) -> Rules | None:
     return Rules(
         idle_ms=int(idle * _HOUR_MS) or None,
         max_age_ms=int(age * _HOUR_MS) or None,
-        opens_threads=discord and own.spawn_subagent_sessions,
+        opens_threads=spec is not None and own.spawn_subagent_sessions,
     )
 
 
@@ -69,7 +68,7 @@ def refusal(config: Config, route: Route, caller_key: str) -> str | None:
     """Why ``thread: true`` cannot bind from this route; None when it can."""
     if route.thread_id is not None or opens_thread(config, route):
         return None
-    if route.channel in BINDING_CHANNELS or isinstance(config.channels.get(route.channel), DiscordChannel):
+    if route.channel in BINDING_CHANNELS or _discord(config, route.channel):
         return (
             f"thread=true opens a {route.channel} thread only with a {route.channel} channel configured "
             f"(channels.{route.channel}: a bot token) and channels.{route.channel}.threadBindings "
@@ -83,8 +82,8 @@ def refusal(config: Config, route: Route, caller_key: str) -> str | None:
 
 def open_thread(config: Config, route: Route, name: str) -> str:
     """Open a thread on the caller's channel for a spawn; its id. Raises ToolError if the channel refuses."""
-    spec = config.channels.get(route.channel)
-    assert isinstance(spec, DiscordChannel), "opens_thread said this channel opens threads"
+    spec = _discord(config, route.channel)
+    assert spec is not None, "opens_thread said this channel opens threads"
     if not route.to:
         raise ToolError(
             f"thread=true: this session's {route.channel} route names no channel to open a thread in"
@@ -138,6 +137,12 @@ def inbound_target(store: Store, config: Config, session_key: str) -> str:
     else:
         store.threads.touch(binding, now)
     return binding.parent_key if binding.released else binding.session_key
+
+
+def _discord(config: Config, channel: str) -> ChatChannel | None:
+    """``channel``'s settings when Discord's adapter delivers it."""
+    spec = config.channels.get(channel)
+    return spec if isinstance(spec, ChatChannel) and spec.type == "discord" else None
 
 
 def _alive(store: Store, session_key: str) -> bool:

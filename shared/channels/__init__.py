@@ -6,33 +6,29 @@ other channel (one with no adapter configured here) is delivered through ``log``
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from shared.channels.base import ChannelAdapter, DeliveryError
 from shared.channels.http import DiscordAdapter, SlackAdapter, TelegramAdapter, WebhookAdapter
 from shared.channels.local import LogAdapter, WebchatAdapter
-from shared.config import (
-    Config,
-    DiscordChannel,
-    LogChannel,
-    SlackChannel,
-    TelegramChannel,
-    WebchatChannel,
-    WebhookChannel,
-)
+from shared.config import ChatChannel, ChatPlatform, Config, LogChannel, WebchatChannel, WebhookChannel
 from shared.store.flows import FlowStore
 
 __all__ = ["ChannelAdapter", "DeliveryError", "adapter_for", "is_local"]
+
+_CHAT_ADAPTERS: dict[ChatPlatform, Callable[[ChatChannel], ChannelAdapter]] = {
+    "telegram": TelegramAdapter,
+    "discord": DiscordAdapter,
+    "slack": SlackAdapter,
+}
 
 
 def adapter_for(config: Config, flows: FlowStore, channel: str) -> ChannelAdapter:
     spec = config.channels.get(channel)
     if isinstance(spec, WebhookChannel):
         return WebhookAdapter(spec)
-    if isinstance(spec, TelegramChannel):
-        return TelegramAdapter(spec)
-    if isinstance(spec, DiscordChannel):
-        return DiscordAdapter(spec)
-    if isinstance(spec, SlackChannel):
-        return SlackAdapter(spec)
+    if isinstance(spec, ChatChannel):
+        return _CHAT_ADAPTERS[spec.type](spec)
     if isinstance(spec, WebchatChannel) or (spec is None and channel == "webchat"):
         return WebchatAdapter(flows)
     assert spec is None or isinstance(spec, LogChannel)

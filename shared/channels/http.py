@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 
 from shared.channels.base import DeliveryError
-from shared.config import DiscordChannel, SlackChannel, TelegramChannel, WebhookChannel
+from shared.config import ChatChannel, WebhookChannel
 from shared.models import Delivery
 
 SIGNATURE_HEADER = "X-Clawbus-Signature"
@@ -83,11 +83,11 @@ class WebhookAdapter:
 class TelegramAdapter:
     """Bot API ``sendMessage``."""
 
-    def __init__(self, config: TelegramChannel) -> None:
+    def __init__(self, config: ChatChannel) -> None:
         self._config = config
 
     def send(self, delivery: Delivery) -> None:
-        url = f"{self._config.base_url.rstrip('/')}/bot{self._config.bot_token}/sendMessage"
+        url = f"{self._config.api_url}/bot{self._config.bot_token}/sendMessage"
         payload: dict[str, Any] = {"chat_id": _require_to(delivery), "text": delivery.text}
         if delivery.thread_id:  # a forum topic
             payload["message_thread_id"] = (
@@ -107,7 +107,7 @@ DISCORD_AUTO_ARCHIVE_MINUTES = 1440
 class DiscordAdapter:
     """``POST /channels/{id}/messages`` with a bot token."""
 
-    def __init__(self, config: DiscordChannel) -> None:
+    def __init__(self, config: ChatChannel) -> None:
         self._config = config
 
     def send(self, delivery: Delivery) -> None:
@@ -132,7 +132,7 @@ class DiscordAdapter:
         return str(thread_id)
 
     def _url(self, path: str) -> str:
-        return f"{self._config.base_url.rstrip('/')}{path}"
+        return f"{self._config.api_url}{path}"
 
     def _auth(self) -> tuple[dict[str, str], float]:
         return {"Authorization": f"Bot {self._config.bot_token}"}, self._config.timeout_seconds
@@ -141,11 +141,11 @@ class DiscordAdapter:
 class SlackAdapter:
     """``chat.postMessage``; Slack answers errors with HTTP 200 and ``ok: false``."""
 
-    def __init__(self, config: SlackChannel) -> None:
+    def __init__(self, config: ChatChannel) -> None:
         self._config = config
 
     def send(self, delivery: Delivery) -> None:
-        url = f"{self._config.base_url.rstrip('/')}/chat.postMessage"
+        url = f"{self._config.api_url}/chat.postMessage"
         headers = {"Authorization": f"Bearer {self._config.bot_token}"}
         response = _post(
             url,

@@ -1,4 +1,4 @@
-"""shared/config.py: defaults, OpenClaw key names, and one message naming every bad field."""
+"""shared/config/: defaults, OpenClaw key names, and one message naming every bad field."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from shared.config import THREADS_PER_WORKER, Config, ConfigError, load_config
+from shared.config import THREADS_PER_WORKER, ChatChannel, Config, ConfigError, load_config
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -60,6 +60,14 @@ def test_json5_features_are_accepted(tmp_path: Path) -> None:
         ("{session: {scope: 'per-room'}}", "session.scope: Input should be 'per-sender' or 'global'"),
         ("{session: {sendPolicy: {rules: [{action: 'maybe'}]}}}", "session.sendPolicy.rules[0].action"),
         ("{agents: {list: []}}", "agents.list: Value error, at least one agent"),
+        (
+            "{channels: {telegram: {botToken: 't', threadBindings: {idleHours: 1}}}}",
+            "channels.telegram: threadBindings: only a discord channel binds threads, not telegram",
+        ),
+        (
+            "{channels: {ops: {type: 'slack', botToken: 'x', baseUrl: 'ftp://x'}}}",
+            "channels.ops.baseUrl: must be",
+        ),
         (
             "{session: {sendPolicy: {rules: [{action: 'deny', match: {channel: 'a', provider: 'b'}}]}}}",
             "session.sendPolicy.rules[0].match: channel and provider name the same setting",
@@ -201,3 +209,20 @@ def test_a_single_redis_acknowledges_accepts_without_replicas_unless_told_to_wai
 def test_a_sentinel_address_that_is_not_host_port_is_named(hosts: str) -> None:
     with pytest.raises(ConfigError, match=r"redis\.sentinel\.hosts\[0\]: .* is not host:port"):
         load_config(None, {"CLAWBUS_REDIS_SENTINELS": hosts})
+
+
+def test_each_chat_channel_talks_to_its_platforms_api_unless_told_otherwise(tmp_path: Path) -> None:
+    config = load_config(
+        write(
+            tmp_path,
+            "{channels: {telegram: {botToken: 't'}, discord: {botToken: 'd'},"
+            " ops: {type: 'slack', botToken: 's', baseUrl: 'http://127.0.0.1:9/api/'}}}",
+        ),
+        env={},
+    )
+    urls = {name: spec.api_url for name, spec in config.channels.items() if isinstance(spec, ChatChannel)}
+    assert urls == {
+        "telegram": "https://api.telegram.org",
+        "discord": "https://discord.com/api/v10",
+        "ops": "http://127.0.0.1:9/api",
+    }

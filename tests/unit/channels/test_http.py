@@ -9,7 +9,7 @@ import pytest
 
 from shared.channels.base import DeliveryError
 from shared.channels.http import DiscordAdapter, SlackAdapter, TelegramAdapter, WebhookAdapter
-from shared.config import DiscordChannel, SlackChannel, TelegramChannel, WebhookChannel
+from shared.config import ChatChannel, WebhookChannel
 from shared.models import Delivery
 from tests.support.fake_http import fake_server
 
@@ -57,9 +57,7 @@ def test_webhook_errors_are_retryable_only_for_5xx(status: int, retryable: bool)
 
 def test_a_chat_api_rate_limit_is_retryable() -> None:
     with fake_server((429, {"ok": False})) as api, pytest.raises(DeliveryError) as caught:
-        TelegramAdapter(TelegramChannel(type="telegram", bot_token="123:abc", base_url=api.url)).send(
-            delivery()
-        )
+        TelegramAdapter(ChatChannel(type="telegram", bot_token="123:abc", base_url=api.url)).send(delivery())
     assert caught.value.retryable
 
 
@@ -83,9 +81,7 @@ def test_a_non_http_url_is_refused_without_a_request() -> None:
 
 def test_telegram_send_message() -> None:
     with fake_server((200, {"ok": True, "result": {}})) as api:
-        TelegramAdapter(TelegramChannel(type="telegram", bot_token="123:abc", base_url=api.url)).send(
-            delivery()
-        )
+        TelegramAdapter(ChatChannel(type="telegram", bot_token="123:abc", base_url=api.url)).send(delivery())
     request = api.requests[0]
     assert request.path == "/bot123:abc/sendMessage"
     assert request.json() == {"chat_id": "chat-9", "text": "the announce"}
@@ -93,9 +89,7 @@ def test_telegram_send_message() -> None:
 
 def test_discord_channel_message() -> None:
     with fake_server((200, {"id": "1"})) as api:
-        DiscordAdapter(DiscordChannel(type="discord", bot_token="tok", base_url=api.url)).send(
-            delivery("555")
-        )
+        DiscordAdapter(ChatChannel(type="discord", bot_token="tok", base_url=api.url)).send(delivery("555"))
     request = api.requests[0]
     assert request.path == "/channels/555/messages"
     assert request.headers["Authorization"] == "Bot tok"
@@ -103,7 +97,7 @@ def test_discord_channel_message() -> None:
 
 
 def test_slack_post_message_and_its_ok_false_errors() -> None:
-    adapter_config = SlackChannel.model_construct(
+    adapter_config = ChatChannel.model_construct(
         type="slack", bot_token="xoxb-1", base_url="", timeout_seconds=2
     )
     with fake_server(
@@ -126,16 +120,16 @@ def test_slack_post_message_and_its_ok_false_errors() -> None:
 
 def test_chat_apis_need_a_recipient() -> None:
     with pytest.raises(DeliveryError, match="no recipient") as caught:
-        TelegramAdapter(TelegramChannel(type="telegram", bot_token="t")).send(delivery(to=None))
+        TelegramAdapter(ChatChannel(type="telegram", bot_token="t")).send(delivery(to=None))
     assert not caught.value.retryable
 
 
 def test_a_delivery_bound_to_a_thread_goes_into_it_on_each_chat_api() -> None:
     threaded = delivery("555").model_copy(update={"thread_id": "777"})
     with fake_server((200, {"ok": True, "result": {}}), (200, {"id": "1"}), (200, {"ok": True})) as api:
-        TelegramAdapter(TelegramChannel(type="telegram", bot_token="1:a", base_url=api.url)).send(threaded)
-        DiscordAdapter(DiscordChannel(type="discord", bot_token="tok", base_url=api.url)).send(threaded)
-        slack = SlackChannel.model_construct(type="slack", bot_token="x", base_url=api.url, timeout_seconds=2)
+        TelegramAdapter(ChatChannel(type="telegram", bot_token="1:a", base_url=api.url)).send(threaded)
+        DiscordAdapter(ChatChannel(type="discord", bot_token="tok", base_url=api.url)).send(threaded)
+        slack = ChatChannel.model_construct(type="slack", bot_token="x", base_url=api.url, timeout_seconds=2)
         SlackAdapter(slack).send(threaded)
     telegram, discord, slack_request = api.requests
     assert telegram.json() == {"chat_id": "555", "text": "the announce", "message_thread_id": 777}  # a topic

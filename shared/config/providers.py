@@ -1,0 +1,150 @@
+"""``models``: the model providers (``echo``, ``script``, ``openai``) and their models."""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BeforeValidator,
+    Field,
+    field_validator,
+    model_validator,
+)
+
+from shared.config.base import HttpUrl, Section
+
+# --- models --------------------------------------------------------------------------------------------
+
+
+class EchoProvider(Section):
+    """The deterministic runtime: replies ``echo: <last user message>``, optionally after a delay."""
+
+    type: Literal["echo"]
+    models: list[str] = ["echo"]
+    delay_ms: int = Field(0, ge=0)
+
+
+class ScriptToolCall(Section):
+    """A tool the scripted agent calls: ``name`` with ``args`` as the model would write them."""
+
+    name: str = Field(min_length=1, max_length=64)
+    args: dict[str, Any] = {}
+
+
+class ScriptRule(Section):
+    """``match`` (a regex, searched in the last message, whatever its role: a tool result is matched as the
+    JSON text the model would see) -> ``reply`` text, a ``tool`` call, or ``error`` (the step fails with that
+    message: a failing agent on demand); the first matching rule wins."""
+
+    match: str
+    reply: str | None = None
+    tool: ScriptToolCall | None = None
+    error: str | None = None
+
+    @model_validator(mode="after")
+    def _one_outcome(self) -> ScriptRule:
+        if sum(outcome is not None for outcome in (self.reply, self.tool, self.error)) != 1:
+            raise ValueError("a rule needs exactly one of reply, tool or error")
+        return self
+
+    @field_validator("match")
+    @classmethod
+    def _compiles(cls, pattern: str) -> str:
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise ValueError(f"not a valid regular expression: {exc}") from None
+        return pattern
+
+
+class ScriptProvider(Section):
+    """Deterministic replies from rules, for demos and tests; no rule matching -> the echo reply."""
+
+    type: Literal["script"]
+    models: list[str] = ["script"]
+    rules: list[ScriptRule] = []
+    delay_ms: int = Field(0, ge=0)
+
+
+class ModelCost(Section):
+    """USD per million tokens."""
+
+    input: float = Field(0, ge=0)
+    output: float = Field(0, ge=0)
+
+
+class OpenAIModel(Section):
+    """One model of an OpenAI-compatible provider (OpenClaw's shape: ``id``, ``cost``, ``reasoning``)."""
+
+    id: str = Field(min_length=1, max_length=200)
+    # None: no price known, and a report's cost is ``?``; a free model says ``{input: 0, output: 0}``.
+    cost: ModelCost | None = None
+    # Whether the model takes ``reasoning_effort``: session thinking levels map onto it.
+    reasoning: bool = False
+    max_tokens: int | None = Field(None, ge=1)
+
+    def cost_usd(self, input_tokens: int | None, output_tokens: int | None) -> float | None:
+        if self.cost is None or input_tokens is None or output_tokens is None:
+            return None
+        return (input_tokens * self.cost.input + output_tokens * self.cost.output) / 1_000_000
+
+
+def _model_entries(value: Any) -> Any:
+    """A bare string is a model with no price."""
+    if isinstance(value, list):
+        return [{"id": entry} if isinstance(entry, str) else entry for entry in value]
+    return value
+
+
+class OpenAIProvider(Section):
+    """Any OpenAI-compatible chat completions endpoint: OpenAI, vLLM, Ollama, llama.cpp, LM Studio,
+    OpenRouter."""
+
+    type: Literal["openai"]
+    base_url: HttpUrl
+    # The environment variable holding the API key (keys never live in the file); unset = no key sent.
+    api_key_env: str | None = Field(None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    models: Annotated[list[OpenAIModel], BeforeValidator(_model_entries)] = Field(min_length=1)
+    timeout_seconds: float = Field(120, gt=0)
+    # Retries of a 429 or 5xx answer (or a dropped connection), with backoff honouring Retry-After.
+    max_retries: int = Field(4, ge=0, le=20)
+    stream: bool = True
+    headers: dict[str, str] = {}
+    # Connections one worker process keeps to this endpoint, shared by its threads' model calls (default:
+    # as many as the process runs at once); a call beyond them waits for one, within timeoutSeconds.
+    max_connections: int | None = Field(None, ge=1, le=10_000)
+
+    def model(self, model_id: str) -> OpenAIModel:
+        return next(m for m in self.models if m.id == model_id)
+
+    def api_key(self) -> str | None:
+        return os.environ.get(self.api_key_env) if self.api_key_env else None
+
+
+AnyProvider = EchoProvider | ScriptProvider | OpenAIProvider
+Provider = Annotated[AnyProvider, Field(discriminator="type")]
+
+
+class ModelsConfig(Section):
+    providers: dict[str, Provider] = {}
+
+    def all_providers(self) -> dict[str, AnyProvider]:
+        """Configured providers plus the built-in ``echo`` one (a configured ``echo`` replaces it)."""
+        return {"echo": EchoProvider(type="echo"), **self.providers}
+
+    def refs(self) -> list[str]:
+        return [
+            f"{name}/{model}" for name, provider in self.all_providers().items() for model in _ids(provider)
+        ]
+
+
+def _ids(provider: AnyProvider) -> list[str]:
+    if isinstance(provider, OpenAIProvider):
+        return [model.id for model in provider.models]
+    return provider.models
+
+
+class UnknownModel(ValueError):
+    """A model ref that names no configured provider and model."""

@@ -1,0 +1,174 @@
+"""``gateway``, ``redis``, ``runs``, ``worker``, ``flower``, ``logging``: how the service runs."""
+
+from __future__ import annotations
+
+import os
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    AfterValidator,
+    BeforeValidator,
+    Field,
+    model_validator,
+)
+
+from shared.config.base import Section, any_case
+
+# --- gateway and service -------------------------------------------------------------------------------
+
+
+class TokenSpec(Section):
+    """An API principal. ``sha256`` (hex of the token) is how tokens should be stored; ``token`` (plain)
+    exists for local setups. ``agents``: the agents whose sessions it may act as (``*``: all)."""
+
+    name: str = Field(min_length=1, max_length=64)
+    sha256: str | None = Field(None, pattern=r"^[0-9a-f]{64}$")
+    token: str | None = Field(None, min_length=16)
+    agents: list[str] = ["*"]
+    owner: bool = False
+
+    @model_validator(mode="after")
+    def _one_secret(self) -> TokenSpec:
+        if (self.sha256 is None) == (self.token is None):
+            raise ValueError("a token needs exactly one of sha256 or token")
+        return self
+
+
+class AuthConfig(Section):
+    # A plain string is an operator token: every agent, owner. ``clawbus token create`` makes specs.
+    tokens: list[str | TokenSpec] = []
+
+
+class LimitsConfig(Section):
+    message_bytes: int = Field(256 * 1024, ge=1)
+    body_bytes: int = Field(16 * 1024 * 1024, ge=1024)
+
+
+class McpConfig(Section):
+    # The session MCP clients act as (``/mcp`` and ``clawbus mcp``), unless they name another.
+    session_key: str = Field("main", min_length=1, max_length=512)
+
+
+class GatewayConfig(Section):
+    bind: str = "127.0.0.1"
+    port: int = Field(8787, ge=1, le=65535)
+    auth: AuthConfig = AuthConfig()
+    limits: LimitsConfig = LimitsConfig()
+    max_wait_seconds: int = Field(600, ge=1)
+    mcp: McpConfig = McpConfig()
+
+
+def _host_port(value: str) -> str:
+    host, sep, port = value.strip().rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f'"{value}" is not host:port')
+    return f"{host}:{port}"
+
+
+def _split_hosts(value: Any) -> Any:
+    return [h for h in (part.strip() for part in value.split(",")) if h] if isinstance(value, str) else value
+
+
+class SentinelConfig(Section):
+    """Redis under Sentinel (docs/architecture.md, "Redis under Sentinel"): every role asks the sentinels
+    for the master, and asks again after a failover."""
+
+    hosts: Annotated[list[Annotated[str, AfterValidator(_host_port)]], BeforeValidator(_split_hosts)] = Field(
+        min_length=1
+    )
+    master: str = Field("mymaster", min_length=1)
+    db: int = Field(0, ge=0)
+    # The master's and replicas' password; the sentinels' own, if they have one.
+    password: str | None = None
+    sentinel_password: str | None = None
+
+    def addresses(self) -> list[tuple[str, int]]:
+        return [(host, int(port)) for host, _, port in (h.rpartition(":") for h in self.hosts)]
+
+
+class RedisConfig(Section):
+    url: str = "redis://127.0.0.1:6379/0"
+    prefix: str = Field("clawbus:", min_length=1)
+    sentinel: SentinelConfig | None = None
+    # An accept is acknowledged once this many replicas have it (Redis WAIT); None: 1 under Sentinel, else
+    # 0. A replica that does not confirm within the timeout makes the call answer 503.
+    replica_acks: int | None = Field(None, ge=0, le=5)
+    replica_ack_timeout_ms: int = Field(500, ge=1, le=60_000)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _sentinel_from_environment(cls, data: Any) -> Any:
+        """``CLAWBUS_REDIS_SENTINELS=h:p,h:p`` and ``CLAWBUS_REDIS_SENTINEL_MASTER`` (flat, as an operator
+        writes them) over the file's ``redis.sentinel``. The hosts turn Sentinel on; the master alone only
+        names the master of a ``redis.sentinel`` the file has (compose always passes one, and its one-Redis
+        default has no sentinels)."""
+        if not isinstance(data, dict):
+            return data
+        flat = {
+            "hosts": data.pop("sentinels", None),
+            "master": data.pop("sentinelMaster", data.pop("sentinel_master", None)),
+        }
+        # An empty variable is no setting (compose passes ``${CLAWBUS_REDIS_SENTINELS:-}`` through).
+        given = {key: value for key, value in flat.items() if value not in (None, "")}
+        if "hosts" in given or (given and data.get("sentinel")):
+            data["sentinel"] = {**(data.get("sentinel") or {}), **given}
+        return data
+
+    @property
+    def acks_wanted(self) -> int:
+        return self.replica_acks if self.replica_acks is not None else (1 if self.sentinel else 0)
+
+
+class RunsConfig(Section):
+    # A worker renews its lease every third of this; a run whose lease lapses is taken over.
+    lease_seconds: float = Field(30.0, gt=0)
+    max_attempts: int = Field(3, ge=1)
+    retention_hours: int = Field(168, ge=1)
+    # A lane whose head was dispatched this long ago without being claimed is dispatched again.
+    dispatch_grace_seconds: float = Field(60.0, gt=0)
+    reap_interval_seconds: float = Field(5.0, gt=0)
+    # A run task goes on with the runs queued behind it in its session while it has spent less than
+    # this; a queued run then costs no queue round trip. 0 enqueues every run as its own task.
+    lane_budget_seconds: float = Field(0.25, ge=0)
+    # How often beat sweeps ended sub-agent sessions that are due for archiving.
+    archive_sweep_seconds: float = Field(30.0, gt=0)
+    # Model steps one run may take (each tool round is one): a loop that keeps calling tools ends here.
+    max_steps: int = Field(16, ge=1, le=200)
+
+
+# A run spends almost all its time waiting on a model, so a worker process serves many runs from threads
+# (README "Sizing": how this number was measured, and when to change it).
+THREADS_PER_WORKER = 100
+
+
+class WorkerConfig(Section):
+    pool: Literal["threads", "prefork", "solo"] = "threads"
+    # Default: THREADS_PER_WORKER for threads, the CPU count for prefork, 1 for solo.
+    concurrency: int | None = Field(None, ge=1, le=1000)
+
+    def pool_size(self, pool: str | None = None) -> int:
+        """Runs one worker process executes at once, for ``pool`` (default: the configured one)."""
+        if self.concurrency:
+            return self.concurrency
+        chosen = pool or self.pool
+        if chosen == "threads":
+            return THREADS_PER_WORKER
+        if chosen == "solo":
+            return 1
+        return os.cpu_count() or 1
+
+
+class FlowerConfig(Section):
+    port: int = Field(5555, ge=1, le=65535)
+
+
+LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR"]
+
+
+class LoggingConfig(Section):
+    """Every process's log lines (``CLAWBUS_LOG_LEVEL`` and ``CLAWBUS_LOG_FORMAT`` override the file; the
+    ``--loglevel`` of ``clawbus worker`` and ``clawbus beat`` sets ``CLAWBUS_LOG_LEVEL``)."""
+
+    level: Annotated[LogLevel, any_case(str.upper)] = "INFO"
+    # json: one object per line, for collectors; console: structlog's human-readable lines.
+    format: Annotated[Literal["json", "console"], any_case(str.lower)] = "json"

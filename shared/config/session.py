@@ -1,0 +1,75 @@
+"""``session``: keys, scope, where transcripts go, send policy, agent-to-agent bounds, thread bindings."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    Field,
+    model_validator,
+)
+
+from shared.config.base import Section, clamped_int
+
+# --- session -------------------------------------------------------------------------------------------
+
+
+class SendPolicyMatch(Section):
+    channel: str | None = None
+    chat_type: Literal["direct", "group", "channel", "dm"] | None = None
+    key_prefix: str | None = None
+    raw_key_prefix: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _older_names(cls, data: Any) -> Any:
+        """Older OpenClaw configs name the channel ``provider`` or ``surface``: read as ``channel``."""
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        named = {name: data.pop(name) for name in ("channel", "provider", "surface") if name in data}
+        if len(set(map(str, named.values()))) > 1:
+            raise ValueError(
+                f"{' and '.join(named)} name the same setting (provider and surface are older names of "
+                "channel) and disagree"
+            )
+        if named:
+            data["channel"] = next(iter(named.values()))
+        return data
+
+
+class SendPolicyRule(Section):
+    action: Literal["allow", "deny"]
+    match: SendPolicyMatch = SendPolicyMatch()
+
+
+class SendPolicyConfig(Section):
+    default: Literal["allow", "deny"] | None = None
+    rules: list[SendPolicyRule] = []
+
+
+class AgentToAgentSessionConfig(Section):
+    max_ping_pong_turns: Annotated[int, clamped_int(0, 5)] = 5
+    max_hops: int = Field(8, ge=1, le=64)
+    # The whole exchange's bound, counted from the send (a step's own bound counts only while it runs):
+    # a flow whose runs wait in a backlog longer than this ends with stopReason "flow_timeout".
+    flow_timeout_seconds: int = Field(3600, ge=1)
+
+
+class ThreadBindingsConfig(Section):
+    """A thread bound to a sub-agent's session (``sessions_spawn`` with ``thread: true``): messages in it go
+    to that session until the binding has been idle ``idleHours`` or exists ``maxAgeHours`` (0: no limit)."""
+
+    enabled: bool = True
+    idle_hours: float = Field(24, ge=0)
+    max_age_hours: float = Field(0, ge=0)
+
+
+class SessionConfig(Section):
+    main_key: str = Field("main", min_length=1, pattern=r"^[a-z0-9][a-z0-9_-]*$")
+    scope: Literal["per-sender", "global"] = "per-sender"
+    # Where transcripts are exported (``<store>/agents/<agentId>/sessions/<sessionId>.jsonl``).
+    store: str | None = None
+    send_policy: SendPolicyConfig | None = None
+    agent_to_agent: AgentToAgentSessionConfig = AgentToAgentSessionConfig()
+    thread_bindings: ThreadBindingsConfig = ThreadBindingsConfig()

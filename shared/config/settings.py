@@ -1,0 +1,272 @@
+"""The whole configuration (``Config``) and how it is read: the file under the environment."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from contextvars import ContextVar
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import json5
+from pydantic import (
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+from pydantic.alias_generators import to_camel
+from pydantic.fields import FieldInfo
+from pydantic_settings import (
+    BaseSettings,
+    EnvSettingsSource,
+    NoDecode,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
+
+from shared.config.agents import AgentConfig, AgentsConfig
+from shared.config.base import DEFAULT_CONFIG_FILE, ENV_PREFIX, ConfigError
+from shared.config.channels import (
+    CHANNEL_TYPES,
+    Channels,
+    CommandsConfig,
+    DeliveryConfig,
+)
+from shared.config.providers import AnyProvider, ModelsConfig, UnknownModel
+from shared.config.service import (
+    AuthConfig,
+    FlowerConfig,
+    GatewayConfig,
+    LoggingConfig,
+    RedisConfig,
+    RunsConfig,
+    TokenSpec,
+    WorkerConfig,
+)
+from shared.config.session import SessionConfig
+from shared.config.tools import ToolsConfig
+from shared.home import clawbus_home
+from shared.text import token_digest
+
+
+class _Settings(BaseSettings):
+    """Settings read, in this order of precedence: keyword arguments, the environment, the file."""
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # load_config says which file and which environment.
+        return init_settings, _Environment(settings_cls), _File(settings_cls)
+
+
+class Config(_Settings):
+    """The whole configuration: the file's settings, each of which an environment variable
+    ``CLAWBUS_<SECTION>_<SETTING>`` may override (``CLAWBUS_REDIS_URL``, ``CLAWBUS_WORKER_CONCURRENCY``,
+    ``CLAWBUS_RUNS_LEASE_SECONDS``). ``load_config`` builds it; ``model_validate`` takes plain data and reads
+    neither file nor environment."""
+
+    model_config = SettingsConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="forbid",
+        frozen=True,
+        env_nested_delimiter="_",
+        env_nested_max_split=1,
+        case_sensitive=False,
+    )
+
+    session: SessionConfig = SessionConfig()
+    tools: ToolsConfig = ToolsConfig()
+    agents: AgentsConfig = AgentsConfig()
+    models: ModelsConfig = ModelsConfig()
+    channels: Channels = {}
+    delivery: DeliveryConfig = DeliveryConfig()
+    commands: CommandsConfig = CommandsConfig()
+    gateway: GatewayConfig = GatewayConfig()
+    redis: RedisConfig = RedisConfig()
+    runs: RunsConfig = RunsConfig()
+    worker: WorkerConfig = WorkerConfig()
+    flower: FlowerConfig = FlowerConfig()
+    logging: LoggingConfig = LoggingConfig()
+
+    @model_validator(mode="after")
+    def _known_models(self) -> Config:
+        known = set(self.models.refs())
+        wanted = [("agents.defaults.model", self.agents.defaults.model)]
+        wanted += [(f"agents.list[{i}].model", a.model) for i, a in enumerate(self.agents.entries) if a.model]
+        for path, ref in wanted:
+            if ref not in known:
+                raise ValueError(f'{path}: unknown model "{ref}" (configured: {", ".join(sorted(known))})')
+        return self
+
+    # -- lookups used across the domain --
+
+    @property
+    def default_agent(self) -> AgentConfig:
+        return next((a for a in self.agents.entries if a.default), self.agents.entries[0])
+
+    def agent(self, agent_id: str) -> AgentConfig | None:
+        return next((a for a in self.agents.entries if a.id == agent_id), None)
+
+    def agent_ids(self) -> list[str]:
+        return [a.id for a in self.agents.entries]
+
+    def model_of(self, agent_id: str) -> str:
+        agent = self.agent(agent_id)
+        return (agent.model if agent and agent.model else None) or self.agents.defaults.model
+
+    def provider(self, model_ref: str) -> tuple[AnyProvider, str]:
+        """The provider of ``<provider>/<model>``; UnknownModel if the ref is not configured (a session
+        may still name a model that a later configuration removed)."""
+        if model_ref not in self.models.refs():
+            raise UnknownModel(f"unknown model: {model_ref} (configured: {', '.join(self.models.refs())})")
+        name, _, model = model_ref.partition("/")
+        return self.models.all_providers()[name], model
+
+    @property
+    def global_scope(self) -> bool:
+        return self.session.scope == "global"
+
+    def workspace(self, agent_id: str) -> Path:
+        """Where an agent's files live (sub-agent attachments go under it)."""
+        agent = self.agent(agent_id)
+        configured = (agent.workspace if agent else None) or self.agents.defaults.workspace
+        return Path(configured).expanduser() if configured else clawbus_home() / "workspaces" / agent_id
+
+    def sandbox_mode(self, agent_id: str) -> Literal["off", "non-main", "all"]:
+        agent = self.agent(agent_id)
+        return agent.sandbox.mode if agent and agent.sandbox else self.agents.defaults.sandbox.mode
+
+    def store_dir(self) -> Path:
+        return Path(self.session.store or Path(clawbus_home()) / "store").expanduser()
+
+
+# What load_config is reading: the file's data and the environment, for the settings sources below.
+_loading: ContextVar[tuple[dict[str, Any], Mapping[str, str]] | None] = ContextVar("loading", default=None)
+
+
+class _File(PydanticBaseSettingsSource):
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        raise NotImplementedError  # __call__ gives the whole file at once
+
+    def __call__(self) -> dict[str, Any]:
+        loading = _loading.get()
+        return loading[0] if loading else {}
+
+
+class _Environment(EnvSettingsSource):
+    """The environment ``load_config`` was given (its caller's, unless a test passes its own).
+    ``CLAWBUS_LOG_LEVEL`` and ``CLAWBUS_LOG_FORMAT`` are the ``logging`` section's, as they have always been
+    spelt."""
+
+    def __call__(self) -> dict[str, Any]:
+        # Variables name settings in snake case (CLAWBUS_RUNS_LEASE_SECONDS); the file, in camel case.
+        return {
+            section: {to_camel(key): value for key, value in values.items()}
+            if isinstance(values, dict)
+            else values
+            for section, values in super().__call__().items()
+        }
+
+    def _load_env_vars(self) -> Mapping[str, str | None]:
+        # Only clawbus's own variables, without their prefix: the settings' names are aliases, to which
+        # pydantic-settings would apply no prefix (and REDIS_URL, say, is another program's).
+        loading = _loading.get()
+        env = loading[1] if loading else os.environ
+        ours = {
+            name.lower().removeprefix(ENV_PREFIX.lower()): value
+            for name, value in env.items()
+            if name.lower().startswith(ENV_PREFIX.lower())
+        }
+        return {
+            "logging_" + name.removeprefix("log_") if name.startswith("log_") else name: value
+            for name, value in ours.items()
+        }
+
+
+class _Operators(_Settings):
+    """``CLAWBUS_API_TOKENS``: operator tokens (comma-separated), added to the file's principals."""
+
+    model_config = SettingsConfigDict(extra="ignore")
+
+    api_tokens: Annotated[list[str], NoDecode] = []
+
+    @field_validator("api_tokens", mode="before")
+    @classmethod
+    def _split(cls, value: Any) -> Any:
+        return [t.strip() for t in value.split(",") if t.strip()] if isinstance(value, str) else value
+
+
+def load_config(path: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None) -> Config:
+    """Read the file (``path``, else ``CLAWBUS_CONFIG``, else ``./clawbus.json5`` if present), put the
+    environment over it, validate. Raises ConfigError with every bad field's path."""
+    env = os.environ if env is None else env
+    source, raw = _read(path, env)
+    token = _loading.set((raw, env))
+    try:
+        config = Config()
+        operators = _Operators().api_tokens
+    except ValidationError as exc:
+        raise ConfigError(_describe(source, exc)) from None
+    finally:
+        _loading.reset(token)
+    if operators:
+        # Operator tokens, kept only as their digests from here on.
+        hashed = [
+            TokenSpec(name=f"env-{i}", sha256=token_digest(operator), owner=True)
+            for i, operator in enumerate(operators)
+        ]
+        auth = AuthConfig(tokens=[*config.gateway.auth.tokens, *hashed])
+        config = config.model_copy(update={"gateway": config.gateway.model_copy(update={"auth": auth})})
+    return config
+
+
+def _read(path: str | os.PathLike[str] | None, env: Mapping[str, str]) -> tuple[str, dict[str, Any]]:
+    chosen = path or env.get("CLAWBUS_CONFIG")
+    if not chosen:
+        if not Path(DEFAULT_CONFIG_FILE).is_file():
+            return "defaults", {}
+        chosen = DEFAULT_CONFIG_FILE
+    file = Path(chosen).expanduser()
+    try:
+        text = file.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {file}: {exc.strerror or exc}") from None
+    try:
+        data = json5.loads(text)
+    except ValueError as exc:
+        raise ConfigError(f"{file}: not valid JSON5: {exc}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{file}: the top level must be an object")
+    return str(file), data
+
+
+def _describe(source: str, exc: ValidationError) -> str:
+    lines = [f"invalid configuration ({source}):"]
+    for error in exc.errors():
+        path = _path(error["loc"])
+        message = error["msg"].removeprefix("Value error, ")
+        if error["type"] == "extra_forbidden":
+            message = "unknown setting"
+        # Cross-field checks (model refs) are raised at the top level and name their own path.
+        lines.append(f"  {path}: {message}" if path else f"  {message}")
+    return "\n".join(lines)
+
+
+def _path(loc: tuple[int | str, ...]) -> str:
+    out, parts = "", list(loc)
+    for i, part in enumerate(parts):
+        # Tagged unions put the tag in the path (channels.crm.webhook.url); the file has no such level.
+        if i >= 2 and parts[i - 2] in ("channels", "providers") and part in _TAGS:
+            continue
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+_TAGS = frozenset({*CHANNEL_TYPES, "echo", "script"})

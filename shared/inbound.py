@@ -7,8 +7,8 @@ import uuid
 
 from shared import policy, threads
 from shared.commands import is_command, run_command
-from shared.models import CommandReply, DeliveryContext, InboundMessageParams, Message, ToolFailure
-from shared.runs import NewRun
+from shared.models import CommandReply, DeliveryContext, InboundMessageParams, ToolFailure
+from shared.runs import new_run
 from shared.sessions import new_entry
 from shared.submit import AwaitRun, send_outcome, submit
 from shared.tools.context import ToolContext, require_agent
@@ -53,8 +53,7 @@ def receive(
     judged = existing or seed.model_copy(update={"last_channel": inbound.channel})
     if policy.decide(ctx.config, judged, channel=inbound.channel) == "deny":
         return ToolFailure(status="error", error=policy.BLOCKED, run_id=run_id)
-    message = Message.of("user", inbound.message, timestamp=now, run_id=run_id)
-    new = NewRun(run_id=run_id, session_key=session_key, agent_id=seed.agent_id, kind="chat", input=message)
+    new = new_run(seed, "chat", inbound.message, run_id=run_id, now=now)
     submit(ctx.store, ctx.dispatcher, seed, updates, new)
     return send_outcome(
         run_id, ctx.display(session_key), inbound.timeout_seconds, ctx.config.gateway.max_wait_seconds

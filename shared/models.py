@@ -233,26 +233,16 @@ def _sum(a: _N | None, b: _N | None) -> _N | None:
     return b if a is None else a if b is None else a + b
 
 
-class Run(Wire):
-    """One agent turn in one session (docs/contract.md §8). Terminal states never change."""
+class RunSpec(Wire):
+    """What a run is asked to be when it is accepted; a ``Run`` is that and how it went."""
 
     run_id: str
     session_key: str
     agent_id: str
     kind: RunKind
-    status: RunStatus
-    seq: int
-    created_at: int
     flow_id: str | None = None
     parent_run_id: str | None = None
     turn: int | None = None
-    started_at: int | None = None
-    ended_at: int | None = None
-    reply: str | None = None
-    error: str | None = None
-    # Factories, not instances: pydantic deep-copies a default instance for every model it builds.
-    usage: Usage = Field(default_factory=Usage)
-    attempts: int = 0
     # The system text the agent gets for this run only (the agent-to-agent context of docs/contract.md §4).
     context: str | None = None
     # Loop guard: the chain of sends this run belongs to, and how many sends deep it is.
@@ -260,6 +250,21 @@ class Run(Wire):
     hops: int = 0
     # A sub-agent run's runTimeoutSeconds, in ms: the step is interrupted and the run ends ``timeout``.
     timeout_ms: int | None = None
+
+
+class Run(RunSpec):
+    """One agent turn in one session (docs/contract.md §8). Terminal states never change."""
+
+    status: RunStatus
+    seq: int
+    created_at: int
+    started_at: int | None = None
+    ended_at: int | None = None
+    reply: str | None = None
+    error: str | None = None
+    # Factories, not instances: pydantic deep-copies a default instance for every model it builds.
+    usage: Usage = Field(default_factory=Usage)
+    attempts: int = 0
     # Someone cancelled the run while a worker ran it: it ends ``aborted`` at the next chunk or tool call.
     cancel_requested: bool = False
 

@@ -9,24 +9,34 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any
 
-from shared.models import Message, Run, RunKind, RunStatus, SessionEntry, Usage
+from shared.models import Message, Provenance, Run, RunKind, RunSpec, RunStatus, SessionEntry, Usage
 
 
-@dataclass(frozen=True, slots=True)
-class NewRun:
-    run_id: str
-    session_key: str
-    agent_id: str
-    kind: RunKind
+class NewRun(RunSpec):
+    """A run to accept: its spec and the message it starts from. Built with ``new_run``."""
+
     input: Message
-    context: str | None = None
-    flow_id: str | None = None
-    parent_run_id: str | None = None
-    turn: int | None = None
-    chain_id: str | None = None
-    hops: int = 0
-    timeout_ms: int | None = None
+
+
+def new_run(
+    session: SessionEntry,
+    kind: RunKind,
+    text: str,
+    *,
+    run_id: str,
+    now: int,
+    provenance: Provenance | None = None,
+    **spec: Any,
+) -> NewRun:
+    """The one way to build a run: ``text`` as the user message it starts from in ``session`` (stamped
+    with the run and, for a message from another session, its ``provenance``); ``spec`` sets the rest of
+    its ``RunSpec`` (its flow, turn, context, chain...)."""
+    message = Message.of("user", text, timestamp=now, run_id=run_id, provenance=provenance)
+    return NewRun(
+        run_id=run_id, session_key=session.key, agent_id=session.agent_id, kind=kind, input=message, **spec
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,8 +35,8 @@ from shared.flows.decide import (
 )
 from shared.flows.ids import announce_run_id, delivery_id, note_id, turn_run_id
 from shared.flows.view import snapshot
-from shared.models import Delivery, Flow, Message, Provenance, RunStatus, SessionEntry
-from shared.runs import LaneHead, NewRun
+from shared.models import Delivery, Flow, Provenance, RunStatus, SessionEntry
+from shared.runs import LaneHead, NewRun, new_run
 from shared.runtime.base import ANNOUNCE_SKIP
 from shared.sessions import SessionPatch, channel_of, new_entry, route_of, transcript_path
 from shared.store import Store
@@ -263,12 +263,13 @@ def _start_turn(ctx: FlowContext, flow: Flow, action: StartTurn) -> bool:
         target_key=flow.target_key,
         target_channel=flow.target_channel,
     )
-    new = NewRun(
+    new = new_run(
+        speaker,
+        "reply",
+        action.input,
         run_id=run_id,
-        session_key=speaker.key,
-        agent_id=speaker.agent_id,
-        kind="reply",
-        input=Message.of("user", action.input, timestamp=now, run_id=run_id, provenance=provenance),
+        now=now,
+        provenance=provenance,
         context=context,
         flow_id=flow.flow_id,
         parent_run_id=action.previous_run_id,
@@ -307,12 +308,13 @@ def _start_announce(ctx: FlowContext, flow: Flow, action: StartAnnounce) -> None
         round_one_reply=action.round_one,
         latest_reply=action.latest,
     )
-    new = NewRun(
+    new = new_run(
+        target,
+        "announce",
+        ANNOUNCE_MESSAGE,
         run_id=run_id,
-        session_key=target.key,
-        agent_id=target.agent_id,
-        kind="announce",
-        input=Message.of("user", ANNOUNCE_MESSAGE, timestamp=now, run_id=run_id, provenance=provenance),
+        now=now,
+        provenance=provenance,
         context=context,
         flow_id=flow.flow_id,
         chain_id=flow.chain_id,
@@ -375,12 +377,12 @@ def _start_subagent_announce(ctx: FlowContext, snap: Snapshot) -> None:
     ctx.store.sessions.patch(child, SessionPatch({"status": _SESSION_STATUS.get(child_run.status, "failed")}))
     now = ctx.store.clock.now_ms()
     run_id = announce_run_id(flow.flow_id)
-    new = NewRun(
+    new = new_run(
+        child,
+        "subagent_announce",
+        subagents.ANNOUNCE_MESSAGE,
         run_id=run_id,
-        session_key=child.key,
-        agent_id=child.agent_id,
-        kind="subagent_announce",
-        input=Message.of("user", subagents.ANNOUNCE_MESSAGE, timestamp=now, run_id=run_id),
+        now=now,
         context=subagents.announce_context(flow.task or flow.message, child_run),
         flow_id=flow.flow_id,
         parent_run_id=child_run.run_id,
@@ -419,13 +421,7 @@ def _start_subagent_delivery(ctx: FlowContext, snap: Snapshot, action: StartSuba
         source_tool="sessions_spawn",
         source_run_id=flow.flow_id,
     )
-    record = NewRun(
-        run_id=note,
-        session_key=requester.key,
-        agent_id=requester.agent_id,
-        kind="note",
-        input=Message.of("user", text, timestamp=now, run_id=note, provenance=provenance),
-    )
+    record = new_run(requester, "note", text, run_id=note, now=now, provenance=provenance)
     submit(store, ctx.dispatcher, requester, {}, record)
     _deliver_to(ctx, flow, _in_childs_thread(requester, child), text)
     _clean_up(ctx, flow, child)

@@ -30,6 +30,11 @@ class RedisKeys:
         """ZSET: sessions of one kind (main, group, cron, hook, node, other) by updatedAt."""
         return f"{self.prefix}idx:kind:{kind}"
 
+    def session_indexes(self, agent_id: str, kind: str) -> list[str]:
+        """The three indexes a session is listed in (all, its agent's, its kind's), in the order the scripts
+        that write them take their keys."""
+        return [self.sessions_index(), self.agent_index(agent_id), self.kind_index(kind)]
+
     def children(self, parent_key: str) -> str:
         """SET: the sessions a session spawned (the ``tree`` visibility, without a scan)."""
         return f"{self.prefix}children:{parent_key}"

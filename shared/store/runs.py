@@ -83,26 +83,15 @@ class RunStore:
         k = self._keys
         run_fields = encode_values(
             {
-                "runId": new.run_id,
-                "sessionKey": new.session_key,
-                "agentId": new.agent_id,
-                "kind": new.kind,
-                "flowId": new.flow_id,
-                "parentRunId": new.parent_run_id,
-                "turn": new.turn,
-                "context": new.context,
+                **new.model_dump(mode="json", by_alias=True, exclude={"input"}),
                 "chainId": new.chain_id or new.run_id,
-                "hops": new.hops,
-                "timeoutMs": new.timeout_ms,
                 "input": new.input.model_dump_json(by_alias=True, exclude_none=True),
             }
         )
         run_fields = {field: value for field, value in run_fields.items() if value != "null"}
         keys = [
             k.session(session.key),
-            k.sessions_index(),
-            k.agent_index(session.agent_id),
-            k.kind_index(session.kind),
+            *k.session_indexes(session.agent_id, session.kind),
             k.session_id(session.session_id),
             k.lane(session.key),
             k.run(new.run_id),
@@ -247,9 +236,7 @@ class RunStore:
             k.transcript(run.session_key),
             k.run_events(run.run_id),
             k.lanes_due(),
-            k.sessions_index(),
-            k.agent_index(agent_id),
-            k.kind_index(kind),
+            *k.session_indexes(agent_id, kind),
             k.flows_due(),
             k.waiters(run.run_id),
             k.metrics_runs_finished(),

@@ -48,9 +48,7 @@ class SessionStore:
         created = self._scripts.create_session(
             keys=[
                 k.session(entry.key),
-                k.sessions_index(),
-                k.agent_index(entry.agent_id),
-                k.kind_index(entry.kind),
+                *k.session_indexes(entry.agent_id, entry.kind),
                 k.session_id(entry.session_id),
             ],
             args=[entry.key, json.dumps(encode(entry)), entry.updated_at],
@@ -65,9 +63,7 @@ class SessionStore:
                 k.transcript(entry.key),
                 k.lane(entry.key),
                 k.lease(entry.key),
-                k.sessions_index(),
-                k.agent_index(entry.agent_id),
-                k.kind_index(entry.kind),
+                *k.session_indexes(entry.agent_id, entry.kind),
                 k.session_id(entry.session_id),
                 k.labels(entry.agent_id),
                 k.archive_due(),
@@ -97,9 +93,7 @@ class SessionStore:
             self._scripts.archive_session(
                 keys=[
                     k.session(entry.key),
-                    k.sessions_index(),
-                    k.agent_index(entry.agent_id),
-                    k.kind_index(entry.kind),
+                    *k.session_indexes(entry.agent_id, entry.kind),
                     k.archive_due(),
                 ],
                 args=[entry.key, now_ms],

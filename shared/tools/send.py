@@ -6,8 +6,8 @@ from shared import policy, session_keys, visibility
 from shared.contexts import send_context
 from shared.errors import ToolError
 from shared.flows.steps import new_flow
-from shared.models import Message, Provenance, ToolFailure
-from shared.runs import NewRun
+from shared.models import Provenance, ToolFailure
+from shared.runs import new_run
 from shared.sessions import channel_of, new_entry
 from shared.submit import AwaitRun, send_outcome, submit
 from shared.tools.context import ToolContext
@@ -48,12 +48,13 @@ def sessions_send(ctx: ToolContext, params: SessionsSendParams) -> SendResult | 
         source_tool="sessions_send",
         source_run_id=ctx.origin_run_id,
     )
-    new = NewRun(
+    new = new_run(
+        entry,
+        "send",
+        params.message,
         run_id=run_id,
-        session_key=target,
-        agent_id=entry.agent_id,
-        kind="send",
-        input=Message.of("user", params.message, timestamp=now, run_id=run_id, provenance=provenance),
+        now=now,
+        provenance=provenance,
         context=send_context(
             requester_key=ctx.caller_key, requester_channel=caller_channel, target_key=target
         ),

@@ -14,8 +14,8 @@ from typing import Literal
 from shared import attachments, session_keys, subagents, threads
 from shared.errors import ToolError
 from shared.flows.steps import new_spawn_flow
-from shared.models import THINKING_LEVELS, DeliveryContext, Message, Provenance, ToolFailure
-from shared.runs import LaneHead, NewRun
+from shared.models import THINKING_LEVELS, DeliveryContext, Provenance, ToolFailure
+from shared.runs import LaneHead, new_run
 from shared.sessions import THREADED_CHANNELS, Route, SessionPatch, new_entry, route_of
 from shared.submit import submit
 from shared.tools.context import ToolContext
@@ -189,14 +189,13 @@ def _start(
         source_tool="sessions_spawn",
         source_run_id=ctx.origin_run_id,
     )
-    new = NewRun(
+    new = new_run(
+        child,
+        "subagent",
+        f"[Subagent Task]: {params.task}",
         run_id=run_id,
-        session_key=child_key,
-        agent_id=agent_id,
-        kind="subagent",
-        input=Message.of(
-            "user", f"[Subagent Task]: {params.task}", timestamp=now, run_id=run_id, provenance=provenance
-        ),
+        now=now,
+        provenance=provenance,
         context=_system_text(ctx, child_key, receipt, config.workspace(agent_id)),
         flow_id=run_id,
         parent_run_id=ctx.origin_run_id,

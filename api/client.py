@@ -19,6 +19,7 @@ from urllib.parse import quote
 import httpx
 from httpx_sse import connect_sse
 
+from shared.backoff import delay
 from shared.home import clawbus_home
 from shared.models import CommandReply, FleetStatus, Flow, Run, SessionEntry, ToolFailure
 from shared.tools.history_schema import SessionsHistoryResult
@@ -205,7 +206,7 @@ class Client:
             except (httpx.RemoteProtocolError, httpx.ReadError, httpx.ReadTimeout, httpx.ConnectError):
                 if attempt == _STREAM_RECONNECTS:
                     raise
-                time.sleep(min(0.2 * 2**attempt, 5.0))
+                time.sleep(delay(attempt + 1, base=0.2, cap=5.0))
 
     def cancel_run(self, run_id: str) -> Run:
         """End the run ``aborted`` wherever it is; the run as it is then (``ClawbusError`` 409 if it had

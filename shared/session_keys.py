@@ -25,6 +25,19 @@ MAX_KEY_LENGTH = 512
 _MAX_STORED_LENGTH = MAX_KEY_LENGTH + len("agent::") + 64
 
 RESERVED_KEYS = frozenset({"global", "unknown"})
+
+# The grammar as regular expressions, for published schemas (the API's path and query parameters):
+# colon-separated segments that are not empty, no whitespace or control characters, ``agent:<agentId>:<rest>``
+# in full when it starts with ``agent:`` (any case: keys are lowercased), and no reserved key. ``KEY_SHAPE``
+# is what an engine without look-around (pydantic's) can check; ``parse`` and ``canonical`` check the rest.
+_SEGMENT = rf"[^\s:{CONTROL_CLASS}]+"
+_SEGMENTS = rf"{_SEGMENT}(?::{_SEGMENT})*"
+_RESERVED = "|".join(sorted(RESERVED_KEYS))
+KEY_SHAPE = rf"^{_SEGMENTS}$"
+KEY_PATTERN = (
+    rf"^(?!(?:{_RESERVED})$)(?!agent:[^:]*:(?:{_RESERVED})$)"
+    rf"(?:agent:[A-Za-z0-9][A-Za-z0-9_-]{{0,63}}:{_SEGMENTS}|(?!agent:){_SEGMENTS})$"
+)
 CURRENT = "current"
 MAIN_ALIAS = "main"
 

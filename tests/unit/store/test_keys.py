@@ -1,20 +1,43 @@
-"""shared/store/keys.py: every key under the one configurable prefix."""
+"""shared/store/keys.py: every key under the one configurable prefix, and every one documented."""
 
 from __future__ import annotations
 
 import inspect
+import re
+from collections.abc import Iterator
 
 from shared.store.keys import RedisKeys
+from tests.support.processes import REPO
 
 
-def test_every_key_starts_with_the_prefix() -> None:
-    keys = RedisKeys("tenant-a:")
+def built(keys: RedisKeys) -> Iterator[tuple[str, str]]:
+    """(method, key) for every key the module names, its arguments written ``<name>``."""
     for name, method in inspect.getmembers(keys, inspect.ismethod):
         if name.startswith("_"):
             continue
         params = inspect.signature(method).parameters
-        value = method(*["x"] * len(params))
-        assert value.startswith("tenant-a:"), name
+        value = method(*[f"<{p}>" for p in params])
+        for key in value if isinstance(value, list) else [value]:
+            yield name, key
+
+
+def test_every_key_starts_with_the_prefix() -> None:
+    for name, key in built(RedisKeys("tenant-a:")):
+        assert key.startswith("tenant-a:"), name
+
+
+def test_every_key_family_is_in_the_data_model() -> None:
+    """docs/data-model.md names each key as `<family><argument>` (`session:<key>`), or whole (`seq:fence`)."""
+    documented = (REPO / "docs" / "data-model.md").read_text()
+    missing = []
+    for name, key in built(RedisKeys("")):
+        if key.endswith("*"):  # a SCAN pattern, not a key
+            continue
+        family = re.split(r"<", key, maxsplit=1)[0]
+        wanted = f"`{family}" if "<" in key else f"`{key}`"
+        if wanted not in documented:
+            missing.append(f"{name}: {wanted}")
+    assert missing == []
 
 
 def test_key_names_are_distinct_per_structure() -> None:

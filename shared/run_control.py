@@ -14,7 +14,8 @@ from typing import Literal
 
 from shared.config import Config
 from shared.dispatch import Dispatcher
-from shared.flows.steps import FlowContext, advance
+from shared.flows.context import FlowContext
+from shared.flows.engine import advance
 from shared.flows.view import snapshot
 from shared.runs import Cancelled, CancelOutcome
 from shared.store import Store

@@ -8,7 +8,8 @@ from __future__ import annotations
 import time
 
 from shared.execution import Attempt, AttemptResult, execute
-from shared.flows.steps import FlowContext, advance, follow
+from shared.flows.context import FlowContext
+from shared.flows.engine import advance, follow
 from shared.runs import LaneHead
 from workers import queues
 from workers.context import WorkerContext

@@ -18,7 +18,7 @@ from celery import Celery, bootsteps
 from celery.utils import uuid
 
 from shared import logs
-from shared.flows.steps import advance
+from shared.flows.engine import advance
 from workers import lanes, queues
 from workers.context import WorkerContext
 

@@ -3,7 +3,7 @@
 A sessions_send is the chain ``run -> reply_turn ... -> announce -> run -> deliver`` of linked tasks (one
 Flower root, the flow); each task works out the flow's next step from what exists
 (``shared.flows.decide``), so any of them may run twice, or be replaced by the reaper, without repeating a
-turn or a delivery. What a task does is in ``workers.lanes`` and ``shared.flows.steps``, so the inline test
+turn or a delivery. What a task does is in ``workers.lanes`` and ``shared.flows.engine``, so the inline test
 harness (``workers.testing``) runs the same code.
 
 Log lines carry the ids a task was called with (``workers.signals`` binds them from the parameter names
@@ -20,7 +20,7 @@ from shared import archive
 from shared.config import MAX_DELIVERY_ATTEMPTS
 from shared.execution import Attempt
 from shared.flows.decide import StepTask
-from shared.flows.steps import perform
+from shared.flows.engine import perform
 from workers import lanes, queues, reaper
 from workers.context import worker_context
 

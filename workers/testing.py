@@ -2,7 +2,7 @@
 
 ``InlineDispatcher`` stands where Celery does (the ``Dispatcher`` port) and queues what would be enqueued;
 ``drain`` executes it in order, as one worker would, through the same functions the tasks call
-(``workers.lanes``, ``shared.flows.steps.perform``). What dramatiq's stub broker and arq's burst worker are
+(``workers.lanes``, ``shared.flows.engine.perform``). What dramatiq's stub broker and arq's burst worker are
 to their users.
 
     dispatcher = InlineDispatcher()
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from shared.config import Config
 from shared.execution import Attempt, AttemptResult
 from shared.flows.decide import StepTask
-from shared.flows.steps import perform
+from shared.flows.engine import perform
 from shared.runs import Enqueue, LaneHead
 from shared.store import Store
 from workers import lanes

@@ -1,7 +1,9 @@
 """Flows: what happens after a run of a ``sessions_send`` or ``sessions_spawn``, as Celery tasks.
 
 - ``decide``: what a flow needs next (a pure function of its runs) and which task performs it;
-- ``steps``: the steps that change a flow (start a run, create a delivery, end it);
-- ``view``: reading a flow (the snapshot a decision needs, the view the API shows);
-- ``ids``: the derived ids that make every step idempotent.
+- ``engine``: moving a flow on (``advance``, ``follow``, ``perform``): its next step done or handed on;
+- ``create``: a new flow; ``exchange``: a send's reply turns, announce and delivery; ``report``: a spawn's
+  announce step and report; ``outbound``: a flow's delivery record; ``cleanup``: a reported child;
+- ``context``: what a step works with; ``view``: reading a flow; ``ids``: the derived ids that make every
+  step idempotent.
 """

@@ -5,7 +5,7 @@ from __future__ import annotations
 from shared import policy, session_keys, visibility
 from shared.contexts import send_context
 from shared.errors import ToolError
-from shared.flows.steps import new_flow
+from shared.flows.create import new_flow
 from shared.models import Provenance, ToolFailure
 from shared.runs import new_run
 from shared.sessions import channel_of, new_entry

@@ -13,7 +13,7 @@ from typing import Literal
 
 from shared import attachments, session_keys, subagents, threads
 from shared.errors import ToolError
-from shared.flows.steps import new_spawn_flow
+from shared.flows.create import new_spawn_flow
 from shared.models import THINKING_LEVELS, DeliveryContext, Provenance, ToolFailure
 from shared.runs import LaneHead, new_run
 from shared.sessions import THREADED_CHANNELS, Route, SessionPatch, new_entry, route_of
@@ -220,7 +220,7 @@ def _start(
     if bound is not None:
         threads.bind(store, config, bound, child_key, ctx.caller_key)
     # Enqueued once the parent knows its child (visibility) and the label is set; its run task then
-    # carries the spawn through its announce and delivery (``flows.steps.follow``).
+    # carries the spawn through its announce and delivery (``flows.engine.follow``).
     ctx.dispatcher.dispatch_run(LaneHead(run_id, child_key, "subagent", run_id))
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from shared.config import Config
-from shared.flows.steps import new_flow
+from shared.flows.create import new_flow
 from shared.store import Store
 from shared.store.codec import encode
 

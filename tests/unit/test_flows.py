@@ -8,9 +8,10 @@ import pytest
 
 from shared.clock import FixedClock
 from shared.config import Config
+from shared.flows.context import FlowContext
 from shared.flows.decide import Action, Finish, StartAnnounce, StepTask, Wait
+from shared.flows.engine import advance
 from shared.flows.ids import announce_run_id, delivery_id, turn_run_id
-from shared.flows.steps import FlowContext, advance
 from shared.flows.view import describe
 from shared.inbound import receive
 from shared.models import Flow, InboundMessageParams
@@ -421,7 +422,7 @@ def test_an_early_end_is_logged_as_a_warning_with_its_flow_id(
     config, store, dispatcher = world({"session": {"agentToAgent": {"flowTimeoutSeconds": 1}}})
     flow_id = _send(config, store, dispatcher)
     clock.advance(2)
-    with caplog.at_level("WARNING", logger="shared.flows.steps"):
+    with caplog.at_level("WARNING", logger="shared.flows.engine"):
         _advance(config, store, dispatcher, flow_id)
         _advance(config, store, dispatcher, flow_id)  # a second look ends nothing and logs nothing
     assert [r.getMessage() for r in caplog.records] == [

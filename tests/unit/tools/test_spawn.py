@@ -9,9 +9,10 @@ import pytest
 from shared import archive, session_keys
 from shared.clock import FixedClock
 from shared.config import Config
+from shared.flows.context import FlowContext
 from shared.flows.decide import StepTask, Wait
+from shared.flows.engine import advance
 from shared.flows.ids import announce_run_id
-from shared.flows.steps import FlowContext, advance
 from shared.flows.view import describe
 from shared.inbound import receive
 from shared.models import DeliveryContext, InboundMessageParams, ToolFailure

@@ -1,0 +1,87 @@
+"""A new flow: the record of a ``sessions_send`` exchange or a ``sessions_spawn`` report, made in the step
+that accepts its first run."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from shared.config import Config
+from shared.flows.decide import step_timeout_ms
+from shared.models import Flow, SessionEntry
+from shared.sessions import channel_of
+
+
+def new_flow(
+    config: Config,
+    *,
+    run_id: str,
+    requester_key: str,
+    requester: SessionEntry | None,
+    target_key: str,
+    target: SessionEntry | None,
+    message: str,
+    timeout_seconds: float,
+    chain_id: str,
+    hops: int,
+    now: int,
+) -> Flow:
+    main_key = config.session.main_key
+    max_turns = config.session.agent_to_agent.max_ping_pong_turns
+    skipped = None
+    if requester is None:
+        skipped = "no requester session"
+    elif requester_key == target_key:
+        skipped = "requester is the target"
+    elif max_turns == 0:
+        skipped = "maxPingPongTurns is 0"
+    return Flow(
+        flow_id=run_id,
+        status="running",
+        requester_key=requester_key,
+        requester_channel=channel_of(requester, requester_key, main_key),
+        target_key=target_key,
+        target_channel=channel_of(target, target_key, main_key),
+        message=message,
+        max_turns=0 if skipped else max_turns,
+        step_timeout_ms=step_timeout_ms(timeout_seconds),
+        flow_timeout_ms=config.session.agent_to_agent.flow_timeout_seconds * 1000,
+        created_at=now,
+        updated_at=now,
+        chain_id=chain_id,
+        hops=hops,
+        loop_skipped=skipped,
+    )
+
+
+def new_spawn_flow(
+    config: Config,
+    *,
+    run_id: str,
+    requester_key: str,
+    requester: SessionEntry | None,
+    child: SessionEntry,
+    task: str,
+    cleanup: Literal["delete", "keep"],
+    mode: Literal["run", "session"],
+    now: int,
+) -> Flow:
+    main_key = config.session.main_key
+    return Flow(
+        flow_id=run_id,
+        kind="spawn",
+        status="running",
+        requester_key=requester_key,
+        requester_channel=channel_of(requester, requester_key, main_key),
+        target_key=child.key,
+        target_channel=channel_of(child, child.key, main_key),
+        message=task,
+        task=task,
+        cleanup=cleanup,
+        mode=mode,
+        max_turns=0,
+        step_timeout_ms=config.agents.defaults.subagents.announce_timeout_seconds * 1000,
+        flow_timeout_ms=config.session.agent_to_agent.flow_timeout_seconds * 1000,
+        created_at=now,
+        updated_at=now,
+        chain_id=run_id,
+    )

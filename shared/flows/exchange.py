@@ -1,0 +1,120 @@
+"""The steps of a ``sessions_send`` exchange: a reply-back turn, the announce, its delivery."""
+
+from __future__ import annotations
+
+from shared import policy
+from shared.contexts import ANNOUNCE_MESSAGE, announce_context, reply_context
+from shared.flows.context import FlowContext
+from shared.flows.decide import StartAnnounce, StartDelivery, StartTurn
+from shared.flows.ids import announce_run_id, turn_run_id
+from shared.flows.outbound import deliver_to
+from shared.models import Flow, Provenance, SessionEntry
+from shared.runs import new_run
+from shared.runtime.base import ANNOUNCE_SKIP
+from shared.sessions import new_entry
+
+
+def start_turn(ctx: FlowContext, flow: Flow, action: StartTurn) -> bool:
+    """False if the speaking session's send policy refuses the turn (the loop stops there)."""
+    requester, target = entries(ctx, flow)
+    by_requester = action.turn % 2 == 1  # turn 1 is the requester's answer to the target's round-1 reply
+    speaker, other = (requester, target) if by_requester else (target, requester)
+    if policy.decide(ctx.config, speaker) == "deny":
+        ctx.store.flows.update(flow.flow_id, {"blockedTurn": action.turn})
+        return False
+    now = ctx.store.clock.now_ms()
+    run_id = turn_run_id(flow.flow_id, action.turn)
+    provenance = Provenance(
+        kind="inter_session",
+        source_session_key=other.key,
+        source_channel=flow.target_channel if by_requester else flow.requester_channel,
+        source_tool="sessions_send",
+        source_run_id=action.previous_run_id,
+    )
+    context = reply_context(
+        requester=by_requester,
+        turn=action.turn,
+        max_turns=flow.max_turns,
+        requester_key=flow.requester_key,
+        requester_channel=flow.requester_channel,
+        target_key=flow.target_key,
+        target_channel=flow.target_channel,
+    )
+    new = new_run(
+        speaker,
+        "reply",
+        action.input,
+        run_id=run_id,
+        now=now,
+        provenance=provenance,
+        context=context,
+        flow_id=flow.flow_id,
+        parent_run_id=action.previous_run_id,
+        turn=action.turn,
+        chain_id=flow.chain_id,
+        hops=flow.hops,
+    )
+    ctx.store.flows.update(
+        flow.flow_id, {"turnsStarted": max(flow.turns_started, action.turn)}, due_in_ms=flow.step_timeout_ms
+    )
+    ctx.start(speaker, new)
+    return True
+
+
+def start_announce(ctx: FlowContext, flow: Flow, action: StartAnnounce) -> None:
+    _requester, target = entries(ctx, flow)
+    if policy.decide(ctx.config, target) == "deny":
+        ctx.store.flows.end(
+            flow.flow_id, "completed", {"stopReason": action.stop_reason, "deliveryStatus": "blocked"}
+        )
+        return
+    now = ctx.store.clock.now_ms()
+    run_id = announce_run_id(flow.flow_id)
+    provenance = Provenance(
+        kind="inter_session",
+        source_session_key=flow.requester_key,
+        source_channel=flow.requester_channel,
+        source_tool="sessions_send",
+    )
+    context = announce_context(
+        requester_key=flow.requester_key,
+        requester_channel=flow.requester_channel,
+        target_key=flow.target_key,
+        target_channel=flow.target_channel,
+        original_request=flow.message,
+        round_one_reply=action.round_one,
+        latest_reply=action.latest,
+    )
+    new = new_run(
+        target,
+        "announce",
+        ANNOUNCE_MESSAGE,
+        run_id=run_id,
+        now=now,
+        provenance=provenance,
+        context=context,
+        flow_id=flow.flow_id,
+        chain_id=flow.chain_id,
+        hops=flow.hops,
+    )
+    ctx.store.flows.update(flow.flow_id, {"stopReason": action.stop_reason}, due_in_ms=flow.step_timeout_ms)
+    ctx.start(target, new)
+
+
+def start_delivery(ctx: FlowContext, flow: Flow, action: StartDelivery) -> None:
+    """The announce reply goes to the target's channel, unless silent or refused by send policy."""
+    text = action.text.strip()
+    if not text or text == ANNOUNCE_SKIP:
+        ctx.store.flows.end(flow.flow_id, "completed", {"deliveryStatus": "skipped"})
+        return
+    _requester, target = entries(ctx, flow)
+    deliver_to(ctx, flow, target, text)
+
+
+def entries(ctx: FlowContext, flow: Flow) -> tuple[SessionEntry, SessionEntry]:
+    now = ctx.store.clock.now_ms()
+    requester, target = ctx.store.sessions.get_many([flow.requester_key, flow.target_key])
+    return (
+        requester or new_entry(ctx.config, flow.requester_key, now),
+        target or new_entry(ctx.config, flow.target_key, now),
+    )

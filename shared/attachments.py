@@ -21,18 +21,42 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import Field
 
 from shared.config import AttachmentsConfig
 from shared.errors import ToolError
+from shared.models import Params, Wire
 from shared.text import has_control_characters
-from shared.tools.spawn_schema import AttachmentFile, AttachmentIn, AttachmentReceipt
 
 REDACTED = "__OPENCLAW_REDACTED__"
 ROOT = Path(".openclaw") / "attachments"
 MANIFEST = ".manifest.json"
 _FORBIDDEN_NAMES = frozenset({".", "..", MANIFEST})
 _BASE64 = re.compile(r"^[A-Za-z0-9+/]*={0,2}$")
+
+
+class AttachmentIn(Params):
+    name: str = Field(max_length=255)
+    content: str
+    encoding: Literal["utf8", "base64"] = "utf8"
+    mime_type: str | None = Field(None, max_length=255)
+
+
+class AttachmentFile(Wire):
+    name: str
+    bytes: int
+    sha256: str
+
+
+class AttachmentReceipt(Wire):
+    """What was written for the child, as in ``.manifest.json``."""
+
+    rel_dir: str
+    count: int
+    total_bytes: int
+    files: list[AttachmentFile]
 
 
 @dataclass(frozen=True, slots=True)

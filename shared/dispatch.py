@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Protocol
 
-from shared.flows.decide import StepTask
 from shared.runs import Enqueue, LaneHead
+
+
+class StepTask(StrEnum):
+    """The tasks that carry a flow forward, each performing some of the actions (``PERFORMS``)."""
+
+    REPLY_TURN = "reply_turn"
+    ANNOUNCE = "announce"
+    SUBAGENT_ANNOUNCE = "subagent_announce"
+    DELIVER = "deliver"
 
 
 class Dispatcher(Protocol):

@@ -23,6 +23,7 @@ from shared.runs import Claim, ClaimOutcome, ExecutionState, LaneHead, Outcome, 
 from shared.runtime.base import RunCancelled, RunTimedOut, StepRequest
 from shared.runtime.registry import runtime_for
 from shared.store import Store
+from shared.tool_schemas import tool_schemas
 from shared.tools.registry import TOOLS
 
 log = logging.getLogger(__name__)
@@ -230,7 +231,7 @@ def _loop_env(held: _Held) -> agent_loop.LoopEnv:
         session=state.session,
         messages=_history(store, state, runtime.history_window),
         context=run.context,
-        tools=tools,
+        tool_schemas=tool_schemas("openai", tools),
         thinking=state.session.thinking_level if state.session else None,
         on_text=streamed.write,
         on_restart=streamed.restart,

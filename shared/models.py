@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import uuid
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Annotated, Any, Literal, TypeVar
 
@@ -355,6 +356,17 @@ class Flow(Wire):
     mode: Literal["run", "session"] | None = None
     steps: list[FlowStep] = Field(default_factory=list)
     delivery: Delivery | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """A flow and everything its next step depends on (the store reads it in one round trip)."""
+
+    flow: Flow
+    primary: Run | None
+    turns: list[Run | None]
+    announce: Run | None
+    delivery: Delivery | None
 
 
 # --- tool parameters -----------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from typing import Any
 
 from celery import Celery
 
-from shared.flows.decide import StepTask
+from shared.dispatch import StepTask
 from shared.runs import Enqueue, LaneHead
 from workers import queues
 from workers.messages import RunMessages

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from shared.flows.decide import StepTask
+from shared.dispatch import StepTask
 from shared.models import RunKind
 
 RUNS = "runs"  # chat messages and sessions_send primary runs

@@ -18,8 +18,8 @@ from celery import Task, shared_task
 
 from shared import archive
 from shared.config import MAX_DELIVERY_ATTEMPTS
+from shared.dispatch import StepTask
 from shared.execution import Attempt
-from shared.flows.decide import StepTask
 from shared.flows.engine import perform
 from workers import lanes, queues, reaper
 from workers.context import worker_context

@@ -15,8 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from shared.config import Config
+from shared.dispatch import StepTask
 from shared.execution import Attempt, AttemptResult
-from shared.flows.decide import StepTask
 from shared.flows.engine import perform
 from shared.runs import Enqueue, LaneHead
 from shared.store import Store

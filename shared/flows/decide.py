@@ -9,10 +9,10 @@ and asking twice gives the same answer.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Literal
 
-from shared.models import Delivery, Flow, FlowEndReason, Run, RunStatus
+from shared.dispatch import StepTask
+from shared.models import Flow, FlowEndReason, Run, RunStatus, Snapshot
 from shared.runtime.base import REPLY_SKIP
 
 MAX_TURNS = 5
@@ -23,17 +23,6 @@ STEP_DEFAULT_S = 30.0
 
 def step_timeout_ms(timeout_seconds: float) -> int:
     return int(min(timeout_seconds or STEP_DEFAULT_S, STEP_CAP_S) * 1000)
-
-
-@dataclass(frozen=True, slots=True)
-class Snapshot:
-    """A flow and everything its next step depends on (the store reads it in one round trip)."""
-
-    flow: Flow
-    primary: Run | None
-    turns: list[Run | None]
-    announce: Run | None
-    delivery: Delivery | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,15 +87,6 @@ Action = (
     | Wait
     | Finish
 )
-
-
-class StepTask(StrEnum):
-    """The tasks that carry a flow forward, each performing some of the actions (``PERFORMS``)."""
-
-    REPLY_TURN = "reply_turn"
-    ANNOUNCE = "announce"
-    SUBAGENT_ANNOUNCE = "subagent_announce"
-    DELIVER = "deliver"
 
 
 # The one routing table of a flow: which task performs which action. A task that finds an action it does

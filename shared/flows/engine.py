@@ -11,6 +11,7 @@ import logging
 from dataclasses import dataclass
 
 from shared import channels, deliveries, logs
+from shared.dispatch import StepTask
 from shared.flows.context import FlowContext
 from shared.flows.decide import (
     PERFORMS,
@@ -22,7 +23,6 @@ from shared.flows.decide import (
     StartSubagentAnnounce,
     StartSubagentDelivery,
     StartTurn,
-    StepTask,
     Wait,
     next_action,
     task_for,

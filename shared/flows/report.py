@@ -7,12 +7,13 @@ import logging
 from typing import Literal
 
 from shared import subagents
+from shared.dispatch import StepTask
 from shared.flows.cleanup import clean_up
 from shared.flows.context import FlowContext
-from shared.flows.decide import Snapshot, StartSubagentDelivery, StepTask
+from shared.flows.decide import StartSubagentDelivery
 from shared.flows.ids import announce_run_id, note_id
 from shared.flows.outbound import deliver_to
-from shared.models import Provenance, RunStatus, SessionEntry
+from shared.models import Provenance, RunStatus, SessionEntry, Snapshot
 from shared.runs import new_run
 from shared.runtime.base import ANNOUNCE_SKIP
 from shared.sessions import SessionPatch, new_entry, transcript_path

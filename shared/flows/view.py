@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from shared.flows.decide import MAX_TURNS, Snapshot
+from shared.flows.decide import MAX_TURNS
 from shared.flows.ids import announce_run_id, delivery_id, turn_run_id
-from shared.models import Flow, FlowStep, Run
+from shared.models import Flow, FlowStep, Run, Snapshot
 from shared.store import Store
 
 

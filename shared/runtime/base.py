@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from pydantic import BaseModel, Field
 
@@ -26,7 +26,9 @@ class StepRequest:
     messages: list[Message]
     # Extra system text for this run only (the agent-to-agent context).
     context: str | None = None
-    tools: list[str] = field(default_factory=list)
+    # The functions the model may call, as OpenAI-compatible function schemas (``shared.tool_schemas``):
+    # handed in, so a runtime never reaches into the tool registry.
+    tool_schemas: list[dict[str, Any]] = field(default_factory=list)
     # Seconds this step may take before the run ends ``timeout`` (a sub-agent's runTimeoutSeconds).
     time_limit: float | None = None
     thinking: ThinkingLevel | None = None

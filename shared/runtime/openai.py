@@ -22,7 +22,6 @@ from shared.backoff import delay
 from shared.config import OpenAIModel, OpenAIProvider
 from shared.models import Message, ToolCallBlock, Usage
 from shared.runtime.base import RunCancelled, RunTimedOut, StepRequest, StepResult
-from shared.tool_schemas import tool_schemas
 
 MAX_BACKOFF_SECONDS = 30.0
 
@@ -85,8 +84,8 @@ class OpenAIRuntime:
 
     def body(self, request: StepRequest) -> dict[str, Any]:
         body: dict[str, Any] = {"model": self._model.id, "messages": chat_messages(request)}
-        if request.tools:
-            body["tools"] = tool_schemas("openai", request.tools)
+        if request.tool_schemas:
+            body["tools"] = request.tool_schemas
         if self._model.max_tokens is not None:
             body["max_tokens"] = self._model.max_tokens
         if self._model.reasoning and request.thinking and request.thinking != "off":

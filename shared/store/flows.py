@@ -10,8 +10,7 @@ from typing import Any
 from redis import Redis
 
 from shared.clock import Clock
-from shared.flows.decide import Snapshot
-from shared.models import Delivery, DeliveryState, Flow, FlowEndReason, Run
+from shared.models import Delivery, DeliveryState, Flow, FlowEndReason, Run, Snapshot
 from shared.store.codec import decode, encode, encode_values
 from shared.store.keys import RedisKeys
 from shared.store.scripts import Scripts

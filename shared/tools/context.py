@@ -25,6 +25,8 @@ class ToolContext:
     # An agent's tool call: the runs it creates get ids derived from it, so a call repeated after a lost
     # worker finds the runs the first one made instead of making them again.
     id_seed: str | None = None
+    # Every tool's name, handed in by the registry when it invokes one (a spawn names the child's tools).
+    tool_names: tuple[str, ...] = ()
 
     @classmethod
     def for_caller(

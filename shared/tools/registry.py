@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -40,7 +41,7 @@ class Tool:
         return self.params.model_validate(dict(args), context={"message_bytes": limits.message_bytes})
 
     def invoke(self, ctx: ToolContext, args: Mapping[str, Any]) -> Wire | AwaitRun:
-        return self.run(ctx, self.parse(args, ctx))
+        return self.run(dataclasses.replace(ctx, tool_names=tuple(TOOLS)), self.parse(args, ctx))
 
     def refusal(self, ctx: ToolContext) -> ToolFailure | None:
         """Sub-agent sessions get the sub-agent tool set (docs/contract.md §6). sessions_spawn makes its own

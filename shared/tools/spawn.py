@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Literal
 
 from shared import attachments, session_keys, subagents, threads
+from shared.attachments import AttachmentReceipt
 from shared.errors import ToolError
 from shared.flows.create import new_spawn_flow
 from shared.models import THINKING_LEVELS, DeliveryContext, Provenance, ToolFailure
@@ -19,7 +20,7 @@ from shared.runs import LaneHead, new_run
 from shared.sessions import THREADED_CHANNELS, Route, SessionPatch, new_entry, route_of
 from shared.submit import submit
 from shared.tools.context import ToolContext
-from shared.tools.spawn_schema import AttachmentReceipt, SessionsSpawnParams, SpawnResult
+from shared.tools.spawn_schema import SessionsSpawnParams, SpawnResult
 
 ROUTING_KEYS = {
     "target": "target",
@@ -225,9 +226,7 @@ def _start(
 
 
 def _system_text(ctx: ToolContext, child_key: str, receipt: AttachmentReceipt | None, workspace: Path) -> str:
-    from shared.tools.registry import TOOLS  # the registry imports this module: resolved at call time
-
-    tools = subagents.tool_set(ctx.config, TOOLS)
+    tools = subagents.tool_set(ctx.config, ctx.tool_names)
     lines = [
         f"You are a sub-agent spawned by session {ctx.caller_key}; your session is {child_key}.",
         f"Your tools: {', '.join(tools)}." if tools else "You have no tools.",

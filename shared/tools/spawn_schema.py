@@ -1,4 +1,5 @@
-"""sessions_spawn: its parameters, attachments and result (docs/contract.md §6).
+"""sessions_spawn: its parameters and result (docs/contract.md §6); the attachments' shapes
+are in ``shared.attachments``.
 
 Kept apart from the tool's code, which needs the store: a thin client imports these alone.
 """
@@ -9,14 +10,8 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from shared.attachments import AttachmentIn, AttachmentReceipt
 from shared.models import AgentRef, Label, MessageText, Params, Wire
-
-
-class AttachmentIn(Params):
-    name: str = Field(max_length=255)
-    content: str
-    encoding: Literal["utf8", "base64"] = "utf8"
-    mime_type: str | None = Field(None, max_length=255)
 
 
 class AttachAs(Params):
@@ -44,21 +39,6 @@ class SessionsSpawnParams(Params):
     to: Any = None
     thread_id: Any = None
     reply_to: Any = None
-
-
-class AttachmentFile(Wire):
-    name: str
-    bytes: int
-    sha256: str
-
-
-class AttachmentReceipt(Wire):
-    """What was written for the child, as in ``.manifest.json``."""
-
-    rel_dir: str
-    count: int
-    total_bytes: int
-    files: list[AttachmentFile]
 
 
 class SpawnResult(Wire):

@@ -14,6 +14,7 @@ import fakeredis
 import pytest
 
 from shared import attachments
+from shared.attachments import AttachmentIn
 from shared.clock import FixedClock
 from shared.config import AttachmentsConfig
 from shared.errors import ToolError
@@ -22,7 +23,7 @@ from shared.store import Store
 from shared.tools.context import ToolContext
 from shared.tools.registry import TOOLS
 from shared.tools.send_schema import SendResult
-from shared.tools.spawn_schema import AttachmentIn, SpawnResult
+from shared.tools.spawn_schema import SpawnResult
 from tests.conftest import make_config
 from workers.testing import InlineDispatcher, drain
 

@@ -15,6 +15,7 @@ from shared.models import Message, SessionEntry, TextBlock, ToolCallBlock
 from shared.runtime.base import RunTimedOut, StepRequest
 from shared.runtime.openai import ModelRequestFailed, OpenAIRuntime, chat_messages
 from shared.runtime.registry import runtime_for
+from shared.tool_schemas import tool_schemas
 from tests.support.fake_openai import FakeOpenAI, Reply, failure, fake_openai, paced, text, tool
 
 
@@ -74,7 +75,9 @@ def test_a_text_answer_becomes_the_reply_with_usage_and_cost(server: FakeOpenAI,
 @pytest.mark.parametrize("stream", [True, False])
 def test_tool_calls_come_back_with_their_parsed_arguments(server: FakeOpenAI, stream: bool) -> None:
     server.script("m", tool("sessions_send", sessionKey="agent:research:main", message="2+2?"))
-    result = runtime(server, stream=stream).step(request(user("ask research"), tools=["sessions_send"]))
+    result = runtime(server, stream=stream).step(
+        request(user("ask research"), tool_schemas=tool_schemas("openai", ["sessions_send"]))
+    )
     assert result.reply == ""
     [call] = result.tool_calls
     assert call.name == "sessions_send"

@@ -9,8 +9,9 @@ import pytest
 from shared import archive, session_keys
 from shared.clock import FixedClock
 from shared.config import Config
+from shared.dispatch import StepTask
 from shared.flows.context import FlowContext
-from shared.flows.decide import StepTask, Wait
+from shared.flows.decide import Wait
 from shared.flows.engine import advance
 from shared.flows.ids import announce_run_id
 from shared.flows.view import describe

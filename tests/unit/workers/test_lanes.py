@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from shared.config import Config
+from shared.dispatch import StepTask
 from shared.execution import Attempt
-from shared.flows.decide import StepTask
 from shared.inbound import receive
 from shared.models import InboundMessageParams, RunStatus
 from shared.store import Store

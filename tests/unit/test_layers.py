@@ -1,0 +1,130 @@
+"""The import map of docs/architecture.md ("Layers"), enforced: packages import one way (api -> workers ->
+shared), the layers of ``shared`` import only their own layer and those below it, and no import goes in a
+circle. Function-level imports count too: deferring an import does not make the dependency go away."""
+
+from __future__ import annotations
+
+import ast
+import fnmatch
+from collections.abc import Iterator
+from pathlib import Path
+
+from tests.support.processes import REPO
+
+# shared's layers, lowest first. A module is in the first layer one of whose patterns it matches.
+LAYERS: list[tuple[str, tuple[str, ...]]] = [
+    (
+        "foundations",
+        (
+            "shared",
+            "shared.text",
+            "shared.clock",
+            "shared.backoff",
+            "shared.home",
+            "shared.errors",
+            "shared.processes",
+            "shared.contexts",
+            "shared.session_keys",
+            "shared.flows.ids",
+        ),
+    ),
+    ("configuration and wire models", ("shared.config", "shared.config.*", "shared.models")),
+    (
+        "values, ports and pure rules",
+        (
+            "shared.runs",
+            "shared.sessions",
+            "shared.dispatch",
+            "shared.policy",
+            "shared.subagents",
+            "shared.visibility",
+            "shared.redaction",
+            "shared.output_budget",
+            "shared.logs",
+            "shared.attachments",
+            "shared.tools.*_schema",
+            "shared.runtime.base",
+            "shared.flows.decide",
+        ),
+    ),
+    ("the store adapter", ("shared.store", "shared.store.*")),
+    ("adapters to the outside", ("shared.channels", "shared.channels.*", "shared.runtime.*")),
+    ("the application", ("shared.*",)),
+]
+PACKAGES = {"shared": 0, "workers": 1, "api": 2}
+
+
+def modules() -> dict[str, Path]:
+    found = {}
+    for package in PACKAGES:
+        for path in (REPO / package).rglob("*.py"):
+            name = ".".join(path.relative_to(REPO).with_suffix("").parts)
+            found[name.removesuffix(".__init__")] = path
+    return found
+
+
+def imports(path: Path, known: dict[str, Path]) -> Iterator[str]:
+    """The project modules ``path`` imports (``from x import y`` counts ``x.y`` when that is a module)."""
+    for node in ast.walk(ast.parse(path.read_text())):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
+        yield from (name for name in names if name in known)
+
+
+def graph() -> dict[str, set[str]]:
+    known = modules()
+    return {name: set(imports(path, known)) - {name} for name, path in known.items()}
+
+
+def layer(module: str) -> int:
+    return next(
+        i for i, (_, patterns) in enumerate(LAYERS) if any(fnmatch.fnmatch(module, p) for p in patterns)
+    )
+
+
+def test_packages_import_one_way() -> None:
+    upward = [
+        f"{source} -> {target}"
+        for source, targets in graph().items()
+        for target in targets
+        if PACKAGES[target.split(".")[0]] > PACKAGES[source.split(".")[0]]
+    ]
+    assert upward == []
+
+
+def test_no_module_of_shared_imports_a_higher_layer() -> None:
+    upward = [
+        f"{source} ({LAYERS[layer(source)][0]}) -> {target} ({LAYERS[layer(target)][0]})"
+        for source, targets in graph().items()
+        if source.startswith("shared")
+        for target in targets
+        if target.startswith("shared") and layer(target) > layer(source)
+    ]
+    assert upward == []
+
+
+def test_no_import_goes_in_a_circle() -> None:
+    edges = graph()
+    cycles: list[list[str]] = []
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+
+    def visit(module: str, path: list[str]) -> None:
+        state[module] = 1
+        for target in sorted(edges[module]):
+            if state.get(target) == 1:
+                cycles.append([*path[path.index(target) :], target])
+            elif target not in state:
+                visit(target, [*path, target])
+        state[module] = 2
+
+    for module in sorted(edges):
+        if module not in state:
+            visit(module, [module])
+    assert cycles == []
+
+
+def test_every_module_of_shared_has_a_layer() -> None:
+    assert all(layer(module) < len(LAYERS) for module in graph() if module.startswith("shared"))

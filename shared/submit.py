@@ -46,7 +46,14 @@ class AwaitRun(BaseModel):
         )
 
     def finish(self, run: Run | None) -> SendResult:
+        """The result of a wait that lasted ``timeout_seconds`` (an agent's run, parked, is not capped)."""
         result = result_of(self.run_id, self.session_key, self.timeout_seconds, run)
+        return result.model_copy(update={"flow_id": self.flow_id})
+
+    def finish_over_http(self, run: Run | None) -> SendResult:
+        """The result of a wait an HTTP request held for ``wait_seconds``: a timeout says when the cap cut
+        it short."""
+        result = result_of(self.run_id, self.session_key, self.timeout_seconds, run, self.max_wait_seconds)
         return result.model_copy(update={"flow_id": self.flow_id})
 
     def vanished(self) -> SendResult:

@@ -6,14 +6,14 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Header, Path, Query, Request
+from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import StreamingResponse
 
 from api import streams
 from api.auth import forbidden
 from api.deps import PrincipalDep, ServicesDep
 from api.errors import ErrorResponse
-from api.params import STREAM_ID_PATTERN, StreamId
+from api.params import LastEventId, StreamId
 from shared.text import CONTROL_CLASS
 
 router = APIRouter(prefix="/v1/channels", tags=["channels"])
@@ -48,9 +48,7 @@ async def follow_messages(
     request: Request,
     services: ServicesDep,
     principal: PrincipalDep,
-    last_event_id: Annotated[
-        str | None, Header(pattern=STREAM_ID_PATTERN, description="Resume after this event id")
-    ] = None,
+    last_event_id: LastEventId = None,
     after: StreamId = None,
 ) -> StreamingResponse:
     _owner_only(principal.owner)

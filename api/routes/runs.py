@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Header, Path, Query, Request
+from fastapi import APIRouter, Path, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import StreamingResponse
 
@@ -14,12 +14,13 @@ from api import streams
 from api.auth import Principal
 from api.deps import PrincipalDep, ServicesDep
 from api.errors import ApiError, ErrorResponse, not_found
-from api.params import STREAM_ID_PATTERN, StreamId
+from api.params import LastEventId, StreamId
 from api.services import Services
 from shared import logs, run_control
 from shared.models import Run, RunStatus
 from shared.redaction import scrub, scrubbed_run
 from shared.runs import CancelOutcome
+from shared.tools.send_schema import timed_out
 
 router = APIRouter(prefix="/v1/runs", tags=["runs"])
 RunId = Annotated[str, Path(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_-]+$")]
@@ -53,14 +54,22 @@ async def wait_run(
         float, Query(ge=0, description="Seconds to wait (capped at gateway.maxWaitSeconds)")
     ] = 30,
 ) -> dict[str, Any]:
-    """The run once terminal; ``{runId, status: "timeout"}`` after ``timeout`` s (the run is untouched)."""
+    """The run once terminal; ``{runId, status: "timeout"}`` after ``timeout`` s (the run is untouched),
+    with an ``error`` saying so when gateway.maxWaitSeconds cut the wait shorter than asked."""
     with logs.bound(run_id=run_id):
         await _run_for(services, principal, run_id)
-        run = await services.waiter.wait(run_id, min(timeout, services.config.gateway.max_wait_seconds))
+        cap = services.config.gateway.max_wait_seconds
+        run = await services.waiter.wait(run_id, min(timeout, cap))
         if run is None:
             raise not_found(f"Run not found: {run_id}")
         if not run.status.terminal:
-            return {"runId": run_id, "status": "timeout"}
+            if timeout <= cap:
+                return {"runId": run_id, "status": "timeout"}
+            # No sessionKey here: clients tell this answer from a run that ended ``timeout`` by its absence.
+            error = (
+                f"{timed_out(timeout, cap)}; the run continues: wait again with GET /v1/runs/{run_id}/wait"
+            )
+            return {"runId": run_id, "status": "timeout", "error": error}
         return scrubbed_run(run).wire()
 
 
@@ -95,9 +104,7 @@ async def stream_run(
     request: Request,
     services: ServicesDep,
     principal: PrincipalDep,
-    last_event_id: Annotated[
-        str | None, Header(pattern=STREAM_ID_PATTERN, description="Resume right after this event")
-    ] = None,
+    last_event_id: LastEventId = None,
     after: StreamId = None,
 ) -> StreamingResponse:
     """The run's events as server-sent events, live, until its ``ended`` event: ``id`` (resume with

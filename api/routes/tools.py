@@ -115,7 +115,7 @@ async def settle(services: Services, result: Wire | AwaitRun, abandon_cancels: b
     if not isinstance(result, AwaitRun):
         return result
     try:
-        return result.finish(await services.waiter.wait(result.run_id, result.wait_seconds))
+        return result.finish_over_http(await services.waiter.wait(result.run_id, result.wait_seconds))
     except anyio.get_cancelled_exc_class():
         if abandon_cancels:
             with anyio.CancelScope(shield=True):

@@ -55,16 +55,34 @@ class SendResult(Wire):
         return self
 
 
-def result_of(run_id: str, session_key: str, timeout_seconds: float, run: Run | None) -> SendResult:
-    """What a send that waited ``timeout_seconds`` for ``run`` returns (None or not ended: it timed out)."""
+def timed_out(asked_seconds: float, cap_seconds: float | None = None) -> str:
+    """``timed out after <n>s``: a wait held by an HTTP request lasts at most ``cap_seconds``
+    (gateway.maxWaitSeconds), and then says so, lest the caller believe it waited what it asked for."""
+    if cap_seconds is None or asked_seconds <= cap_seconds:
+        return f"timed out after {asked_seconds:g}s"
+    return (
+        f"timed out after {cap_seconds:g}s (gateway.maxWaitSeconds={cap_seconds:g} caps a wait over HTTP; "
+        f"{asked_seconds:g}s were asked for)"
+    )
+
+
+def result_of(
+    run_id: str,
+    session_key: str,
+    timeout_seconds: float,
+    run: Run | None,
+    max_wait_seconds: float | None = None,
+) -> SendResult:
+    """What a send that waited for ``run`` returns (None or not ended: it timed out): a wait of
+    ``timeout_seconds``, capped at ``max_wait_seconds`` when an HTTP request held it."""
     if run is None or not run.status.terminal:
         return SendResult(
             run_id=run_id,
             status="timeout",
             session_key=session_key,
             error=(
-                f"timed out after {timeout_seconds:g}s; the run continues: read sessions_history later "
-                f"or wait again with GET /v1/runs/{run_id}/wait"
+                f"{timed_out(timeout_seconds, max_wait_seconds)}; the run continues: read sessions_history "
+                f"later or wait again with GET /v1/runs/{run_id}/wait"
             ),
         )
     if run.status is RunStatus.OK:

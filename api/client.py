@@ -29,6 +29,8 @@ from shared.tools.send_schema import SendResult
 DEFAULT_URL = "http://127.0.0.1:8787"
 # Beyond the server-side wait, allow this much for the request itself.
 _WAIT_MARGIN_S = 15.0
+# A wait the server cut short (its cap) is asked again while at least this much of the caller's is left.
+_WAIT_AGAIN_MIN_S = 0.5
 
 
 class ClawbusError(Exception):
@@ -167,13 +169,18 @@ class Client:
         return Run.model_validate(self._request("GET", f"/v1/runs/{_path(run_id)}"))
 
     def wait_run(self, run_id: str, timeout: float = 30) -> Run | None:
-        """The run once it ended; None if it was still going after ``timeout`` s."""
-        data = self._request(
-            "GET", f"/v1/runs/{_path(run_id)}/wait", params={"timeout": timeout}, wait_seconds=timeout
-        )
-        return (
-            None if data.get("status") == "timeout" and "sessionKey" not in data else Run.model_validate(data)
-        )
+        """The run once it ended; None if it was still going after ``timeout`` s. A server holds a wait at
+        most ``gateway.maxWaitSeconds``: past that, this waits again until ``timeout`` is spent."""
+        deadline = time.monotonic() + timeout
+        while True:
+            left = max(deadline - time.monotonic(), 0.0)
+            data = self._request(
+                "GET", f"/v1/runs/{_path(run_id)}/wait", params={"timeout": left}, wait_seconds=left
+            )
+            if data.get("status") != "timeout" or "sessionKey" in data:
+                return Run.model_validate(data)
+            if deadline - time.monotonic() < _WAIT_AGAIN_MIN_S:
+                return None
 
     def run_events(self, run_id: str, after: str | None = None) -> list[dict[str, Any]]:
         """The run's events, oldest first (``text`` events carry the reply as it streamed in)."""

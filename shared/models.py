@@ -23,7 +23,7 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 
 from shared.session_keys import SessionKind
-from shared.text import has_control_characters
+from shared.text import CONTROL_CLASS, has_control_characters
 
 
 class Wire(BaseModel):
@@ -419,7 +419,11 @@ def _printable(value: str) -> str:
 
 
 # Bounds on every text argument: a caller gets a 400 naming the field, not a slow or huge store write.
-DisplayName = Annotated[str, Field(min_length=1, max_length=128, pattern=r"\S"), AfterValidator(_printable)]
+# Not blank, no control characters: the published pattern says so, as the check does.
+_DISPLAY_NAME = rf"^[^{CONTROL_CLASS}]*[^\s{CONTROL_CLASS}][^{CONTROL_CLASS}]*$"
+DisplayName = Annotated[
+    str, Field(min_length=1, max_length=128, pattern=_DISPLAY_NAME), AfterValidator(_printable)
+]
 SessionRef = Annotated[str, Field(min_length=1, max_length=512), AfterValidator(_printable)]
 AgentRef = Annotated[str, Field(min_length=1, max_length=64), AfterValidator(_printable)]
 Label = Annotated[str, Field(min_length=1, max_length=128), AfterValidator(_printable)]

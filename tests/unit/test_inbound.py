@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from pydantic import ValidationError
 
 from shared.config import Config
 from shared.inbound import receive
@@ -116,3 +117,9 @@ def test_a_key_of_an_unconfigured_agent_is_refused(
     with pytest.raises(ToolError, match='Unknown agent "ghost"'):
         inbound(config, store, dispatcher, "agent:ghost:main", message="hi")
     assert store.redis.keys("*") == []
+
+
+@pytest.mark.parametrize("name", ["\u008e", "   ", "a\x00b"])
+def test_a_display_name_blank_or_with_control_characters_is_refused_naming_the_field(name: str) -> None:
+    with pytest.raises(ValidationError, match="displayName"):
+        InboundMessageParams.model_validate({"message": "m", "displayName": name})

@@ -8,10 +8,8 @@ from fastapi import Header, Path, Query
 from pydantic import WithJsonSchema
 
 from shared.session_keys import KEY_PATTERN, KEY_SHAPE, MAX_KEY_LENGTH
+from shared.store.live import CURSOR_PATTERN as STREAM_ID_PATTERN
 
-# A Redis stream id: two unsigned 64-bit numbers. Nineteen digits always fit 64 bits (twenty may not), and
-# a pattern says so in the schema, where a check of the value could not.
-STREAM_ID_PATTERN = r"^\d{1,19}-\d{1,19}$"
 # A session key in a path or a query, as the key grammar accepts it (shared.session_keys): the server checks
 # it with the grammar itself (a 400 naming the field), the published pattern says the same to clients.
 SESSION_KEY_CONSTRAINTS: dict[str, Any] = {

@@ -19,8 +19,6 @@ KEEPALIVE_MS = 15_000
 # A lone comment line: no blank line after it, because a blank line ends an event, and some clients
 # (httpx-sse) then hand out an empty event carrying the last id.
 KEEPALIVE = ": keep-alive\n"
-# Where a stream starts without a cursor: the run's first event.
-START = "0-0"
 
 Disconnected = Callable[[], Awaitable[bool]]
 
@@ -37,14 +35,12 @@ async def run_events(
     live: LiveStore, run_id: str, cursor: str | None, disconnected: Disconnected
 ) -> AsyncIterator[str]:
     """The run's events after ``cursor``, live, until its ``ended`` event or the client leaves."""
-    key = live.keys.run_events(run_id)
-    position = cursor or START
     block: int | None = None  # the first read answers at once: the run may have ended long ago
     while not await disconnected():
-        entries = (await live.follow({key: position}, block)).get(key, [])
+        entries = await live.follow_run(run_id, cursor, block)
         block = KEEPALIVE_MS
         for entry_id, fields in entries:
-            position = entry_id
+            cursor = entry_id
             yield sse(entry_id, fields.get("type", "event"), _shown(fields))
             if fields.get("type") == "ended":
                 return
@@ -57,32 +53,16 @@ async def run_events(
 
 async def session_events(live: LiveStore, session_key: str, disconnected: Disconnected) -> AsyncIterator[str]:
     """Every run of the session, those in its lane now and those accepted from now on, until the client
-    leaves. Each event carries its ``runId``; its id is ``<runId>/<stream id>``."""
-    runs_key = live.keys.session_runs(session_key)
-    cursors = {runs_key: await live.stream_end(runs_key)}  # read before the lane: a run accepted between
-    # the two is seen twice, and setdefault below keeps it once
-    owners: dict[str, str] = {}  # run-events key -> run id
-    for run_id in await live.lane(session_key):
-        owners[live.keys.run_events(run_id)] = run_id
-        cursors[live.keys.run_events(run_id)] = START
+    leaves. Each event carries its ``runId``; its id is ``<runId>/<event id>``."""
+    runs = await live.follow_session(session_key)
     block: int | None = None
     while not await disconnected():
-        found = await live.follow(cursors, block)
+        events = await runs.next(block)
         block = KEEPALIVE_MS
-        if not found:
+        if not events:
             yield KEEPALIVE
             continue
-        for stream, entries in found.items():
-            for entry_id, fields in entries:
-                cursors[stream] = entry_id
-                if stream == runs_key:
-                    events = live.keys.run_events(fields["runId"])
-                    owners[events] = fields["runId"]
-                    cursors.setdefault(events, START)
-                    continue
-                run_id = owners[stream]
-                yield sse(
-                    f"{run_id}/{entry_id}", fields.get("type", "event"), {"runId": run_id, **_shown(fields)}
-                )
-                if fields.get("type") == "ended":
-                    del cursors[stream]
+        for run_id, (entry_id, fields) in events:
+            yield sse(
+                f"{run_id}/{entry_id}", fields.get("type", "event"), {"runId": run_id, **_shown(fields)}
+            )

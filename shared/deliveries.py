@@ -12,8 +12,8 @@ from shared import backoff, logs, policy
 from shared.channels import DeliveryError, adapter_for
 from shared.config import Config
 from shared.flows import ids as flow_ids
+from shared.models import DeliveryClaim
 from shared.store import Store
-from shared.store.flows import DeliveryClaim
 
 log = logging.getLogger(__name__)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Annotated, Any, Literal, TypeVar
 
@@ -307,6 +307,15 @@ class Delivery(Wire):
     delivered_at: int | None = None
 
 
+class DeliveryClaim(StrEnum):
+    """What a delivery attempt's claim found."""
+
+    CLAIMED = "claimed"
+    BUSY = "busy"
+    DONE = "done"
+    MISSING = "missing"
+
+
 class FlowStep(Wire):
     step: Literal["run", "reply_turn", "announce", "deliver", "subagent_announce"]
     turn: int | None = None
@@ -471,6 +480,25 @@ class ToolFailure(Wire):
 
 
 # --- the fleet -----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class FleetFigures:
+    runs_created: dict[str, int]  # by kind
+    runs_finished: dict[tuple[str, str], int]  # by (kind, status)
+    deliveries: dict[str, int]  # by final state
+    flows_ended: dict[str, int]  # by reason (FlowEndReason)
+    queue_depths: dict[str, int]
+    workers: list[str] = field(default_factory=list)  # node names with a live heartbeat
+    busy_lanes: int = 0  # sessions with a run queued or running
+    flows_in_progress: int = 0
+    reaper_ran_at: int | None = None  # ms
+
+
+@dataclass(frozen=True, slots=True)
+class InFlight:
+    lanes: list[tuple[str, list[str]]]  # (session key, its lane's run ids, the head first)
+    flows: list[str]  # flows in progress
 
 
 class InFlightLane(Wire):

@@ -54,8 +54,7 @@ async def follow_messages(
     _owner_only(principal.owner)
 
     async def events() -> AsyncIterator[str]:
-        live = services.live
-        cursor = last_event_id or after or await live.stream_end(live.keys.outbox(channel, to))
+        cursor = last_event_id or after or await services.live.outbox_end(channel, to)
         while not await request.is_disconnected():
             entries = await services.live.follow_outbox(channel, to, cursor, _BLOCK_MS)
             if not entries:

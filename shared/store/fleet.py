@@ -4,30 +4,11 @@ live workers, busy lanes. Any API process can report it; none keeps the figures 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
 from redis import Redis
 
+from shared.models import FleetFigures, InFlight
 from shared.store.keys import RedisKeys
-
-
-@dataclass(frozen=True, slots=True)
-class FleetFigures:
-    runs_created: dict[str, int]  # by kind
-    runs_finished: dict[tuple[str, str], int]  # by (kind, status)
-    deliveries: dict[str, int]  # by final state
-    flows_ended: dict[str, int]  # by reason (FlowEndReason)
-    queue_depths: dict[str, int]
-    workers: list[str] = field(default_factory=list)  # node names with a live heartbeat
-    busy_lanes: int = 0  # sessions with a run queued or running
-    flows_in_progress: int = 0
-    reaper_ran_at: int | None = None  # ms
-
-
-@dataclass(frozen=True, slots=True)
-class InFlight:
-    lanes: list[tuple[str, list[str]]]  # (session key, its lane's run ids, the head first)
-    flows: list[str]  # flows in progress
 
 
 class FleetStore:

@@ -4,23 +4,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from enum import StrEnum
 from typing import Any
 
 from redis import Redis
 
 from shared.clock import Clock
-from shared.models import Delivery, DeliveryState, Flow, FlowEndReason, Run, Snapshot
+from shared.models import Delivery, DeliveryClaim, DeliveryState, Flow, FlowEndReason, Run, Snapshot
 from shared.store.codec import decode, encode, encode_values
 from shared.store.keys import RedisKeys
 from shared.store.scripts import Scripts
-
-
-class DeliveryClaim(StrEnum):
-    CLAIMED = "claimed"
-    BUSY = "busy"
-    DONE = "done"
-    MISSING = "missing"
 
 
 class FlowStore:

@@ -65,6 +65,16 @@ class Reconnected:
 Signal = Subscribed | Ended | Reconnected
 
 
+# A stream entry: its id (the cursor after it) and its fields.
+Entry = tuple[str, dict[str, str]]
+# The cursor before a stream's first entry.
+FIRST = "0-0"
+# A cursor as clients hand it back (an event id): a Redis stream id, two unsigned 64-bit numbers. Nineteen
+# digits always fit 64 bits (twenty may not), and a pattern says so in the schema, where a check of the
+# value could not.
+CURSOR_PATTERN = r"^\d{1,19}-\d{1,19}$"
+
+
 class LiveStore:
     def __init__(self, redis: RedisConfig, keys: RedisKeys, client_name: str) -> None:
         # Named, so an operator (or a test) can tell this connection apart in CLIENT LIST.
@@ -116,31 +126,43 @@ class LiveStore:
         )
         return entries
 
-    async def follow_outbox(
-        self, channel: str, to: str, cursor: str, block_ms: int
-    ) -> list[tuple[str, dict[str, str]]]:
-        """What an outbox gets after ``cursor`` (``$``: from now on), waiting up to ``block_ms`` for it."""
-        found = await self.follow({self.keys.outbox(channel, to): cursor}, block_ms)
-        return found.get(self.keys.outbox(channel, to), [])
+    async def outbox_end(self, channel: str, to: str) -> str:
+        """A cursor meaning "what the outbox gets from now on"."""
+        return await self._stream_end(self.keys.outbox(channel, to))
 
-    async def follow(
-        self, cursors: dict[str, str], block_ms: int | None
-    ) -> dict[str, list[tuple[str, dict[str, str]]]]:
+    async def follow_outbox(self, channel: str, to: str, cursor: str, block_ms: int) -> list[Entry]:
+        """What an outbox gets after ``cursor``, waiting up to ``block_ms`` for it. The last entry's id is
+        the next cursor."""
+        key = self.keys.outbox(channel, to)
+        return (await self._follow({key: cursor}, block_ms)).get(key, [])
+
+    async def follow_run(self, run_id: str, cursor: str | None, block_ms: int | None) -> list[Entry]:
+        """The run's events after ``cursor`` (None: from its first), waiting up to ``block_ms`` for one
+        (None: answer at once)."""
+        key = self.keys.run_events(run_id)
+        return (await self._follow({key: cursor or FIRST}, block_ms)).get(key, [])
+
+    async def follow_session(self, session_key: str) -> SessionRuns:
+        """A follower of every run of the session: those in its lane now and those accepted from now on."""
+        runs_key = self.keys.session_runs(session_key)
+        # Read before the lane: a run accepted between the two reads is seen twice, and kept once.
+        follower = SessionRuns(self, runs_key, await self._stream_end(runs_key))
+        lane: list[str] = await self._redis.lrange(self.keys.lane(session_key), 0, -1)
+        for run_id in lane:
+            follower.add(run_id)
+        return follower
+
+    async def _follow(self, cursors: dict[str, str], block_ms: int | None) -> dict[str, list[Entry]]:
         """What the streams got after their cursors, by stream key, waiting up to ``block_ms`` for anything
         (None: answer at once)."""
         found = await self._redis.xread(cursors, block=block_ms, count=100)
         return {stream: entries for stream, entries in found} if found else {}
 
-    async def stream_end(self, key: str) -> str:
+    async def _stream_end(self, key: str) -> str:
         """The id of the stream's newest entry (``0-0`` when it has none): a cursor meaning "from now on"
         that, unlike ``$``, stays put between reads, so nothing added between two reads is skipped."""
         newest = await self._redis.xrevrange(key, count=1)
-        return str(newest[0][0]) if newest else "0-0"
-
-    async def lane(self, session_key: str) -> list[str]:
-        """The session's runs not yet ended, in order (the head is the one running or next)."""
-        run_ids: list[str] = await self._redis.lrange(self.keys.lane(session_key), 0, -1)
-        return run_ids
+        return str(newest[0][0]) if newest else FIRST
 
     async def workers_alive(self) -> int:
         """Workers with a live heartbeat; raises ``Unreachable`` if Redis does not answer."""
@@ -156,6 +178,38 @@ class LiveStore:
 
 class Unreachable(Exception):
     """Redis did not answer."""
+
+
+class SessionRuns:
+    """The runs of one session as they happen: the ones it started with, and each run accepted since (the
+    session's run stream names them), until each one's ``ended`` event."""
+
+    def __init__(self, live: LiveStore, runs_key: str, runs_cursor: str) -> None:
+        self._live = live
+        self._runs_key = runs_key
+        self._cursors = {runs_key: runs_cursor}
+        self._owners: dict[str, str] = {}  # run-events key -> run id
+
+    def add(self, run_id: str) -> None:
+        key = self._live.keys.run_events(run_id)
+        self._owners[key] = run_id
+        self._cursors.setdefault(key, FIRST)
+
+    async def next(self, block_ms: int | None) -> list[tuple[str, Entry]]:
+        """Events of the session's runs, as (run id, entry), waiting up to ``block_ms`` for any."""
+        found = await self._live._follow(self._cursors, block_ms)
+        events: list[tuple[str, Entry]] = []
+        for stream, entries in found.items():
+            for entry in entries:
+                entry_id, fields = entry
+                self._cursors[stream] = entry_id
+                if stream == self._runs_key:
+                    self.add(fields["runId"])
+                    continue
+                events.append((self._owners[stream], entry))
+                if fields.get("type") == "ended":
+                    del self._cursors[stream]
+        return events
 
 
 class RunSignals:

@@ -117,10 +117,23 @@ class SessionStore:
             raise LabelTaken(new_label, result[1])
         return None if result[0] == "missing" else self.get(entry.key)
 
-    def recent(self, index_keys: Sequence[str], min_updated_ms: int | None, page: int = 100) -> Iterator[str]:
-        """Session keys from one or more indexes, newest first, merged without scanning the keyspace."""
-        floor: str | int = "-inf" if min_updated_ms is None else min_updated_ms
-        streams = [self._pages(index, floor, page) for index in index_keys]
+    def recent(
+        self,
+        *,
+        agent_id: str | None = None,
+        kinds: Sequence[str] | None = None,
+        active_since: int | None = None,
+        page: int = 100,
+    ) -> Iterator[str]:
+        """Keys of the listed sessions of ``agent_id`` (else of these ``kinds``, else all) updated since
+        ``active_since`` (ms), newest first: read from the indexes, never a scan of the keyspace."""
+        k = self._keys
+        if agent_id is not None:
+            indexes = [k.agent_index(agent_id)]
+        else:
+            indexes = [k.kind_index(kind) for kind in kinds] if kinds else [k.sessions_index()]
+        floor: str | int = "-inf" if active_since is None else active_since
+        streams = [self._pages(index, floor, page) for index in indexes]
         merged = heapq.merge(*streams, key=lambda item: -item[1])
         for member, _score in merged:
             yield member

@@ -45,22 +45,17 @@ def _candidates(
     ctx: ToolContext, kinds: list[str] | None, since: int | None, limit: int
 ) -> Iterator[SessionEntry]:
     """Where the caller's visibility says to look, newest first, never a scan of the keyspace."""
-    store, keys_ = ctx.store, ctx.store.keys
+    store = ctx.store
     level = visibility.effective(ctx.config, ctx.caller_key)
-    own = [ctx.caller_key, *store.sessions.children(ctx.caller_key)]
     if level in ("self", "tree"):
+        own = [ctx.caller_key, *store.sessions.children(ctx.caller_key)]
         yield from (entry for entry in store.sessions.get_many(own) if entry is not None)
         return
-    if level == "agent":
-        # Its own agent's index, and its children wherever they are (a spawn may cross agents).
-        yield from (
-            e for e in store.sessions.get_many(own[1:]) if e is not None and e.agent_id != ctx.caller_agent
-        )
-        indexes = [keys_.agent_index(ctx.caller_agent)]
+    if level == "agent":  # its own agent's sessions only (docs/contract.md §7)
+        candidates = store.sessions.recent(agent_id=ctx.caller_agent, active_since=since, page=limit)
     else:
-        indexes = [keys_.kind_index(kind) for kind in kinds] if kinds else [keys_.sessions_index()]
+        candidates = store.sessions.recent(kinds=kinds, active_since=since, page=limit)
     found = 0
-    candidates = store.sessions.recent(indexes, since, page=limit)
     # Pages until ``limit`` visible rows are found: filtering comes before the limit.
     while found < limit:
         page = list(islice(candidates, max(limit, 50)))

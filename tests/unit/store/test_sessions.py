@@ -27,8 +27,9 @@ def test_recent_merges_several_indexes_newest_first(store: Store, config: Config
     for key in keys:
         clock.advance(1)
         create(store, config, key)
-    indexes = [store.keys.kind_index("cron"), store.keys.kind_index("hook")]
-    assert list(store.sessions.recent(indexes, None, page=1)) == [keys[2], keys[1], keys[0]]
+    assert list(store.sessions.recent(kinds=["cron", "hook"], page=1)) == [keys[2], keys[1], keys[0]]
+    assert list(store.sessions.recent(agent_id="main", page=2)) == keys[::-1]
+    assert list(store.sessions.recent(agent_id="research")) == []
 
 
 def test_recent_stops_at_the_activity_floor(store: Store, config: Config, clock: FixedClock) -> None:
@@ -36,7 +37,7 @@ def test_recent_stops_at_the_activity_floor(store: Store, config: Config, clock:
     clock.advance(600)
     create(store, config, "agent:main:cron:new")
     floor = clock.now_ms() - 60_000
-    assert list(store.sessions.recent([store.keys.sessions_index()], floor)) == ["agent:main:cron:new"]
+    assert list(store.sessions.recent(active_since=floor)) == ["agent:main:cron:new"]
 
 
 def test_get_many_returns_none_for_missing_entries(store: Store, config: Config) -> None:

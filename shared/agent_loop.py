@@ -25,9 +25,9 @@ from shared.config import Config
 from shared.dispatch import Dispatcher
 from shared.errors import ToolError, first_invalid
 from shared.models import Message, Run, TextBlock, ToolCallBlock, ToolFailure, Usage, Wire
+from shared.ports import Storage
 from shared.redaction import redact
 from shared.runtime.base import AgentRuntime, RunCancelled, RunTimedOut, StepRequest
-from shared.store import Store
 from shared.submit import AwaitRun
 from shared.tools.context import ToolContext
 from shared.tools.registry import TOOLS
@@ -66,7 +66,7 @@ class StepsExhausted(Exception):
 @dataclass(frozen=True, slots=True)
 class LoopEnv:
     config: Config
-    store: Store
+    store: Storage
     dispatcher: Dispatcher
     run: Run
     runtime: AgentRuntime

@@ -14,18 +14,18 @@ import os
 from shared import attachments
 from shared.config import Config
 from shared.models import SessionEntry
+from shared.ports import Storage
 from shared.sessions import transcript_path
-from shared.store import Store
 
 log = logging.getLogger(__name__)
 
 
-def discard(config: Config, store: Store, entry: SessionEntry) -> None:
+def discard(config: Config, store: Storage, entry: SessionEntry) -> None:
     _remove_attachments(config, entry)
     store.sessions.delete(entry)
 
 
-def sweep(config: Config, store: Store, now_ms: int | None = None) -> list[str]:
+def sweep(config: Config, store: Storage, now_ms: int | None = None) -> list[str]:
     """Archive every session whose time has come by ``now_ms`` (the store's clock if None: what beat's
     sweeps use; a given time is a test clock, or an operator archiving ahead); the keys archived."""
     now = store.clock.now_ms() if now_ms is None else now_ms
@@ -42,7 +42,7 @@ def sweep(config: Config, store: Store, now_ms: int | None = None) -> list[str]:
     return archived
 
 
-def export_transcript(config: Config, store: Store, entry: SessionEntry) -> None:
+def export_transcript(config: Config, store: Storage, entry: SessionEntry) -> None:
     path = transcript_path(config.store_dir(), entry)
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_suffix(".jsonl.partial")

@@ -15,7 +15,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from shared.store import Store
+from shared.ports import Storage
 
 log = logging.getLogger(__name__)
 
@@ -28,7 +28,7 @@ SUBSCRIBE_WAIT_SECONDS = 2.0
 
 
 class _Listener:
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Storage) -> None:
         self.pid = os.getpid()
         self.store = store
         self.subscribed = threading.Event()
@@ -86,7 +86,7 @@ _listener_lock = threading.Lock()
 
 
 @contextmanager
-def watching(store: Store, run_id: str, requested: bool) -> Iterator[threading.Event]:
+def watching(store: Storage, run_id: str, requested: bool) -> Iterator[threading.Event]:
     """An event set when ``run_id`` is cancelled, for as long as this attempt runs it. ``requested``: the
     run's own mark as its claim read it (a cancel announced before this attempt was listening)."""
     global _listener

@@ -13,7 +13,7 @@ from shared.channels import DeliveryError, adapter_for
 from shared.config import Config
 from shared.flows import ids as flow_ids
 from shared.models import DeliveryClaim
-from shared.store import Store
+from shared.ports import Storage
 
 log = logging.getLogger(__name__)
 
@@ -27,12 +27,12 @@ class AttemptOutcome:
     retry_in: float | None = None
 
 
-def attempt(store: Store, config: Config, flow_id: str, owner: str) -> AttemptOutcome:
+def attempt(store: Storage, config: Config, flow_id: str, owner: str) -> AttemptOutcome:
     with logs.bound(flow_id=flow_id):
         return _attempt(store, config, flow_id, owner)
 
 
-def _attempt(store: Store, config: Config, flow_id: str, owner: str) -> AttemptOutcome:
+def _attempt(store: Storage, config: Config, flow_id: str, owner: str) -> AttemptOutcome:
     delivery_id = flow_ids.delivery_id(flow_id)
     claimed, attempts = store.flows.claim_delivery(delivery_id, owner=owner, lease_ms=ATTEMPT_LEASE_MS)
     if claimed is not DeliveryClaim.CLAIMED:

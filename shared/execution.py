@@ -19,10 +19,10 @@ from shared.agent_loop import LoopState, StepsExhausted
 from shared.config import Config
 from shared.dispatch import Dispatcher
 from shared.models import Message, Run, RunKind, RunStatus
+from shared.ports import Storage
 from shared.runs import Claim, ClaimOutcome, ExecutionState, LaneHead, Outcome, SuspendOutcome
 from shared.runtime.base import RunCancelled, RunTimedOut, StepRequest
 from shared.runtime.registry import runtime_for
-from shared.store import Store
 from shared.tool_schemas import tool_schemas
 from shared.tools.registry import TOOLS
 
@@ -68,7 +68,7 @@ class _Finished:
     context_tokens: int | None = None
 
 
-def execute(store: Store, config: Config, dispatcher: Dispatcher, attempt: Attempt) -> AttemptResult:
+def execute(store: Storage, config: Config, dispatcher: Dispatcher, attempt: Attempt) -> AttemptResult:
     # No flow until the run says which: the task may be another run's, or a flow step's.
     with logs.bound(run_id=attempt.run_id, session_key=attempt.session_key, flow_id=None):
         lease_ms = int(config.runs.lease_seconds * 1000)
@@ -87,7 +87,7 @@ def execute(store: Store, config: Config, dispatcher: Dispatcher, attempt: Attem
 
 
 def _claimed(
-    store: Store,
+    store: Storage,
     config: Config,
     dispatcher: Dispatcher,
     attempt: Attempt,
@@ -133,7 +133,7 @@ def _claimed(
 class _Held:
     """A claimed run, while this attempt holds its lease: what running its agent needs."""
 
-    store: Store
+    store: Storage
     config: Config
     dispatcher: Dispatcher
     claim: Claim
@@ -258,7 +258,7 @@ class _TextEvents:
 
     FLUSH_SECONDS = 0.05
 
-    def __init__(self, store: Store, run_id: str) -> None:
+    def __init__(self, store: Storage, run_id: str) -> None:
         self._store, self._run_id = store, run_id
         self._pending: list[str] = []
         self._flushed = time.monotonic()
@@ -281,7 +281,7 @@ class _TextEvents:
         self._flushed = time.monotonic()
 
 
-def _time_left(store: Store, run: Run) -> float | None:
+def _time_left(store: Storage, run: Run) -> float | None:
     """Counted from the run's first start: an attempt retried after a crash gets only what is left."""
     if not run.timeout_ms:
         return None
@@ -295,7 +295,7 @@ def _tools(config: Config, session_key: str) -> list[str]:
     return sorted(TOOLS)
 
 
-def _history(store: Store, state: ExecutionState, window: int) -> list[Message]:
+def _history(store: Storage, state: ExecutionState, window: int) -> list[Message]:
     """The input is on the run; only a runtime that reads further back costs a transcript read."""
     if window <= 1 and state.input is not None:
         return [state.input]

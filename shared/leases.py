@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from shared import logs
-from shared.store import Store
+from shared.ports import Storage
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +36,7 @@ class _LeaseKeeper:
         self._next_look = 0.0  # when the thread will look next (monotonic); 0 until it first sleeps
         threading.Thread(target=self._loop, name="clawbus-lease-keeper", daemon=True).start()
 
-    def add(self, store: Store, session_key: str, token: str, lease_ms: int) -> None:
+    def add(self, store: Storage, session_key: str, token: str, lease_ms: int) -> None:
         due = time.monotonic() + lease_ms / 3000
         with self._lock:
             self._leases[token] = _Lease(store, session_key, token, lease_ms, due)
@@ -81,7 +81,7 @@ class _LeaseKeeper:
 
 @dataclass(slots=True)
 class _Lease:
-    store: Store
+    store: Storage
     session_key: str
     token: str
     lease_ms: int
@@ -96,7 +96,7 @@ class LeaseHandle:
     """An attempt's lease in the keeper; paused while the run parks (a parked lease must not be renewed)."""
 
     def __init__(
-        self, keeper: _LeaseKeeper, store: Store, session_key: str, token: str, lease_ms: int
+        self, keeper: _LeaseKeeper, store: Storage, session_key: str, token: str, lease_ms: int
     ) -> None:
         self._keeper, self._args = keeper, (store, session_key, token, lease_ms)
 
@@ -108,7 +108,7 @@ class LeaseHandle:
 
 
 @contextmanager
-def kept(store: Store, session_key: str, token: str, lease_ms: int) -> Iterator[LeaseHandle]:
+def kept(store: Storage, session_key: str, token: str, lease_ms: int) -> Iterator[LeaseHandle]:
     global _keeper
     with _keeper_lock:
         # Started lazily per process: Celery's prefork children do not inherit the parent's threads.

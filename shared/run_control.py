@@ -17,13 +17,13 @@ from shared.dispatch import Dispatcher
 from shared.flows.context import FlowContext
 from shared.flows.engine import advance
 from shared.flows.view import snapshot
+from shared.ports import Storage
 from shared.runs import Cancelled, CancelOutcome
-from shared.store import Store
 
 CANCELED: Literal["canceled"] = "canceled"
 
 
-def cancel_run(config: Config, store: Store, dispatcher: Dispatcher, run_id: str) -> Cancelled:
+def cancel_run(config: Config, store: Storage, dispatcher: Dispatcher, run_id: str) -> Cancelled:
     cancelled = store.runs.cancel(run_id)
     if cancelled.outcome is not CancelOutcome.ABORTED:
         return cancelled
@@ -46,7 +46,7 @@ class FlowCancelled:
     aborted: list[str]
 
 
-def cancel_flow(config: Config, store: Store, dispatcher: Dispatcher, flow_id: str) -> FlowCancelled | None:
+def cancel_flow(config: Config, store: Storage, dispatcher: Dispatcher, flow_id: str) -> FlowCancelled | None:
     """End the flow (``stopReason: canceled``) so no step starts after this, then stop the step that
     runs. None: there is no such flow."""
     fields = {"stopReason": CANCELED, "error": "the flow was cancelled"}
@@ -70,7 +70,7 @@ def cancel_flow(config: Config, store: Store, dispatcher: Dispatcher, flow_id: s
     return FlowCancelled(ended_here=True, aborted=aborted)
 
 
-def stop_session(config: Config, store: Store, dispatcher: Dispatcher, session_key: str) -> list[str]:
+def stop_session(config: Config, store: Storage, dispatcher: Dispatcher, session_key: str) -> list[str]:
     """Abort the session's running run and drop the runs queued behind it; the ids stopped, in lane
     order. The queued ones go first, from the back, so none of them is made the head (and enqueued) on
     the way."""

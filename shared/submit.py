@@ -13,8 +13,8 @@ from pydantic import BaseModel
 
 from shared.dispatch import Dispatcher
 from shared.models import Flow, Run, SessionEntry
+from shared.ports import Storage
 from shared.runs import Accepted, LaneHead, NewRun
-from shared.store import Store
 from shared.tools.send_schema import AnnounceDelivery, SendResult, result_of
 
 log = logging.getLogger(__name__)
@@ -68,7 +68,7 @@ class AwaitRun(BaseModel):
 
 
 def submit(
-    store: Store,
+    store: Storage,
     dispatcher: Dispatcher,
     session: SessionEntry,
     updates: dict[str, Any],

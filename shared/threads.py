@@ -18,8 +18,8 @@ from shared.channels.http import DiscordAdapter
 from shared.config import ChatChannel, Config, DiscordThreadBindings
 from shared.errors import ToolError
 from shared.models import ThreadBinding
+from shared.ports import Storage
 from shared.sessions import Route
-from shared.store import Store
 
 BINDING_CHANNELS = ("discord",)
 _HOUR_MS = 3_600_000
@@ -100,7 +100,7 @@ def thread_name(text: str) -> str:
     return first[:100]
 
 
-def bind(store: Store, config: Config, route: Route, child_key: str, parent_key: str) -> None:
+def bind(store: Storage, config: Config, route: Route, child_key: str, parent_key: str) -> None:
     """Bind the thread of ``route`` (the child's) to the child, if threads of its channel are bound."""
     if route.thread_id is None or rules(config, route.channel) is None:
         return
@@ -117,7 +117,7 @@ def bind(store: Store, config: Config, route: Route, child_key: str, parent_key:
     )
 
 
-def inbound_target(store: Store, config: Config, session_key: str) -> str:
+def inbound_target(store: Storage, config: Config, session_key: str) -> str:
     """The session a chat message addressed to ``session_key`` goes to: the sub-agent bound to its thread
     while the binding holds, the session that spawned it once the binding was released, else the session
     its key names. A Discord thread is a channel of its own, so a key may name it as its chat
@@ -145,6 +145,6 @@ def _discord(config: Config, channel: str) -> ChatChannel | None:
     return spec if isinstance(spec, ChatChannel) and spec.type == "discord" else None
 
 
-def _alive(store: Store, session_key: str) -> bool:
+def _alive(store: Storage, session_key: str) -> bool:
     entry = store.sessions.get(session_key)
     return entry is not None and entry.archived_at is None

@@ -12,7 +12,7 @@ from shared.channels.base import ChannelAdapter, DeliveryError
 from shared.channels.http import DiscordAdapter, SlackAdapter, TelegramAdapter, WebhookAdapter
 from shared.channels.local import LogAdapter, WebchatAdapter
 from shared.config import ChatChannel, ChatPlatform, Config, LogChannel, WebchatChannel, WebhookChannel
-from shared.store.flows import FlowStore
+from shared.ports import Flows
 
 __all__ = ["ChannelAdapter", "DeliveryError", "adapter_for", "is_local"]
 
@@ -23,7 +23,7 @@ _CHAT_ADAPTERS: dict[ChatPlatform, Callable[[ChatChannel], ChannelAdapter]] = {
 }
 
 
-def adapter_for(config: Config, flows: FlowStore, channel: str) -> ChannelAdapter:
+def adapter_for(config: Config, flows: Flows, channel: str) -> ChannelAdapter:
     spec = config.channels.get(channel)
     if isinstance(spec, WebhookChannel):
         return WebhookAdapter(spec)

@@ -6,8 +6,8 @@ from __future__ import annotations
 import logging
 
 from shared.models import Delivery
+from shared.ports import Flows
 from shared.redaction import redact
-from shared.store.flows import FlowStore
 
 log = logging.getLogger("clawbus.delivery")
 
@@ -23,7 +23,7 @@ def outbox_entry(delivery: Delivery) -> dict[str, str]:
 
 
 class LogAdapter:
-    def __init__(self, flows: FlowStore) -> None:
+    def __init__(self, flows: Flows) -> None:
         self._flows = flows
 
     def send(self, delivery: Delivery) -> None:
@@ -38,7 +38,7 @@ class LogAdapter:
 
 
 class WebchatAdapter:
-    def __init__(self, flows: FlowStore) -> None:
+    def __init__(self, flows: Flows) -> None:
         self._flows = flows
 
     def send(self, delivery: Delivery) -> None:

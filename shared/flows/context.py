@@ -9,15 +9,15 @@ from dataclasses import dataclass
 from shared.config import Config
 from shared.dispatch import Dispatcher
 from shared.models import SessionEntry
+from shared.ports import Storage
 from shared.runs import LaneHead, NewRun
-from shared.store import Store
 from shared.submit import submit
 
 
 @dataclass(frozen=True, slots=True)
 class FlowContext:
     config: Config
-    store: Store
+    store: Storage
     dispatcher: Dispatcher
     # Set by a step task that executes the step's run itself when the run may start at once (its lane is
     # free), saving a queue hop per step; otherwise runs are dispatched like any other.

@@ -7,15 +7,15 @@ from typing import Literal
 from shared.flows.decide import MAX_TURNS
 from shared.flows.ids import announce_run_id, delivery_id, turn_run_id
 from shared.models import Flow, FlowStep, Run, Snapshot
-from shared.store import Store
+from shared.ports import Storage
 
 
-def snapshot(store: Store, flow_id: str) -> Snapshot | None:
+def snapshot(store: Storage, flow_id: str) -> Snapshot | None:
     turn_ids = [turn_run_id(flow_id, t) for t in range(1, MAX_TURNS + 1)]
     return store.flows.snapshot(flow_id, turn_ids, announce_run_id(flow_id), delivery_id(flow_id))
 
 
-def describe(store: Store, flow_id: str) -> Flow | None:
+def describe(store: Storage, flow_id: str) -> Flow | None:
     """The flow as ``GET /v1/flows/{id}`` shows it: each step with its run, and the delivery."""
     snap = snapshot(store, flow_id)
     if snap is None:

@@ -9,13 +9,13 @@ from shared import session_keys, subagents
 from shared.config import Config
 from shared.dispatch import Dispatcher
 from shared.errors import ToolError
-from shared.store import Store
+from shared.ports import Storage
 
 
 @dataclass(frozen=True, slots=True)
 class ToolContext:
     config: Config
-    store: Store
+    store: Storage
     dispatcher: Dispatcher
     caller_key: str
     # The run this call is made from (an agent's tool call), for the agent-to-agent hop limit.
@@ -32,7 +32,7 @@ class ToolContext:
     def for_caller(
         cls,
         config: Config,
-        store: Store,
+        store: Storage,
         dispatcher: Dispatcher,
         caller: str,
         origin_run_id: str | None = None,

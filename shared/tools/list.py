@@ -11,8 +11,8 @@ from shared.config import Config
 from shared.dispatch import Dispatcher
 from shared.models import TOOL_ROLES, SessionEntry, SessionFacts
 from shared.output_budget import clean
+from shared.ports import Storage
 from shared.sessions import channel_of, transcript_path
-from shared.store import Store
 from shared.tools.context import ToolContext
 from shared.tools.list_schema import SessionRow, SessionsListParams, SessionsListResult
 
@@ -72,7 +72,7 @@ def _candidates(
 
 
 def every_session(
-    config: Config, store: Store, dispatcher: Dispatcher, params: SessionsListParams
+    config: Config, store: Storage, dispatcher: Dispatcher, params: SessionsListParams
 ) -> SessionsListResult:
     """The operator's listing: every session, as a caller that sees everything would."""
     tools = config.tools.model_copy(

@@ -35,6 +35,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "shared.runs",
             "shared.sessions",
             "shared.dispatch",
+            "shared.ports",
             "shared.policy",
             "shared.subagents",
             "shared.visibility",
@@ -104,6 +105,18 @@ def test_no_module_of_shared_imports_a_higher_layer() -> None:
         if target.startswith("shared") and layer(target) > layer(source)
     ]
     assert upward == []
+
+
+def test_the_domain_takes_the_store_port_not_the_redis_adapter() -> None:
+    """Only ``shared/store`` and the composition roots (workers, api, tests) know the adapter."""
+    reaching = [
+        f"{source} -> {target}"
+        for source, targets in graph().items()
+        if source.startswith("shared") and not source.startswith("shared.store")
+        for target in targets
+        if target.startswith("shared.store")
+    ]
+    assert reaching == []
 
 
 def test_no_import_goes_in_a_circle() -> None:

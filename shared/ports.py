@@ -1,0 +1,269 @@
+"""The store port: everything the domain asks of storage, in the domain's words (as procrastinate's
+``BaseConnector`` or dramatiq's ``Broker``). ``shared.store.Store`` is its Redis adapter; the domain types
+against ``Storage`` and never sees a Redis key, a script or a stream cursor.
+
+Composition roots (the workers' context, the API's services, ``workers.testing.world``) build the adapter;
+everything under them takes a ``Storage``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, Protocol
+
+from shared.clock import Clock
+from shared.models import (
+    Delivery,
+    DeliveryClaim,
+    DeliveryState,
+    FleetFigures,
+    Flow,
+    FlowEndReason,
+    InFlight,
+    Message,
+    Run,
+    SessionEntry,
+    Snapshot,
+    ThreadBinding,
+)
+from shared.runs import (
+    Accepted,
+    Cancelled,
+    Claim,
+    Committed,
+    Enqueue,
+    LaneHead,
+    NewRun,
+    Outcome,
+    SuspendOutcome,
+)
+from shared.sessions import SessionPatch
+
+
+class Sessions(Protocol):
+    """Session entries, their listings, and their id and label lookups."""
+
+    def get(self, session_key: str) -> SessionEntry | None: ...
+
+    def get_many(self, session_keys: Sequence[str]) -> list[SessionEntry | None]: ...
+
+    def exists(self, session_key: str) -> bool: ...
+
+    def key_for_session_id(self, session_id: str) -> str | None: ...
+
+    def key_for_label(self, agent_id: str, label: str) -> str | None: ...
+
+    def create(self, entry: SessionEntry) -> bool:
+        """Create ``entry`` with its indexes unless the session exists; True if it was created."""
+
+    def delete(self, entry: SessionEntry) -> None: ...
+
+    def add_child(self, parent_key: str, child_key: str) -> None: ...
+
+    def children(self, parent_key: str) -> list[str]: ...
+
+    def schedule_archive(self, session_key: str, at_ms: int) -> None: ...
+
+    def take_due_archives(self, now_ms: int, limit: int = 200) -> list[str]: ...
+
+    def archive(self, entry: SessionEntry, now_ms: int) -> bool:
+        """Take the session out of the listings (False if it is gone)."""
+
+    def patch(self, entry: SessionEntry, patch: SessionPatch) -> SessionEntry | None:
+        """Apply a patch atomically; None if the session vanished. Raises LabelTaken."""
+
+    def recent(
+        self,
+        *,
+        agent_id: str | None = None,
+        kinds: Sequence[str] | None = None,
+        active_since: int | None = None,
+        page: int = 100,
+    ) -> Iterator[str]:
+        """Keys of the listed sessions of ``agent_id`` (else of these ``kinds``, else all) updated since
+        ``active_since`` (ms), newest first: read from the indexes, never a scan of the keyspace."""
+
+
+class Transcripts(Protocol):
+    """The sessions' transcripts, read back."""
+
+    def last(
+        self, session_key: str, count: int, keep_role: Callable[[str], bool] | None = None, page: int = 200
+    ) -> list[Message]:
+        """The last ``count`` messages (of the kept roles), oldest first; pages backwards as needed."""
+
+    def tails(self, session_keys: Sequence[str], count: int) -> list[list[Message]]: ...
+
+    def all(self, session_key: str) -> list[Message]: ...
+
+    def length(self, session_key: str) -> int: ...
+
+
+class Runs(Protocol):
+    """Runs through their lanes: accepted, claimed, committed, parked, cancelled, reaped."""
+
+    def accept(
+        self,
+        session: SessionEntry,
+        session_updates: dict[str, Any],
+        new: NewRun,
+        flow: Flow | None = None,
+        enqueue: Enqueue | None = None,
+    ) -> Accepted:
+        """Create-or-touch ``session`` (``session`` holds the fields of a new entry), then queue the run;
+        a ``flow`` (whose id is this run's) is created in the same step, and ``enqueue`` (the run's task
+        message) is pushed to the broker in it if the run is its lane's head."""
+
+    def get(self, run_id: str) -> Run | None: ...
+
+    def claim(
+        self, run_id: str, session_key: str, *, owner: str, attempt: int, lease_ms: int, max_attempts: int
+    ) -> Claim: ...
+
+    def heartbeat(self, session_key: str, token: str, lease_ms: int) -> bool: ...
+
+    def memoize(self, run: Run, token: str, memo: str) -> bool:
+        """Store the loop state (fenced: False if this attempt no longer holds the lease)."""
+
+    def suspend(
+        self, run: Run, token: str, memo: str, awaited_run_id: str, deadline_ms: int
+    ) -> SuspendOutcome:
+        """Park ``run`` until ``awaited_run_id`` ends (its commit returns this run as a waiter) or the
+        deadline passes (the reaper dispatches it then); ``memo`` is the loop state to resume from."""
+
+    def commit(
+        self,
+        run: Run,
+        session: SessionEntry | None,
+        token: str,
+        outcome: Outcome,
+        messages: list[Message],
+        memo: str | None = None,
+        context_tokens: int | None = None,
+    ) -> Committed:
+        """End the run: ``messages`` (what the agent said, tool calls and results included) are appended to
+        the transcript in the same step. A ``memo`` (the agent's final state) is stored first, in the same
+        round trip: if the commit does not happen, a retried attempt commits it instead of asking the model
+        again."""
+
+    def cancel(self, run_id: str) -> Cancelled:
+        """Abort the run now if it is queued or parked, else ask the worker that runs it to stop."""
+
+    def cancellations(
+        self, on_subscribed: Callable[[], None], stop: threading.Event | None = None
+    ) -> Iterator[str | None]:
+        """Ids of running runs cancelled from now on, as they are announced; None about once a second
+        when nothing came. A dropped connection is subscribed again; ``on_subscribed`` runs after every
+        subscription, to read what was announced while nobody listened from the runs themselves."""
+
+    def cancel_requested(self, run_id: str) -> bool: ...
+
+    def reap(self, limit: int = 500, everything: bool = False) -> list[LaneHead]:
+        """Lane heads to dispatch again: never claimed within the grace, or their lease lapsed; with
+        ``everything`` (a recovery pass), every head not under a live lease, however recently dispatched."""
+
+    def lane(self, session_key: str) -> list[str]: ...
+
+    def add_event(self, run_id: str, fields: dict[str, str]) -> None: ...
+
+    def events(self, run_id: str) -> list[dict[str, str]]: ...
+
+
+class Flows(Protocol):
+    """Flows, their deliveries, and the local outboxes."""
+
+    def get(self, flow_id: str) -> Flow | None: ...
+
+    def snapshot(
+        self, flow_id: str, turn_ids: Sequence[str], announce_id: str, delivery_id: str
+    ) -> Snapshot | None: ...
+
+    def update(self, flow_id: str, fields: dict[str, Any], *, due_in_ms: int | None = None) -> bool:
+        """Set flow fields; with ``due_in_ms``, the reaper looks at the flow again then. False (nothing
+        written) if the flow is gone."""
+
+    def end(self, flow_id: str, reason: FlowEndReason, fields: dict[str, Any] | None = None) -> bool:
+        """End the flow with ``fields`` set, counted by ``reason``; False if it had already ended. A flow
+        that ends with nothing to deliver (``skipped``, ``blocked``) counts toward the delivery metrics
+        here; the delivered and failed ones count when their delivery finishes."""
+
+    def recheck(self, flow_id: str, at_ms: int) -> None:
+        """The reaper looks at the flow again no later than ``at_ms`` (a bound that will pass then)."""
+
+    def reap(self, limit: int = 500, everything: bool = False) -> list[str]:
+        """Flows past their deadline; each is rescheduled by the grace so it is reported once per grace.
+        With ``everything`` (a recovery pass), every flow in progress: its step's message may be lost."""
+
+    def create_delivery(self, delivery: Delivery, *, due_in_ms: int) -> bool:
+        """Create the delivery and mark its flow's delivery pending, looked at again by the reaper after
+        ``due_in_ms``; False if it already existed (the step ran before)."""
+
+    def get_delivery(self, delivery_id: str) -> Delivery | None: ...
+
+    def claim_delivery(self, delivery_id: str, *, owner: str, lease_ms: int) -> tuple[DeliveryClaim, int]: ...
+
+    def finish_delivery(self, delivery: Delivery, status: DeliveryState, error: str | None = None) -> None:
+        """``pending`` releases it for a retry; a final state also ends the flow."""
+
+    def append_outbox(self, channel: str, to: str, entry: dict[str, str]) -> str: ...
+
+    def read_outbox(
+        self, channel: str, to: str, after: str = "-", count: int = 100
+    ) -> list[tuple[str, dict[str, str]]]: ...
+
+
+class Fleet(Protocol):
+    """What the whole fleet is doing, and its workers' liveness."""
+
+    def figures(self, queues: Sequence[str]) -> FleetFigures:
+        """One round trip for the counters and depths; the heartbeat keys take a SCAN (one per worker)."""
+
+    def in_flight(self, limit: int) -> InFlight:
+        """Up to ``limit`` sessions with a run queued or running, each with its lane, and up to ``limit``
+        flows in progress, soonest due first; two round trips."""
+
+    def mark_alive(self, hostname: str, ttl_seconds: int) -> None:
+        """A worker is consuming: its heartbeat key, which lapses unless refreshed within ``ttl_seconds``."""
+
+    def mark_gone(self, hostname: str) -> None: ...
+
+    def server_changed(self) -> bool:
+        """Whether the Redis server answering is another one (or another start of it) than the one this
+        was last asked of. The first ask records it and says no (nothing came before it); only one of
+        several askers at once hears the change."""
+
+    def reaper_ran_at(self) -> int | None: ...
+
+
+class ThreadBindings(Protocol):
+    """Chat threads bound to sub-agents' sessions."""
+
+    def get(self, channel: str, thread_id: str) -> ThreadBinding | None: ...
+
+    def put(self, binding: ThreadBinding) -> None:
+        """Store the binding whole (a new one replaces an older binding of the same thread)."""
+
+    def touch(self, binding: ThreadBinding, now_ms: int) -> None:
+        """A message went through the thread: its idle time starts again."""
+
+    def release(self, binding: ThreadBinding, now_ms: int) -> None: ...
+
+
+class Storage(Protocol):
+    """The whole port: one repository per concern, and the clock every timestamp comes from."""
+
+    @property
+    def clock(self) -> Clock: ...
+    @property
+    def sessions(self) -> Sessions: ...
+    @property
+    def transcripts(self) -> Transcripts: ...
+    @property
+    def runs(self) -> Runs: ...
+    @property
+    def flows(self) -> Flows: ...
+    @property
+    def fleet(self) -> Fleet: ...
+    @property
+    def threads(self) -> ThreadBindings: ...

@@ -51,7 +51,7 @@ def clawbus_steps(stack: Stack, server: FakeOpenAI, runs: int, warmup: int) -> L
     config = _config(server)
     store = Store(redis.Redis.from_url(stack.redis_url, decode_responses=True), config)
     # Collects what a tool call would enqueue: this benchmark executes the runs itself, in order.
-    dispatcher = InlineDispatcher()
+    dispatcher = InlineDispatcher(store.redis)
     operator = ToolContext.for_caller(config, store, dispatcher, "agent:main:webchat:direct:bench")
     per_step: list[float] = []
     for i in range(warmup + runs):
@@ -60,7 +60,8 @@ def clawbus_steps(stack: Stack, server: FakeOpenAI, runs: int, warmup: int) -> L
             operator, {"sessionKey": session, "message": "go", "timeoutSeconds": 0}
         )
         assert isinstance(sent, SendResult)
-        head = dispatcher.heads.pop()
+        head = dispatcher.take_head()
+        assert head is not None
         _script(server)
         served = len(server.server_seconds)
         started = time.perf_counter()

@@ -13,6 +13,7 @@ from shared.config import Config
 from shared.store import Store
 from shared.tools.context import ToolContext
 from workers.testing import InlineDispatcher
+from workers.testing import world as world_of
 
 # Tests of everything but visibility see every session; the visibility tests set their own.
 BASE_CONFIG: dict[str, Any] = {
@@ -72,8 +73,8 @@ def store(redis_client: fakeredis.FakeRedis, config: Config, clock: FixedClock) 
 
 
 @pytest.fixture
-def dispatcher() -> InlineDispatcher:
-    return InlineDispatcher()
+def dispatcher(redis_client: fakeredis.FakeRedis) -> InlineDispatcher:
+    return InlineDispatcher(redis_client)
 
 
 @pytest.fixture
@@ -83,8 +84,8 @@ def world(clock: FixedClock) -> WorldFactory:
     inline dispatcher."""
 
     def make(*overrides: dict[str, Any] | None) -> World:
-        config = make_config(*overrides)
-        return config, Store(fakeredis.FakeRedis(decode_responses=True), config, clock), InlineDispatcher()
+        made = world_of(make_config(*overrides), clock=clock)
+        return made.config, made.store, made.dispatcher
 
     return make
 

@@ -1,19 +1,29 @@
-"""clawbus's work run inline, without Celery or a broker: for tests of the domain, and of code built on it.
+"""clawbus's work run inline, without Celery or a worker: for tests of the domain, and of code built on it.
 
-``InlineDispatcher`` stands where Celery does (the ``Dispatcher`` port) and queues what would be enqueued;
-``drain`` executes it in order, as one worker would, through the same functions the tasks call
-(``workers.lanes``, ``shared.flows.engine.perform``). What dramatiq's stub broker and arq's burst worker are
-to their users.
+``world(config)`` is a whole clawbus in one process: the Redis adapter on an in-memory Redis (fakeredis,
+which runs the store's Lua scripts), a ``FixedClock``, and an ``InlineDispatcher`` in Celery's place. Runs
+are enqueued the way they are in production: the accept script pushes a lane head's message onto the
+queue itself, and a later head is pushed by ``dispatch_run``; ``drain`` takes them off that queue and runs
+them, then the flow steps, through the functions the tasks call (``workers.lanes``,
+``shared.flows.engine.perform``), and a delivery that asks for a retry is tried again after its backoff
+(the clock moves on by it). What dramatiq's stub broker and arq's burst worker are to their users.
 
-    dispatcher = InlineDispatcher()
-    ... call a tool or receive a message with it ...
-    drain(store, config, dispatcher)        # every run, flow step and delivery, until nothing is left
+    w = world({"agents": {"list": [{"id": "main", "default": True}]}})
+    ... call a tool (ToolContext.for_caller(w.config, w.store, w.dispatcher, "main")) ...
+    w.drain()        # every run, flow step and delivery, until nothing is left
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
 
+import fakeredis
+from redis import Redis
+
+from shared.clock import FixedClock
 from shared.config import Config
 from shared.dispatch import StepTask
 from shared.execution import Attempt, AttemptResult
@@ -24,23 +34,81 @@ from workers import lanes
 from workers.context import WorkerContext
 
 OWNER = "inline"
+# The inline broker's queue: one list, so the runs of every kind come off it in the order they went on.
+QUEUE = "inline:lane-heads"
 
 
-@dataclass
 class InlineDispatcher:
-    """Remembers what would have been enqueued, in order: run heads, and flow steps (task, flow, turn)."""
+    """The ``Dispatcher`` port on a Redis list (the queue a worker would consume) for run heads, and a list
+    of flow steps (task, flow, turn), in order."""
 
-    heads: list[LaneHead] = field(default_factory=list)
-    steps: list[tuple[StepTask, str, int | None]] = field(default_factory=list)
+    def __init__(self, redis: Redis) -> None:
+        self._redis = redis
+        self.steps: list[tuple[StepTask, str, int | None]] = []
 
     def dispatch_run(self, head: LaneHead) -> None:
-        self.heads.append(head)
+        self._redis.lpush(QUEUE, _message(head))
 
     def render_run(self, head: LaneHead) -> Enqueue | None:
-        return None  # the head is dispatched after its accept, into ``heads``
+        # The accept script pushes it when the run is its lane's head, as it pushes Celery's message.
+        return Enqueue(QUEUE, _message(head))
 
     def step(self, task: StepTask, flow_id: str, turn: int | None = None) -> None:
         self.steps.append((task, flow_id, turn))
+
+    @property
+    def heads(self) -> list[LaneHead]:
+        """The run heads waiting on the queue, the next one first."""
+        queued: list[str] = self._redis.lrange(QUEUE, 0, -1)
+        return [_head(message) for message in reversed(queued)]
+
+    def take_head(self) -> LaneHead | None:
+        """The next run head off the queue, as a worker takes it."""
+        message: str | None = self._redis.rpop(QUEUE)
+        return _head(message) if message is not None else None
+
+    def drop_heads(self) -> None:
+        """Forget every queued run head (a test that plays the worker itself)."""
+        self._redis.delete(QUEUE)
+
+
+def _message(head: LaneHead) -> str:
+    return json.dumps([head.run_id, head.session_key, head.kind, head.flow_id])
+
+
+def _head(message: str) -> LaneHead:
+    run_id, session_key, kind, flow_id = json.loads(message)
+    return LaneHead(run_id, session_key, kind, flow_id)
+
+
+@dataclass
+class World:
+    """A clawbus in one process (``world``)."""
+
+    config: Config
+    store: Store
+    dispatcher: InlineDispatcher
+    clock: FixedClock
+
+    def drain(self, follow_inline: bool = False) -> list[str]:
+        return drain(self.store, self.config, self.dispatcher, follow_inline)
+
+    def drain_runs(self) -> list[AttemptResult]:
+        return drain_runs(self.store, self.config, self.dispatcher)
+
+
+def world(
+    config: Config | Mapping[str, Any] | None = None,
+    *,
+    clock: FixedClock | None = None,
+    redis: Redis | None = None,
+) -> World:
+    """A clawbus on an in-memory Redis of its own (``redis``: one a test shares with an API), with a clock
+    that moves only when told to. ``config`` is a ``Config`` or the data of a configuration file."""
+    settings = config if isinstance(config, Config) else Config.model_validate(dict(config or {}))
+    client = redis if redis is not None else fakeredis.FakeRedis(decode_responses=True)
+    moved_by_hand = clock or FixedClock()
+    return World(settings, Store(client, settings, moved_by_hand), InlineDispatcher(client), moved_by_hand)
 
 
 def drain_runs(store: Store, config: Config, dispatcher: InlineDispatcher) -> list[AttemptResult]:
@@ -48,8 +116,8 @@ def drain_runs(store: Store, config: Config, dispatcher: InlineDispatcher) -> li
     run task's own following of its flow is off here: ``drain(..., follow_inline=True)`` has it)."""
     ctx = WorkerContext(config, store, dispatcher, follow_inline=False)
     results = []
-    while dispatcher.heads:
-        results.append(_run(ctx, dispatcher.heads.pop(0)))
+    while (head := dispatcher.take_head()) is not None:
+        results.append(_run(ctx, head))
     return results
 
 
@@ -61,20 +129,25 @@ def drain(
 
     By default every step goes through its own task, so a test sees each; with ``follow_inline`` a run
     task performs its flow's next step itself, as workers do (the runs it starts then run inside it and
-    are not listed)."""
+    are not listed). A delivery attempt that asks for a retry is queued again, as its task retries with a
+    countdown; on a ``FixedClock`` the clock moves on by the backoff first."""
     ctx = WorkerContext(config, store, dispatcher, follow_inline=follow_inline)
     done: list[str] = []
-    while dispatcher.heads or dispatcher.steps:
-        if dispatcher.heads:
-            head = dispatcher.heads.pop(0)
+    while True:
+        head = dispatcher.take_head()
+        if head is not None:
             _run(ctx, head)
             done.append(f"run:{head.kind}")
             continue
+        if not dispatcher.steps:
+            return done
         task, flow_id, turn = dispatcher.steps.pop(0)
         done.append(task.value if turn is None else f"{task.value}:{turn}")
-        # A failed delivery attempt would come back after its backoff; here the test decides.
-        perform(lanes.flow_context(ctx), task, flow_id, OWNER)
-    return done
+        retry_in = perform(lanes.flow_context(ctx), task, flow_id, OWNER).retry_in
+        if retry_in is not None:
+            if isinstance(store.clock, FixedClock):
+                store.clock.advance(retry_in)
+            dispatcher.step(task, flow_id, turn)
 
 
 def _run(ctx: WorkerContext, head: LaneHead) -> AttemptResult:

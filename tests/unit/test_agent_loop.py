@@ -71,7 +71,8 @@ def tell_main(ctx: ToolContext, message: str) -> str:
 
 
 def run_next(store: Store, config: Config, dispatcher: InlineDispatcher) -> AttemptResult:
-    head = dispatcher.heads.pop(0)
+    head = dispatcher.take_head()
+    assert head is not None
     result = execute(store, config, dispatcher, Attempt(head.run_id, head.session_key, owner="w", attempt=0))
     for woken in [result.next_head, *result.wake]:
         if woken is not None:
@@ -132,7 +133,8 @@ def test_a_wait_past_its_deadline_resumes_with_the_timeout_result(
 ) -> None:
     main_run = tell_main(operator, "ask research")
     assert run_next(store, config, dispatcher).suspended
-    research_head = dispatcher.heads.pop(0)  # research never runs
+    research_head = dispatcher.take_head()
+    assert research_head is not None  # research never runs
     clock.advance(31)
     [stalled] = store.runs.reap()  # the parked run's lane is due at the wait's deadline
     assert stalled.run_id == main_run
@@ -149,7 +151,8 @@ def test_a_wait_on_a_run_that_vanished_resumes_at_once_with_an_error(
 ) -> None:
     main_run = tell_main(operator, "ask research")
     assert run_next(store, config, dispatcher).suspended
-    research_head = dispatcher.heads.pop(0)
+    research_head = dispatcher.take_head()
+    assert research_head is not None
     store.redis.delete(store.keys.run(research_head.run_id))  # its session was deleted meanwhile
     dispatcher.dispatch_run(LaneHead(main_run, MAIN, "send", main_run))  # the reaper, or any redelivery
     assert run_next(store, config, dispatcher).status is RunStatus.OK  # not parked again, not spinning
@@ -168,7 +171,7 @@ def test_a_call_repeated_after_a_lost_worker_finds_its_ended_run_and_goes_on(
     assert run_next(store, config, dispatcher).suspended
     research_run = dispatcher.heads[0].run_id
     assert run_next(store, config, dispatcher).status is RunStatus.OK
-    dispatcher.heads.clear()
+    dispatcher.drop_heads()
     # As if the worker had died after the send but before the run parked: the memo knows of the call, not
     # of the wait, so the next attempt makes the call again.
     memo = json.loads(store.redis.hget(store.keys.run(main_run), "memo"))

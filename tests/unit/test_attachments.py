@@ -225,7 +225,7 @@ def test_a_spawn_with_attachments_returns_the_receipt_and_stores_no_content(tmp_
         }
     )
     store = Store(fakeredis.FakeRedis(decode_responses=True), config, FixedClock())
-    ctx = ToolContext.for_caller(config, store, InlineDispatcher(), "main")
+    ctx = ToolContext.for_caller(config, store, InlineDispatcher(store.redis), "main")
     secret = "TOP-SECRET-ATTACHMENT-CONTENT"
     result = TOOLS["sessions_spawn"].invoke(
         ctx, {"task": "read it", "attachments": [{"name": "notes.txt", "content": secret}]}
@@ -249,7 +249,7 @@ def test_a_refused_attachment_leaves_no_files_and_no_session(tmp_path: Path) -> 
         }
     )
     store = Store(fakeredis.FakeRedis(decode_responses=True), config, FixedClock())
-    ctx = ToolContext.for_caller(config, store, InlineDispatcher(), "main")
+    ctx = ToolContext.for_caller(config, store, InlineDispatcher(store.redis), "main")
     result = TOOLS["sessions_spawn"].invoke(
         ctx, {"task": "t", "attachments": [{"name": "a", "content": "x"}, {"name": "b", "content": "y"}]}
     )
@@ -290,7 +290,7 @@ def test_an_agents_spawn_call_is_stored_redacted_and_its_files_keep_the_content(
         }
     )
     store = Store(fakeredis.FakeRedis(decode_responses=True), config, FixedClock())
-    dispatcher = InlineDispatcher()
+    dispatcher = InlineDispatcher(store.redis)
     ctx = ToolContext.for_caller(config, store, dispatcher, "agent:main:webchat:direct:op")
     sent = TOOLS["sessions_send"].invoke(
         ctx, {"sessionKey": "agent:main:main", "message": "spawn with a file", "timeoutSeconds": 0}

@@ -47,7 +47,9 @@ def test_a_duplicate_delivery_of_a_finished_run_does_nothing(
 ) -> None:
     run_id = send(ctx, "once")
     drain_runs(store, config, dispatcher)
-    again = execute(store, config, InlineDispatcher(), Attempt(run_id, TARGET, owner="late", attempt=0))
+    again = execute(
+        store, config, InlineDispatcher(store.redis), Attempt(run_id, TARGET, owner="late", attempt=0)
+    )
     assert again.outcome is ClaimOutcome.DONE
     assert store.transcripts.length(TARGET) == 2
 
@@ -72,7 +74,7 @@ def test_a_retried_attempt_commits_the_memoized_reply_without_asking_the_model(
 
     monkeypatch.setattr("shared.execution.runtime_for", no_model)
     result = execute(
-        store, config, InlineDispatcher(), Attempt(run_id, TARGET, owner="t1", attempt=1)
+        store, config, InlineDispatcher(store.redis), Attempt(run_id, TARGET, owner="t1", attempt=1)
     )  # the retry after loss
     assert result.status is RunStatus.OK
     run = store.runs.get(run_id)
@@ -108,7 +110,7 @@ def test_a_run_whose_worker_keeps_dying_ends_in_error(
     result = execute(
         store,
         config,
-        InlineDispatcher(),
+        InlineDispatcher(store.redis),
         Attempt(run_id, TARGET, owner="t", attempt=config.runs.max_attempts),
     )
     assert result.status is RunStatus.ERROR
@@ -123,7 +125,7 @@ def test_a_busy_lane_is_left_to_the_lease_holder(
     run_id = send(ctx, "held")
     store.runs.claim(run_id, TARGET, owner="holder", attempt=0, lease_ms=30_000, max_attempts=3)
     result = execute(
-        store, config, InlineDispatcher(), Attempt(run_id, TARGET, owner="someone-else", attempt=0)
+        store, config, InlineDispatcher(store.redis), Attempt(run_id, TARGET, owner="someone-else", attempt=0)
     )
     assert result.outcome is ClaimOutcome.BUSY
     assert store.transcripts.length(TARGET) == 1

@@ -395,7 +395,7 @@ def test_a_reply_turn_running_past_its_bound_stops_the_loop_and_the_announce_run
     drain_runs(store, config, dispatcher)  # the primary run
     ctx = FlowContext(config, store, dispatcher)
     advance(ctx, flow_id, StepTask.REPLY_TURN)  # turn 1 accepted, in the requester's lane
-    dispatcher.heads.clear()
+    dispatcher.drop_heads()
     _start(store, turn_run_id(flow_id, 1), REQUESTER)
     clock.advance(6)
     assert isinstance(advance(ctx, flow_id), StartAnnounce)
@@ -485,7 +485,9 @@ def test_a_delivery_to_an_outside_channel_goes_to_the_delivery_task(world: World
     ctx = ToolContext.for_caller(config, store, dispatcher, REQUESTER)
     sent = TOOLS["sessions_send"].invoke(ctx, {"sessionKey": TARGET, "message": "ping", "timeoutSeconds": 0})
     assert isinstance(sent, SendResult)
-    assert drain(store, config, dispatcher, follow_inline=True) == ["run:send", "deliver"]
+    # Every attempt is the delivery task's (none by the run task), retried after its backoff until
+    # delivery.maxAttempts: nothing listens on port 9.
+    assert drain(store, config, dispatcher, follow_inline=True) == ["run:send", *["deliver"] * 5]
     delivery = store.flows.get_delivery(delivery_id(sent.run_id))
     assert delivery is not None
-    assert (delivery.channel, delivery.attempts) == ("telegram", 1)  # one attempt, by the delivery task
+    assert (delivery.channel, delivery.attempts, delivery.status) == ("telegram", 5, "failed")

@@ -84,7 +84,7 @@ def build(visibility: str, a2a: str, clamp: str) -> World:
         }
     )
     store = Store(fakeredis.FakeRedis(decode_responses=True), config, FixedClock())
-    dispatcher = InlineDispatcher()
+    dispatcher = InlineDispatcher(store.redis)
     for key in (
         "agent:main:main",
         "agent:main:cron:other",

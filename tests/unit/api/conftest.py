@@ -28,8 +28,8 @@ def api_config() -> Config:
 
 
 @pytest.fixture
-def recorded() -> InlineDispatcher:
-    return InlineDispatcher()
+def recorded(server: fakeredis.FakeServer) -> InlineDispatcher:
+    return InlineDispatcher(fakeredis.FakeRedis(server=server, decode_responses=True))
 
 
 @pytest.fixture

@@ -58,7 +58,7 @@ def http(config: Config) -> Iterator[TestClient]:
     def build(config: Config) -> Services:
         async_redis = fakeredis.FakeAsyncRedis(server=server, decode_responses=True)
         live = LiveStore.on(async_redis, store.keys)
-        return Services(config, store, InlineDispatcher(), RunWaiter(live), live)
+        return Services(config, store, InlineDispatcher(store.redis), RunWaiter(live), live)
 
     with TestClient(create_app(config, services=build)) as client:
         yield client

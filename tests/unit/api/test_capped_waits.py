@@ -17,7 +17,7 @@ from api.client import Client
 from shared import run_control
 from shared.config import Config
 from shared.models import RunStatus
-from shared.runs import LaneHead
+from shared.runs import Enqueue, LaneHead
 from shared.store import Store
 from tests.conftest import make_config
 from tests.unit.api.conftest import TOKEN
@@ -34,11 +34,14 @@ class BackgroundWorker(InlineDispatcher):
     """Runs each dispatched run at once on its own thread, as a worker would while the API waits."""
 
     def __init__(self, store: Store, config: Config) -> None:
-        super().__init__()
+        super().__init__(store.redis)
         self.store = store
         self.config = config
         self.threads: list[threading.Thread] = []
         self.dispatched: list[LaneHead] = []
+
+    def render_run(self, head: LaneHead) -> Enqueue | None:
+        return None  # so every run comes through dispatch_run, which starts its worker thread
 
     def dispatch_run(self, head: LaneHead) -> None:
         super().dispatch_run(head)

@@ -382,7 +382,7 @@ def test_an_announce_running_past_its_bound_gives_way_to_the_childs_own_outcome(
     result = _child_ran(config, store, dispatcher)
     ctx = FlowContext(config, store, dispatcher)
     advance(ctx, result.run_id, StepTask.SUBAGENT_ANNOUNCE)
-    dispatcher.heads.clear()
+    dispatcher.drop_heads()
     claim = store.runs.claim(
         announce_run_id(result.run_id),
         result.child_session_key,

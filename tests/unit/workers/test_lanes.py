@@ -22,7 +22,7 @@ def queue_three(config: Config, store: Store, dispatcher: InlineDispatcher) -> A
     for text in ("one", "two", "three"):
         receive(ctx, InboundMessageParams(message=text, timeout_seconds=0))
     [head] = dispatcher.heads  # only the first was enqueued: the others wait in the lane
-    dispatcher.heads.clear()
+    dispatcher.drop_heads()
     return Attempt(head.run_id, head.session_key, owner=head.run_id, attempt=0)
 
 
@@ -67,7 +67,7 @@ def test_a_run_with_runs_queued_behind_it_hands_its_flows_next_step_to_its_task(
     chat = ToolContext.for_caller(config, store, dispatcher, SESSION)
     receive(chat, InboundMessageParams(message="chat", timeout_seconds=0))
     [primary] = dispatcher.heads
-    dispatcher.heads.clear()
+    dispatcher.drop_heads()
     worker = WorkerContext(config, store, dispatcher)
     first, inline = execute_lane(
         worker, Attempt(primary.run_id, SESSION, owner=primary.run_id, attempt=0), 60.0

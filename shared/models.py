@@ -126,6 +126,7 @@ class DeliveryContext(Wire):
 
 
 SendPolicyValue = Literal["allow", "deny"]
+SpawnRole = Literal["orchestrator", "leaf"]
 ThinkingLevel = Literal["off", "minimal", "low", "medium", "high"]
 THINKING_LEVELS: tuple[str, ...] = ("off", "minimal", "low", "medium", "high")
 
@@ -147,6 +148,10 @@ class SessionFacts(Wire):
     last_account_id: str | None = None
     delivery_context: DeliveryContext | None = None
     spawned_by: str | None = None
+    # How deep a spawned session is (its spawner's depth + 1; a session nobody spawned is 0), and what that
+    # allows: an ``orchestrator`` may still spawn, a ``leaf`` may not. Written at spawn, never inferred.
+    spawn_depth: int | None = None
+    role: SpawnRole | None = None
     # A spawned sub-agent session: how its run went (running|done|failed|killed|timeout).
     status: Literal["running", "done", "failed", "killed", "timeout"] | None = None
     total_tokens: int | None = None
@@ -165,7 +170,15 @@ class SessionEntry(SessionFacts):
     chat_type: Literal["direct", "group", "channel"] | None = None
     input_tokens: int | None = None
     output_tokens: int | None = None
-    spawn_depth: int | None = None
+    # Spawned sessions: the flow that reports this session to its spawner (its first run's id), and its
+    # spawners, nearest first (its report goes to the nearest one that still exists).
+    spawn_flow_id: str | None = None
+    spawn_chain: list[str] | None = None
+    # Children spawned that have not reported yet; ``waiting`` (a yield's number) while the session waits
+    # for all of them (``sessions_yield``); reports recorded that no run of the session has read yet.
+    pending_children: int | None = None
+    waiting: int | None = None
+    unread_reports: int | None = None
     # Spawned sessions: run (announce, then archive) or session (stays open, bound to a thread).
     mode: Literal["run", "session"] | None = None
     cleanup: Literal["delete", "keep"] | None = None
@@ -206,8 +219,9 @@ class RunStatus(StrEnum):
         return self not in (RunStatus.QUEUED, RunStatus.RUNNING)
 
 
-# ``note``: a message recorded in a session's transcript in turn (a sub-agent's announce), with no agent step.
-RunKind = Literal["chat", "send", "reply", "announce", "subagent", "subagent_announce", "note"]
+# ``report``: a sub-agent's agent run on its children's reports (one report, or all of them when it was
+# woken from a yield); ``note``: a message recorded in a session's transcript in turn, with no agent step.
+RunKind = Literal["chat", "send", "reply", "announce", "subagent", "subagent_announce", "report", "note"]
 
 
 class Usage(Wire):
@@ -363,6 +377,11 @@ class Flow(Wire):
     task: str | None = None
     cleanup: Literal["delete", "keep"] | None = None
     mode: Literal["run", "session"] | None = None
+    # sessions_spawn of an orchestrator: the child's latest run (a run on its children's reports), whose
+    # end, once no child is pending, is the child's end; and whom to report to, nearest first, when the
+    # requester is gone (the requester's own spawners).
+    last_run_id: str | None = None
+    ancestors: list[str] = Field(default_factory=list)
     steps: list[FlowStep] = Field(default_factory=list)
     delivery: Delivery | None = None
 
@@ -376,6 +395,11 @@ class Snapshot:
     turns: list[Run | None]
     announce: Run | None
     delivery: Delivery | None
+    # A spawn's child as it stands: its latest run (the primary, unless it ran on its children's reports),
+    # the children it still waits for, and whether it was killed (then it waits for none).
+    latest: Run | None = None
+    children_pending: int = 0
+    child_killed: bool = False
 
 
 # --- tool parameters -----------------------------------------------------------------------------------

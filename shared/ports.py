@@ -38,7 +38,7 @@ from shared.runs import (
     Outcome,
     SuspendOutcome,
 )
-from shared.sessions import SessionPatch
+from shared.sessions import ReportRecorded, SessionPatch
 
 
 class Sessions(Protocol):
@@ -59,7 +59,21 @@ class Sessions(Protocol):
 
     def delete(self, entry: SessionEntry) -> None: ...
 
-    def add_child(self, parent_key: str, child_key: str) -> None: ...
+    def add_child(self, parent_key: str, child_key: str) -> int:
+        """Record a child of ``parent_key``, still to report; the children pending now."""
+
+    def yield_children(self, session_key: str, run_id: str) -> tuple[int, int] | None:
+        """``run_id`` makes the session wait for its pending children: (the yield's number, children
+        pending), or None when none is pending."""
+
+    def record_report(self, parent_key: str, flow_id: str, text: str) -> ReportRecorded | None:
+        """A child's report reaches its spawner, applied once (None: the spawner is gone)."""
+
+    def yield_reports(self, session_key: str) -> list[str]:
+        """The reports that arrived since the session yielded, in order."""
+
+    def end_wait(self, session_key: str, number: int) -> None:
+        """The run that wakes the session from yield ``number`` was accepted: the wait is over."""
 
     def children(self, parent_key: str) -> list[str]: ...
 

@@ -20,6 +20,23 @@ class LabelTaken(Exception):
 
 
 @dataclass(frozen=True, slots=True)
+class ReportRecorded:
+    """A child's report applied to the session that spawned it (once, however often it is repeated):
+    ``awaited`` is the number of the yield it came in for (its run wakes the session), None when it came
+    to a session that was not waiting (a follow-up run of its own); ``waiting`` the yield in force now."""
+
+    awaited: int | None
+    pending: int
+    waiting: int | None
+    killed: bool
+
+    @property
+    def wakes(self) -> bool:
+        """The last report a yield waited for: the session is woken (once: its run has a derived id)."""
+        return self.awaited is not None and self.awaited == self.waiting and self.pending == 0
+
+
+@dataclass(frozen=True, slots=True)
 class SessionPatch:
     """Fields to change (camelCase names); ``None`` values are removed. ``label`` goes through the index."""
 

@@ -6,10 +6,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from shared import session_keys
-from shared.config import Config
-from shared.models import Run, RunStatus, SessionEntry, Usage
+from shared.config import AgentSubagents, Config
+from shared.models import Run, RunStatus, SessionEntry, ThinkingLevel, Usage
 
 SESSION_TOOLS = frozenset(
     {"sessions_list", "sessions_history", "sessions_send", "sessions_spawn", "agents_list"}
@@ -17,10 +18,46 @@ SESSION_TOOLS = frozenset(
 ANNOUNCE_MESSAGE = "Sub-agent announce step."
 
 
+@dataclass(frozen=True, slots=True)
+class Rules:
+    """One agent's sub-agent settings: its own ``agents.list[].subagents`` over
+    ``agents.defaults.subagents``. A spawn follows the spawning agent's spawn rules (who, how deep, how
+    many) and the child agent's run settings (model, thinking, run timeout, archiving)."""
+
+    allow_agents: tuple[str, ...]
+    max_spawn_depth: int
+    max_children: int
+    require_agent_id: bool
+    run_timeout_seconds: int
+    archive_after_minutes: int
+    model: str | None
+    thinking: ThinkingLevel | None
+
+
+def rules(config: Config, agent_id: str) -> Rules:
+    defaults = config.agents.defaults.subagents
+    agent = config.agent(agent_id)
+    own = agent.subagents if agent else AgentSubagents()
+
+    def pick(name: str) -> Any:
+        value = getattr(own, name)
+        return getattr(defaults, name) if value is None else value
+
+    return Rules(
+        allow_agents=tuple(pick("allow_agents") or ()),
+        max_spawn_depth=pick("max_spawn_depth"),
+        max_children=pick("max_children_per_agent"),
+        require_agent_id=pick("require_agent_id"),
+        run_timeout_seconds=pick("run_timeout_seconds"),
+        archive_after_minutes=pick("archive_after_minutes"),
+        model=pick("model"),
+        thinking=pick("thinking"),
+    )
+
+
 def allowed_agents(config: Config, requester_agent: str) -> tuple[bool, list[str]]:
-    """(any agent allowed, the explicitly allowed ids), from ``agents.list[].subagents.allowAgents``."""
-    agent = config.agent(requester_agent)
-    listed = [a.strip().lower() for a in (agent.subagents.allow_agents if agent else []) if a.strip()]
+    """(any agent allowed, the explicitly allowed ids), from ``subagents.allowAgents``."""
+    listed = [a.strip().lower() for a in rules(config, requester_agent).allow_agents if a.strip()]
     return "*" in listed, sorted({a for a in listed if a != "*"})
 
 

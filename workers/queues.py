@@ -28,6 +28,7 @@ _RUN_QUEUES: dict[RunKind, str] = {
     "announce": NESTED,
     "subagent": SUBAGENT,
     "subagent_announce": NESTED,
+    "report": SUBAGENT,
     "note": NESTED,
 }
 

@@ -10,9 +10,8 @@ from pydantic import (
 )
 
 from shared.config.base import Section
+from shared.models import ThinkingLevel
 from shared.session_keys import normalize_agent_id
-
-# --- agents --------------------------------------------------------------------------------------------
 
 
 class SandboxConfig(Section):
@@ -21,11 +20,26 @@ class SandboxConfig(Section):
 
 
 class SubagentDefaults(Section):
+    """``agents.defaults.subagents``: how sub-agents are spawned, nest and run (an agent's own
+    ``subagents`` overrides each of these but ``maxConcurrent``, which is the whole fleet's)."""
+
     run_timeout_seconds: int = Field(0, ge=0)
     archive_after_minutes: int = Field(60, ge=0)
     # How long the announce step may run once it has started; past it the report is posted from the
     # child's own outcome.
     announce_timeout_seconds: int = Field(60, ge=1)
+    # How deep sub-agents nest: 1, sub-agents never spawn; 2, a sub-agent may spawn leaves; up to 5.
+    max_spawn_depth: int = Field(1, ge=1, le=5)
+    # Children of one session that have not ended yet.
+    max_children_per_agent: int = Field(5, ge=1, le=20)
+    # Sub-agent runs running at once across the whole fleet; the rest wait their turn, in order.
+    max_concurrent: int = Field(8, ge=1)
+    # The sub-agents' model and thinking when a spawn names none (else their agent's own).
+    model: str | None = None
+    thinking: ThinkingLevel | None = None
+    require_agent_id: bool = False
+    # Agents a spawn may name besides the caller's own (``*``: any); an agent's own list wins.
+    allow_agents: list[str] | None = None
 
 
 class AgentDefaults(Section):
@@ -36,7 +50,16 @@ class AgentDefaults(Section):
 
 
 class AgentSubagents(Section):
-    allow_agents: list[str] = []
+    """An agent's own ``subagents``: each value left out is ``agents.defaults.subagents``'s."""
+
+    allow_agents: list[str] | None = None
+    max_spawn_depth: int | None = Field(None, ge=1, le=5)
+    max_children_per_agent: int | None = Field(None, ge=1, le=20)
+    run_timeout_seconds: int | None = Field(None, ge=0)
+    archive_after_minutes: int | None = Field(None, ge=0)
+    model: str | None = None
+    thinking: ThinkingLevel | None = None
+    require_agent_id: bool | None = None
 
 
 class AgentSandbox(Section):

@@ -100,6 +100,13 @@ class Config(_Settings):
         known = set(self.models.refs())
         wanted = [("agents.defaults.model", self.agents.defaults.model)]
         wanted += [(f"agents.list[{i}].model", a.model) for i, a in enumerate(self.agents.entries) if a.model]
+        if self.agents.defaults.subagents.model:
+            wanted.append(("agents.defaults.subagents.model", self.agents.defaults.subagents.model))
+        wanted += [
+            (f"agents.list[{i}].subagents.model", a.subagents.model)
+            for i, a in enumerate(self.agents.entries)
+            if a.subagents.model
+        ]
         for path, ref in wanted:
             if ref not in known:
                 raise ValueError(f'{path}: unknown model "{ref}" (configured: {", ".join(sorted(known))})')

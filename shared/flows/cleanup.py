@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from shared import archive
+from shared import archive, subagents
 from shared.flows.context import FlowContext
 from shared.models import Flow, SessionEntry
 
@@ -14,6 +14,6 @@ def clean_up(ctx: FlowContext, flow: Flow, child: SessionEntry | None) -> None:
     if flow.cleanup == "delete":
         archive.discard(ctx.config, ctx.store, child)
     elif flow.mode == "run":
-        minutes = ctx.config.agents.defaults.subagents.archive_after_minutes
+        minutes = subagents.rules(ctx.config, child.agent_id).archive_after_minutes
         if minutes > 0:
             ctx.store.sessions.schedule_archive(child.key, ctx.store.clock.now_ms() + minutes * 60_000)

@@ -84,4 +84,5 @@ def new_spawn_flow(
         created_at=now,
         updated_at=now,
         chain_id=run_id,
+        ancestors=(requester.spawn_chain if requester else None) or [],
     )

@@ -194,14 +194,19 @@ def _next_for_spawn(snap: Snapshot, now_ms: int) -> Action:
     still not done when the flow's bound passes (counted from the child's end) gives way to a report built
     from the child's own outcome."""
     flow = snap.flow
-    child = snap.primary
-    if child is None:
+    if snap.primary is None:
         return Finish("gone", "the sub-agent run is gone")
+    # An orchestrator's latest run (on its children's reports) is the one that counts.
+    child = snap.latest or snap.primary
     if not child.status.terminal:
         return Wait()
     deadline = (child.ended_at or child.created_at) + flow.flow_timeout_ms
     if snap.delivery is None and flow.delivery_status is None:
         announce = snap.announce
+        # Not done while a child it spawned is still to report (its report starts the orchestrator's next
+        # run); a killed orchestrator waits for none, and none waits past the flow's bound.
+        if announce is None and snap.children_pending and not snap.child_killed and now_ms <= deadline:
+            return Wait(deadline + 1)
         if announce is None:
             if now_ms > deadline:
                 return StartSubagentDelivery("", "the announce step never started within the flow's bound")

@@ -42,12 +42,27 @@ class FlowStore:
         if not flow_fields:
             return None
         *turns, announce, delivery = rest
+        flow = decode(Flow, flow_fields)
+        first = _run(primary)
+        latest, pending, killed = first, 0, False
+        if flow.kind == "spawn":
+            # A second round trip, for spawns only: the child's latest run and what it still waits for.
+            pipe = self._redis.pipeline(transaction=False)
+            pipe.hmget(k.session(flow.target_key), "pendingChildren", "status")
+            if flow.last_run_id:
+                pipe.hgetall(k.run(flow.last_run_id))
+            child, *last = pipe.execute()
+            pending, killed = max(int(child[0] or 0), 0), child[1] == "killed"
+            latest = _run(last[0]) if last else first
         return Snapshot(
-            flow=decode(Flow, flow_fields),
-            primary=_run(primary),
+            flow=flow,
+            primary=first,
             turns=[_run(fields) for fields in turns],
             announce=_run(announce),
             delivery=decode(Delivery, delivery) if delivery else None,
+            latest=latest,
+            children_pending=pending,
+            child_killed=killed,
         )
 
     def update(self, flow_id: str, fields: dict[str, Any], *, due_in_ms: int | None = None) -> bool:

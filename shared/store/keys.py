@@ -39,6 +39,16 @@ class RedisKeys:
         """SET: the sessions a session spawned (the ``tree`` visibility, without a scan)."""
         return f"{self.prefix}children:{parent_key}"
 
+    def reported(self, parent_key: str) -> str:
+        """HASH: the children's reports a session has received (by flow id: what was done with each), so a
+        report repeated after a lost worker is applied once."""
+        return f"{self.prefix}reported:{parent_key}"
+
+    def yield_reports(self, session_key: str) -> str:
+        """LIST: the reports that arrived since the session yielded (``sessions_yield``), in order: the input
+        of the run that wakes it."""
+        return f"{self.prefix}yield-reports:{session_key}"
+
     def session_id(self, session_id: str) -> str:
         """STRING: sessionId -> session key."""
         return f"{self.prefix}sid:{session_id}"
@@ -99,6 +109,14 @@ class RedisKeys:
     def lanes_due(self) -> str:
         """ZSET: session keys with pending runs, scored by when the reaper should look at them."""
         return f"{self.prefix}lanes:due"
+
+    def subagent_gate(self) -> str:
+        """ZSET: the sub-agent runs running now across the fleet (``maxConcurrent``), by lease expiry."""
+        return f"{self.prefix}gate:subagents:running"
+
+    def subagent_gate_queue(self) -> str:
+        """ZSET: the sub-agent runs waiting for a place at the gate, in arrival order."""
+        return f"{self.prefix}gate:subagents:waiting"
 
     def fence_counter(self) -> str:
         """STRING: source of fencing tokens; every claim takes a new one."""

@@ -41,6 +41,10 @@ class Scripts:
         self.end_flow: Script = client.register_script(_source("end_flow"))
         self.update_flow: Script = client.register_script(_source("update_flow"))
         self.cancel_run: Script = client.register_script(_source("cancel_run"))
+        self.register_child: Script = client.register_script(_source("register_child"))
+        self.yield_children: Script = client.register_script(_source("yield_children"))
+        self.record_report: Script = client.register_script(_source("record_report"))
+        self.end_wait: Script = client.register_script(_source("end_wait"))
 
 
 def run_pipelined(

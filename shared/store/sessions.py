@@ -9,7 +9,7 @@ from collections.abc import Iterator, Sequence
 from redis import Redis
 
 from shared.models import SessionEntry
-from shared.sessions import LabelTaken, SessionPatch
+from shared.sessions import LabelTaken, ReportRecorded, SessionPatch
 from shared.store.codec import decode, encode, encode_values
 from shared.store.keys import RedisKeys
 from shared.store.scripts import Scripts
@@ -73,8 +73,48 @@ class SessionStore:
             args=[entry.key],
         )
 
-    def add_child(self, parent_key: str, child_key: str) -> None:
-        self._redis.sadd(self._keys.children(parent_key), child_key)
+    def add_child(self, parent_key: str, child_key: str) -> int:
+        """Record a child of ``parent_key``, still to report; the children pending now."""
+        k = self._keys
+        pending = self._scripts.register_child(
+            keys=[k.children(parent_key), k.session(parent_key)], args=[child_key]
+        )
+        return int(pending)
+
+    def yield_children(self, session_key: str, run_id: str) -> tuple[int, int] | None:
+        """``run_id`` makes the session wait for its pending children: (the yield's number, children
+        pending), or None when none is pending."""
+        k = self._keys
+        found = self._scripts.yield_children(
+            keys=[k.session(session_key), k.yield_reports(session_key)], args=[run_id]
+        )
+        return None if found[0] == "none" else (int(found[1]), int(found[2]))
+
+    def record_report(self, parent_key: str, flow_id: str, text: str) -> ReportRecorded | None:
+        """A child's report reaches its spawner (None: the spawner is gone)."""
+        k = self._keys
+        found = self._scripts.record_report(
+            keys=[k.session(parent_key), k.reported(parent_key), k.yield_reports(parent_key)],
+            args=[flow_id, text],
+        )
+        if found[0] == "gone":
+            return None
+        decision, pending, waiting, status = found
+        return ReportRecorded(
+            awaited=None if decision == "followup" else int(decision),
+            pending=int(pending),
+            waiting=int(waiting) if waiting else None,
+            killed=status == "killed",
+        )
+
+    def yield_reports(self, session_key: str) -> list[str]:
+        """The reports that arrived since the session yielded, in order."""
+        reports: list[str] = self._redis.lrange(self._keys.yield_reports(session_key), 0, -1)
+        return reports
+
+    def end_wait(self, session_key: str, number: int) -> None:
+        k = self._keys
+        self._scripts.end_wait(keys=[k.session(session_key), k.yield_reports(session_key)], args=[number])
 
     def children(self, parent_key: str) -> list[str]:
         return sorted(self._redis.smembers(self._keys.children(parent_key)))

@@ -83,6 +83,19 @@ class ToolContext:
         require_agent(self.config, key)
         return key
 
+    def next_hop(self, run_id: str) -> tuple[str, int]:
+        """The loop guard: a run's ``hops`` counts the sends and spawns of its chain up to it. A call made
+        outside a run starts a chain at one hop, one from inside a run takes that run's chain one hop
+        further, and a chain that already has ``maxHops`` may not grow (OpenClaw's A->B->C->A cycles ran all
+        night). Raises ToolError at the limit."""
+        origin = self.store.runs.get(self.origin_run_id) if self.origin_run_id is not None else None
+        if origin is None:
+            return run_id, 1
+        max_hops = self.config.session.agent_to_agent.max_hops
+        if origin.hops >= max_hops:
+            raise ToolError(f"agent-to-agent hop limit reached (maxHops={max_hops})")
+        return origin.chain_id or origin.run_id, origin.hops + 1
+
     def may_look_up(self, session_key: str) -> bool:
         """A sandboxed session resolves sessionIds and labels only to the sessions it spawned (or itself):
         for anything else the id does not exist, as far as it can tell."""

@@ -37,7 +37,7 @@ def sessions_send(ctx: ToolContext, params: SessionsSendParams) -> SendResult | 
     if policy.decide(ctx.config, entry) == "deny":
         return ToolFailure(status="error", error=policy.BLOCKED, run_id=run_id)
     try:
-        chain_id, hops = _chain(ctx, run_id)
+        chain_id, hops = ctx.next_hop(run_id)
     except ToolError as exc:
         return ToolFailure(status="error", error=exc.error, run_id=run_id)
     caller_channel = channel_of(caller, ctx.caller_key, ctx.config.session.main_key)
@@ -84,19 +84,6 @@ def sessions_send(ctx: ToolContext, params: SessionsSendParams) -> SendResult | 
         ctx.config.gateway.max_wait_seconds,
         flow_id=run_id,
     )
-
-
-def _chain(ctx: ToolContext, run_id: str) -> tuple[str, int]:
-    """The loop guard: a run's ``hops`` counts the sends of its chain up to it. A send starts a chain at
-    one hop, a send from inside a run takes that run's chain one hop further, and a chain that already
-    has ``maxHops`` sends may not grow (OpenClaw's A->B->C->A cycles ran all night)."""
-    origin = ctx.store.runs.get(ctx.origin_run_id) if ctx.origin_run_id is not None else None
-    if origin is None:
-        return run_id, 1
-    max_hops = ctx.config.session.agent_to_agent.max_hops
-    if origin.hops >= max_hops:
-        raise ToolError(f"agent-to-agent hop limit reached (maxHops={max_hops})")
-    return origin.chain_id or origin.run_id, origin.hops + 1
 
 
 def _by_label(ctx: ToolContext, params: SessionsSendParams) -> str:

@@ -15,7 +15,7 @@ from shared import attachments, session_keys, subagents, threads
 from shared.attachments import AttachmentReceipt
 from shared.errors import ToolError
 from shared.flows.create import new_spawn_flow
-from shared.models import THINKING_LEVELS, DeliveryContext, Provenance, ToolFailure
+from shared.models import THINKING_LEVELS, DeliveryContext, Provenance, SessionEntry, ToolFailure
 from shared.runs import LaneHead, new_run
 from shared.sessions import THREADED_CHANNELS, Route, SessionPatch, new_entry, route_of
 from shared.submit import submit
@@ -29,6 +29,10 @@ ROUTING_KEYS = {
     "thread_id": "threadId",
     "reply_to": "replyTo",
 }
+# Reports of a session's children that no turn of it has read yet: a warning from the first, a refusal
+# from the second (a fan-out that outruns its reader).
+UNREAD_WARNED = 25
+UNREAD_REFUSED = 50
 NOTE = (
     "The sub-agent runs on its own. When it ends, its result is announced to this session's channel and "
     "recorded in this transcript; do not poll for it."
@@ -49,6 +53,7 @@ def sessions_spawn(ctx: ToolContext, params: SessionsSpawnParams) -> SpawnResult
             if params.attachments
             else []
         )
+        chain = ctx.next_hop(run_id)
         # Opened once every check passed, before anything is written.
         bound = _bound_route(ctx, params) if params.thread else None
         workspace = ctx.config.workspace(agent_id)
@@ -59,7 +64,7 @@ def sessions_spawn(ctx: ToolContext, params: SessionsSpawnParams) -> SpawnResult
         )
     child_key = session_keys.subagent_key(agent_id)
     try:
-        _start(ctx, params, run_id, agent_id, mode, child_key, receipt, bound)
+        caller = _start(ctx, params, run_id, agent_id, mode, child_key, receipt, bound, chain)
     except BaseException:
         # Nothing of a spawn that did not start is left: neither its files nor its provisional session.
         if receipt is not None:
@@ -68,7 +73,16 @@ def sessions_spawn(ctx: ToolContext, params: SessionsSpawnParams) -> SpawnResult
         if entry is not None:
             ctx.store.sessions.delete(entry)
         raise
-    return SpawnResult(run_id=run_id, child_session_key=child_key, mode=mode, note=NOTE, attachments=receipt)
+    unread = (caller.unread_reports if caller else None) or 0
+    warning = (
+        f"{unread} reports of this session's children are unread; at {UNREAD_REFUSED} spawns are refused "
+        "until a turn of this session reads them"
+        if unread >= UNREAD_WARNED
+        else None
+    )
+    return SpawnResult(
+        run_id=run_id, child_session_key=child_key, mode=mode, note=NOTE, attachments=receipt, warning=warning
+    )
 
 
 def _check(ctx: ToolContext, params: SessionsSpawnParams) -> tuple[str, Literal["run", "session"]]:
@@ -82,6 +96,12 @@ def _check(ctx: ToolContext, params: SessionsSpawnParams) -> tuple[str, Literal[
     if mode == "session" and not params.thread:
         raise ToolError('mode="session" requires thread=true so the subagent can stay bound to a thread.')
     config, requester = ctx.config, ctx.caller_agent
+    spawning = subagents.rules(config, requester)
+    if spawning.require_agent_id and params.agent_id is None:
+        raise ToolError(
+            "sessions_spawn needs an agentId here (subagents.requireAgentId). Use agents_list to discover "
+            "valid targets."
+        )
     try:
         agent_id = session_keys.normalize_agent_id(params.agent_id) if params.agent_id else requester
     except session_keys.SessionKeyError:
@@ -89,8 +109,8 @@ def _check(ctx: ToolContext, params: SessionsSpawnParams) -> tuple[str, Literal[
             f'Invalid agentId "{params.agent_id}". Agent IDs must match [a-z0-9][a-z0-9_-]{{0,63}}. '
             "Use agents_list to discover valid targets."
         ) from None
-    if session_keys.is_subagent(ctx.caller_key):
-        raise ToolError("sessions_spawn is not allowed from sub-agent sessions", "forbidden")
+    caller = ctx.store.sessions.get(ctx.caller_key)
+    _within_depth(ctx, caller, spawning.max_spawn_depth)
     if not subagents.may_spawn(config, requester, agent_id):
         _any, allowed = subagents.allowed_agents(config, requester)
         raise ToolError(
@@ -120,11 +140,53 @@ def _check(ctx: ToolContext, params: SessionsSpawnParams) -> tuple[str, Literal[
         raise ToolError(
             f'Invalid thinking level "{params.thinking}". Use one of: {", ".join(THINKING_LEVELS)}.'
         )
+    _within_fan_out(ctx, caller, spawning.max_children)
     if params.label and ctx.store.sessions.key_for_label(agent_id, params.label):
         raise ToolError(f'label "{params.label}" is already used by a session of agent "{agent_id}"')
     if params.thread:
         _caller_route(ctx)
     return agent_id, mode
+
+
+def depth_of(entry: SessionEntry | None, session_key: str) -> int:
+    """A session's spawn depth as written at its spawn (a sub-agent from before depths were written: 1)."""
+    if entry is not None and entry.spawn_depth is not None:
+        return entry.spawn_depth
+    return 1 if session_keys.is_subagent(session_key) else 0
+
+
+def _within_depth(ctx: ToolContext, caller: SessionEntry | None, max_depth: int) -> None:
+    """A sub-agent spawns only while it is an orchestrator below ``maxSpawnDepth``."""
+    depth = depth_of(caller, ctx.caller_key)
+    leaf = depth > 0 and (caller is None or caller.role != "orchestrator")
+    if depth >= max_depth or leaf:
+        raise ToolError(
+            f"sessions_spawn is not allowed from sub-agent sessions at depth {depth} "
+            f"(subagents.maxSpawnDepth is {max_depth})",
+            "forbidden",
+        )
+
+
+def _within_fan_out(ctx: ToolContext, caller: SessionEntry | None, max_children: int) -> None:
+    """Children that have not ended are bounded per session, and so are reports it has not read yet."""
+    running = [
+        child
+        for child in ctx.store.sessions.get_many(ctx.store.sessions.children(ctx.caller_key))
+        if child is not None and child.status == "running"
+    ]
+    if len(running) >= max_children:
+        raise ToolError(
+            f"sessions_spawn refused: this session has {len(running)} children that have not ended "
+            f"(subagents.maxChildrenPerAgent is {max_children})",
+            "forbidden",
+        )
+    unread = (caller.unread_reports if caller else None) or 0
+    if unread >= UNREAD_REFUSED:
+        raise ToolError(
+            f"sessions_spawn refused: {unread} reports of this session's children are unread (the limit "
+            f"is {UNREAD_REFUSED}); take them in (a turn of yours reads them) before spawning more",
+            "forbidden",
+        )
 
 
 def _caller_route(ctx: ToolContext) -> Route:
@@ -161,16 +223,25 @@ def _start(
     child_key: str,
     receipt: AttachmentReceipt | None,
     bound: Route | None,
-) -> None:
+    chain: tuple[str, int],
+) -> SessionEntry | None:
+    """Create the child and its flow, and enqueue its run; the caller's entry (None: it has none yet)."""
     config, store = ctx.config, ctx.store
     now = store.clock.now_ms()
     cleanup: Literal["delete", "keep"] = "keep" if mode == "session" else params.cleanup
+    caller = store.sessions.get(ctx.caller_key)
+    child_rules = subagents.rules(config, agent_id)
+    depth = depth_of(caller, ctx.caller_key) + 1
+    ancestors = (caller.spawn_chain if caller else None) or []
     child = new_entry(config, child_key, now).model_copy(
         update={
             "spawned_by": ctx.caller_key,
-            "spawn_depth": 1,
-            "model": params.model,
-            "thinking_level": params.thinking,
+            "spawn_depth": depth,
+            "role": "orchestrator" if depth < child_rules.max_spawn_depth else "leaf",
+            "spawn_flow_id": run_id,
+            "spawn_chain": [ctx.caller_key, *ancestors],
+            "model": params.model or child_rules.model,
+            "thinking_level": params.thinking or child_rules.thinking,
             "mode": mode,
             "cleanup": cleanup,
             "deliver": False,
@@ -182,7 +253,7 @@ def _start(
     timeout_s = (
         params.run_timeout_seconds
         if params.run_timeout_seconds is not None
-        else config.agents.defaults.subagents.run_timeout_seconds
+        else child_rules.run_timeout_seconds
     )
     provenance = Provenance(
         kind="inter_session",
@@ -201,13 +272,14 @@ def _start(
         flow_id=run_id,
         parent_run_id=ctx.origin_run_id,
         timeout_ms=int(timeout_s * 1000) or None,
+        chain_id=chain[0],
+        hops=chain[1],
     )
-    requester = store.sessions.get(ctx.caller_key)
     flow = new_spawn_flow(
         config,
         run_id=run_id,
         requester_key=ctx.caller_key,
-        requester=requester,
+        requester=caller,
         child=child,
         task=params.task,
         cleanup=cleanup,
@@ -223,6 +295,7 @@ def _start(
     # Enqueued once the parent knows its child (visibility) and the label is set; its run task then
     # carries the spawn through its announce and delivery (``flows.engine.follow``).
     ctx.dispatcher.dispatch_run(LaneHead(run_id, child_key, "subagent", run_id))
+    return caller
 
 
 def _system_text(ctx: ToolContext, child_key: str, receipt: AttachmentReceipt | None, workspace: Path) -> str:

@@ -48,3 +48,5 @@ class SpawnResult(Wire):
     mode: Literal["run", "session"]
     note: str
     attachments: AttachmentReceipt | None = None
+    # The fan-out guard's warning: many reports of this session's children are unread.
+    warning: str | None = None

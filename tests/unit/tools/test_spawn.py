@@ -156,13 +156,13 @@ def test_an_invalid_agent_id_gets_the_spec_text(world: WorldFactory) -> None:
     )
 
 
-def test_a_sub_agent_may_not_spawn(world: WorldFactory) -> None:
+def test_a_sub_agent_may_not_spawn_at_the_default_depth_of_one(world: WorldFactory) -> None:
     config, store, dispatcher = world()
     first = spawn(config, store, dispatcher)
     assert isinstance(first, SpawnResult)
     assert refusal(spawn(config, store, dispatcher, caller=first.child_session_key)) == (
         "forbidden",
-        "sessions_spawn is not allowed from sub-agent sessions",
+        "sessions_spawn is not allowed from sub-agent sessions at depth 1 (subagents.maxSpawnDepth is 1)",
     )
 
 
@@ -223,7 +223,7 @@ def test_checks_come_in_spec_order(world: WorldFactory) -> None:
         refusal(spawn(config, store, dispatcher, caller=first.child_session_key, agentId="ops", model="x/y"))[
             1
         ]
-        == "sessions_spawn is not allowed from sub-agent sessions"
+        == "sessions_spawn is not allowed from sub-agent sessions at depth 1 (subagents.maxSpawnDepth is 1)"
     )
     assert refusal(spawn(config, store, dispatcher, agentId="ops", model="x/y"))[1].startswith(
         "agentId is not"

@@ -31,6 +31,7 @@ from shared.runtime.base import AgentRuntime, RunCancelled, RunTimedOut, StepReq
 from shared.submit import AwaitRun
 from shared.tools.context import ToolContext
 from shared.tools.registry import TOOLS
+from shared.tools.yielding_schema import YieldResult
 
 log = logging.getLogger(__name__)
 
@@ -101,10 +102,24 @@ def run_loop(env: LoopEnv, state: LoopState) -> LoopState:
                     )
                     break
                 state.messages.append(_tool_result(env, call, result))
+                if isinstance(result, YieldResult):
+                    _end_turn(env, state, str(call.arguments.get("message") or ""))
+                    break
             continue
         if state.final is not None:
             return state
         _step(env, state)
+
+
+def _end_turn(env: LoopEnv, state: LoopState, reply: str) -> None:
+    """``sessions_yield`` ends the turn: calls made beside it are answered (a transcript with an unanswered
+    call is one no model accepts back), and the run's reply is the yield's message."""
+    ended = ToolFailure(status="error", error="not run: the turn ended with sessions_yield")
+    state.messages += [_tool_result(env, call, ended) for call in unanswered(state)]
+    state.final = reply
+    state.messages.append(
+        Message.of("assistant", reply, timestamp=env.store.clock.now_ms(), run_id=env.run.run_id)
+    )
 
 
 def unanswered(state: LoopState) -> list[ToolCallBlock]:

@@ -18,7 +18,7 @@ from shared import agent_loop, cancellation, leases, logs, session_keys, subagen
 from shared.agent_loop import LoopState, StepsExhausted
 from shared.config import Config
 from shared.dispatch import Dispatcher
-from shared.models import Message, Run, RunKind, RunStatus
+from shared.models import Message, Run, RunKind, RunStatus, SessionEntry
 from shared.ports import Storage
 from shared.runs import Claim, ClaimOutcome, ExecutionState, LaneHead, Outcome, SuspendOutcome
 from shared.runtime.base import RunCancelled, RunTimedOut, StepRequest
@@ -217,7 +217,7 @@ def _loop_env(held: _Held) -> agent_loop.LoopEnv:
     run = state.run
     model = (state.session.model if state.session else None) or config.model_of(run.agent_id)
     runtime = runtime_for(config, model)
-    tools = _tools(config, run.session_key)
+    tools = _tools(config, run.session_key, state.session)
 
     def memoize(loop: LoopState) -> None:
         if not store.runs.memoize(run, claim.token, loop.model_dump_json()):
@@ -289,9 +289,9 @@ def _time_left(store: Storage, run: Run) -> float | None:
     return (started + run.timeout_ms - store.clock.now_ms()) / 1000
 
 
-def _tools(config: Config, session_key: str) -> list[str]:
+def _tools(config: Config, session_key: str, session: SessionEntry | None) -> list[str]:
     if session_keys.is_subagent(session_key):
-        return subagents.tool_set(config, TOOLS)
+        return subagents.tool_set(config, TOOLS, session.role if session else None)
     return sorted(TOOLS)
 
 

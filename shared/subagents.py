@@ -10,10 +10,31 @@ from typing import Any
 
 from shared import session_keys
 from shared.config import AgentSubagents, Config
-from shared.models import Run, RunStatus, SessionEntry, ThinkingLevel, Usage
+from shared.models import Run, RunStatus, SessionEntry, SpawnRole, ThinkingLevel, Usage
 
 SESSION_TOOLS = frozenset(
-    {"sessions_list", "sessions_history", "sessions_send", "sessions_spawn", "agents_list"}
+    {
+        "sessions_list",
+        "sessions_history",
+        "sessions_send",
+        "sessions_spawn",
+        "agents_list",
+        "sessions_yield",
+        "subagents",
+        "session_status",
+    }
+)
+# What an orchestrator (a sub-agent that may still spawn) gets of them: its own tree, not the chat.
+ORCHESTRATOR_TOOLS = frozenset(
+    {
+        "sessions_spawn",
+        "subagents",
+        "sessions_yield",
+        "sessions_list",
+        "sessions_history",
+        "session_status",
+        "agents_list",
+    }
 )
 ANNOUNCE_MESSAGE = "Sub-agent announce step."
 
@@ -76,10 +97,12 @@ def sandboxed(config: Config, agent_id: str, session_key: str) -> bool:
     )
 
 
-def tool_set(config: Config, all_tools: Iterable[str]) -> list[str]:
-    """The sub-agent tool set: every tool but the session tools, then ``tools.subagents.tools`` allow/deny."""
+def tool_set(config: Config, all_tools: Iterable[str], role: SpawnRole | None = None) -> list[str]:
+    """A sub-agent's tool set: every tool but the session tools (an orchestrator keeps those that run its
+    tree), then ``tools.subagents.tools`` allow/deny."""
     rules = config.tools.subagents.tools
-    tools = [t for t in all_tools if t not in SESSION_TOOLS]
+    kept = ORCHESTRATOR_TOOLS if role == "orchestrator" else frozenset()
+    tools = [t for t in all_tools if t not in SESSION_TOOLS or t in kept]
     if rules.allow is not None:
         tools = [t for t in all_tools if t in set(rules.allow)]
     if rules.deny is not None:
@@ -144,6 +167,8 @@ class AnnounceInputs:
     tool_result: str | None
     session: SessionEntry | None
     transcript_path: str
+    # When the child's work began (its first run's start): an orchestrator's runs span several.
+    started_at: int | None = None
 
 
 def normalize(inputs: AnnounceInputs) -> str:
@@ -177,7 +202,8 @@ def normalize(inputs: AnnounceInputs) -> str:
 def stats(inputs: AnnounceInputs) -> str:
     """docs/contract.md §6's Stats line; ``?`` for what nothing says (no usage reported, no price)."""
     child, session = inputs.child, inputs.session
-    runtime = duration((child.ended_at or 0) - (child.started_at or child.created_at)) if child else "?"
+    began = inputs.started_at or (child.started_at or child.created_at if child else 0)
+    runtime = duration((child.ended_at or 0) - began) if child else "?"
     usage = child.usage if child else Usage()
     tokens_in, tokens_out = usage.input_tokens, usage.output_tokens
     if tokens_in is None and tokens_out is None:

@@ -105,7 +105,8 @@ def schemas_for(
         # A session of an agent that does not exist has no tools to list: not found, as in a path.
         ctx = acting_as(services, principal, session_key, field="sessionKey", unknown_agent_status=404)
         if session_keys.is_subagent(ctx.caller_key):
-            names = subagents.tool_set(services.config, TOOLS)
+            entry = services.store.sessions.get(ctx.caller_key)
+            names = subagents.tool_set(services.config, TOOLS, entry.role if entry else None)
     return tool_schemas(fmt, names)
 
 

@@ -35,19 +35,26 @@ class ScriptToolCall(Section):
 
 class ScriptRule(Section):
     """``match`` (a regex, searched in the last message, whatever its role: a tool result is matched as the
-    JSON text the model would see) -> ``reply`` text, a ``tool`` call, or ``error`` (the step fails with that
-    message: a failing agent on demand); the first matching rule wins."""
+    JSON text the model would see) -> ``reply`` text, a ``tool`` call, several ``tools`` called in one step
+    (as a model calls tools in parallel), or ``error`` (the step fails with that message: a failing agent
+    on demand); the first matching rule wins."""
 
     match: str
     reply: str | None = None
     tool: ScriptToolCall | None = None
+    tools: list[ScriptToolCall] | None = Field(None, min_length=1)
     error: str | None = None
 
     @model_validator(mode="after")
     def _one_outcome(self) -> ScriptRule:
-        if sum(outcome is not None for outcome in (self.reply, self.tool, self.error)) != 1:
-            raise ValueError("a rule needs exactly one of reply, tool or error")
+        outcomes = (self.reply, self.tool, self.tools, self.error)
+        if sum(outcome is not None for outcome in outcomes) != 1:
+            raise ValueError("a rule needs exactly one of reply, tool, tools or error")
         return self
+
+    @property
+    def calls(self) -> list[ScriptToolCall]:
+        return [self.tool] if self.tool is not None else list(self.tools or [])
 
     @field_validator("match")
     @classmethod

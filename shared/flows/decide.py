@@ -196,7 +196,10 @@ def _next_for_spawn(snap: Snapshot, now_ms: int) -> Action:
     flow = snap.flow
     if snap.primary is None:
         return Finish("gone", "the sub-agent run is gone")
-    # An orchestrator's latest run (on its children's reports) is the one that counts.
+    # An orchestrator's latest run (on its children's reports) is the one that counts; one the flow was
+    # told of before it was accepted is waited for.
+    if flow.last_run_id and snap.latest is None:
+        return Wait()
     child = snap.latest or snap.primary
     if not child.status.terminal:
         return Wait()

@@ -25,3 +25,13 @@ def delivery_id(flow_id: str) -> str:
 def note_id(flow_id: str) -> str:
     """The requester's record of a sub-agent's report."""
     return _derived(flow_id, "note")
+
+
+def report_run_id(flow_id: str) -> str:
+    """A sub-agent requester's run on one child's report (it was not waiting for its children)."""
+    return _derived(flow_id, "report")
+
+
+def wake_run_id(session_flow_id: str, yield_number: int) -> str:
+    """The run that wakes a yielded session (``session_flow_id``: its own spawn flow) with its reports."""
+    return _derived(session_flow_id, f"wake:{yield_number}")

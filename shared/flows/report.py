@@ -11,12 +11,12 @@ from shared.dispatch import StepTask
 from shared.flows.cleanup import clean_up
 from shared.flows.context import FlowContext
 from shared.flows.decide import StartSubagentDelivery
-from shared.flows.ids import announce_run_id, note_id
+from shared.flows.ids import announce_run_id, note_id, report_run_id, wake_run_id
 from shared.flows.outbound import deliver_to
-from shared.models import Provenance, RunStatus, SessionEntry, Snapshot
-from shared.runs import new_run
+from shared.models import Flow, Provenance, RunStatus, SessionEntry, Snapshot
+from shared.runs import NewRun, new_run
 from shared.runtime.base import ANNOUNCE_SKIP
-from shared.sessions import SessionPatch, new_entry, transcript_path
+from shared.sessions import ReportRecorded, SessionPatch, new_entry, transcript_path
 from shared.submit import submit
 
 log = logging.getLogger(__name__)
@@ -30,7 +30,8 @@ _SESSION_STATUS: dict[RunStatus, Literal["done", "failed", "killed", "timeout"]]
 
 
 def start_subagent_announce(ctx: FlowContext, snap: Snapshot) -> None:
-    flow, child_run = snap.flow, snap.primary
+    # An orchestrator's outcome is that of its latest run (the one on its children's reports).
+    flow, child_run = snap.flow, snap.latest or snap.primary
     assert child_run is not None
     child = ctx.store.sessions.get(flow.target_key)
     if child is None:  # deleted meanwhile: nobody to ask, but the child's outcome is still reported
@@ -58,7 +59,15 @@ def start_subagent_delivery(ctx: FlowContext, snap: Snapshot, action: StartSubag
     """Normalize the report, record it in the requester's transcript, post it, clean the child up."""
     flow, store = snap.flow, ctx.store
     child = store.sessions.get(flow.target_key)
+    outcome = snap.latest or snap.primary
     if action.reply.strip() == ANNOUNCE_SKIP:
+        # Silent, yet the child is no longer pending for its requester (a yield may wait for it).
+        status = subagents.status_of(outcome)
+        silent = f"Sub-agent {flow.target_key} ended ({status}) and reported nothing (ANNOUNCE_SKIP)."
+        requester = _recipient(ctx, flow)
+        recorded = store.sessions.record_report(requester.key, flow.flow_id, silent)
+        if recorded is not None and requester.spawned_by is not None:
+            _report_inside(ctx, flow, requester, recorded, silent, post_single=False)
         store.flows.end(flow.flow_id, "completed", {"deliveryStatus": "skipped"})
         clean_up(ctx, flow, child)
         return
@@ -69,25 +78,95 @@ def start_subagent_delivery(ctx: FlowContext, snap: Snapshot, action: StartSubag
     tool_results = store.transcripts.last(flow.target_key, 1, keep_role=lambda role: role == "toolResult")
     text = subagents.normalize(
         subagents.AnnounceInputs(
-            child=snap.primary,
+            child=outcome,
+            started_at=snap.primary.started_at if snap.primary else None,
             announce_reply=action.reply,
             tool_result=tool_results[0].text if tool_results else None,
             session=child,
             transcript_path=str(transcript_path(ctx.config.store_dir(), child)) if child else "?",
         )
     )
-    requester = store.sessions.get(flow.requester_key) or new_entry(ctx.config, flow.requester_key, now)
-    note = note_id(flow.flow_id)
-    provenance = Provenance(
+    requester = _recipient(ctx, flow)
+    recorded = store.sessions.record_report(requester.key, flow.flow_id, text)
+    if requester.spawned_by is not None and recorded is not None:
+        # A sub-agent requester takes the report in as a follow-up of its own, never posted to a channel.
+        _report_inside(ctx, flow, requester, recorded, text, post_single=True)
+        store.flows.end(flow.flow_id, "completed", {"deliveryStatus": "delivered"})
+    else:
+        submit(store, ctx.dispatcher, requester, {}, _note(flow, requester, text, now))
+        deliver_to(ctx, flow, _in_childs_thread(requester, child), text)
+    clean_up(ctx, flow, child)
+
+
+def _recipient(ctx: FlowContext, flow: Flow) -> SessionEntry:
+    """Who gets the report: the requester, else (it is gone) its nearest spawner that still is; with none
+    left, the requester as a new session (its report still goes to its route, or its log outbox)."""
+    candidates = [flow.requester_key, *flow.ancestors]
+    for entry in ctx.store.sessions.get_many(candidates):
+        if entry is not None and entry.archived_at is None:
+            return entry
+    return new_entry(ctx.config, flow.requester_key, ctx.store.clock.now_ms())
+
+
+def _note(flow: Flow, requester: SessionEntry, text: str, now: int) -> NewRun:
+    """The report in a top-level requester's transcript: recorded in turn, with no agent step."""
+    return new_run(
+        requester, "note", text, run_id=note_id(flow.flow_id), now=now, provenance=_provenance(flow)
+    )
+
+
+def _provenance(flow: Flow) -> Provenance:
+    return Provenance(
         kind="subagent_announce",
         source_session_key=flow.target_key,
         source_tool="sessions_spawn",
         source_run_id=flow.flow_id,
     )
-    record = new_run(requester, "note", text, run_id=note, now=now, provenance=provenance)
-    submit(store, ctx.dispatcher, requester, {}, record)
-    deliver_to(ctx, flow, _in_childs_thread(requester, child), text)
-    clean_up(ctx, flow, child)
+
+
+def _report_inside(
+    ctx: FlowContext,
+    flow: Flow,
+    requester: SessionEntry,
+    recorded: ReportRecorded,
+    text: str,
+    *,
+    post_single: bool,
+) -> None:
+    """A report to a sub-agent requester: a run of its own on it (the requester synthesizes its children's
+    results), or, while it waits for its children (``sessions_yield``), one run on all their reports once
+    the last has come. A killed requester only records it. Each run's id derives from what it answers, so a
+    repeated report starts nothing twice."""
+    store, now = ctx.store, ctx.store.clock.now_ms()
+    if recorded.killed:
+        submit(store, ctx.dispatcher, requester, {}, _note(flow, requester, text, now))
+        return
+    if recorded.awaited is None:
+        if post_single:
+            _start_report_run(ctx, requester, report_run_id(flow.flow_id), text, _provenance(flow))
+        return
+    if not recorded.wakes:
+        return  # more children to come: the report waits in the yield's list
+    reports = store.sessions.yield_reports(requester.key)
+    woken = [f"Your sub-agents reported ({len(reports)}), in the order they ended:", *reports]
+    assert requester.spawn_flow_id is not None, "a sub-agent requester has its spawn flow"
+    run_id = wake_run_id(requester.spawn_flow_id, recorded.awaited)
+    _start_report_run(ctx, requester, run_id, "\n\n".join(woken), _provenance(flow))
+    store.sessions.end_wait(requester.key, recorded.awaited)
+
+
+def _start_report_run(
+    ctx: FlowContext, requester: SessionEntry, run_id: str, text: str, provenance: Provenance
+) -> None:
+    """A run of ``requester`` on its children's report(s), in its lane behind what it is doing. It belongs
+    to the requester's own spawn flow, which is told first (a flow that knows of a run not yet accepted
+    waits for it), so the requester is reported only once it is done with its children."""
+    now = ctx.store.clock.now_ms()
+    flow_id = requester.spawn_flow_id
+    if flow_id is not None:
+        ctx.store.flows.update(flow_id, {"lastRunId": run_id})
+    new = new_run(requester, "report", text, run_id=run_id, now=now, provenance=provenance, flow_id=flow_id)
+    ctx.start(requester, new)
 
 
 def _in_childs_thread(requester: SessionEntry, child: SessionEntry | None) -> SessionEntry:

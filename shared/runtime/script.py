@@ -38,14 +38,17 @@ class ScriptRuntime:
                 continue
             if rule.error is not None:
                 raise ScriptedFailure(rule.error)
-            if rule.tool is not None:
+            if rule.calls:
                 assert last is not None
-                # Derived from the message it answers: the same step asked again makes the same call.
-                call = ToolCallBlock(id=f"call_{last.id}", name=rule.tool.name, arguments=rule.tool.args)
-                usage = echoed.usage.model_copy(
-                    update={"output_tokens": estimate_tokens(str(rule.tool.args))}
-                )
-                return StepResult(reply="", usage=usage, tool_calls=[call])
+                # Derived from the message they answer: the same step asked again makes the same calls.
+                ids = [f"call_{last.id}" + (f"_{i}" if i else "") for i in range(len(rule.calls))]
+                calls = [
+                    ToolCallBlock(id=call_id, name=c.name, arguments=c.args)
+                    for call_id, c in zip(ids, rule.calls, strict=True)
+                ]
+                written = estimate_tokens(str([c.args for c in rule.calls]))
+                usage = echoed.usage.model_copy(update={"output_tokens": written})
+                return StepResult(reply="", usage=usage, tool_calls=calls)
             reply = rule.reply or ""
             if request.on_text is not None and reply:
                 request.on_text(reply)

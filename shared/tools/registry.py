@@ -24,6 +24,8 @@ from shared.tools.send import sessions_send
 from shared.tools.send_schema import SessionsSendParams
 from shared.tools.spawn import sessions_spawn
 from shared.tools.spawn_schema import SessionsSpawnParams
+from shared.tools.yielding import sessions_yield
+from shared.tools.yielding_schema import SessionsYieldParams
 
 __all__ = ["TOOLS", "Tool", "ToolContext", "ToolError"]
 
@@ -48,7 +50,9 @@ class Tool:
         check, so its refusal carries the contract's text."""
         if self.name == "sessions_spawn" or not session_keys.is_subagent(ctx.caller_key):
             return None
-        if self.name in subagents.tool_set(ctx.config, TOOLS):
+        entry = ctx.store.sessions.get(ctx.caller_key)
+        role = entry.role if entry else None
+        if self.name in subagents.tool_set(ctx.config, TOOLS, role):
             return None
         return ToolFailure(
             status="forbidden",
@@ -79,5 +83,12 @@ TOOLS: dict[str, Tool] = {
             sessions_spawn,
         ),
         Tool("agents_list", "List the agents this session may spawn.", AgentsListParams, agents_list),
+        Tool(
+            "sessions_yield",
+            "End your turn now and wait for every sub-agent you spawned to report; you are woken once, "
+            "with all their reports.",
+            SessionsYieldParams,
+            sessions_yield,
+        ),
     )
 }

@@ -15,7 +15,14 @@ from shared import attachments, session_keys, subagents, threads
 from shared.attachments import AttachmentReceipt
 from shared.errors import ToolError
 from shared.flows.create import new_spawn_flow
-from shared.models import THINKING_LEVELS, DeliveryContext, Provenance, SessionEntry, ToolFailure
+from shared.models import (
+    THINKING_LEVELS,
+    DeliveryContext,
+    Provenance,
+    SessionEntry,
+    SpawnRole,
+    ToolFailure,
+)
 from shared.runs import LaneHead, new_run
 from shared.sessions import THREADED_CHANNELS, Route, SessionPatch, new_entry, route_of
 from shared.submit import submit
@@ -232,12 +239,13 @@ def _start(
     caller = store.sessions.get(ctx.caller_key)
     child_rules = subagents.rules(config, agent_id)
     depth = depth_of(caller, ctx.caller_key) + 1
+    role: SpawnRole = "orchestrator" if depth < child_rules.max_spawn_depth else "leaf"
     ancestors = (caller.spawn_chain if caller else None) or []
     child = new_entry(config, child_key, now).model_copy(
         update={
             "spawned_by": ctx.caller_key,
             "spawn_depth": depth,
-            "role": "orchestrator" if depth < child_rules.max_spawn_depth else "leaf",
+            "role": role,
             "spawn_flow_id": run_id,
             "spawn_chain": [ctx.caller_key, *ancestors],
             "model": params.model or child_rules.model,
@@ -268,7 +276,7 @@ def _start(
         run_id=run_id,
         now=now,
         provenance=provenance,
-        context=_system_text(ctx, child_key, receipt, config.workspace(agent_id)),
+        context=_system_text(ctx, child_key, role, receipt, config.workspace(agent_id)),
         flow_id=run_id,
         parent_run_id=ctx.origin_run_id,
         timeout_ms=int(timeout_s * 1000) or None,
@@ -298,13 +306,20 @@ def _start(
     return caller
 
 
-def _system_text(ctx: ToolContext, child_key: str, receipt: AttachmentReceipt | None, workspace: Path) -> str:
-    tools = subagents.tool_set(ctx.config, ctx.tool_names)
+def _system_text(
+    ctx: ToolContext, child_key: str, role: SpawnRole, receipt: AttachmentReceipt | None, workspace: Path
+) -> str:
+    tools = subagents.tool_set(ctx.config, ctx.tool_names, role)
     lines = [
         f"You are a sub-agent spawned by session {ctx.caller_key}; your session is {child_key}.",
         f"Your tools: {', '.join(tools)}." if tools else "You have no tools.",
         "When you finish, you will be asked to report back (Result / Notes).",
     ]
+    if role == "orchestrator":
+        lines.append(
+            "You may spawn sub-agents of your own. Their reports come back to you; to wait for all of them, "
+            "end your turn with sessions_yield, and you will be woken once with every report."
+        )
     if receipt is not None:
         lines.append(
             f"Attachments: {receipt.count} file(s), {receipt.total_bytes} bytes, in "

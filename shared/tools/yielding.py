@@ -1,0 +1,26 @@
+"""sessions_yield (docs/contract.md, "Orchestration"): end this turn now, and wait for every child still to
+report; the session is woken once, by one run on all their reports (``shared.flows.report``)."""
+
+from __future__ import annotations
+
+from shared.models import ToolFailure
+from shared.tools.context import ToolContext
+from shared.tools.yielding_schema import SessionsYieldParams, YieldResult
+
+
+def sessions_yield(ctx: ToolContext, _params: SessionsYieldParams) -> YieldResult | ToolFailure:
+    """The calling run ends ``ok`` once this returns (the agent loop stops at a ``YieldResult``), its reply
+    the ``message`` given. A repeated call of the same run yields once."""
+    if ctx.origin_run_id is None:
+        return ToolFailure(
+            status="error", error="sessions_yield ends an agent's turn: only a run of the session can call it"
+        )
+    found = ctx.store.sessions.yield_children(ctx.caller_key, ctx.origin_run_id)
+    if found is None:
+        return ToolFailure(
+            status="error",
+            error="sessions_yield: no sub-agent of this session is still to report, so there is nothing to "
+            "wait for; go on with your turn",
+        )
+    _number, pending = found
+    return YieldResult(waiting_for=pending)

@@ -1,0 +1,28 @@
+"""sessions_yield: its parameters and result (docs/contract.md, "Orchestration").
+
+Kept apart from the tool's code, which needs the store: a thin client imports these alone.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from shared.models import Params, Wire
+
+
+class SessionsYieldParams(Params):
+    message: str | None = Field(
+        None, max_length=20_000, description="This turn's reply, if any (the turn ends with it)."
+    )
+
+
+class YieldResult(Wire):
+    status: Literal["yielded"] = "yielded"
+    # The children still to report: the session is woken once, when the last of them has.
+    waiting_for: int
+    note: str = (
+        "Your turn ends now. You will be woken once, when every sub-agent you spawned has reported, with "
+        "all their reports."
+    )

@@ -79,6 +79,7 @@ def execute(store: Storage, config: Config, dispatcher: Dispatcher, attempt: Att
             attempt=attempt.attempt,
             lease_ms=lease_ms,
             max_attempts=config.runs.max_attempts,
+            gate_places=config.agents.defaults.subagents.max_concurrent,
         )
         if claim.state is None:
             return AttemptResult(claim.outcome)

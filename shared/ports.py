@@ -132,8 +132,18 @@ class Runs(Protocol):
     def get(self, run_id: str) -> Run | None: ...
 
     def claim(
-        self, run_id: str, session_key: str, *, owner: str, attempt: int, lease_ms: int, max_attempts: int
-    ) -> Claim: ...
+        self,
+        run_id: str,
+        session_key: str,
+        *,
+        owner: str,
+        attempt: int,
+        lease_ms: int,
+        max_attempts: int,
+        gate_places: int = 0,
+    ) -> Claim:
+        """Claim the run for this attempt; a sub-agent run needs one of ``gate_places`` first (0: no gate),
+        or it waits in the gate's queue (``GATED``) and is dispatched again when a place frees."""
 
     def heartbeat(self, session_key: str, token: str, lease_ms: int) -> bool: ...
 

@@ -68,6 +68,7 @@ class ClaimOutcome(StrEnum):
     MISSING = "missing"
     NOT_HEAD = "not_head"  # an earlier run of the session has not finished
     EXHAUSTED = "exhausted"  # claimed more than runs.maxAttempts times: end it as an error
+    GATED = "gated"  # a sub-agent run with no place at the gate (maxConcurrent): dispatched again later
 
 
 @dataclass(frozen=True, slots=True)

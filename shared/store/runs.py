@@ -140,8 +140,18 @@ class RunStore:
         return decode(Run, fields) if fields else None
 
     def claim(
-        self, run_id: str, session_key: str, *, owner: str, attempt: int, lease_ms: int, max_attempts: int
+        self,
+        run_id: str,
+        session_key: str,
+        *,
+        owner: str,
+        attempt: int,
+        lease_ms: int,
+        max_attempts: int,
+        gate_places: int = 0,
     ) -> Claim:
+        """Claim the run for this attempt; a sub-agent run needs one of ``gate_places`` first (0: no gate),
+        or it waits in the gate's queue (``GATED``) and is dispatched again when a place frees."""
         k = self._keys
         result = self._scripts.claim(
             keys=[
@@ -153,8 +163,20 @@ class RunStore:
                 k.lanes_due(),
                 k.fence_counter(),
                 k.session(session_key),
+                k.subagent_gate(),
+                k.subagent_gate_queue(),
             ],
-            args=[run_id, owner, attempt, self._clock.now_ms(), lease_ms, max_attempts, session_key],
+            args=[
+                run_id,
+                owner,
+                attempt,
+                self._clock.now_ms(),
+                lease_ms,
+                max_attempts,
+                session_key,
+                gate_places,
+                k.run(""),
+            ],
         )
         outcome = ClaimOutcome(result[0])
         if outcome not in (ClaimOutcome.CLAIMED, ClaimOutcome.EXHAUSTED):
@@ -171,7 +193,7 @@ class RunStore:
     def heartbeat(self, session_key: str, token: str, lease_ms: int) -> bool:
         k = self._keys
         held = self._scripts.heartbeat(
-            keys=[k.lease(session_key), k.lanes_due()],
+            keys=[k.lease(session_key), k.lanes_due(), k.subagent_gate()],
             args=[token, self._clock.now_ms() + lease_ms, session_key],
         )
         return bool(held)
@@ -240,6 +262,8 @@ class RunStore:
             k.flows_due(),
             k.waiters(run.run_id),
             k.metrics_runs_finished(),
+            k.subagent_gate(),
+            k.subagent_gate_queue(),
         ]
         commit_args: list[Any] = [
             run.run_id,

@@ -44,6 +44,34 @@ end
 
 -- Append the runs parked waiting for an ended one, as (id, session, kind) triples, and forget them: the
 -- caller enqueues each to resume.
+-- The sub-agent gate (agents.defaults.subagents.maxConcurrent): the runs waiting for a place, in order.
+-- The first one still active, or nil; runs that ended (cancelled meanwhile) leave the queue.
+local function first_waiting(queue, run_prefix)
+  while true do
+    local first = redis.call('ZRANGE', queue, 0, 0)[1]
+    if not first or is_active(redis.call('HGET', run_prefix .. first, 'status')) then
+      return first
+    end
+    redis.call('ZREM', queue, first)
+  end
+end
+
+-- A gated run ended: its place frees, and the first run waiting is added to ``result`` (as a waiter:
+-- id, session, kind) for the caller to dispatch.
+local function leave_gate(result, running, queue, run_prefix, run_id)
+  if redis.call('ZREM', running, run_id) == 0 then
+    return result
+  end
+  local first = first_waiting(queue, run_prefix)
+  if first then
+    local fields = redis.call('HMGET', run_prefix .. first, 'sessionKey', 'kind')
+    result[#result + 1] = first
+    result[#result + 1] = fields[1]
+    result[#result + 1] = fields[2]
+  end
+  return result
+end
+
 local function take_waiters(result, waiters, run_prefix)
   for _, waiter in ipairs(redis.call('SMEMBERS', waiters)) do
     local fields = redis.call('HMGET', run_prefix .. waiter, 'sessionKey', 'kind')

@@ -4,10 +4,14 @@
 -- The first claim appends the run's input message to the transcript, so turns never interleave.
 -- A claimed (or exhausted) run comes back with its hash and its session's hash, so the attempt needs no
 -- second round trip to load them.
--- KEYS: 1 run, 2 lane, 3 lease, 4 transcript, 5 run events, 6 lanes due, 7 fence counter, 8 session
+-- A sub-agent run (its task, or a run on its children's reports) first needs a place at the fleet's gate
+-- (maxConcurrent, ARGV 8; 0: no gate): without one it joins the gate's queue, in order, and is dispatched
+-- again when a place frees ({'gated'}); a place whose lease lapsed (its worker died) is free.
+-- KEYS: 1 run, 2 lane, 3 lease, 4 transcript, 5 run events, 6 lanes due, 7 fence counter, 8 session,
+--       9 gate running, 10 gate queue
 -- ARGV: 1 run id, 2 owner (task id), 3 attempt (task retries), 4 now ms, 5 lease ms, 6 max attempts,
---       7 session key
-local run = redis.call('HMGET', KEYS[1], 'status', 'sessionKey', 'inputAppended')
+--       7 session key, 8 gate places, 9 run key prefix
+local run = redis.call('HMGET', KEYS[1], 'status', 'sessionKey', 'inputAppended', 'kind')
 local status = run[1]
 if not status or run[2] ~= ARGV[7] then
   return {'missing'}
@@ -29,6 +33,20 @@ if lease[3] and tonumber(lease[3]) > now and not resuming then
     return {'busy', tostring(tonumber(lease[3]) - now)}
   end
 end
+local expires = now + tonumber(ARGV[5])
+local places = tonumber(ARGV[8])
+if places > 0 and (run[4] == 'subagent' or run[4] == 'report') and not redis.call('ZSCORE', KEYS[9], ARGV[1]) then
+  redis.call('ZREMRANGEBYSCORE', KEYS[9], '-inf', now)
+  local first = first_waiting(KEYS[10], ARGV[9])
+  if redis.call('ZCARD', KEYS[9]) >= places or (first and first ~= ARGV[1]) then
+    if not redis.call('ZSCORE', KEYS[10], ARGV[1]) then
+      redis.call('ZADD', KEYS[10], redis.call('INCR', KEYS[7]), ARGV[1])
+    end
+    return {'gated'}
+  end
+  redis.call('ZREM', KEYS[10], ARGV[1])
+  redis.call('ZADD', KEYS[9], expires, ARGV[1])
+end
 local attempts
 if resuming then
   attempts = tonumber(redis.call('HGET', KEYS[1], 'attempts') or '1')
@@ -36,7 +54,6 @@ else
   attempts = redis.call('HINCRBY', KEYS[1], 'attempts', 1)
 end
 local token = redis.call('INCR', KEYS[7])
-local expires = now + tonumber(ARGV[5])
 redis.call('DEL', KEYS[3])
 redis.call('HSET', KEYS[3], 'runId', ARGV[1], 'owner', ARGV[2], 'attempt', ARGV[3],
   'token', token, 'expiresAt', expires)
@@ -47,6 +64,10 @@ if attempts > tonumber(ARGV[6]) then
 end
 if status == 'queued' then
   redis.call('HSET', KEYS[1], 'status', 'running', 'startedAt', now)
+end
+-- An agent run takes in what the session had not read yet (the fan-out guard counts unread reports).
+if run[4] ~= 'note' then
+  redis.call('HDEL', KEYS[8], 'unreadReports')
 end
 redis.call('XADD', KEYS[5], '*', 'type', 'started', 'at', now, 'attempt', attempts)
 if run[3] ~= '1' then

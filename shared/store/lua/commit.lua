@@ -4,7 +4,8 @@
 -- A run of a flow puts the flow on the reaper's schedule, in case whoever should advance it dies first.
 -- KEYS: 1 run, 2 lease, 3 lane, 4 session, 5 transcript, 6 run events, 7 lanes due, 8 index all,
 --       9 index agent, 10 index kind, 11 flows due, 12 runs waiting for this one, 13 runs finished
---       (metrics)
+--       (metrics), 14 gate running, 15 gate queue (the first run waiting for its place comes back as a
+--       waiter)
 -- ARGV: 1 run id, 2 token, 3 now ms, 4 status, 5 run fields (json), 6 context tokens ('' unknown),
 --       7 retention s, 8 completion channel, 9 dispatch grace ms, 10 run key prefix, 11 session key,
 --       12 input tokens, 13 output tokens, 14 cost usd, 15.. the messages to append (json), in order
@@ -54,4 +55,5 @@ if ended['flowId'] then
   redis.call('ZADD', KEYS[11], now + tonumber(ARGV[9]), ended['flowId'])
 end
 local result = advance_lane('committed', KEYS[3], KEYS[7], ARGV[10], ARGV[11], now, tonumber(ARGV[9]))
+result = leave_gate(result, KEYS[14], KEYS[15], ARGV[10], ARGV[1])
 return take_waiters(result, KEYS[12], ARGV[10])

@@ -346,3 +346,48 @@ def test_the_accept_pushes_a_heads_task_message_itself_and_only_a_heads(store: S
     assert store.redis.lrange("runs", 0, -1) == [f"message of {head.run_id}"]
     heard = [m["data"] for m in iter(lambda: events.get_message(timeout=0.1), None) if m["type"] == "message"]
     assert heard == [f"sent {head.run_id}"]
+
+
+def sub_agent_run(store: Store, config: Config, n: int) -> tuple[str, str]:
+    """A sub-agent's first run, in a session of its own (so each is its lane's head)."""
+    key = f"agent:main:subagent:{n:08d}-0000-0000-0000-000000000000"
+    run_id = str(uuid.uuid4())
+    message = Message.of("user", "task", timestamp=store.clock.now_ms(), run_id=run_id)
+    new = NewRun(run_id=run_id, session_key=key, agent_id="main", kind="subagent", input=message)
+    store.runs.accept(new_entry(config, key, store.clock.now_ms()), {}, new)
+    return run_id, key
+
+
+def gated_claim(store: Store, run: tuple[str, str], places: int = 2):
+    run_id, key = run
+    return store.runs.claim(
+        run_id, key, owner="w", attempt=0, lease_ms=LEASE_MS, max_attempts=3, gate_places=places
+    )
+
+
+def test_the_sub_agent_gate_lets_so_many_run_and_the_rest_wait_their_turn_in_order(
+    store: Store, config: Config, clock: FixedClock
+) -> None:
+    runs = [sub_agent_run(store, config, n) for n in range(5)]
+    first, second = gated_claim(store, runs[0]), gated_claim(store, runs[1])
+    assert (first.outcome, second.outcome) == (ClaimOutcome.CLAIMED, ClaimOutcome.CLAIMED)
+    assert [gated_claim(store, run).outcome for run in runs[2:]] == [ClaimOutcome.GATED] * 3
+    # A later arrival never jumps the queue, even when asked again.
+    assert gated_claim(store, runs[4]).outcome is ClaimOutcome.GATED
+    # The first to end frees its place for the first waiting, which the commit hands back to dispatch.
+    run = store.runs.get(runs[0][0])
+    assert run is not None
+    message = Message.of("assistant", "done", timestamp=clock.now_ms(), run_id=run.run_id)
+    committed = store.runs.commit(run, None, first.token, Outcome(RunStatus.OK, reply="done"), [message])
+    assert [(w.run_id, w.session_key) for w in committed.waiters] == [runs[2]]
+    assert gated_claim(store, runs[3]).outcome is ClaimOutcome.GATED  # not its turn yet
+    assert gated_claim(store, runs[2]).outcome is ClaimOutcome.CLAIMED
+    # A place whose lease lapsed (its worker died) is free again.
+    clock.advance(LEASE_MS / 1000 + 1)
+    assert gated_claim(store, runs[3]).outcome is ClaimOutcome.CLAIMED
+
+
+def test_runs_of_other_kinds_never_wait_at_the_gate(store: Store, config: Config) -> None:
+    assert claim(store, accept(store, config).run_id).outcome is ClaimOutcome.CLAIMED
+    run_id, key = sub_agent_run(store, config, 0)
+    assert gated_claim(store, (run_id, key), places=0).outcome is ClaimOutcome.CLAIMED  # no gate

@@ -58,6 +58,8 @@ class LoopState(BaseModel):
     context_tokens: int | None = None
     final: str | None = None
     pending: PendingWait | None = None
+    # Steer messages taken in so far (``runs.absorb_steers``): a retry takes in only those after them.
+    steers_taken: int = 0
 
 
 class StepsExhausted(Exception):
@@ -148,6 +150,8 @@ def _step(env: LoopEnv, state: LoopState) -> None:
         )
     if env.request.cancelled():
         raise RunCancelled()
+    if state.steps:  # a run's first step reads its input; steers reach the steps after it
+        _take_steers(env, state)
     limit = env.time_left()
     if limit is not None and limit <= 0:
         raise RunTimedOut("no time was left when the step started")
@@ -178,6 +182,19 @@ def _step(env: LoopEnv, state: LoopState) -> None:
         return
     state.final = result.reply
     state.messages.append(message)
+
+
+def _take_steers(env: LoopEnv, state: LoopState) -> None:
+    """Messages steered into this run while it ran (queued ``steer`` runs of its session) reach the model
+    at this step, as user messages, in order; each once, a retried attempt included."""
+    absorbed = env.store.runs.absorb_steers(env.run.run_id, env.run.session_key)
+    fresh = absorbed[state.steers_taken :]
+    if not fresh:
+        return
+    for message in env.store.runs.inputs(fresh):
+        if message is not None:
+            state.messages.append(message)
+    state.steers_taken = len(absorbed)
 
 
 def _settle(env: LoopEnv, state: LoopState, pending: PendingWait) -> bool:

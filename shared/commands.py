@@ -96,7 +96,12 @@ def _stop(ctx: ToolContext, inbound: InboundMessageParams) -> CommandReply:
             error="/stop is for owners (commands.ownerAllowFrom) and the session's own sender",
         )
     stopped = run_control.stop_session(ctx.config, ctx.store, ctx.dispatcher, ctx.caller_key)
-    return CommandReply(command="stop", status="ok", session_key=display, aborted=stopped)
+    # ... and everything the session spawned, down to the last grandchild.
+    children = ctx.store.sessions.children(ctx.caller_key)
+    killed = run_control.kill_tree(ctx.config, ctx.store, ctx.dispatcher, children)
+    return CommandReply(
+        command="stop", status="ok", session_key=display, aborted=stopped, killed=killed or None
+    )
 
 
 def _session(ctx: ToolContext) -> SessionEntry:

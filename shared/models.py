@@ -221,7 +221,11 @@ class RunStatus(StrEnum):
 
 # ``report``: a sub-agent's agent run on its children's reports (one report, or all of them when it was
 # woken from a yield); ``note``: a message recorded in a session's transcript in turn, with no agent step.
-RunKind = Literal["chat", "send", "reply", "announce", "subagent", "subagent_announce", "report", "note"]
+# ``steer``: a message for a session that is running: the running run takes it in at its next model step
+# (``runs.absorb_steers``), else it runs as a run of its own when its turn comes.
+RunKind = Literal[
+    "chat", "send", "reply", "announce", "subagent", "subagent_announce", "report", "steer", "note"
+]
 
 
 class Usage(Wire):
@@ -282,6 +286,8 @@ class Run(RunSpec):
     attempts: int = 0
     # Someone cancelled the run while a worker ran it: it ends ``aborted`` at the next chunk or tool call.
     cancel_requested: bool = False
+    # A ``steer`` run taken in by the running run of its session (its message reached that run's step).
+    steered_into: str | None = None
 
 
 # --- flows and deliveries ------------------------------------------------------------------------------
@@ -471,8 +477,10 @@ class CommandReply(Wire):
     session_key: str
     reply: str | None = None
     error: str | None = None
-    # /stop: the session's runs it stopped (the running one ends ``aborted`` within about a second).
+    # /stop: the session's runs it stopped (the running one ends ``aborted`` within about a second), and
+    # the sub-agent sessions it killed with them (everything the session spawned).
     aborted: list[str] | None = None
+    killed: list[str] | None = None
 
 
 class InboundMessageParams(Params):

@@ -181,6 +181,16 @@ class Runs(Protocol):
         when nothing came. A dropped connection is subscribed again; ``on_subscribed`` runs after every
         subscription, to read what was announced while nobody listened from the runs themselves."""
 
+    def absorb_steers(self, run_id: str, session_key: str) -> list[str]:
+        """Take the ``steer`` runs queued behind this running run in its lane: they end here, and their
+        messages go to this run's next model step. Every one this run ever took, in order."""
+
+    def latest(self, session_key: str) -> Run | None:
+        """The session's most recently accepted run (None: it has had none, or it expired)."""
+
+    def inputs(self, run_ids: Sequence[str]) -> list[Message | None]:
+        """The messages the runs were started with, in order (None: gone)."""
+
     def cancel_requested(self, run_id: str) -> bool: ...
 
     def reap(self, limit: int = 500, everything: bool = False) -> list[LaneHead]:

@@ -19,6 +19,7 @@ from shared.flows.engine import advance
 from shared.flows.view import snapshot
 from shared.ports import Storage
 from shared.runs import Cancelled, CancelOutcome
+from shared.sessions import SessionPatch
 
 CANCELED: Literal["canceled"] = "canceled"
 
@@ -68,6 +69,41 @@ def cancel_flow(config: Config, store: Storage, dispatcher: Dispatcher, flow_id:
         in (CancelOutcome.ABORTED, CancelOutcome.CANCELLING)
     ]
     return FlowCancelled(ended_here=True, aborted=aborted)
+
+
+def kill_tree(config: Config, store: Storage, dispatcher: Dispatcher, roots: list[str]) -> list[str]:
+    """Stop sub-agent sessions and everything they spawned, to the last grandchild: each is marked
+    ``killed`` first (a report reaching it is only recorded, and it spawns nothing more), then its running
+    run is cancelled and its queued ones dropped. Each still reports once (``Status: killed``). Returns the
+    sessions killed, the roots first."""
+    order: list[str] = []
+    frontier = list(roots)
+    while frontier:
+        key = frontier.pop(0)
+        if key in order:
+            continue
+        order.append(key)
+        frontier += store.sessions.children(key)
+    entries = [e for e in store.sessions.get_many(order) if e is not None and e.status == "running"]
+    for entry in entries:
+        store.sessions.patch(entry, SessionPatch({"status": "killed"}))
+    for entry in entries:
+        stop_session(config, store, dispatcher, entry.key)
+    # A killed session waits for no child: its report goes now (one that was yielding has no run to end).
+    flow_context = FlowContext(config, store, dispatcher)
+    for entry in entries:
+        if entry.spawn_flow_id is not None:
+            advance(flow_context, entry.spawn_flow_id)
+    return [entry.key for entry in entries]
+
+
+def cancel_cascading(config: Config, store: Storage, dispatcher: Dispatcher, run_id: str) -> Cancelled:
+    """Cancel a run; an orchestrator's run takes its whole tree with it (the orchestrator is killed)."""
+    run = store.runs.get(run_id)
+    session = store.sessions.get(run.session_key) if run is not None else None
+    if session is not None and session.role == "orchestrator" and session.status == "running":
+        kill_tree(config, store, dispatcher, [session.key])
+    return cancel_run(config, store, dispatcher, run_id)
 
 
 def stop_session(config: Config, store: Storage, dispatcher: Dispatcher, session_key: str) -> list[str]:

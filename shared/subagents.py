@@ -189,9 +189,12 @@ def normalize(inputs: AnnounceInputs) -> str:
         notes.append(f"- Error: {child.error}")
     if not notes:
         notes = ["- (none)"]
+    # A killed child (its tree was stopped: subagents kill, /stop) says so, whatever its run's end.
+    killed = inputs.session is not None and inputs.session.status == "killed"
+    status = "killed" if killed else status_of(child)
     return "\n".join(
         [
-            f"Status: {status_of(child)}",
+            f"Status: {status}",
             f"Result: {result}",
             "Notes: " + "\n".join(notes),
             f"Stats: {stats(inputs)}",

@@ -210,6 +210,8 @@ def _next_for_spawn(snap: Snapshot, now_ms: int) -> Action:
         # run); a killed orchestrator waits for none, and none waits past the flow's bound.
         if announce is None and snap.children_pending and not snap.child_killed and now_ms <= deadline:
             return Wait(deadline + 1)
+        if announce is None and snap.child_killed:
+            return StartSubagentDelivery("")  # a killed child is asked nothing: its outcome is its report
         if announce is None:
             if now_ms > deadline:
                 return StartSubagentDelivery("", "the announce step never started within the flow's bound")

@@ -86,6 +86,10 @@ class RedisKeys:
         """STREAM: the run's progress events (queued, started, ended)."""
         return f"{self.prefix}run-events:{run_id}"
 
+    def absorbed(self, run_id: str) -> str:
+        """LIST: the steer runs a running run took in (their messages reached its next model step)."""
+        return f"{self.prefix}absorbed:{run_id}"
+
     def waiters(self, run_id: str) -> str:
         """SET: runs suspended until this run ends (an agent's sessions_send with a wait)."""
         return f"{self.prefix}waiters:{run_id}"

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from redis import Redis
@@ -347,6 +347,35 @@ class RunStore:
                 time.sleep(0.5)
             finally:
                 pubsub.close()
+
+    def absorb_steers(self, run_id: str, session_key: str) -> list[str]:
+        """Take the ``steer`` runs queued behind this running run in its lane: they end here, and their
+        messages go to this run's next model step. Every one this run ever took, in order."""
+        k = self._keys
+        absorbed: list[str] = self._scripts.absorb_steers(
+            keys=[k.lane(session_key), k.absorbed(run_id), k.metrics_runs_finished()],
+            args=[
+                run_id,
+                k.run(""),
+                self._clock.now_ms(),
+                self._retention_s,
+                k.run_done_channel(""),
+                k.run_events(""),
+            ],
+        )
+        return absorbed
+
+    def latest(self, session_key: str) -> Run | None:
+        """The session's most recently accepted run (None: it has had none, or it expired)."""
+        newest = self._redis.xrevrange(self._keys.session_runs(session_key), count=1)
+        return self.get(newest[0][1]["runId"]) if newest else None
+
+    def inputs(self, run_ids: Sequence[str]) -> list[Message | None]:
+        """The messages the runs were started with, in order (None: gone)."""
+        pipe = self._redis.pipeline(transaction=False)
+        for run_id in run_ids:
+            pipe.hget(self._keys.run(run_id), "input")
+        return [Message.model_validate_json(raw) if raw else None for raw in pipe.execute()]
 
     def cancel_requested(self, run_id: str) -> bool:
         return bool(self._redis.hget(self._keys.run(run_id), "cancelRequested") == "1")

@@ -45,6 +45,7 @@ class Scripts:
         self.yield_children: Script = client.register_script(_source("yield_children"))
         self.record_report: Script = client.register_script(_source("record_report"))
         self.end_wait: Script = client.register_script(_source("end_wait"))
+        self.absorb_steers: Script = client.register_script(_source("absorb_steers"))
 
 
 def run_pipelined(

@@ -127,7 +127,7 @@ class SessionStore:
         return due
 
     def archive(self, entry: SessionEntry, now_ms: int) -> bool:
-        """Take the session out of the listings (False if it is gone)."""
+        """Take the session out of the listings and free its label (False if it is gone)."""
         k = self._keys
         return bool(
             self._scripts.archive_session(
@@ -135,6 +135,7 @@ class SessionStore:
                     k.session(entry.key),
                     *k.session_indexes(entry.agent_id, entry.kind),
                     k.archive_due(),
+                    k.labels(entry.agent_id),
                 ],
                 args=[entry.key, now_ms],
             )

@@ -24,6 +24,9 @@ from shared.tools.send import sessions_send
 from shared.tools.send_schema import SessionsSendParams
 from shared.tools.spawn import sessions_spawn
 from shared.tools.spawn_schema import SessionsSpawnParams
+from shared.tools.status import session_status
+from shared.tools.subagents import subagents as subagents_tool
+from shared.tools.subagents_schema import SessionStatusParams, SubagentsParams
 from shared.tools.yielding import sessions_yield
 from shared.tools.yielding_schema import SessionsYieldParams
 
@@ -89,6 +92,20 @@ TOOLS: dict[str, Tool] = {
             "with all their reports.",
             SessionsYieldParams,
             sessions_yield,
+        ),
+        Tool(
+            "subagents",
+            "Your sub-agents: list them (recursive: theirs too), kill one or all (with everything they "
+            "spawned), steer a running one (your message reaches its next step), or get info on one.",
+            SubagentsParams,
+            subagents_tool,
+        ),
+        Tool(
+            "session_status",
+            "This session's status card (model, tokens, cost, runs, children pending, waiting or not); "
+            "model sets its model.",
+            SessionStatusParams,
+            session_status,
         ),
     )
 }

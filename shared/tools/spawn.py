@@ -117,6 +117,8 @@ def _check(ctx: ToolContext, params: SessionsSpawnParams) -> tuple[str, Literal[
             "Use agents_list to discover valid targets."
         ) from None
     caller = ctx.store.sessions.get(ctx.caller_key)
+    if caller is not None and caller.status == "killed":
+        raise ToolError("sessions_spawn is not allowed from a killed session", "forbidden")
     _within_depth(ctx, caller, spawning.max_spawn_depth)
     if not subagents.may_spawn(config, requester, agent_id):
         _any, allowed = subagents.allowed_agents(config, requester)

@@ -98,3 +98,18 @@ def test_retained_attachments_stay_when_configured(
     clock.advance(120)
     archive.sweep(config, store)
     assert any((tmp_path / "ws" / ".openclaw" / "attachments").iterdir())
+
+
+def test_archiving_a_child_frees_its_label_for_the_next_one(
+    tmp_path: Path, world: WorldFactory, clock: FixedClock
+) -> None:
+    config, store, dispatcher = world(settings(tmp_path, minutes=1))
+    first = spawned(config, store, dispatcher, label="research").child_session_key
+    ctx = ToolContext.for_caller(config, store, dispatcher, "main")
+    taken = TOOLS["sessions_spawn"].invoke(ctx, {"task": "again", "label": "research"})
+    assert not isinstance(taken, SpawnResult)  # still held by the first child
+    clock.advance(61)
+    assert archive.sweep(config, store) == [first]
+    again = TOOLS["sessions_spawn"].invoke(ctx, {"task": "again", "label": "research"})
+    assert isinstance(again, SpawnResult)
+    assert store.sessions.key_for_label("main", "research") == again.child_session_key

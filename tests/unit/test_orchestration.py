@@ -8,10 +8,15 @@ from typing import Any
 
 import pytest
 
+from shared.execution import Attempt
 from shared.models import RunStatus, ToolFailure
+from shared.runs import new_run
+from shared.submit import submit
 from shared.tools.context import ToolContext
 from shared.tools.registry import TOOLS
 from shared.tools.spawn_schema import SpawnResult
+from workers import lanes
+from workers.context import WorkerContext
 from workers.testing import World, world
 
 MAIN = "agent:main:main"
@@ -154,3 +159,95 @@ def test_the_list_rows_carry_depth_role_and_spawner() -> None:
     rows = {row.key: row for row in listed.sessions}  # type: ignore[union-attr]
     assert (rows[boss.child_session_key].spawn_depth, rows[boss.child_session_key].spawned_by) == (1, MAIN)
     assert json.loads(rows[boss.child_session_key].model_dump_json(by_alias=True))["role"] == "orchestrator"
+
+
+def yielded_tree(w: World) -> SpawnResult:
+    """The orchestrator spawned its three leaves and yielded; the leaves have not run yet."""
+    boss = spawn_orchestrator(w)
+    head = w.dispatcher.take_head()
+    assert head is not None
+    assert head.run_id == boss.run_id
+    # The worker's own code, for this one run: the leaves it spawns stay queued.
+    worker = WorkerContext(w.config, w.store, w.dispatcher, follow_inline=False)
+    lanes.run_and_follow(worker, Attempt(head.run_id, head.session_key, owner="t", attempt=0))
+    return boss
+
+
+def tool(w: World, caller: str, name: str, **args: Any) -> Any:
+    return TOOLS[name].invoke(ToolContext.for_caller(w.config, w.store, w.dispatcher, caller), args)
+
+
+def test_while_yielded_the_status_card_and_the_parents_list_say_waiting() -> None:
+    w = world(config())
+    boss = yielded_tree(w)
+    card = tool(w, boss.child_session_key, "session_status")
+    assert card.state == "waiting for 3 children"
+    assert (card.children_pending, card.role, card.spawn_depth) == (3, "orchestrator", 1)
+    listed = tool(w, MAIN, "subagents", action="list")
+    assert [(r.key, r.status, r.waiting_for, r.pending_report) for r in listed.subagents] == [
+        (boss.child_session_key, "waiting", 3, True)
+    ]
+    deep = tool(w, MAIN, "subagents", action="list", recursive=True)
+    assert [r.depth for r in deep.subagents] == [1, 2, 2, 2]
+    assert {r.status for r in deep.subagents[1:]} == {"queued"}
+    w.drain(follow_inline=True)
+    done = tool(w, MAIN, "subagents", action="list", recursive=True)
+    assert {(r.status, r.pending_report) for r in done.subagents} == {("done", False)}
+
+
+def test_killing_an_orchestrator_kills_its_leaves_and_each_reports_once_killed() -> None:
+    w = world(config())
+    boss = yielded_tree(w)
+    killed = tool(w, MAIN, "subagents", action="kill", target="boss")
+    assert killed.killed[0] == boss.child_session_key
+    assert len(killed.killed) == 4
+    w.drain(follow_inline=True)
+    reports = [
+        m.text
+        for m in w.store.transcripts.all(MAIN)
+        if m.provenance and m.provenance.kind == "subagent_announce"
+    ]
+    assert len(reports) == 1  # the orchestrator's, once; its leaves reported to it
+    assert reports[0].startswith("Status: killed")
+    leaves = [w.store.sessions.get(key) for key in w.store.sessions.children(boss.child_session_key)]
+    leaf_runs = [w.store.runs.get(leaf.spawn_flow_id) for leaf in leaves if leaf and leaf.spawn_flow_id]
+    assert {run.status for run in leaf_runs if run} == {RunStatus.ABORTED}  # never started
+    assert all(
+        tool(w, MAIN, "subagents", action="info", target=k).subagent.status == "killed" for k in killed.killed
+    )
+
+
+def test_a_steer_to_a_child_that_is_not_running_becomes_a_run_of_its_own() -> None:
+    w = world(config(max_depth=1))
+    child = spawn_orchestrator(w)
+    steered = tool(w, MAIN, "subagents", action="steer", target="boss", message="hurry up")
+    assert steered.delivered == "new_run"  # its run is queued, not running yet
+    w.drain(follow_inline=True)
+    said = [(m.role, m.text) for m in w.store.transcripts.all(child.child_session_key)]
+    assert ("user", "hurry up") in said
+    assert said[said.index(("user", "hurry up")) + 1] == ("assistant", "echo: hurry up")
+
+
+def test_a_steer_queued_behind_a_running_run_is_taken_in_at_its_next_step() -> None:
+    w = world(config(max_depth=1))
+    boss = spawn_orchestrator(w)  # a leaf here (depth 1 of 1): its spawns are refused, in two steps
+    key = boss.child_session_key
+    head = w.dispatcher.take_head()
+    assert head is not None
+    # The steer arrives while the child's run is the lane's head, between its steps.
+    entry = w.store.sessions.get(key)
+    assert entry is not None
+    submit(
+        w.store,
+        w.dispatcher,
+        entry,
+        {},
+        new_run(entry, "steer", "change of plan", run_id="s-1", now=w.clock.now_ms()),
+    )
+    taken = w.store.runs.absorb_steers(head.run_id, key)
+    assert taken == ["s-1"]
+    steer = w.store.runs.get("s-1")
+    assert steer is not None
+    assert (steer.status, steer.steered_into) == (RunStatus.OK, head.run_id)
+    assert w.store.runs.lane(key) == [head.run_id]
+    assert w.store.runs.absorb_steers(head.run_id, key) == ["s-1"]  # asked again: the same, once

@@ -1,0 +1,145 @@
+"""subagents (docs/contract.md, "Orchestration"): a session's sub-agents, and control over them: list
+(with their own, recursively), kill a subtree, steer a running one, info on one."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from shared import run_control
+from shared.errors import ToolError
+from shared.models import Provenance, SessionEntry, ToolFailure
+from shared.ports import Storage
+from shared.runs import new_run
+from shared.submit import submit
+from shared.tools.context import ToolContext
+from shared.tools.subagents_schema import (
+    ChildStatus,
+    SubagentInfo,
+    SubagentRow,
+    SubagentsKilled,
+    SubagentsList,
+    SubagentsParams,
+    SubagentSteered,
+)
+
+Answer = SubagentsList | SubagentsKilled | SubagentSteered | SubagentInfo | ToolFailure
+_ENDED: dict[str, ChildStatus] = {"done": "done", "failed": "error", "timeout": "timeout", "killed": "killed"}
+
+
+def subagents(ctx: ToolContext, params: SubagentsParams) -> Answer:
+    try:
+        if params.action == "list":
+            rows = [
+                row(ctx.store, entry) for entry in descendants(ctx.store, ctx.caller_key, params.recursive)
+            ]
+            return SubagentsList(count=len(rows), subagents=rows)
+        assert params.target is not None
+        if params.action == "kill":
+            return _kill(ctx, params.target)
+        if params.action == "steer":
+            assert params.message is not None
+            return _steer(ctx, _target(ctx, params.target), params.message)
+        return _info(ctx.store, _target(ctx, params.target))
+    except ToolError as exc:
+        return ToolFailure(status="forbidden" if exc.status == "forbidden" else "error", error=exc.error)
+
+
+def descendants(store: Storage, parent_key: str, recursive: bool) -> Iterator[SessionEntry]:
+    """The sessions ``parent_key`` spawned (and theirs, with ``recursive``), parents before children."""
+    frontier = [parent_key]
+    while frontier:
+        children = [e for e in store.sessions.get_many(store.sessions.children(frontier.pop(0))) if e]
+        for child in sorted(children, key=lambda e: e.created_at):
+            yield child
+            if recursive:
+                frontier.append(child.key)
+
+
+def status(store: Storage, entry: SessionEntry) -> ChildStatus:
+    """What a sub-agent is doing: ended (how), waiting for its own children, running, or queued (its run
+    waits for its turn: the fleet's maxConcurrent, a busy worker pool)."""
+    if entry.status in _ENDED:
+        return _ENDED[entry.status]
+    if entry.waiting is not None:
+        return "waiting"
+    lane = store.runs.lane(entry.key)
+    head = store.runs.get(lane[0]) if lane else None
+    if head is None:
+        return "waiting" if entry.pending_children else "running"
+    return "running" if head.status.value == "running" else "queued"
+
+
+def row(store: Storage, entry: SessionEntry) -> SubagentRow:
+    now = store.clock.now_ms()
+    current = status(store, entry)
+    flow = store.flows.get(entry.spawn_flow_id) if entry.spawn_flow_id else None
+    ended = current in ("done", "error", "timeout", "killed")
+    return SubagentRow(
+        key=entry.key,
+        label=entry.label,
+        agent_id=entry.agent_id,
+        depth=entry.spawn_depth or 1,
+        role=entry.role,
+        spawned_by=entry.spawned_by or "",
+        status=current,
+        runtime_ms=max((entry.updated_at if ended else now) - entry.created_at, 0),
+        total_tokens=entry.total_tokens,
+        estimated_cost_usd=entry.estimated_cost_usd,
+        pending_report=flow is not None and flow.status != "done",
+        waiting_for=entry.pending_children if current == "waiting" else None,
+    )
+
+
+def _target(ctx: ToolContext, target: str) -> SessionEntry:
+    """One of the caller's sub-agents (at any depth), by session key, or a direct child's label."""
+    wanted = target.strip()
+    for entry in descendants(ctx.store, ctx.caller_key, recursive=True):
+        if entry.key == wanted or (entry.spawned_by == ctx.caller_key and entry.label == wanted):
+            return entry
+    raise ToolError(f"No sub-agent of this session matches {wanted!r} (a child session key or label)")
+
+
+def _kill(ctx: ToolContext, target: str) -> SubagentsKilled:
+    if target.strip().lower() == "all":
+        roots = ctx.store.sessions.children(ctx.caller_key)
+    else:
+        roots = [_target(ctx, target).key]
+    return SubagentsKilled(killed=run_control.kill_tree(ctx.config, ctx.store, ctx.dispatcher, roots))
+
+
+def _steer(ctx: ToolContext, child: SessionEntry, message: str) -> SubagentSteered:
+    """A ``steer`` run in the child's lane: the child's running run takes it in at its next model step,
+    else it runs when its turn comes."""
+    if child.status == "killed":
+        raise ToolError(f"{child.key} was killed: there is no one to steer", "forbidden")
+    running = status(ctx.store, child) == "running"
+    run_id = ctx.new_run_id()
+    provenance = Provenance(
+        kind="inter_session",
+        source_session_key=ctx.caller_key,
+        source_tool="subagents",
+        source_run_id=ctx.origin_run_id,
+    )
+    now = ctx.store.clock.now_ms()
+    submit(
+        ctx.store,
+        ctx.dispatcher,
+        child,
+        {},
+        new_run(child, "steer", message, run_id=run_id, now=now, provenance=provenance),
+    )
+    return SubagentSteered(target=child.key, run_id=run_id, delivered="next_step" if running else "new_run")
+
+
+def _info(store: Storage, child: SessionEntry) -> SubagentInfo:
+    flow = store.flows.get(child.spawn_flow_id) if child.spawn_flow_id else None
+    last_id = (flow.last_run_id or flow.flow_id) if flow else None
+    last = store.runs.get(last_id) if last_id else None
+    return SubagentInfo(
+        subagent=row(store, child),
+        created_at=child.created_at,
+        updated_at=child.updated_at,
+        last_run_id=last_id,
+        last_run_status=last.status.value if last else None,
+        last_error=last.error if last else None,
+    )

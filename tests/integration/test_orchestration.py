@@ -137,6 +137,10 @@ def finished(client: Client, caller: str, timeout: float = 60) -> str:
 def test_a_tree_of_an_orchestrator_and_three_leaves_reports_once_after_one_wake(fleet: Client) -> None:
     caller = requester(fleet)
     boss = spawn_orchestrator(fleet, caller)
+    # While it waits for its leaves, its status says so (and so does its parent's list).
+    wait_for(lambda: [r["status"] for r in children_of(fleet, caller)] == ["waiting"], 30, what="the yield")
+    card = fleet.invoke("session_status", {}, caller=boss.child_session_key)
+    assert card["state"] == f"waiting for {LEAVES} children"
     report = finished(fleet, caller)
     assert report.startswith("Status: success\nResult: synthesized")
 

@@ -175,7 +175,7 @@ def test_the_archive_sweep_archives_ended_children_after_the_configured_minutes(
     try:
         with Client(url, TOKEN) as client:
             caller, _peer = requester(client)
-            child = spawn(client, caller)
+            child = spawn(client, caller, label="research")
             flow = done(client, child.run_id)
             path = Path(listed(client)[child.child_session_key].transcript_path or "")
             due = server.client().zscore(due_index, child.child_session_key)
@@ -189,6 +189,8 @@ def test_the_archive_sweep_archives_ended_children_after_the_configured_minutes(
                 assert child.child_session_key not in listed(client)
                 exported = [json.loads(line) for line in path.read_text().splitlines()]
                 assert exported[0]["content"][0]["text"] == "[Subagent Task]: look into it"
+                # Its label is free again: the agent's next child may take it.
+                assert spawn(client, caller, label="research").child_session_key != child.child_session_key
             else:
                 assert due is None  # never scheduled
                 sweep_at(flow.updated_at + 10 * 365 * 24 * 3600 * 1000)  # ten years on: still there

@@ -198,6 +198,30 @@ def test_the_quick_start_calls_of_the_readme(up: Up) -> None:
     ]
 
 
+@pytest.mark.parametrize("up", [EXAMPLE], indirect=True)
+def test_the_orchestration_example_of_the_readme_reports_once_to_main(up: Up) -> None:
+    """After the quick start (its listing expects main's sessions only): README, "Orchestration"."""
+    with httpx.Client(base_url=up.api, headers=up.headers(), timeout=30) as http:
+        spawned = http.post(
+            "/tools/invoke",
+            json={"tool": "sessions_spawn", "args": {"task": "orchestrate the summaries", "agentId": "lead"}},
+        ).json()["result"]
+        assert spawned["status"] == "accepted", spawned
+
+        def reports() -> list[str]:
+            history = http.post(
+                "/tools/invoke", json={"tool": "sessions_history", "args": {"sessionKey": "main"}}
+            ).json()["result"]
+            return [
+                m["content"][0]["text"]
+                for m in history["messages"]
+                if m.get("provenance", {}).get("kind") == "subagent_announce"
+            ]
+
+        [report] = wait_for(reports, 60, what="the lead's report in main")
+    assert report.startswith("Status: success\nResult: all three parts are summarized")
+
+
 @pytest.mark.parametrize("up", [NO_CONFIG], indirect=True)
 def test_without_a_config_file_the_quick_start_send_and_history_are_refused_by_the_tree_visibility(
     up: Up,

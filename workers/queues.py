@@ -29,6 +29,7 @@ _RUN_QUEUES: dict[RunKind, str] = {
     "subagent": SUBAGENT,
     "subagent_announce": NESTED,
     "report": SUBAGENT,
+    "steer": RUNS,
     "note": NESTED,
 }
 

@@ -122,7 +122,7 @@ async def cancel_run(run_id: RunId, services: ServicesDep, principal: PrincipalD
     with logs.bound(run_id=run_id):
         await _run_for(services, principal, run_id)
         cancelled = await run_in_threadpool(
-            run_control.cancel_run, services.config, services.store, services.dispatcher, run_id
+            run_control.cancel_cascading, services.config, services.store, services.dispatcher, run_id
         )
         if cancelled.outcome is CancelOutcome.MISSING:
             raise not_found(f"Run not found: {run_id}")

@@ -181,6 +181,10 @@ class Runs(Protocol):
         when nothing came. A dropped connection is subscribed again; ``on_subscribed`` runs after every
         subscription, to read what was announced while nobody listened from the runs themselves."""
 
+    def reap_gate(self, places: int) -> list[LaneHead]:
+        """Free the sub-agent gate's places whose lease lapsed; the first runs waiting, one per free place,
+        to dispatch again."""
+
     def absorb_steers(self, run_id: str, session_key: str) -> list[str]:
         """Take the ``steer`` runs queued behind this running run in its lane: they end here, and their
         messages go to this run's next model step. Every one this run ever took, in order."""

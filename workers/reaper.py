@@ -43,6 +43,10 @@ def reap(ctx: WorkerContext) -> int:
         with logs.bound(run_id=head.run_id, session_key=head.session_key, flow_id=head.flow_id):
             log.warning("re-dispatching run %s of %s: its lane stalled", head.run_id, head.session_key)
             ctx.dispatcher.dispatch_run(head)
+    # A dead worker's places at the sub-agent gate free when their leases lapse: the runs waiting for them
+    # go on now, not a dispatch grace later.
+    for head in ctx.store.runs.reap_gate(ctx.config.agents.defaults.subagents.max_concurrent):
+        ctx.dispatcher.dispatch_run(head)
     due = ctx.store.flows.reap(limit, everything=recovering)
     for flow_id in due:
         advance(lanes.flow_context(ctx), flow_id)

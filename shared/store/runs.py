@@ -348,6 +348,15 @@ class RunStore:
             finally:
                 pubsub.close()
 
+    def reap_gate(self, places: int) -> list[LaneHead]:
+        """Free the sub-agent gate's places whose lease lapsed; the first runs waiting, one per free place,
+        to dispatch again (the commit that frees a place hands on one; a dead worker's places need this)."""
+        k = self._keys
+        found = self._scripts.reap_gate(
+            keys=[k.subagent_gate(), k.subagent_gate_queue()], args=[self._clock.now_ms(), places, k.run("")]
+        )
+        return [LaneHead(found[i], found[i + 1], found[i + 2]) for i in range(0, len(found), 3)]
+
     def absorb_steers(self, run_id: str, session_key: str) -> list[str]:
         """Take the ``steer`` runs queued behind this running run in its lane: they end here, and their
         messages go to this run's next model step. Every one this run ever took, in order."""

@@ -46,6 +46,7 @@ class Scripts:
         self.record_report: Script = client.register_script(_source("record_report"))
         self.end_wait: Script = client.register_script(_source("end_wait"))
         self.absorb_steers: Script = client.register_script(_source("absorb_steers"))
+        self.reap_gate: Script = client.register_script(_source("reap_gate"))
 
 
 def run_pipelined(

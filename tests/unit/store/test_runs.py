@@ -391,3 +391,15 @@ def test_runs_of_other_kinds_never_wait_at_the_gate(store: Store, config: Config
     assert claim(store, accept(store, config).run_id).outcome is ClaimOutcome.CLAIMED
     run_id, key = sub_agent_run(store, config, 0)
     assert gated_claim(store, (run_id, key), places=0).outcome is ClaimOutcome.CLAIMED  # no gate
+
+
+def test_the_reaper_frees_a_dead_workers_places_and_hands_on_the_runs_waiting(
+    store: Store, config: Config, clock: FixedClock
+) -> None:
+    runs = [sub_agent_run(store, config, n) for n in range(4)]
+    assert [gated_claim(store, run).outcome for run in runs] == [ClaimOutcome.CLAIMED] * 2 + [
+        ClaimOutcome.GATED
+    ] * 2
+    assert store.runs.reap_gate(2) == []  # both places held
+    clock.advance(LEASE_MS / 1000 + 1)  # the worker running the first two died: their leases lapsed
+    assert [(head.run_id, head.session_key) for head in store.runs.reap_gate(2)] == runs[2:]

@@ -59,7 +59,16 @@ def test_an_mcp_client_lists_the_tools_and_calls_sessions_list(stack: Stack, tra
             return await list_and_call(client)
 
     names, listing = anyio.run(scenario)
-    assert names == ["sessions_list", "sessions_history", "sessions_send", "sessions_spawn", "agents_list"]
+    assert names == [
+        "sessions_list",
+        "sessions_history",
+        "sessions_send",
+        "sessions_spawn",
+        "agents_list",
+        "sessions_yield",
+        "subagents",
+        "session_status",
+    ]
     assert "sessions" in listing
     assert listing["count"] == len(listing["sessions"])
 

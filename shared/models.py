@@ -185,6 +185,9 @@ class SessionEntry(SessionFacts):
     # OpenClaw's deliver flag: a spawned session's own replies are never posted to a channel.
     deliver: bool | None = None
     archived_at: int | None = None
+    # When its tree was stopped (``subagents kill``, ``/stop``, an orchestrator's cancel): it then waits for
+    # no child, spawns nothing, and reports ``Status: killed``. A run merely cancelled leaves it unset.
+    killed_at: int | None = None
     # Where this sub-agent's attachments were written, relative to its agent's workspace.
     attachments_dir: str | None = None
 

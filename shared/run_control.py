@@ -85,8 +85,9 @@ def kill_tree(config: Config, store: Storage, dispatcher: Dispatcher, roots: lis
         order.append(key)
         frontier += store.sessions.children(key)
     entries = [e for e in store.sessions.get_many(order) if e is not None and e.status == "running"]
+    now = store.clock.now_ms()
     for entry in entries:
-        store.sessions.patch(entry, SessionPatch({"status": "killed"}))
+        store.sessions.patch(entry, SessionPatch({"status": "killed", "killedAt": now}))
     for entry in entries:
         stop_session(config, store, dispatcher, entry.key)
     # A killed session waits for no child: its report goes now (one that was yielding has no run to end).

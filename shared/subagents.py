@@ -190,7 +190,7 @@ def normalize(inputs: AnnounceInputs) -> str:
     if not notes:
         notes = ["- (none)"]
     # A killed child (its tree was stopped: subagents kill, /stop) says so, whatever its run's end.
-    killed = inputs.session is not None and inputs.session.status == "killed"
+    killed = inputs.session is not None and inputs.session.killed_at is not None
     status = "killed" if killed else status_of(child)
     return "\n".join(
         [

@@ -48,11 +48,11 @@ class FlowStore:
         if flow.kind == "spawn":
             # A second round trip, for spawns only: the child's latest run and what it still waits for.
             pipe = self._redis.pipeline(transaction=False)
-            pipe.hmget(k.session(flow.target_key), "pendingChildren", "status")
+            pipe.hmget(k.session(flow.target_key), "pendingChildren", "killedAt")
             if flow.last_run_id:
                 pipe.hgetall(k.run(flow.last_run_id))
             child, *last = pipe.execute()
-            pending, killed = max(int(child[0] or 0), 0), child[1] == "killed"
+            pending, killed = max(int(child[0] or 0), 0), child[1] is not None
             latest = _run(last[0]) if last else first
         return Snapshot(
             flow=flow,

@@ -99,12 +99,12 @@ class SessionStore:
         )
         if found[0] == "gone":
             return None
-        decision, pending, waiting, status = found
+        decision, pending, waiting, killed_at = found
         return ReportRecorded(
             awaited=None if decision == "followup" else int(decision),
             pending=int(pending),
             waiting=int(waiting) if waiting else None,
-            killed=status == "killed",
+            killed=killed_at != "",
         )
 
     def yield_reports(self, session_key: str) -> list[str]:

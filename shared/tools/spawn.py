@@ -117,7 +117,7 @@ def _check(ctx: ToolContext, params: SessionsSpawnParams) -> tuple[str, Literal[
             "Use agents_list to discover valid targets."
         ) from None
     caller = ctx.store.sessions.get(ctx.caller_key)
-    if caller is not None and caller.status == "killed":
+    if caller is not None and caller.killed_at is not None:
         raise ToolError("sessions_spawn is not allowed from a killed session", "forbidden")
     _within_depth(ctx, caller, spawning.max_spawn_depth)
     if not subagents.may_spawn(config, requester, agent_id):

@@ -110,7 +110,7 @@ def _kill(ctx: ToolContext, target: str) -> SubagentsKilled:
 def _steer(ctx: ToolContext, child: SessionEntry, message: str) -> SubagentSteered:
     """A ``steer`` run in the child's lane: the child's running run takes it in at its next model step,
     else it runs when its turn comes."""
-    if child.status == "killed":
+    if child.killed_at is not None:
         raise ToolError(f"{child.key} was killed: there is no one to steer", "forbidden")
     running = status(ctx.store, child) == "running"
     run_id = ctx.new_run_id()

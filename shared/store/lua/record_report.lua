@@ -2,7 +2,7 @@
 -- child is no longer pending, the report is unread, and if the session waits (a yield) the report joins
 -- the input of the run that will wake it. What was decided is kept, so a repeat decides the same.
 -- Returns {decision ('followup', or the yield's number), children pending, the yield waiting now ('' for
--- none), the session's status}, or {'gone'}.
+-- none), when the session was killed ('' if it was not)}, or {'gone'}.
 -- KEYS: 1 session hash, 2 reported hash, 3 yield reports list
 -- ARGV: 1 the child's flow id, 2 the report's text
 if redis.call('EXISTS', KEYS[1]) == 0 then
@@ -22,4 +22,4 @@ if not decision then
   end
 end
 local pending = redis.call('HGET', KEYS[1], 'pendingChildren') or '0'
-return {decision, pending, waiting, redis.call('HGET', KEYS[1], 'status') or ''}
+return {decision, pending, waiting, redis.call('HGET', KEYS[1], 'killedAt') or ''}

@@ -1,7 +1,7 @@
 """``python -m bench`` (``make bench``): clawbus's figures next to bare Celery on the same Redis, same run.
 
 ``--quick`` runs small sizes as a smoke test; ``--only FIGURE`` (repeatable: send, throughput, list,
-exchange, spawn, loop, model, backlog, control, ha) picks figures.
+exchange, spawn, loop, model, backlog, control, ha, orchestration) picks figures.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from bench import (
     exchange,
     list_latency,
     model_bound,
+    orchestration,
     redis_ha,
     run_control,
     send_latency,
@@ -32,7 +33,19 @@ from bench import (
 from bench.report import Section, render, to_json, write
 from bench.stack import Stack, stack
 
-FIGURES = ("send", "throughput", "list", "exchange", "spawn", "loop", "model", "backlog", "control", "ha")
+FIGURES = (
+    "send",
+    "throughput",
+    "list",
+    "exchange",
+    "spawn",
+    "loop",
+    "model",
+    "backlog",
+    "control",
+    "ha",
+    "orchestration",
+)
 
 
 @dataclass(frozen=True)
@@ -57,6 +70,7 @@ class Sizes:
     backlog: backlog.Params
     control: run_control.Params
     ha: redis_ha.Params
+    orchestration: orchestration.Params
 
 
 FULL = Sizes(
@@ -81,6 +95,8 @@ FULL = Sizes(
     backlog=backlog.Params(sends=200, model_seconds=2.0, concurrency=5),
     control=run_control.Params(cancels=100, first_texts=30),
     ha=redis_ha.Params(accepts=200, warmup=20, waits=50),
+    # Three trees of 31 sessions after one to warm the workers; each takes about 8 s of model time.
+    orchestration=orchestration.Params(trees=3, warmup=1),
 )
 QUICK = replace(
     FULL,
@@ -102,6 +118,7 @@ QUICK = replace(
     backlog=backlog.Params(sends=40, model_seconds=0.5, concurrency=2),
     control=run_control.Params(cancels=20, first_texts=10),
     ha=redis_ha.Params(accepts=40, warmup=5, waits=10),
+    orchestration=orchestration.Params(trees=1, warmup=0),
 )
 
 
@@ -129,6 +146,8 @@ def measure(figure: str, running: Stack, sizes: Sizes) -> Section:
         return run_control.run(running, sizes.control)
     if figure == "ha":
         return redis_ha.run(running, sizes.ha)
+    if figure == "orchestration":
+        return orchestration.run(running, sizes.orchestration)
     if figure == "exchange":
         return exchange.run(running, sizes.exchanges, sizes.exchange_warmup)
     return list_latency.run(running, sizes.list_small, sizes.list_large, sizes.list_calls, sizes.list_warmup)

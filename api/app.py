@@ -19,7 +19,19 @@ from api.auth import plain_text_tokens
 from api.limits import BodyLimit
 from api.mcp_server import McpEndpoint
 from api.metrics import registry_for
-from api.routes import channels, console, flows, health, metrics, principal, runs, sessions, status, tools
+from api.routes import (
+    channels,
+    console,
+    flows,
+    health,
+    metrics,
+    principal,
+    runs,
+    sessions,
+    status,
+    subagents,
+    tools,
+)
 from api.services import Services
 from api.waits import RunWaiter
 from shared.config import Config, ConfigError, load_config
@@ -66,8 +78,8 @@ def create_app(
     )
     errors.install(app)
     app.add_middleware(BodyLimit, max_bytes=config.gateway.limits.body_bytes)
-    routers = (health.router, metrics.router, tools.router, sessions.router, runs.router, flows.router)
-    for router in (*routers, channels.router, status.router, principal.router, console.router):
+    routers = (health.router, metrics.router, tools.router, sessions.router, subagents.router, runs.router)
+    for router in (*routers, flows.router, channels.router, status.router, principal.router, console.router):
         app.include_router(router)
     app.mount(console.ASSETS, console.assets(), name="console-assets")
     app.router.routes.append(Route("/mcp", endpoint=mcp, methods=["GET", "POST", "DELETE"]))

@@ -25,6 +25,13 @@ from shared.models import CommandReply, FleetStatus, Flow, Run, SessionEntry, To
 from shared.tools.history_schema import SessionsHistoryResult
 from shared.tools.list_schema import SessionsListResult
 from shared.tools.send_schema import SendResult
+from shared.tools.subagents_schema import (
+    SessionStatusCard,
+    SubagentInfo,
+    SubagentsKilled,
+    SubagentsList,
+    SubagentSteered,
+)
 
 DEFAULT_URL = "http://127.0.0.1:8787"
 # Beyond the server-side wait, allow this much for the request itself.
@@ -163,6 +170,36 @@ class Client:
     def patch_session(self, session_key: str, **changes: Any) -> SessionEntry:
         return SessionEntry.model_validate(
             self._request("PATCH", f"/v1/sessions/{_path(session_key)}", json=changes)
+        )
+
+    # -- a session's sub-agents (docs/contract.md §10), as that session sees them --
+
+    def subagents(self, session_key: str, recursive: bool = False) -> SubagentsList:
+        """The sub-agents ``session_key`` spawned (``recursive``: theirs too, parents first)."""
+        path = f"/v1/sessions/{_path(session_key)}/subagents"
+        return SubagentsList.model_validate(self._request("GET", path, params={"recursive": recursive}))
+
+    def subagent_info(self, session_key: str, target: str) -> SubagentInfo:
+        """One sub-agent (a session key at any depth, or a direct child's label): its row, its latest run."""
+        path = f"/v1/sessions/{_path(session_key)}/subagents/{_path(target)}"
+        return SubagentInfo.model_validate(self._request("GET", path))
+
+    def kill_subagent(self, session_key: str, target: str) -> SubagentsKilled:
+        """Stop ``target`` (or ``"all"`` the session's children) and everything it spawned; ``killed``
+        names the sessions stopped, the targets first (``ClawbusError`` 404 if no sub-agent matches)."""
+        path = f"/v1/sessions/{_path(session_key)}/subagents/{_path(target)}/kill"
+        return SubagentsKilled.model_validate(self._request("POST", path))
+
+    def steer_subagent(self, session_key: str, target: str, message: str) -> SubagentSteered:
+        """``message`` reaches a running ``target`` at its next model step, else starts a run of its own
+        (``delivered`` says which)."""
+        path = f"/v1/sessions/{_path(session_key)}/subagents/{_path(target)}/steer"
+        return SubagentSteered.model_validate(self._request("POST", path, json={"message": message}))
+
+    def session_status(self, session_key: str) -> SessionStatusCard:
+        """The session's status card (``state``: ``waiting for N children``, ``running``, ``idle ...``)."""
+        return SessionStatusCard.model_validate(
+            self._request("GET", f"/v1/sessions/{_path(session_key)}/status")
         )
 
     def get_run(self, run_id: str) -> Run:

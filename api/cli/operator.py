@@ -12,6 +12,7 @@ import typer
 
 from api.cli.client_commands import call, client_for, print_json
 from api.cli.common import JsonOpt, TokenOpt, UrlOpt, app, console, fail, load, token_app
+from api.cli.orchestration import session_card
 from shared.config import TokenSpec
 from shared.store import UNAVAILABLE
 from shared.text import token_digest
@@ -44,8 +45,22 @@ def token_create(
 
 
 @app.command()
-def status(url: UrlOpt = None, token: TokenOpt = None, as_json: JsonOpt = False) -> None:
-    """The fleet at a glance: queue depths, live workers, work in flight, totals (an owner token)."""
+def status(
+    url: UrlOpt = None,
+    token: TokenOpt = None,
+    as_json: JsonOpt = False,
+    session: Annotated[
+        str | None,
+        typer.Option("--session", help="A session's status card (session_status) instead of the fleet's."),
+    ] = None,
+) -> None:
+    """The fleet at a glance: queue depths, live workers, work in flight, totals (an owner token). With
+    --session: that session's card (model, runs, children pending, waiting or not)."""
+    # One command for both: the fleet's view stays what `clawbus status` always printed, and a session's
+    # card is the same question asked of one session.
+    if session is not None:
+        session_card(url, token, session, as_json)
+        return
     with client_for(url, token) as client:
         fleet = call(client.status)
     if as_json:

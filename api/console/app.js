@@ -5,6 +5,7 @@ import { useEffect, useState } from "preact/hooks";
 import { follow, get, patch, post, sessionPath, token, tool, whoAmI } from "./api.js";
 import { FlowView } from "./flow.js";
 import { FleetView } from "./fleet.js";
+import { SpawnTree } from "./tree.js";
 import { html, link, TERMINAL, when } from "./ui.js";
 const KINDS = ["main", "group", "cron", "hook", "node", "other"];
 const ACTIVITY = [["", "any time"], ["5", "last 5 minutes"], ["60", "last hour"], ["1440", "last day"]];
@@ -215,6 +216,7 @@ function Session({ auth, sessionKey }) {
       </div>
       <aside aria-label="Work in flight and actions">
         <${Lane} runs=${inFlight} />
+        <${SpawnTree} sessionKey=${sessionKey} />
         <${Act} sessionKey=${sessionKey} onDone=${reload} />
         ${auth.owner && entry && html`<${SendPolicy} sessionKey=${sessionKey} entry=${entry} onChange=${reload} />`}
       </aside>

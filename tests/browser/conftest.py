@@ -29,6 +29,24 @@ LONG = "A long answer that the model takes its time to write, word by word. " * 
 SLOW_SECONDS = 6.0
 # Fewer slots than the tests' runs: some wait in the queue while others stream.
 WORKER_SLOTS = 2
+# A sub-agent leaf's answer (agent slow, model fake/slow): longer than any test takes, so the tree it is in
+# is still under way when the console shows it, and only a kill ends it early (at the stream's next chunk).
+LEAF_SECONDS = 120.0
+# The orchestrator (agent lead, the script runtime): fans out to two slow leaves in one step, then yields.
+ORCHESTRA = {
+    "type": "script",
+    "models": ["lead"],
+    "rules": [
+        {
+            "match": r"^\[Subagent Task\]: orchestrate",
+            "tools": [
+                {"name": "sessions_spawn", "args": {"task": "part 1", "agentId": "slow"}},
+                {"name": "sessions_spawn", "args": {"task": "part 2", "agentId": "slow"}},
+            ],
+        },
+        {"match": '"childSessionKey"', "tool": {"name": "sessions_yield", "args": {"message": "waiting"}}},
+    ],
+}
 # A token for the gpt agent only, next to the owner token the stack's environment gives.
 SCOPED_TOKEN = "gpt-only-token"
 SCOPED = {"name": "gpt-only", "sha256": token_digest(SCOPED_TOKEN), "agents": ["gpt"], "owner": False}
@@ -66,7 +84,9 @@ def _install_chromium() -> None:
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConsoleStack]:
     with fake_openai() as model:
-        model.default = lambda _body: paced(LONG, SLOW_SECONDS)
+        model.default = lambda body: (
+            paced(LONG * 3, LEAF_SECONDS) if body["model"] == "slow" else paced(LONG, SLOW_SECONDS)
+        )
         fresh = Fresh(tmp_path_factory.mktemp("console"))
         try:
             fresh.start_redis(
@@ -76,12 +96,22 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConsoleStack]:
                     "gateway": {"auth": {"tokens": [SCOPED]}},
                     "agents": {
                         "list": [
-                            {"id": "main", "default": True, "subagents": {"allowAgents": ["gpt"]}},
+                            {"id": "main", "default": True, "subagents": {"allowAgents": ["gpt", "lead"]}},
                             {"id": "gpt", "model": "fake/gpt"},
+                            # Spawned by main at depth 1, an orchestrator: it may spawn one level more.
+                            {
+                                "id": "lead",
+                                "model": "orchestra/lead",
+                                "subagents": {"maxSpawnDepth": 2, "allowAgents": ["slow"]},
+                            },
+                            {"id": "slow", "model": "fake/slow"},
                         ]
                     },
                     "models": {
-                        "providers": {"fake": {"type": "openai", "baseUrl": model.url, "models": ["gpt"]}}
+                        "providers": {
+                            "fake": {"type": "openai", "baseUrl": model.url, "models": ["gpt", "slow"]},
+                            "orchestra": ORCHESTRA,
+                        }
                     },
                 }
             )

@@ -204,6 +204,56 @@ def test_a_sub_agent_spawned_from_the_console_reports_back(page: Page, stack: Co
     assert drawn == ["run", "subagent_announce", "deliver"]
 
 
+def test_a_spawned_orchestrators_tree_shows_and_is_killed_from_its_button(
+    page: Page, stack: ConsoleStack
+) -> None:
+    """Main's session spawns the orchestrator (agent lead), which spawns two slow leaves and yields: the
+    parent's view draws the tree, and the kill button (once confirmed) stops all three."""
+    parent = key("main", "orchestrate")
+    stack.client.post_message(parent, "first", timeout_seconds=30)
+    label = f"boss-{uuid.uuid4().hex[:6]}"
+    spawned = stack.client.invoke(
+        "sessions_spawn", {"task": "orchestrate", "agentId": "lead", "label": label}, caller=parent
+    )
+    boss = spawned["childSessionKey"]
+    wait_for(
+        lambda: len(stack.client.subagents(parent, recursive=True).subagents) == 3, 30, what="two leaves"
+    )
+    sign_in(page, stack, at=f"#/session/{parent}")
+    tree = page.get_by_role("list", name="Spawn tree")
+    top = tree.locator(f'li.spawn[data-key="{boss}"]')
+    expect(top.locator(".spawn-row").first).to_contain_text(label, timeout=SEEN_S)
+    expect(top.locator(".spawn-row .status").first).to_have_text("waiting for 2 children", timeout=SEEN_S)
+    expect(top.locator(".spawn-row").first).to_contain_text("orchestrator · depth 1")
+    leaves = top.locator("li.spawn")
+    expect(leaves).to_have_count(2)
+    for leaf in leaves.all():
+        assert leaf.get_attribute("data-depth") == "2"
+        expect(leaf).to_contain_text("leaf · depth 2")
+        assert leaf.get_attribute("data-status") in ("queued", "running")
+    leaf_keys = [leaf.get_attribute("data-key") or "" for leaf in leaves.all()]
+
+    page.get_by_role("button", name=f"Kill {label}").click()
+    confirm = page.get_by_role("group", name=f"Confirm killing {label}")
+    expect(confirm).to_contain_text(f"Kill {label} and the 2 sub-agents under it?")
+    assert_accessible(page, "spawn tree")
+    confirm.get_by_role("button", name="Yes, kill").click()
+    expect(page.get_by_text("Killed 3 sessions.")).to_be_visible(timeout=SEEN_S)
+    statuses = {row.key: row.status for row in stack.client.subagents(parent, recursive=True).subagents}
+    assert statuses == {boss: "killed", **dict.fromkeys(leaf_keys, "killed")}
+    expect(tree.locator('li.spawn[data-status="killed"]')).to_have_count(3, timeout=SEEN_S)
+    expect(page.get_by_role("button", name=re.compile("^Kill "))).to_have_count(0)
+    # The leaves' runs were stopped, not left to talk for two minutes.
+    for leaf_key in leaf_keys:
+        wait_for(
+            lambda leaf_key=leaf_key: (
+                stack.client.subagent_info(parent, leaf_key).last_run_status == "aborted"
+            ),
+            10,
+            what=f"{leaf_key}'s run aborted",
+        )
+
+
 def test_a_flows_sequence_shows_its_steps(page: Page, stack: ConsoleStack) -> None:
     """An exchange from main to another of its sessions: primary run, reply-back turns, announce."""
     # The requester's session must exist for the reply-back turns to run in it.

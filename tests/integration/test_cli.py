@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -11,6 +12,7 @@ import uuid
 from api.client import Client
 from shared.tools.send_schema import SendResult
 from tests.integration.conftest import TOKEN, Fresh, Stack
+from tests.integration.test_orchestration import orchestra
 from tests.support.processes import wait_for
 from tests.support.sessions import first_run
 
@@ -128,3 +130,45 @@ def test_runs_cancel_stops_a_run_and_send_stream_prints_the_reply(stack: Stack, 
     streamed = clawbus(env, "send", f"agent:brisk:cron:{uuid.uuid4().hex[:8]}", "hello", "--stream")
     assert streamed.returncode == 0, streamed.stderr
     assert streamed.stdout == "echo: hello\n"
+
+
+def test_subagents_commands_show_a_live_tree_its_status_and_kill_it(fresh: Fresh) -> None:
+    """An orchestrator and its three leaves on a real worker: the tree as `clawbus subagents list` draws
+    it, the orchestrator's card, then a kill by label that stops the four."""
+    fresh.start_redis(config=orchestra(leaf_ms=20_000))
+    fresh.worker(concurrency=8)
+    _, url = fresh.api()
+    env = {**fresh.env, "CLAWBUS_URL": url, "CLAWBUS_TOKEN": TOKEN}
+    with Client(url, TOKEN) as client:
+        caller = f"agent:main:cron:{uuid.uuid4().hex[:8]}"
+        client.post_message(caller, "hello", timeout_seconds=0)
+        label = f"boss-{uuid.uuid4().hex[:6]}"
+        spawned = client.invoke("sessions_spawn", {"task": "orchestrate", "label": label}, caller=caller)
+        boss = spawned["childSessionKey"]
+        wait_for(
+            lambda: (
+                [r.status for r in client.subagents(caller, recursive=True).subagents]
+                == ["waiting", "running", "running", "running"]
+            ),
+            60,
+            what="the orchestrator waiting for its three running leaves",
+        )
+    listed = clawbus(env, "subagents", "list", "--session", caller, "--recursive")
+    assert listed.returncode == 0, listed.stderr
+    lines = listed.stdout.splitlines()
+    assert lines[0].startswith(f"{label}  {boss}  waiting for 3 children  orchestrator, depth 1  ")
+    assert all(
+        re.match(r"  -  agent:worker:subagent:\S+  running  leaf, depth 2  \d+s  ", ln) for ln in lines[1:4]
+    )
+    assert lines[4] == "4 sub-agent(s)"
+    card = clawbus(env, "status", "--session", boss)
+    assert card.returncode == 0, card.stderr
+    assert "state:    waiting for 3 children" in card.stdout.splitlines()
+    killed = clawbus(env, "subagents", "kill", label, "--session", caller)
+    assert killed.returncode == 0, killed.stderr
+    assert killed.stdout.splitlines()[:2] == ["killed 4 session(s):", f"  {boss}"]
+    after = json.loads(clawbus(env, "subagents", "list", "--session", caller, "--recursive", "--json").stdout)
+    assert {row["status"] for row in after["subagents"]} == {"killed"}
+    unknown = clawbus(env, "subagents", "info", "nobody", "--session", caller)
+    assert unknown.returncode == 1
+    assert "404 not_found: No sub-agent of this session matches 'nobody'" in unknown.stderr

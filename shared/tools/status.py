@@ -3,7 +3,6 @@ setting it may change, its model."""
 
 from __future__ import annotations
 
-from shared.errors import ToolError
 from shared.models import ToolFailure
 from shared.sessions import SessionPatch
 from shared.tools.context import ToolContext
@@ -17,7 +16,10 @@ def session_status(ctx: ToolContext, params: SessionStatusParams) -> SessionStat
         return ToolFailure(status="error", error=f"{ctx.display(ctx.caller_key)} has no session yet")
     if params.model is not None:
         if params.model not in config.models.refs():
-            raise ToolError(f"unknown model: {params.model} (configured: {', '.join(config.models.refs())})")
+            configured = ", ".join(config.models.refs())
+            return ToolFailure(
+                status="error", error=f"unknown model: {params.model} (configured: {configured})"
+            )
         entry = store.sessions.patch(entry, SessionPatch({"model": params.model})) or entry
     lane = store.runs.lane(entry.key)
     head = store.runs.get(lane[0]) if lane else None

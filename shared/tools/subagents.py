@@ -9,6 +9,7 @@ from shared import run_control
 from shared.errors import ToolError
 from shared.models import Provenance, SessionEntry, ToolFailure
 from shared.ports import Storage
+from shared.redaction import scrub
 from shared.runs import new_run
 from shared.submit import submit
 from shared.tools.context import ToolContext
@@ -82,7 +83,8 @@ def row(store: Storage, entry: SessionEntry) -> SubagentRow:
         role=entry.role,
         spawned_by=entry.spawned_by or "",
         status=current,
-        runtime_ms=max((entry.updated_at if ended else now) - entry.created_at, 0),
+        # A killed session's time ends at its kill (one killed while it waited had no run to end then).
+        runtime_ms=max((entry.killed_at or (entry.updated_at if ended else now)) - entry.created_at, 0),
         total_tokens=entry.total_tokens,
         estimated_cost_usd=entry.estimated_cost_usd,
         pending_report=flow is not None and flow.status != "done",
@@ -141,5 +143,5 @@ def _info(store: Storage, child: SessionEntry) -> SubagentInfo:
         updated_at=child.updated_at,
         last_run_id=last_id,
         last_run_status=last.status.value if last else None,
-        last_error=last.error if last else None,
+        last_error=scrub(last.error) if last else None,
     )

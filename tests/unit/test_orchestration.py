@@ -251,3 +251,24 @@ def test_a_steer_queued_behind_a_running_run_is_taken_in_at_its_next_step() -> N
     assert (steer.status, steer.steered_into) == (RunStatus.OK, head.run_id)
     assert w.store.runs.lane(key) == [head.run_id]
     assert w.store.runs.absorb_steers(head.run_id, key) == ["s-1"]  # asked again: the same, once
+
+
+def test_session_status_refuses_an_unknown_model_in_its_result() -> None:
+    w = world(config())
+    boss = spawn_orchestrator(w)
+    refused = tool(w, boss.child_session_key, "session_status", model="nope/x")
+    assert isinstance(refused, ToolFailure)
+    assert refused.error.startswith("unknown model: nope/x (configured: ")
+    card = tool(w, boss.child_session_key, "session_status", model="script/orchestra")
+    assert (card.model, card.model_override) == ("script/orchestra", "script/orchestra")
+
+
+def test_a_killed_orchestrators_runtime_ends_at_its_kill() -> None:
+    w = world(config())
+    boss = yielded_tree(w)
+    w.clock.advance(5)
+    tool(w, MAIN, "subagents", action="kill", target=boss.child_session_key)
+    w.clock.advance(100)
+    [row] = tool(w, MAIN, "subagents", action="list").subagents
+    assert row.status == "killed"
+    assert row.runtime_ms >= 5000

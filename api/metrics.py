@@ -44,10 +44,17 @@ class FleetCollector(Collector):
         )
         for reason, count in sorted(figures.flows_ended.items()):
             ended.add_metric([reason], count)
+        dropped = CounterMetricFamily(
+            "clawbus_messages_dropped",
+            "Chat messages a full session queue dropped (messages.queue.cap), by drop policy.",
+            labels=["policy"],
+        )
+        for policy, count in sorted(figures.messages_dropped.items()):
+            dropped.add_metric([policy], count)
         depth = GaugeMetricFamily("clawbus_queue_depth", "Messages waiting in a queue.", labels=["queue"])
         for queue, count in figures.queue_depths.items():
             depth.add_metric([queue], count)
-        yield from (created, finished, deliveries, ended, depth)
+        yield from (created, finished, deliveries, ended, dropped, depth)
         yield GaugeMetricFamily(
             "clawbus_workers_alive", "Workers with a live heartbeat.", len(figures.workers)
         )

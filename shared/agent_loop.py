@@ -24,7 +24,7 @@ from shared import attachments
 from shared.config import Config
 from shared.dispatch import Dispatcher
 from shared.errors import ToolError, first_invalid
-from shared.models import Message, Run, TextBlock, ToolCallBlock, ToolFailure, Usage, Wire
+from shared.models import Message, Run, RunKind, TextBlock, ToolCallBlock, ToolFailure, Usage, Wire
 from shared.ports import Storage
 from shared.redaction import redact
 from shared.runtime.base import AgentRuntime, RunCancelled, RunTimedOut, StepRequest
@@ -35,6 +35,9 @@ from shared.tools.yielding_schema import YieldResult
 
 log = logging.getLogger(__name__)
 
+# Runs a steer may reach: people's conversations and sub-agents' work. Agent-to-agent runs (a send and its
+# turns, announces) are never steered into: a steer waits behind them and runs on its own.
+STEERABLE: frozenset[RunKind] = frozenset({"chat", "steer", "collect", "subagent", "report"})
 # How much of a model's reply a debug line shows (redacted): enough to tell runs apart.
 PREVIEW_CHARS = 80
 
@@ -187,6 +190,8 @@ def _step(env: LoopEnv, state: LoopState) -> None:
 def _take_steers(env: LoopEnv, state: LoopState) -> None:
     """Messages steered into this run while it ran (queued ``steer`` runs of its session) reach the model
     at this step, as user messages, in order; each once, a retried attempt included."""
+    if env.run.kind not in STEERABLE:
+        return
     absorbed = env.store.runs.absorb_steers(env.run.run_id, env.run.session_key)
     fresh = absorbed[state.steers_taken :]
     if not fresh:

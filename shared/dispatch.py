@@ -20,8 +20,8 @@ class StepTask(StrEnum):
 class Dispatcher(Protocol):
     """Duplicates of anything enqueued here are harmless: runs are claimed, flow steps are idempotent."""
 
-    def dispatch_run(self, head: LaneHead) -> None:
-        """Enqueue the execution of a lane head."""
+    def dispatch_run(self, head: LaneHead, delay_s: float = 0.0) -> None:
+        """Enqueue the execution of a lane head (``delay_s`` later)."""
 
     def render_run(self, head: LaneHead) -> Enqueue | None:
         """The message ``dispatch_run`` would send, for the accept script to push itself; None if this

@@ -50,6 +50,8 @@ class AttemptResult:
     wake: list[LaneHead] = field(default_factory=list)
     # The run parked on a tool call's wait; it is not over.
     suspended: bool = False
+    # EARLY: dispatch the run again this much later.
+    retry_in_ms: int = 0
 
 
 class LeaseLost(Exception):
@@ -82,7 +84,7 @@ def execute(store: Storage, config: Config, dispatcher: Dispatcher, attempt: Att
             gate_places=config.agents.defaults.subagents.max_concurrent,
         )
         if claim.state is None:
-            return AttemptResult(claim.outcome)
+            return AttemptResult(claim.outcome, retry_in_ms=claim.retry_in_ms)
         with logs.bound(flow_id=claim.state.run.flow_id):
             return _claimed(store, config, dispatcher, attempt, claim, claim.state, lease_ms)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import uuid
 
-from shared import policy, threads
+from shared import policy, queueing, threads
 from shared.commands import is_command, run_command
 from shared.models import CommandReply, DeliveryContext, InboundMessageParams, ToolFailure
 from shared.runs import new_run
@@ -53,8 +53,23 @@ def receive(
     judged = existing or seed.model_copy(update={"last_channel": inbound.channel})
     if policy.decide(ctx.config, judged, channel=inbound.channel) == "deny":
         return ToolFailure(status="error", error=policy.BLOCKED, run_id=run_id)
-    new = new_run(seed, "chat", inbound.message, run_id=run_id, now=now)
-    submit(ctx.store, ctx.dispatcher, seed, updates, new)
+    # A busy session: the message's queue mode (docs/contract.md §11).
+    mode = queueing.mode_for(ctx.config, existing, inbound.channel, inbound.queue_mode)
+    if mode == "interrupt":
+        queueing.interrupt(ctx.config, ctx.store, ctx.dispatcher, session_key)
+    room = queueing.make_room(ctx.config, ctx.store, ctx.dispatcher, session_key, mode)
+    if room.refused is not None:
+        return ToolFailure(status="error", error=room.refused, run_id=run_id)
+    text = inbound.message if room.summary is None else f"{room.summary}\n\n{inbound.message}"
+    new = new_run(seed, queueing.kind_for(mode), text, run_id=run_id, now=now)
+    accepted = submit(
+        ctx.store, ctx.dispatcher, seed, updates, new, when_busy=queueing.when_busy(ctx.config, mode)
+    )
+    if accepted.busy_with is not None:
+        return SendResult(run_id=accepted.busy_with, status="busy", session_key=ctx.display(session_key))
     return send_outcome(
-        run_id, ctx.display(session_key), inbound.timeout_seconds, ctx.config.gateway.max_wait_seconds
+        accepted.folded_into or run_id,
+        ctx.display(session_key),
+        inbound.timeout_seconds,
+        ctx.config.gateway.max_wait_seconds,
     )

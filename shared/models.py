@@ -127,6 +127,12 @@ class DeliveryContext(Wire):
 
 SendPolicyValue = Literal["allow", "deny"]
 SpawnRole = Literal["orchestrator", "leaf"]
+# What a message does when it arrives while its session is busy (``messages.queue``, docs/contract.md §11):
+# followup, a run of its own queued behind the others; steer, into the running run at its next model step;
+# collect, folded with those within debounceMs into one queued run; interrupt, the running run is stopped
+# and the queue dropped, this one runs next; reject, refused.
+QueueMode = Literal["followup", "steer", "collect", "interrupt", "reject"]
+QUEUE_MODES: tuple[QueueMode, ...] = ("followup", "steer", "collect", "interrupt", "reject")
 ThinkingLevel = Literal["off", "minimal", "low", "medium", "high"]
 THINKING_LEVELS: tuple[str, ...] = ("off", "minimal", "low", "medium", "high")
 
@@ -143,6 +149,8 @@ class SessionFacts(Wire):
     system_sent: bool | None = None
     aborted_last_run: bool | None = None
     send_policy: SendPolicyValue | None = None
+    # The session's own queue mode (``/queue``, ``PATCH``), over ``messages.queue``.
+    queue_mode: QueueMode | None = None
     last_channel: str | None = None
     last_to: str | None = None
     last_account_id: str | None = None
@@ -226,8 +234,9 @@ class RunStatus(StrEnum):
 # woken from a yield); ``note``: a message recorded in a session's transcript in turn, with no agent step.
 # ``steer``: a message for a session that is running: the running run takes it in at its next model step
 # (``runs.absorb_steers``), else it runs as a run of its own when its turn comes.
+# ``collect``: several chat messages folded into one run (``messages.queue.mode`` collect).
 RunKind = Literal[
-    "chat", "send", "reply", "announce", "subagent", "subagent_announce", "report", "steer", "note"
+    "chat", "send", "reply", "announce", "subagent", "subagent_announce", "report", "steer", "collect", "note"
 ]
 
 
@@ -499,6 +508,8 @@ class InboundMessageParams(Params):
     account_id: str | None = Field(None, min_length=1, max_length=256)
     # The chat's name on its channel (a group's title): recorded as the session's displayName.
     display_name: DisplayName | None = None
+    # This message's own queue mode, over the session's and the configuration's.
+    queue_mode: QueueMode | None = None
     # Strict: a JSON true or false is no number of seconds.
     timeout_seconds: float = Field(30, ge=0, strict=True)
 
@@ -524,6 +535,7 @@ class FleetFigures:
     deliveries: dict[str, int]  # by final state
     flows_ended: dict[str, int]  # by reason (FlowEndReason)
     queue_depths: dict[str, int]
+    messages_dropped: dict[str, int] = field(default_factory=dict)  # by messages.queue.drop policy
     workers: list[str] = field(default_factory=list)  # node names with a live heartbeat
     busy_lanes: int = 0  # sessions with a run queued or running
     flows_in_progress: int = 0

@@ -37,6 +37,7 @@ from shared.runs import (
     NewRun,
     Outcome,
     SuspendOutcome,
+    WhenBusy,
 )
 from shared.sessions import ReportRecorded, SessionPatch
 
@@ -124,10 +125,11 @@ class Runs(Protocol):
         new: NewRun,
         flow: Flow | None = None,
         enqueue: Enqueue | None = None,
+        when_busy: WhenBusy | None = None,
     ) -> Accepted:
-        """Create-or-touch ``session`` (``session`` holds the fields of a new entry), then queue the run;
-        a ``flow`` (whose id is this run's) is created in the same step, and ``enqueue`` (the run's task
-        message) is pushed to the broker in it if the run is its lane's head."""
+        """Create-or-touch ``session``, then queue the run (its flow created in the same step, its task
+        message pushed if it is its lane's head). ``when_busy``: a session with runs in its lane refuses it
+        (``reject``), or folds its message into the collect run still open at the lane's end (``collect``)."""
 
     def get(self, run_id: str) -> Run | None: ...
 
@@ -171,7 +173,7 @@ class Runs(Protocol):
         round trip: if the commit does not happen, a retried attempt commits it instead of asking the model
         again."""
 
-    def cancel(self, run_id: str) -> Cancelled:
+    def cancel(self, run_id: str, reason: str = "run aborted") -> Cancelled:
         """Abort the run now if it is queued or parked, else ask the worker that runs it to stop."""
 
     def cancellations(
@@ -265,6 +267,9 @@ class Fleet(Protocol):
         """A worker is consuming: its heartbeat key, which lapses unless refreshed within ``ttl_seconds``."""
 
     def mark_gone(self, hostname: str) -> None: ...
+
+    def count_dropped(self, policy: str, count: int) -> None:
+        """Chat messages a full session queue dropped (``messages.queue.drop``), for the metrics."""
 
     def server_changed(self) -> bool:
         """Whether the Redis server answering is another one (or another start of it) than the one this

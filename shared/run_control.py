@@ -24,8 +24,10 @@ from shared.sessions import SessionPatch
 CANCELED: Literal["canceled"] = "canceled"
 
 
-def cancel_run(config: Config, store: Storage, dispatcher: Dispatcher, run_id: str) -> Cancelled:
-    cancelled = store.runs.cancel(run_id)
+def cancel_run(
+    config: Config, store: Storage, dispatcher: Dispatcher, run_id: str, reason: str = "run aborted"
+) -> Cancelled:
+    cancelled = store.runs.cancel(run_id, reason)
     if cancelled.outcome is not CancelOutcome.ABORTED:
         return cancelled
     if cancelled.next_head is not None:

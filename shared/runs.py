@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal
 
 from shared.models import Message, Provenance, Run, RunKind, RunSpec, RunStatus, SessionEntry, Usage
 
@@ -59,6 +59,19 @@ class Accepted:
     is_head: bool
     # The accept pushed the head's task message itself (``Enqueue``): nothing left to dispatch.
     enqueued: bool = False
+    # Nothing was queued: the session was busy with this run (``reject``), or the message joined this
+    # collect run (``collect``).
+    busy_with: str | None = None
+    folded_into: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class WhenBusy:
+    """What the accept does when the session has runs in its lane (``messages.queue``)."""
+
+    action: Literal["reject", "collect"]
+    # collect: how long a new collect run stays open for the messages after it.
+    window_ms: int = 0
 
 
 class ClaimOutcome(StrEnum):
@@ -69,6 +82,7 @@ class ClaimOutcome(StrEnum):
     NOT_HEAD = "not_head"  # an earlier run of the session has not finished
     EXHAUSTED = "exhausted"  # claimed more than runs.maxAttempts times: end it as an error
     GATED = "gated"  # a sub-agent run with no place at the gate (maxConcurrent): dispatched again later
+    EARLY = "early"  # a collect run whose window is still open: dispatched again when it closes
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +90,8 @@ class Claim:
     outcome: ClaimOutcome
     token: str = ""
     attempts: int = 0
+    # EARLY: how long until the run may start.
+    retry_in_ms: int = 0
     # Set when the attempt may proceed (claimed or exhausted): what it needs, loaded by the claim itself.
     state: ExecutionState | None = None
 

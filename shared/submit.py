@@ -14,7 +14,7 @@ from pydantic import BaseModel
 from shared.dispatch import Dispatcher
 from shared.models import Flow, Run, SessionEntry
 from shared.ports import Storage
-from shared.runs import Accepted, LaneHead, NewRun
+from shared.runs import Accepted, LaneHead, NewRun, WhenBusy
 from shared.tools.send_schema import AnnounceDelivery, SendResult, result_of
 
 log = logging.getLogger(__name__)
@@ -75,12 +75,13 @@ def submit(
     new: NewRun,
     flow: Flow | None = None,
     dispatch: bool = True,
+    when_busy: WhenBusy | None = None,
 ) -> Accepted:
     """Accept the run; enqueue it if it may start now, unless the caller runs it itself (``dispatch=False``:
     then a head it fails to run is dispatched again by the reaper after the grace)."""
     head = LaneHead(new.run_id, session.key, new.kind, new.flow_id)
     enqueue = dispatcher.render_run(head) if dispatch else None
-    accepted = store.runs.accept(session, updates, new, flow, enqueue)
+    accepted = store.runs.accept(session, updates, new, flow, enqueue, when_busy)
     if accepted.is_head and dispatch and not accepted.enqueued:
         try:
             dispatcher.dispatch_run(head)

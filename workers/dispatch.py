@@ -24,13 +24,14 @@ class CeleryDispatcher:
     def render_run(self, head: LaneHead) -> Enqueue:
         return self._messages.render(head)
 
-    def dispatch_run(self, head: LaneHead) -> None:
+    def dispatch_run(self, head: LaneHead, delay_s: float = 0.0) -> None:
         self._send(
             queues.RUN_TASK,
             [head.run_id, head.session_key],
             queues.queue_for(head.kind),
             task_id=head.run_id,
             root_id=head.flow_id or head.run_id,
+            **({"countdown": delay_s} if delay_s > 0 else {}),
         )
 
     def step(self, task: StepTask, flow_id: str, turn: int | None = None) -> None:

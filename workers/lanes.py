@@ -10,7 +10,7 @@ import time
 from shared.execution import Attempt, AttemptResult, execute
 from shared.flows.context import FlowContext
 from shared.flows.engine import advance, follow
-from shared.runs import LaneHead
+from shared.runs import ClaimOutcome, LaneHead
 from workers import queues
 from workers.context import WorkerContext
 
@@ -23,6 +23,10 @@ def run_and_follow(ctx: WorkerContext, attempt: Attempt) -> AttemptResult:
     to its task instead. A run task lost before it followed leaves the flow to the reaper, which advances
     it when it falls due."""
     result = execute(ctx.store, ctx.config, ctx.dispatcher, attempt)
+    if result.outcome is ClaimOutcome.EARLY:  # a collect run still gathering: back when its window closes
+        head = LaneHead(attempt.run_id, attempt.session_key, "collect")
+        ctx.dispatcher.dispatch_run(head, delay_s=result.retry_in_ms / 1000)
+        return result
     for waiter in result.wake:
         ctx.dispatcher.dispatch_run(waiter)
     if result.flow_id is None:

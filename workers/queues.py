@@ -30,6 +30,7 @@ _RUN_QUEUES: dict[RunKind, str] = {
     "subagent_announce": NESTED,
     "report": SUBAGENT,
     "steer": RUNS,
+    "collect": RUNS,
     "note": NESTED,
 }
 

@@ -45,9 +45,13 @@ class InlineDispatcher:
     def __init__(self, redis: Redis) -> None:
         self._redis = redis
         self.steps: list[tuple[StepTask, str, int | None]] = []
+        # Runs dispatched with a delay (a collect run's window): drain moves a FixedClock on by it.
+        self.delays: dict[str, float] = {}
 
-    def dispatch_run(self, head: LaneHead) -> None:
+    def dispatch_run(self, head: LaneHead, delay_s: float = 0.0) -> None:
         self._redis.lpush(QUEUE, _message(head))
+        if delay_s > 0:
+            self.delays[head.run_id] = delay_s
 
     def render_run(self, head: LaneHead) -> Enqueue | None:
         # The accept script pushes it when the run is its lane's head, as it pushes Celery's message.
@@ -151,5 +155,10 @@ def drain(
 
 
 def _run(ctx: WorkerContext, head: LaneHead) -> AttemptResult:
+    delay = (
+        ctx.dispatcher.delays.pop(head.run_id, 0.0) if isinstance(ctx.dispatcher, InlineDispatcher) else 0.0
+    )
+    if delay and isinstance(ctx.store.clock, FixedClock):
+        ctx.store.clock.advance(delay)
     result, _inline = lanes.execute_lane(ctx, Attempt(head.run_id, head.session_key, OWNER, 0), 0.0)
     return result

@@ -116,7 +116,12 @@ async def settle(services: Services, result: Wire | AwaitRun, abandon_cancels: b
     if not isinstance(result, AwaitRun):
         return result
     try:
-        return result.finish_over_http(await services.waiter.wait(result.run_id, result.wait_seconds))
+        deadline = anyio.current_time() + result.wait_seconds
+        run = await services.waiter.wait(result.run_id, result.wait_seconds)
+        # A steer taken in by the running run is answered by that run's reply.
+        while run is not None and run.steered_into and (left := deadline - anyio.current_time()) > 0:
+            run = await services.waiter.wait(run.steered_into, left)
+        return result.finish_over_http(run)
     except anyio.get_cancelled_exc_class():
         if abandon_cancels:
             with anyio.CancelScope(shield=True):

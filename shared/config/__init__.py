@@ -37,6 +37,7 @@ from shared.config.channels import (
     WebchatChannel,
     WebhookChannel,
 )
+from shared.config.messages import MessagesConfig, QueueConfig
 from shared.config.providers import (
     AnyProvider,
     EchoProvider,
@@ -122,11 +123,13 @@ __all__ = [
     "LogLevel",
     "LoggingConfig",
     "McpConfig",
+    "MessagesConfig",
     "ModelCost",
     "ModelsConfig",
     "OpenAIModel",
     "OpenAIProvider",
     "Provider",
+    "QueueConfig",
     "RedisConfig",
     "RunsConfig",
     "SandboxConfig",

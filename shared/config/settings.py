@@ -32,6 +32,7 @@ from shared.config.channels import (
     CommandsConfig,
     DeliveryConfig,
 )
+from shared.config.messages import MessagesConfig
 from shared.config.providers import AnyProvider, ModelsConfig, UnknownModel
 from shared.config.service import (
     AuthConfig,
@@ -88,6 +89,7 @@ class Config(_Settings):
     channels: Channels = {}
     delivery: DeliveryConfig = DeliveryConfig()
     commands: CommandsConfig = CommandsConfig()
+    messages: MessagesConfig = MessagesConfig()
     gateway: GatewayConfig = GatewayConfig()
     redis: RedisConfig = RedisConfig()
     runs: RunsConfig = RunsConfig()

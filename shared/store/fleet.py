@@ -24,12 +24,13 @@ class FleetStore:
         pipe.hgetall(k.metrics_runs_finished())
         pipe.hgetall(k.metrics_deliveries())
         pipe.hgetall(k.metrics_flows_ended())
+        pipe.hgetall(k.metrics_messages_dropped())
         for queue in queues:
             pipe.llen(queue)  # Celery's Redis broker keeps a queue as a list of that name
         pipe.zcard(k.lanes_due())
         pipe.zcard(k.flows_due())
         pipe.get(k.reaper_ran())
-        created, finished, deliveries, flows_ended, *rest = pipe.execute()
+        created, finished, deliveries, flows_ended, dropped, *rest = pipe.execute()
         depths, (busy, flows, reaped) = rest[: len(queues)], rest[len(queues) :]
         prefix = k.worker_heartbeat("")
         workers = sorted(
@@ -40,6 +41,7 @@ class FleetStore:
             runs_finished={_split(pair): int(n) for pair, n in finished.items()},
             deliveries={state: int(n) for state, n in deliveries.items()},
             flows_ended={reason: int(n) for reason, n in flows_ended.items()},
+            messages_dropped={policy: int(n) for policy, n in dropped.items()},
             queue_depths={queue: int(n) for queue, n in zip(queues, depths, strict=True)},
             workers=workers,
             busy_lanes=int(busy),
@@ -68,6 +70,9 @@ class FleetStore:
 
     def mark_gone(self, hostname: str) -> None:
         self._redis.delete(self._keys.worker_heartbeat(hostname))
+
+    def count_dropped(self, policy: str, count: int) -> None:
+        self._redis.hincrby(self._keys.metrics_messages_dropped(), policy, count)
 
     def server_changed(self) -> bool:
         """Whether the Redis server answering is another one (or another start of it) than the one this

@@ -156,6 +156,10 @@ class RedisKeys:
         """HASH: announce deliveries that reached a final state, by state."""
         return f"{self.prefix}metrics:deliveries"
 
+    def metrics_messages_dropped(self) -> str:
+        """HASH: chat messages a full session queue dropped, by ``messages.queue.drop`` policy."""
+        return f"{self.prefix}metrics:messages:dropped"
+
     def metrics_flows_ended(self) -> str:
         """HASH: flows that ended, by reason (``completed``, or what cut them short)."""
         return f"{self.prefix}metrics:flows:ended"

@@ -40,6 +40,7 @@ from shared.runs import (
     NewRun,
     Outcome,
     SuspendOutcome,
+    WhenBusy,
 )
 from shared.store.codec import decode, encode, encode_values
 from shared.store.errors import NotReplicated
@@ -76,10 +77,13 @@ class RunStore:
         new: NewRun,
         flow: Flow | None = None,
         enqueue: Enqueue | None = None,
+        when_busy: WhenBusy | None = None,
     ) -> Accepted:
         """Create-or-touch ``session`` (``session`` holds the fields of a new entry), then queue the run;
         a ``flow`` (whose id is this run's) is created in the same step, and ``enqueue`` (the run's task
-        message) is pushed to the broker in it if the run is its lane's head."""
+        message) is pushed to the broker in it if the run is its lane's head. ``when_busy``: a session with
+        runs in its lane refuses the run (``reject``), or folds its message into the collect run still
+        open at the lane's end (``collect``, whose window this run opens when there is none)."""
         k = self._keys
         run_fields = encode_values(
             {
@@ -89,6 +93,9 @@ class RunStore:
             }
         )
         run_fields = {field: value for field, value in run_fields.items() if value != "null"}
+        now = self._clock.now_ms()
+        if when_busy is not None and when_busy.action == "collect":
+            run_fields["collectUntil"] = str(now + when_busy.window_ms)
         keys = [
             k.session(session.key),
             *k.session_indexes(session.agent_id, session.kind),
@@ -104,7 +111,7 @@ class RunStore:
             enqueue.queue if enqueue else k.session_runs(session.key),  # unused without a message
         ]
         args = [
-            self._clock.now_ms(),
+            now,
             new.run_id,
             session.key,
             json.dumps(encode(session)),
@@ -117,8 +124,16 @@ class RunStore:
             enqueue.message if enqueue else "",
             enqueue.event_channel if enqueue else "",
             enqueue.event if enqueue else "",
+            when_busy.action if when_busy else "",
+            new.input.text,
+            k.run(""),
         ]
-        seq, position, pushed = self._replicated(self._scripts.accept, keys, args)
+        found = self._replicated(self._scripts.accept, keys, args)
+        if found[0] == "busy":
+            return Accepted(new.run_id, session.key, 0, False, busy_with=found[1])
+        if found[0] == "folded":
+            return Accepted(new.run_id, session.key, 0, False, folded_into=found[1])
+        seq, position, pushed = found
         return Accepted(new.run_id, session.key, int(seq), int(position) == 1, bool(int(pushed)))
 
     def _replicated(self, script: Script, keys: list[str], args: list[Any]) -> Any:
@@ -179,6 +194,8 @@ class RunStore:
             ],
         )
         outcome = ClaimOutcome(result[0])
+        if outcome is ClaimOutcome.EARLY:
+            return Claim(outcome, retry_in_ms=int(result[1]))
         if outcome not in (ClaimOutcome.CLAIMED, ClaimOutcome.EXHAUSTED):
             return Claim(outcome)
         run_fields, session_fields = _pairs(result[3]), _pairs(result[4])
@@ -291,8 +308,9 @@ class RunStore:
         waiters = [LaneHead(result[i], result[i + 1], result[i + 2]) for i in range(4, len(result), 3)]
         return Committed(True, next_head, waiters)
 
-    def cancel(self, run_id: str) -> Cancelled:
-        """Abort the run now if it is queued or parked, else ask the worker that runs it to stop."""
+    def cancel(self, run_id: str, reason: str = "run aborted") -> Cancelled:
+        """Abort the run now if it is queued or parked (its error: ``reason``), else ask the worker that
+        runs it to stop."""
         run = self.get(run_id)
         if run is None:
             return Cancelled(CancelOutcome.MISSING)
@@ -318,6 +336,7 @@ class RunStore:
                 self._grace_ms,
                 k.run(""),
                 run.session_key,
+                reason,
             ],
         )
         outcome = CancelOutcome(result[0])

@@ -41,7 +41,8 @@ class AnnounceDelivery(Wire):
 
 class SendResult(Wire):
     run_id: str
-    status: Literal["accepted", "ok", "timeout", "error"]
+    # busy: a session whose queue mode is ``reject`` was running (runId: its running run); nothing queued.
+    status: Literal["accepted", "ok", "timeout", "error", "busy"]
     session_key: str
     reply: str | None = None
     error: str | None = None

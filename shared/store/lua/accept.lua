@@ -8,13 +8,37 @@
 --       14 the broker queue of the task message
 -- ARGV: 1 now ms, 2 run id, 3 session key, 4 session fields on create (json), 5 session fields to set (json),
 --       6 run fields (json), 7 dispatch grace ms, 8 flow fields (json, '' for none), 9 the reaper's first look at the flow (ms),
---       10 run kind, 11 the task message ('' none), 12 its event's channel ('' none), 13 the event
--- Returns {seq, position in the lane, 1 if the task message was pushed}.
+--       10 run kind, 11 the task message ('' none), 12 its event's channel ('' none), 13 the event,
+--       14 what a busy session does with it (messages.queue): '' queue it, 'reject' refuse it, 'collect'
+--       fold it into the collect run still open at the lane's end, 15 its text (to fold), 16 run key prefix
+-- Returns {seq, position in the lane, 1 if the task message was pushed}; {'busy', the head's id} when a
+-- busy session refuses it; {'folded', the collect run's id} when it joined one.
 local now = tonumber(ARGV[1])
 -- A retried call (the reply to the first one was lost) must not queue the run twice.
 if redis.call('EXISTS', KEYS[7]) == 1 then
   local head = redis.call('LINDEX', KEYS[6], 0) == ARGV[2] and redis.call('HGET', KEYS[7], 'status') == 'queued'
   return {tonumber(redis.call('HGET', KEYS[7], 'seq')), head and 1 or 0, 0}
+end
+if ARGV[14] == 'reject' then
+  local head = redis.call('LINDEX', KEYS[6], 0)
+  if head then
+    return {'busy', head}
+  end
+elseif ARGV[14] == 'collect' then
+  -- Open while its window lasts, and for as long as it waits behind the session's earlier runs.
+  local last = redis.call('LINDEX', KEYS[6], -1)
+  if last then
+    local run_key = ARGV[16] .. last
+    local open = redis.call('HMGET', run_key, 'kind', 'status', 'collectUntil', 'input', 'collected')
+    local waiting = redis.call('LINDEX', KEYS[6], 0) ~= last
+    if open[1] == 'collect' and open[2] == 'queued' and (waiting or now < tonumber(open[3] or '0')) then
+      local message = cjson.decode(open[4])
+      message['content'][1]['text'] = message['content'][1]['text'] .. '\n' .. ARGV[15]
+      redis.call('HSET', run_key, 'input', cjson.encode(message), 'collected', tonumber(open[5] or '1') + 1)
+      redis.call('HSET', KEYS[1], 'updatedAt', now)
+      return {'folded', last}
+    end
+  end
 end
 if ARGV[8] ~= '' then
   hset_object(KEYS[10], ARGV[8])

@@ -7,7 +7,7 @@
 -- KEYS: 1 run, 2 lane, 3 lease, 4 session, 5 run events, 6 lanes due, 7 flows due, 8 runs waiting for this
 --       one, 9 runs finished (metrics)
 -- ARGV: 1 run id, 2 now ms, 3 retention s, 4 completion channel, 5 cancel channel, 6 dispatch grace ms,
---       7 run key prefix, 8 session key
+--       7 run key prefix, 8 session key, 9 the error it ends with
 local run = redis.call('HMGET', KEYS[1], 'status', 'kind', 'flowId')
 local status = run[1]
 if not status then
@@ -25,7 +25,7 @@ if status == 'running' and not parked then
   redis.call('PUBLISH', ARGV[5], ARGV[1])
   return {'cancelling'}
 end
-redis.call('HSET', KEYS[1], 'status', 'aborted', 'endedAt', now, 'error', 'run aborted')
+redis.call('HSET', KEYS[1], 'status', 'aborted', 'endedAt', now, 'error', ARGV[9])
 redis.call('HDEL', KEYS[1], 'memo', 'dispatchedAt')
 redis.call('XADD', KEYS[5], '*', 'type', 'ended', 'status', 'aborted', 'at', now)
 redis.call('EXPIRE', KEYS[1], ARGV[3])

@@ -23,6 +23,13 @@ if redis.call('LINDEX', KEYS[2], 0) ~= ARGV[1] then
   return {'not_head'}
 end
 local now = tonumber(ARGV[4])
+-- A collect run waits for its window to close: the messages in it are folded in until then.
+if run[4] == 'collect' and status == 'queued' then
+  local until_ms = tonumber(redis.call('HGET', KEYS[1], 'collectUntil') or '0')
+  if until_ms > now then
+    return {'early', tostring(until_ms - now)}
+  end
+end
 local lease = redis.call('HMGET', KEYS[3], 'owner', 'attempt', 'expiresAt')
 -- A run suspended on a wait (its lease parked until the wait's deadline) is resumed by anyone, and its
 -- resumption is not a new attempt.

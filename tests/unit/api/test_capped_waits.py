@@ -43,8 +43,8 @@ class BackgroundWorker(InlineDispatcher):
     def render_run(self, head: LaneHead) -> Enqueue | None:
         return None  # so every run comes through dispatch_run, which starts its worker thread
 
-    def dispatch_run(self, head: LaneHead) -> None:
-        super().dispatch_run(head)
+    def dispatch_run(self, head: LaneHead, delay_s: float = 0.0) -> None:
+        super().dispatch_run(head, delay_s)
         self.dispatched.append(head)
         thread = threading.Thread(target=drain_runs, args=(self.store, self.config, self), daemon=True)
         self.threads.append(thread)

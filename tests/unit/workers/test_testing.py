@@ -22,9 +22,9 @@ class Counting(InlineDispatcher):
         super().__init__(redis)
         self.dispatched: list[LaneHead] = []
 
-    def dispatch_run(self, head: LaneHead) -> None:
+    def dispatch_run(self, head: LaneHead, delay_s: float = 0.0) -> None:
         self.dispatched.append(head)
-        super().dispatch_run(head)
+        super().dispatch_run(head, delay_s)
 
 
 def test_the_accept_script_itself_enqueues_a_lane_head_and_only_the_head() -> None:

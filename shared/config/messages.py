@@ -1,0 +1,25 @@
+"""``messages``: what happens to a message that arrives while its session is busy (``messages.queue``)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from shared.config.base import Section
+from shared.models import QueueMode
+
+
+class QueueConfig(Section):
+    mode: QueueMode = "followup"
+    # Queued messages of one session; past it ``drop`` decides: ``old`` drops the oldest queued, ``new``
+    # refuses the newest, ``summarize`` folds the dropped ones into one line of the next run's input.
+    cap: int = Field(20, ge=1, le=1000)
+    drop: Literal["old", "new", "summarize"] = "old"
+    debounce_ms: int = Field(500, ge=0, le=600_000)
+    # A channel's own mode (``discord: "collect"``), over ``mode``.
+    by_channel: dict[str, QueueMode] = {}
+
+
+class MessagesConfig(Section):
+    queue: QueueConfig = QueueConfig()

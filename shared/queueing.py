@@ -1,0 +1,112 @@
+"""Busy sessions (docs/contract.md §11): what a chat message that arrives while its session is running or has
+runs queued does, by queue mode (``messages.queue``, the session's ``queueMode``, the message's own):
+followup, steer, collect, interrupt, reject; and the cap on the messages a session may have queued.
+
+Only people's messages are subject to it (runs of kind ``chat``, ``steer``, ``collect``): agent-to-agent
+traffic (a send's turns, announces, sub-agent reports) always queues, and is never dropped or stopped here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from shared.config import Config
+from shared.dispatch import Dispatcher
+from shared.models import QueueMode, RunKind, SessionEntry
+from shared.ports import Storage
+from shared.run_control import cancel_run
+from shared.runs import WhenBusy
+
+# People's messages: what a queue mode and the cap act on.
+PEOPLES: frozenset[RunKind] = frozenset({"chat", "steer", "collect"})
+# Each dropped message's share of a ``summarize`` line.
+SUMMARY_CHARS = 120
+
+
+def mode_for(
+    config: Config, session: SessionEntry | None, channel: str | None, asked: QueueMode | None
+) -> QueueMode:
+    """The message's own mode, else the session's, else its channel's (``byChannel``), else the default."""
+    queue = config.messages.queue
+    chosen = asked or (session.queue_mode if session else None)
+    return chosen or (queue.by_channel.get(channel) if channel else None) or queue.mode
+
+
+def kind_for(mode: QueueMode) -> RunKind:
+    """The run a message becomes: a steer waits to be taken in by the running run, a collect gathers."""
+    return "steer" if mode == "steer" else "collect" if mode == "collect" else "chat"
+
+
+def when_busy(config: Config, mode: QueueMode) -> WhenBusy | None:
+    if mode == "reject":
+        return WhenBusy("reject")
+    if mode == "collect":
+        return WhenBusy("collect", config.messages.queue.debounce_ms)
+    return None
+
+
+def interrupt(config: Config, store: Storage, dispatcher: Dispatcher, session_key: str) -> list[str]:
+    """``interrupt``: the running run is stopped (its text so far kept) and the queued messages dropped, so
+    the new message runs next. Agent-to-agent runs in the lane go on. Returns the runs stopped."""
+    stopped = []
+    for run_id in reversed(store.runs.lane(session_key)):  # the queued ones first: none becomes the head
+        run = store.runs.get(run_id)
+        if run is not None and run.kind in PEOPLES and not run.status.terminal:
+            cancel_run(
+                config, store, dispatcher, run_id, "interrupted by a newer message (queue mode interrupt)"
+            )
+            stopped.append(run_id)
+    return stopped[::-1]
+
+
+@dataclass(frozen=True, slots=True)
+class Room:
+    """What the cap left of a session's queue for one more message."""
+
+    # ``drop: new``: the message itself is refused, with this text.
+    refused: str | None = None
+    # ``drop: summarize``: the line that stands for the dropped messages in the new one's input.
+    summary: str | None = None
+
+
+def make_room(
+    config: Config, store: Storage, dispatcher: Dispatcher, session_key: str, mode: QueueMode
+) -> Room:
+    """``messages.queue.cap``: the session's queued messages (not the running one) may not pass it; past
+    it ``drop`` decides. Every drop is counted (``clawbus_messages_dropped_total``) and said on the dropped
+    run or in the answer. Modes that add no queued run of their own have nothing to make room for
+    (``reject``, ``interrupt``, which empty the queue or add nothing; ``collect``, whose messages fold into
+    one run)."""
+    if mode not in ("followup", "steer"):
+        return Room()
+    queue = config.messages.queue
+    lane = store.runs.lane(session_key)
+    queued = [
+        run
+        for run in (store.runs.get(run_id) for run_id in lane[1:])
+        if run is not None and run.kind in PEOPLES and not run.status.terminal
+    ]
+    over = len(queued) - queue.cap + 1
+    if over <= 0:
+        return Room()
+    if queue.drop == "new":
+        store.fleet.count_dropped("new", 1)
+        return Room(
+            refused=f"dropped: {session_key} has {len(queued)} messages queued, the most it may "
+            f"(messages.queue.cap={queue.cap}, drop=new)"
+        )
+    dropped = queued[:over]
+    reason = f"dropped: a newer message came while the queue was full (messages.queue.cap={queue.cap})"
+    for run in dropped:
+        cancel_run(config, store, dispatcher, run.run_id, reason)
+    store.fleet.count_dropped(queue.drop, len(dropped))
+    if queue.drop == "old":
+        return Room()
+    inputs = store.runs.inputs([run.run_id for run in dropped])
+    texts = [_short(message.text) for message in inputs if message is not None]
+    return Room(summary=f"{len(texts)} earlier messages: " + " | ".join(texts))
+
+
+def _short(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= SUMMARY_CHARS else flat[: SUMMARY_CHARS - 1] + "…"

@@ -1,0 +1,133 @@
+"""shared/queueing.py through inbound messages (workers.testing.world): each queue mode of a busy session,
+the cap and its drop policies, and where the mode comes from."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from shared.inbound import receive
+from shared.models import InboundMessageParams, RunStatus, ToolFailure
+from shared.sessions import SessionPatch
+from shared.tools.context import ToolContext
+from shared.tools.send_schema import SendResult
+from workers.testing import World, world
+
+KEY = "agent:main:webchat:direct:ann"
+
+
+def busy_world(**queue: Any) -> World:
+    """A session with a chat run in its lane (not yet run): it is busy for every message after."""
+    w = world({"messages": {"queue": queue}} if queue else {})
+    assert say(w, "first", queueMode="followup").status == "accepted"
+    return w
+
+
+def say(w: World, text: str, **fields: Any) -> SendResult | ToolFailure:
+    ctx = ToolContext.for_caller(w.config, w.store, w.dispatcher, KEY)
+    result = receive(
+        ctx, InboundMessageParams.model_validate({"message": text, "timeoutSeconds": 0, **fields})
+    )
+    assert isinstance(result, SendResult | ToolFailure), result
+    return result
+
+
+def lane_inputs(w: World) -> list[str]:
+    return [m.text if m else "" for m in w.store.runs.inputs(w.store.runs.lane(KEY))]
+
+
+def test_followup_queues_each_message_as_a_run_of_its_own() -> None:
+    w = busy_world()
+    say(w, "second")
+    assert lane_inputs(w) == ["first", "second"]
+
+
+def test_collect_folds_the_messages_of_its_window_into_one_run() -> None:
+    w = world({"messages": {"queue": {"mode": "collect", "debounceMs": 500}}})
+    answers = [say(w, f"part {i}") for i in range(5)]
+    assert {a.run_id for a in answers} == {answers[0].run_id}  # one run answers all five
+    [run_id] = w.store.runs.lane(KEY)
+    run = w.store.runs.get(run_id)
+    assert run is not None
+    assert run.kind == "collect"
+    w.drain()  # its claim waits for the window to close (the clock moves on by it), then it runs
+    said = [(m.role, m.text) for m in w.store.transcripts.all(KEY)]
+    assert said == [
+        ("user", "part 0\npart 1\npart 2\npart 3\npart 4"),
+        ("assistant", "echo: part 0\npart 1\npart 2\npart 3\npart 4"),
+    ]
+    # After the window, a message starts a collect run of its own.
+    later = say(w, "later")
+    assert later.run_id != answers[0].run_id
+
+
+def test_collect_keeps_folding_while_the_session_is_busy_past_its_window() -> None:
+    w = busy_world(mode="collect", debounceMs=100)
+    say(w, "a")
+    w.clock.advance(10)  # long past the window, but the collect run still waits behind "first"
+    say(w, "b")
+    assert lane_inputs(w) == ["first", "a\nb"]
+
+
+def test_interrupt_stops_what_runs_and_drops_the_queue_and_the_new_message_runs_next() -> None:
+    w = busy_world()
+    queued = say(w, "second")
+    new = say(w, "stop that, do this", queueMode="interrupt")
+    assert w.store.runs.lane(KEY) == [new.run_id]
+    dropped = w.store.runs.get(queued.run_id)
+    assert dropped is not None
+    assert (dropped.status, dropped.error) == (
+        RunStatus.ABORTED,
+        "interrupted by a newer message (queue mode interrupt)",
+    )
+
+
+def test_reject_answers_busy_with_the_running_run_and_queues_nothing() -> None:
+    w = busy_world(mode="reject")
+    head = w.store.runs.lane(KEY)[0]
+    refused = say(w, "second")
+    assert isinstance(refused, SendResult)
+    assert (refused.status, refused.run_id) == ("busy", head)
+    assert w.store.runs.lane(KEY) == [head]
+
+
+@pytest.mark.parametrize(
+    ("drop", "lane_after", "figure"),
+    [
+        ("old", ["first", "c", "d"], {"old": 1}),
+        ("new", ["first", "b", "c"], {"new": 1}),
+        ("summarize", ["first", "c", "1 earlier messages: b\n\nd"], {"summarize": 1}),
+    ],
+)
+def test_the_cap_and_each_drop_policy(drop: str, lane_after: list[str], figure: dict[str, int]) -> None:
+    w = busy_world(cap=2, drop=drop)
+    for text in ("b", "c"):
+        assert say(w, text).status == "accepted"
+    last = say(w, "d")
+    assert lane_inputs(w) == lane_after
+    assert w.store.fleet.figures([]).messages_dropped == figure
+    if drop == "new":
+        assert isinstance(last, ToolFailure)
+        assert last.error.startswith("dropped: ")
+        assert "messages.queue.cap=2, drop=new" in last.error
+
+
+def test_a_dropped_run_says_so() -> None:
+    w = busy_world(cap=1, drop="old")
+    b = say(w, "b")
+    say(w, "c")
+    dropped = w.store.runs.get(b.run_id)
+    assert dropped is not None
+    assert dropped.status is RunStatus.ABORTED
+    assert dropped.error == "dropped: a newer message came while the queue was full (messages.queue.cap=1)"
+
+
+def test_the_mode_comes_from_the_message_then_the_session_then_the_channel_then_the_default() -> None:
+    w = busy_world(mode="followup", byChannel={"discord": "reject"})
+    assert say(w, "x", channel="discord", to="d").status == "busy"
+    assert say(w, "y", channel="discord", to="d", queueMode="followup").status == "accepted"
+    entry = w.store.sessions.get(KEY)
+    assert entry is not None
+    w.store.sessions.patch(entry, SessionPatch({"queueMode": "reject"}))
+    assert say(w, "z").status == "busy"

@@ -7,7 +7,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.alias_generators import to_camel
 
-from shared.models import THINKING_LEVELS
+from shared.models import QUEUE_MODES, THINKING_LEVELS
 from shared.text import CONTROL_CLASS, has_control_characters
 
 
@@ -53,6 +53,7 @@ class SessionPatchBody(BaseModel):
     send_policy: str | None = Field(None, json_schema_extra={"enum": ["allow", "deny", None]})
     model: str | None = Field(None, min_length=1, max_length=256)
     thinking_level: str | None = Field(None, json_schema_extra={"enum": [*THINKING_LEVELS, None]})
+    queue_mode: str | None = Field(None, json_schema_extra={"enum": [*QUEUE_MODES, None]})
 
     @field_validator("send_policy")
     @classmethod
@@ -66,6 +67,13 @@ class SessionPatchBody(BaseModel):
     def _thinking(cls, value: str | None) -> str | None:
         if value is not None and value not in THINKING_LEVELS:
             raise ValueError(f'Invalid thinking level "{value}". Use one of: {", ".join(THINKING_LEVELS)}')
+        return value
+
+    @field_validator("queue_mode")
+    @classmethod
+    def _queue_mode(cls, value: str | None) -> str | None:
+        if value is not None and value not in QUEUE_MODES:
+            raise ValueError(f'Invalid queue mode "{value}". Use one of: {", ".join(QUEUE_MODES)}')
         return value
 
     @field_validator("label")

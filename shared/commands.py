@@ -1,16 +1,17 @@
-"""Standalone chat commands handled by clawbus itself, not by the agent (docs/contract.md §9):
-``/send on|off|inherit`` and ``/stop``.
+"""Standalone chat commands handled by clawbus itself, not by the agent (docs/contract.md §9 and §11):
+``/send on|off|inherit``, ``/stop`` and ``/queue <mode>|reset``.
 
 Owners are the senders (``<channel>:<senderId>``) listed in ``commands.ownerAllowFrom``, writing with an
 owner token; with no owners configured nobody is one (OpenClaw once let wildcard senders through; not
-here). ``/send`` is theirs alone; ``/stop`` is also the session's own sender's: whoever a direct chat
-session talks with may stop what it is doing for them.
+here). ``/send`` is theirs alone; ``/stop`` and ``/queue`` are also the session's own sender's: whoever a
+direct chat session talks with may stop what it is doing for them, and say what their next messages do
+while it is busy.
 """
 
 from __future__ import annotations
 
 from shared import run_control, session_keys
-from shared.models import CommandReply, InboundMessageParams, SessionEntry
+from shared.models import QUEUE_MODES, CommandReply, InboundMessageParams, SessionEntry
 from shared.sessions import SessionPatch, new_entry
 from shared.tools.context import ToolContext
 
@@ -26,7 +27,8 @@ _SEND_ARGS: dict[str, str | None] = {
 }
 
 
-COMMANDS = frozenset({"/send", "/stop"})
+COMMANDS = frozenset({"/send", "/stop", "/queue"})
+QUEUE_USAGE = f"Usage: /queue {'|'.join(QUEUE_MODES)}|reset"
 
 
 def is_command(text: str) -> bool:
@@ -57,6 +59,8 @@ def run_command(ctx: ToolContext, inbound: InboundMessageParams) -> CommandReply
     """``ctx.caller_key`` is the session the command was written in."""
     if inbound.message.strip().split()[0].lower() == "/stop":
         return _stop(ctx, inbound)
+    if inbound.message.strip().split()[0].lower() == "/queue":
+        return _queue(ctx, inbound)
     display = ctx.display(ctx.caller_key)
     if not ctx.owner:
         return CommandReply(
@@ -102,6 +106,27 @@ def _stop(ctx: ToolContext, inbound: InboundMessageParams) -> CommandReply:
     return CommandReply(
         command="stop", status="ok", session_key=display, aborted=stopped, killed=killed or None
     )
+
+
+def _queue(ctx: ToolContext, inbound: InboundMessageParams) -> CommandReply:
+    """``/queue <mode>`` sets what the session's next messages do while it is busy; ``reset`` goes back to
+    the configuration's (``messages.queue``)."""
+    display = ctx.display(ctx.caller_key)
+    if not ((ctx.owner and is_owner(ctx, inbound)) or is_own_sender(ctx, inbound)):
+        return CommandReply(
+            command="/queue",
+            status="error",
+            session_key=display,
+            error="/queue is for owners (commands.ownerAllowFrom) and the session's own sender",
+        )
+    words = inbound.message.strip().split()
+    choice = words[1].lower() if len(words) == 2 else ""
+    if choice not in (*QUEUE_MODES, "reset"):
+        return CommandReply(command="/queue", status="ok", session_key=display, reply=QUEUE_USAGE)
+    mode = None if choice == "reset" else choice
+    ctx.store.sessions.patch(_session(ctx), SessionPatch({"queueMode": mode}))
+    said = f"Queue mode: {mode}" if mode else "Queue mode: the configuration's (messages.queue)"
+    return CommandReply(command="/queue", status="ok", session_key=display, reply=said)
 
 
 def _session(ctx: ToolContext) -> SessionEntry:

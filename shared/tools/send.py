@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from shared import policy, session_keys, visibility
+from shared import policy, queueing, session_keys, visibility
 from shared.contexts import send_context
 from shared.errors import ToolError
 from shared.flows.create import new_flow
 from shared.models import Provenance, ToolFailure
-from shared.runs import new_run
+from shared.runs import WhenBusy, new_run
 from shared.sessions import channel_of, new_entry
 from shared.submit import AwaitRun, send_outcome, submit
 from shared.tools.context import ToolContext
@@ -76,7 +76,13 @@ def sessions_send(ctx: ToolContext, params: SessionsSendParams) -> SendResult | 
         hops=hops,
         now=now,
     )
-    submit(ctx.store, ctx.dispatcher, entry, {}, new, flow)
+    # A busy target: the send's own queue mode (docs/contract.md §11); it never waits to be steered in.
+    if params.queue_mode == "interrupt":
+        queueing.interrupt(ctx.config, ctx.store, ctx.dispatcher, target)
+    when_busy = WhenBusy("reject") if params.queue_mode == "reject" else None
+    accepted = submit(ctx.store, ctx.dispatcher, entry, {}, new, flow, when_busy=when_busy)
+    if accepted.busy_with is not None:
+        return SendResult(run_id=accepted.busy_with, status="busy", session_key=ctx.display(target))
     return send_outcome(
         run_id,
         ctx.display(target),

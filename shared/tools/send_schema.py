@@ -30,6 +30,11 @@ class SessionsSendParams(Params):
     timeout_seconds: float = Field(
         30, ge=0, strict=True, description="Wait this long for the reply; 0 sends and returns at once."
     )
+    queue_mode: Literal["followup", "reject", "interrupt"] | None = Field(
+        None,
+        description="If the target is busy: queue behind its runs (default), refuse (reject), or stop what "
+        "it does for people and run next (interrupt).",
+    )
 
 
 class AnnounceDelivery(Wire):

@@ -8,9 +8,10 @@ from typing import Any
 import pytest
 
 from shared.inbound import receive
-from shared.models import InboundMessageParams, RunStatus, ToolFailure
+from shared.models import CommandReply, InboundMessageParams, RunStatus, ToolFailure
 from shared.sessions import SessionPatch
 from shared.tools.context import ToolContext
+from shared.tools.registry import TOOLS
 from shared.tools.send_schema import SendResult
 from workers.testing import World, world
 
@@ -19,17 +20,17 @@ KEY = "agent:main:webchat:direct:ann"
 
 def busy_world(**queue: Any) -> World:
     """A session with a chat run in its lane (not yet run): it is busy for every message after."""
-    w = world({"messages": {"queue": queue}} if queue else {})
+    w = world({"messages": {"queue": queue}, "tools": {"sessions": {"visibility": "all"}}})
     assert say(w, "first", queueMode="followup").status == "accepted"
     return w
 
 
-def say(w: World, text: str, **fields: Any) -> SendResult | ToolFailure:
+def say(w: World, text: str, **fields: Any) -> Any:
     ctx = ToolContext.for_caller(w.config, w.store, w.dispatcher, KEY)
     result = receive(
         ctx, InboundMessageParams.model_validate({"message": text, "timeoutSeconds": 0, **fields})
     )
-    assert isinstance(result, SendResult | ToolFailure), result
+    assert isinstance(result, SendResult | ToolFailure | CommandReply), result
     return result
 
 
@@ -131,3 +132,36 @@ def test_the_mode_comes_from_the_message_then_the_session_then_the_channel_then_
     assert entry is not None
     w.store.sessions.patch(entry, SessionPatch({"queueMode": "reject"}))
     assert say(w, "z").status == "busy"
+
+
+def test_the_queue_command_sets_and_resets_the_sessions_mode() -> None:
+    w = busy_world()
+    route = {"channel": "webchat", "senderId": "ann"}  # the session's own sender
+    set_it = say(w, "/queue reject", **route)
+    assert set_it.reply == "Queue mode: reject"
+    assert say(w, "x").status == "busy"
+    assert say(w, "/queue reset", **route).reply == "Queue mode: the configuration's (messages.queue)"
+    assert say(w, "y").status == "accepted"
+    usage = say(w, "/queue sometimes", **route)
+    assert usage.reply.startswith("Usage: /queue followup|steer|collect|interrupt|reject|reset")
+    refused = say(w, "/queue reject", channel="webchat", senderId="mallory")
+    assert refused.status == "error"
+
+
+def test_a_send_to_a_busy_session_may_reject_or_interrupt_but_never_drops_agent_traffic() -> None:
+    w = busy_world()
+    ctx = ToolContext.for_caller(w.config, w.store, w.dispatcher, "main")
+    head = w.store.runs.lane(KEY)[0]
+    refused = TOOLS["sessions_send"].invoke(
+        ctx, {"sessionKey": KEY, "message": "m", "timeoutSeconds": 0, "queueMode": "reject"}
+    )
+    assert (refused.status, refused.run_id) == ("busy", head)
+    queued = TOOLS["sessions_send"].invoke(ctx, {"sessionKey": KEY, "message": "m2", "timeoutSeconds": 0})
+    assert queued.status == "accepted"
+    first = say(w, "person", queueMode="followup")
+    sent = TOOLS["sessions_send"].invoke(
+        ctx, {"sessionKey": KEY, "message": "now", "timeoutSeconds": 0, "queueMode": "interrupt"}
+    )
+    # The people's runs went; the earlier send (agent-to-agent) is still queued, the new one behind it.
+    assert w.store.runs.lane(KEY) == [queued.run_id, sent.run_id]
+    assert first.run_id not in w.store.runs.lane(KEY)

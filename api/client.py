@@ -21,7 +21,7 @@ from httpx_sse import connect_sse
 
 from shared.backoff import delay
 from shared.home import clawbus_home
-from shared.models import CommandReply, FleetStatus, Flow, Run, SessionEntry, ToolFailure
+from shared.models import CommandReply, FleetStatus, Flow, QueueMode, Run, SessionEntry, ToolFailure
 from shared.tools.history_schema import SessionsHistoryResult
 from shared.tools.list_schema import SessionsListResult
 from shared.tools.send_schema import SendResult
@@ -138,15 +138,18 @@ class Client:
         agent_id: str | None = None,
         caller: str = "main",
         wait: bool = True,
+        queue_mode: QueueMode | None = None,
     ) -> SendResult | ToolFailure:
         """``wait=False``: answered ``accepted`` at once, ``timeout_seconds`` still bounding the exchange's
-        steps; wait for the reply with ``wait_run`` (or follow it with ``stream_run``)."""
+        steps; wait for the reply with ``wait_run`` (or follow it with ``stream_run``). ``queue_mode``:
+        followup, reject or interrupt if the target is busy (docs/contract.md §11)."""
         args = _args(
             sessionKey=session_key,
             label=label,
             agentId=agent_id,
             message=message,
             timeoutSeconds=timeout_seconds,
+            queueMode=queue_mode,
         )
         waited = timeout_seconds if wait else 0
         return _send_result(self.invoke("sessions_send", args, caller=caller, wait_seconds=waited, wait=wait))
@@ -154,10 +157,18 @@ class Client:
     # -- sessions and runs --
 
     def post_message(
-        self, session_key: str, message: str, *, timeout_seconds: float = 30, **route: str
+        self,
+        session_key: str,
+        message: str,
+        *,
+        timeout_seconds: float = 30,
+        queue_mode: QueueMode | None = None,
+        **route: str,
     ) -> SendResult | ToolFailure | CommandReply:
-        """``route``: channel, chatType, to, accountId, senderId."""
-        body = {"message": message, "timeoutSeconds": timeout_seconds, **route}
+        """``route``: channel, chatType, to, accountId, senderId. ``queue_mode``: what the message does if
+        the session is busy (docs/contract.md §11); the session's or the configuration's mode if not given."""
+        mode = {"queueMode": queue_mode} if queue_mode else {}
+        body = {"message": message, "timeoutSeconds": timeout_seconds, **mode, **route}
         return _inbound_result(
             self._request(
                 "POST", f"/v1/sessions/{_path(session_key)}/messages", json=body, wait_seconds=timeout_seconds

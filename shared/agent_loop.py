@@ -99,7 +99,7 @@ def run_loop(env: LoopEnv, state: LoopState) -> LoopState:
             for call in calls:
                 if env.request.cancelled():  # no tool call starts after a cancel
                     raise RunCancelled()
-                result = _call(env, call)
+                result = _call(env, call, state.steps)
                 if isinstance(result, AwaitRun):
                     deadline = env.store.clock.now_ms() + int(result.timeout_seconds * 1000)
                     state.pending = PendingWait(
@@ -128,12 +128,16 @@ def _end_turn(env: LoopEnv, state: LoopState, reply: str) -> None:
 
 
 def unanswered(state: LoopState) -> list[ToolCallBlock]:
-    """The calls of the latest assistant turn that have no result yet, in order."""
-    answered = {m.tool_call_id for m in state.messages if m.role == "toolResult"}
-    latest = next((m for m in reversed(state.messages) if m.role == "assistant"), None)
+    """The calls of the latest assistant turn that have no result yet, in order. Only the results after
+    that turn count: some providers number their calls afresh each turn (``call_0`` every time)."""
+    latest = next(
+        (i for i in range(len(state.messages) - 1, -1, -1) if state.messages[i].role == "assistant"), None
+    )
     if latest is None:
         return []
-    return [call for call in latest.tool_calls if call.id not in answered]
+    after = state.messages[latest + 1 :]
+    answered = {m.tool_call_id for m in after if m.role == "toolResult"}
+    return [call for call in state.messages[latest].tool_calls if call.id not in answered]
 
 
 def aborted(state: LoopState, run_id: str, now_ms: int, partial: str) -> list[Message]:
@@ -226,7 +230,7 @@ def _storable(env: LoopEnv, call: ToolCallBlock) -> ToolCallBlock:
     return call.model_copy(update={"arguments": redacted})
 
 
-def _call(env: LoopEnv, call: ToolCallBlock) -> Wire | AwaitRun:
+def _call(env: LoopEnv, call: ToolCallBlock, step: int) -> Wire | AwaitRun:
     tool = TOOLS.get(call.name)
     if tool is None:
         return ToolFailure(
@@ -239,7 +243,9 @@ def _call(env: LoopEnv, call: ToolCallBlock) -> Wire | AwaitRun:
         env.run.session_key,
         origin_run_id=env.run.run_id,
         owner=False,
-        id_seed=f"{env.run.run_id}:{call.id}",
+        # The step too: a call id is unique in its turn only, and what the seed names (a spawned child's
+        # session, say) must differ between turns and be the same when a retried attempt repeats the call.
+        id_seed=f"{env.run.run_id}:{step}:{call.id}",
     )
     refused = tool.refusal(ctx)
     if refused is not None:

@@ -1,6 +1,6 @@
 """Cancelling runs that a worker is running: one listener thread per worker process hears the cancel
-channel and sets the event of each run it executes; the run's model call stops at its next streamed
-chunk and no tool call starts after it (``shared.execution`` commits what it has, ``aborted``).
+channel and sets the signal of each run it executes; the run's model call stops at once (the runtime hangs
+up on its model) and no tool call starts after it (``shared.execution`` commits what it has, ``aborted``).
 
 A cancel announced while the listener was (re)subscribing is not lost: on every subscription the
 ``cancelRequested`` mark of each watched run is read, and an attempt starts from the mark its claim read.
@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from shared.ports import Storage
+from shared.runtime.base import CancelSignal
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +34,7 @@ class _Listener:
         self.store = store
         self.subscribed = threading.Event()
         self._lock = threading.Lock()
-        self._watched: dict[str, threading.Event] = {}
+        self._watched: dict[str, CancelSignal] = {}
         self._recent: dict[str, float] = {}  # run id -> when its cancel was heard (monotonic)
         self._stop = threading.Event()
         threading.Thread(target=self._listen, name="clawbus-cancel-listener", daemon=True).start()
@@ -41,8 +42,8 @@ class _Listener:
     def stop(self) -> None:
         self._stop.set()
 
-    def watch(self, run_id: str, requested: bool) -> threading.Event:
-        event = threading.Event()
+    def watch(self, run_id: str, requested: bool) -> CancelSignal:
+        event = CancelSignal()
         with self._lock:
             self._watched[run_id] = event
             heard = self._recent.pop(run_id, None) is not None
@@ -86,7 +87,7 @@ _listener_lock = threading.Lock()
 
 
 @contextmanager
-def watching(store: Storage, run_id: str, requested: bool) -> Iterator[threading.Event]:
+def watching(store: Storage, run_id: str, requested: bool) -> Iterator[CancelSignal]:
     """An event set when ``run_id`` is cancelled, for as long as this attempt runs it. ``requested``: the
     run's own mark as its claim read it (a cancel announced before this attempt was listening)."""
     global _listener

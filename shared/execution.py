@@ -167,7 +167,9 @@ def _run_agent(held: _Held, loop: LoopState) -> _Finished | Literal["parked", "l
     except RunCancelled as exc:
         log.info("run %s aborted: it was cancelled", run.run_id)
         messages = agent_loop.aborted(loop, run.run_id, held.store.clock.now_ms(), exc.partial)
-        outcome = Outcome(RunStatus.ABORTED, reply=exc.partial or None, error="run aborted", usage=loop.usage)
+        asked = held.store.runs.get(run.run_id)  # the cancel came after the claim read the run
+        error = (asked.cancel_reason if asked else None) or "run aborted"
+        outcome = Outcome(RunStatus.ABORTED, reply=exc.partial or None, error=error, usage=loop.usage)
         return _Finished(outcome, messages)
     except RunTimedOut as exc:
         assert run.timeout_ms is not None

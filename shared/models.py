@@ -298,6 +298,8 @@ class Run(RunSpec):
     attempts: int = 0
     # Someone cancelled the run while a worker ran it: it ends ``aborted`` at the next chunk or tool call.
     cancel_requested: bool = False
+    # Why (the error it ends with): "run aborted", or what stopped it (an interrupting message, a kill).
+    cancel_reason: str | None = None
     # A ``steer`` run taken in by the running run of its session (its message reached that run's step).
     steered_into: str | None = None
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -15,6 +16,38 @@ from shared.models import Message, SessionEntry, ThinkingLevel, ToolCallBlock, U
 REPLY_SKIP = "REPLY_SKIP"
 ANNOUNCE_SKIP = "ANNOUNCE_SKIP"
 SKIP_TOKENS = frozenset({REPLY_SKIP, ANNOUNCE_SKIP})
+
+
+class CancelSignal(threading.Event):
+    """A run's cancel: an event that, when set, also calls the hang-ups registered on it. A model call
+    blocked on a silent stream (a model thinking before its first token) then stops at once, where
+    checking the event between chunks would wait for the next chunk."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._hooks_lock = threading.Lock()
+        self._hooks: list[Callable[[], None]] = []
+
+    def set(self) -> None:
+        super().set()
+        with self._hooks_lock:
+            hooks = list(self._hooks)
+        for hook in hooks:
+            hook()
+
+    @contextmanager
+    def on_set(self, hook: Callable[[], None]) -> Iterator[None]:
+        """``hook`` is called if the signal is set while the block runs (or was already). It may be called
+        twice when the two race, and must not raise."""
+        with self._hooks_lock:
+            self._hooks.append(hook)
+        try:
+            if self.is_set():
+                hook()
+            yield
+        finally:
+            with self._hooks_lock:
+                self._hooks.remove(hook)
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,7 +69,8 @@ class StepRequest:
     on_text: Callable[[str], None] | None = None
     # Called when a step starts over after text was streamed (a retried request): that text is void.
     on_restart: Callable[[], None] | None = None
-    # Set when the run is cancelled: the step stops at its next streamed chunk (``RunCancelled``).
+    # Set when the run is cancelled: the step stops (``RunCancelled``), at once where the runtime hangs up
+    # on its model through ``CancelSignal.on_set``, else at its next streamed chunk.
     cancel: threading.Event | None = None
 
     def cancelled(self) -> bool:

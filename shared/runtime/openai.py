@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import json
 import random
+import socket
 import time
 from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, nullcontext, suppress
 from typing import Any
 
 import httpx
@@ -21,7 +23,7 @@ import httpx
 from shared.backoff import delay
 from shared.config import OpenAIModel, OpenAIProvider
 from shared.models import Message, ToolCallBlock, Usage
-from shared.runtime.base import RunCancelled, RunTimedOut, StepRequest, StepResult
+from shared.runtime.base import CancelSignal, RunCancelled, RunTimedOut, StepRequest, StepResult
 
 MAX_BACKOFF_SECONDS = 30.0
 
@@ -111,7 +113,10 @@ class OpenAIRuntime:
                 request.on_text(text)
 
         try:
-            with self._client.stream("POST", url, json=body, headers=headers, timeout=timeout) as response:
+            with (
+                self._client.stream("POST", url, json=body, headers=headers, timeout=timeout) as response,
+                _hanging_up(request, response),
+            ):
                 if response.status_code >= 400:
                     response.read()
                     _raise_for(response)
@@ -122,11 +127,13 @@ class OpenAIRuntime:
                 if request.cancelled():
                     raise RunCancelled()
                 return self._result(*_parse_whole(response.json(), on_text))
-        except httpx.TimeoutException as exc:
-            raise _Retryable(
-                f"model request timed out ({type(exc).__name__})", streamed=bool(streamed)
-            ) from None
         except httpx.TransportError as exc:
+            if request.cancelled():  # the cancel hung up on the model
+                raise RunCancelled("".join(streamed)) from None
+            if isinstance(exc, httpx.TimeoutException):
+                raise _Retryable(
+                    f"model request timed out ({type(exc).__name__})", streamed=bool(streamed)
+                ) from None
             raise _Retryable(
                 f"model endpoint unreachable ({type(exc).__name__}: {exc})", streamed=bool(streamed)
             ) from None
@@ -240,6 +247,22 @@ def _parse_whole(
         for raw in message.get("tool_calls") or []
     ]
     return text, calls, payload.get("usage") or {}
+
+
+def _hanging_up(request: StepRequest, response: httpx.Response) -> AbstractContextManager[None]:
+    """While the response is read, a cancel shuts its socket down: a read blocked on a model that says
+    nothing yet returns at once (closing the socket from another thread would not wake it)."""
+    if not isinstance(request.cancel, CancelSignal):
+        return nullcontext()
+
+    def hang_up() -> None:
+        stream = response.extensions.get("network_stream")
+        sock = stream.get_extra_info("socket") if stream is not None else None
+        if isinstance(sock, socket.socket):
+            with suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+
+    return request.cancel.on_set(hang_up)
 
 
 def _until_cancelled(lines: Iterator[str], request: StepRequest, streamed: list[str]) -> Iterator[str]:

@@ -74,6 +74,8 @@ class FakeOpenAI:
     url: str  # the base URL a provider is configured with (ends in /v1)
     queues: dict[str, deque[Answer]] = field(default_factory=lambda: defaultdict(deque))
     requests: list[dict[str, Any]] = field(default_factory=list)
+    # When (monotonic) each request arrived, in the order of ``requests``.
+    arrived: list[float] = field(default_factory=list)
     headers: list[dict[str, str]] = field(default_factory=list)
     # Seconds the server spent building each answer (from request parsed to last byte produced).
     server_seconds: list[float] = field(default_factory=list)
@@ -114,6 +116,7 @@ def _app(state: FakeOpenAI) -> FastAPI:
         body = await request.json()
         with lock:
             state.requests.append(body)
+            state.arrived.append(time.monotonic())
             state.headers.append(dict(request.headers))
             reply = state._next(body)
         if reply.status >= 400:

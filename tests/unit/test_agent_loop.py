@@ -7,10 +7,11 @@ from typing import Any
 
 import pytest
 
+from shared.agent_loop import LoopState, unanswered
 from shared.clock import FixedClock
 from shared.config import Config
 from shared.execution import Attempt, AttemptResult, execute
-from shared.models import Message, RunStatus
+from shared.models import Message, RunStatus, ToolCallBlock
 from shared.runs import LaneHead
 from shared.store import Store
 from shared.tools.context import ToolContext
@@ -329,3 +330,15 @@ def test_an_aborted_loop_answers_its_open_calls_and_keeps_the_cut_text_marked() 
         "I was say",
         "aborted",
     )
+
+
+def test_a_provider_that_numbers_its_calls_afresh_each_turn_gets_every_call_answered() -> None:
+    def turn(call_id: str) -> list[Message]:
+        call = ToolCallBlock(id=call_id, name="sessions_list", arguments={})
+        asked = Message.of("assistant", "", timestamp=1).model_copy(update={"content": [call]})
+        return [asked]
+
+    answered = Message.of("toolResult", "{}", timestamp=2).model_copy(update={"tool_call_id": "call_0"})
+    state = LoopState(messages=[*turn("call_0"), answered, *turn("call_0")])
+    assert [call.id for call in unanswered(state)] == ["call_0"]
+    assert unanswered(state.model_copy(update={"messages": [*state.messages, answered]})) == []

@@ -1,6 +1,6 @@
 -- Cancel a run. One that is queued, or parked on a wait, ends ``aborted`` here and now: its lane moves
 -- on, its completion is published, its session records it (abortedLastRun). One a worker is running is
--- only marked (cancelRequested) and announced on the cancel channel: the worker holding its lease stops
+-- only marked (cancelRequested, and why: cancelReason) and announced on the cancel channel: the worker holding its lease stops
 -- it at the next streamed chunk or tool call and commits what it has, ``aborted``.
 -- Returns {'missing'} | {'ended', status} | {'cancelling'} | {'aborted', next head id, kind, flowId,
 -- then (waiter id, session, kind) triples}.
@@ -20,7 +20,7 @@ local now = tonumber(ARGV[2])
 local lease = redis.call('HMGET', KEYS[3], 'runId', 'owner')
 local parked = lease[1] == ARGV[1] and lease[2] == 'suspended'
 if status == 'running' and not parked then
-  redis.call('HSET', KEYS[1], 'cancelRequested', '1')
+  redis.call('HSET', KEYS[1], 'cancelRequested', '1', 'cancelReason', ARGV[9])
   redis.call('XADD', KEYS[5], '*', 'type', 'cancel_requested', 'at', now)
   redis.call('PUBLISH', ARGV[5], ARGV[1])
   return {'cancelling'}

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import socket
+import threading
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -12,11 +14,12 @@ import pytest
 
 from shared.config import Config, OpenAIProvider
 from shared.models import Message, SessionEntry, TextBlock, ToolCallBlock
-from shared.runtime.base import RunTimedOut, StepRequest
+from shared.runtime.base import CancelSignal, RunCancelled, RunTimedOut, StepRequest
 from shared.runtime.openai import ModelRequestFailed, OpenAIRuntime, chat_messages
 from shared.runtime.registry import runtime_for
 from shared.tool_schemas import tool_schemas
 from tests.support.fake_openai import FakeOpenAI, Reply, failure, fake_openai, paced, text, tool
+from tests.support.processes import wait_for
 
 
 @pytest.fixture(scope="module")
@@ -245,3 +248,15 @@ def test_threads_share_one_connection_pool_bounded_by_max_connections(server: Fa
         server.default = text("ok")
     assert replies == [f"for q{i}" for i in range(9)]
     assert server.max_in_flight == 3
+
+
+def test_a_cancel_hangs_up_on_a_model_that_has_said_nothing_yet(server: FakeOpenAI) -> None:
+    """A model thinking for ten seconds before its first token: the cancel does not wait for it."""
+    server.script("m", Reply(text="too late", chunk_delay=10))
+    cancel = CancelSignal()
+    threading.Timer(0.2, cancel.set).start()
+    asked = time.monotonic()
+    with pytest.raises(RunCancelled):
+        runtime(server, stream=True).step(request(user("think hard"), cancel=cancel))
+    assert time.monotonic() - asked < 2
+    wait_for(lambda: server.hung_up, 5, what="the server to see the stream closed")

@@ -1,7 +1,7 @@
 """``python -m bench`` (``make bench``): clawbus's figures next to bare Celery on the same Redis, same run.
 
 ``--quick`` runs small sizes as a smoke test; ``--only FIGURE`` (repeatable: send, throughput, list,
-exchange, spawn, loop, model, backlog, control, ha, orchestration) picks figures.
+exchange, spawn, loop, model, backlog, control, ha, orchestration, busy) picks figures.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from typing import Any
 from bench import (
     agent_loop,
     backlog,
+    busy,
     exchange,
     list_latency,
     model_bound,
@@ -45,6 +46,7 @@ FIGURES = (
     "control",
     "ha",
     "orchestration",
+    "busy",
 )
 
 
@@ -71,6 +73,7 @@ class Sizes:
     control: run_control.Params
     ha: redis_ha.Params
     orchestration: orchestration.Params
+    busy: busy.Params
 
 
 FULL = Sizes(
@@ -97,6 +100,8 @@ FULL = Sizes(
     ha=redis_ha.Params(accepts=200, warmup=20, waits=50),
     # Three trees of 31 sessions after one to warm the workers; each takes about 8 s of model time.
     orchestration=orchestration.Params(trees=3, warmup=1),
+    # 60 runs of four 1 s steps at once on 40 slots, a steer into each: 20 runs wait in the queue.
+    busy=busy.Params(runs=60, warmup=4),
 )
 QUICK = replace(
     FULL,
@@ -119,6 +124,7 @@ QUICK = replace(
     control=run_control.Params(cancels=20, first_texts=10),
     ha=redis_ha.Params(accepts=40, warmup=5, waits=10),
     orchestration=orchestration.Params(trees=1, warmup=0),
+    busy=busy.Params(runs=10, warmup=1),
 )
 
 
@@ -148,6 +154,8 @@ def measure(figure: str, running: Stack, sizes: Sizes) -> Section:
         return redis_ha.run(running, sizes.ha)
     if figure == "orchestration":
         return orchestration.run(running, sizes.orchestration)
+    if figure == "busy":
+        return busy.run(running, sizes.busy)
     if figure == "exchange":
         return exchange.run(running, sizes.exchanges, sizes.exchange_warmup)
     return list_latency.run(running, sizes.list_small, sizes.list_large, sizes.list_calls, sizes.list_warmup)

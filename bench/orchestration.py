@@ -32,10 +32,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from api.client import Client
-from bench import bare_celery
 from bench.report import Row, Section
-from bench.stack import Stack, bare_workers, clawbus_workers, model_stack
-from bench.stats import Latency, percentile, timed_calls
+from bench.stack import Stack, bare_hop, clawbus_workers, model_stack
+from bench.stats import percentile
 from shared.models import Message, Run
 
 STEP_MS = 1000
@@ -243,15 +242,6 @@ def clawbus_trees(stack: Stack, params: Params) -> list[Tree]:
     return trees[params.warmup :]
 
 
-def bare_hop(stack: Stack, params: Params) -> Latency:
-    """One bare Celery round trip: what a hop between two runs costs with nothing of clawbus in it."""
-    with bare_workers(stack, 1) as app:
-        noop = app.tasks[bare_celery.NOOP_TASK]
-        return Latency.of(
-            timed_calls(lambda _i: noop.delay().get(timeout=10), params.hop_calls, params.hop_warmup)
-        )
-
-
 def _shortfalls(tree: Tree) -> list[str]:
     """Where a tree broke the contract's promises: empty when every wake and report came once."""
     expected = {0: 1, 1: FAN_OUT, 2: LEAVES}
@@ -269,7 +259,7 @@ def _shortfalls(tree: Tree) -> list[str]:
 
 def run(stack: Stack, params: Params) -> Section:
     trees = clawbus_trees(stack, params)
-    hop = bare_hop(stack, params)
+    hop = bare_hop(stack, params.hop_calls, params.hop_warmup)
     wrong = {i: shortfalls for i, tree in enumerate(trees, 1) if (shortfalls := _shortfalls(tree))}
     if wrong:
         # The figure is meaningless for a tree that did not report as the contract says.

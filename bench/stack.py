@@ -21,6 +21,7 @@ from celery import Celery
 
 from api.client import ClawbusError, Client
 from bench import bare_celery
+from bench.stats import Latency, timed_calls
 from shared.config import Config, load_config
 from shared.processes import free_port, wait_for
 from shared.store.keys import RedisKeys
@@ -110,6 +111,13 @@ def bare_workers(stack: Stack, count: int, events: bool = False) -> Iterator[Cel
             yield app
     finally:
         app.close()
+
+
+def bare_hop(stack: Stack, calls: int = 30, warmup: int = 3) -> Latency:
+    """One bare Celery round trip: what a hop between two runs costs with nothing of clawbus in it."""
+    with bare_workers(stack, 1) as app:
+        noop = app.tasks[bare_celery.NOOP_TASK]
+        return Latency.of(timed_calls(lambda _i: noop.delay().get(timeout=10), calls, warmup))
 
 
 @contextmanager

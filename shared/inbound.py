@@ -66,7 +66,7 @@ def receive(
         ctx.store, ctx.dispatcher, seed, updates, new, when_busy=queueing.when_busy(ctx.config, mode)
     )
     if accepted.busy_with is not None:
-        return SendResult(run_id=accepted.busy_with, status="busy", session_key=ctx.display(session_key))
+        return queueing.busy(ctx.display(session_key), accepted.busy_with)
     return send_outcome(
         accepted.folded_into or run_id,
         ctx.display(session_key),

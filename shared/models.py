@@ -296,7 +296,7 @@ class Run(RunSpec):
     # Factories, not instances: pydantic deep-copies a default instance for every model it builds.
     usage: Usage = Field(default_factory=Usage)
     attempts: int = 0
-    # Someone cancelled the run while a worker ran it: it ends ``aborted`` at the next chunk or tool call.
+    # Someone cancelled the run while a worker ran it: it ends ``aborted`` as soon as that worker hears of it.
     cancel_requested: bool = False
     # Why (the error it ends with): "run aborted", or what stopped it (an interrupting message, a kill).
     cancel_reason: str | None = None

@@ -16,6 +16,7 @@ from shared.models import QueueMode, RunKind, SessionEntry
 from shared.ports import Storage
 from shared.run_control import cancel_run
 from shared.runs import WhenBusy
+from shared.tools.send_schema import SendResult
 
 # People's messages: what a queue mode and the cap act on.
 PEOPLES: frozenset[RunKind] = frozenset({"chat", "steer", "collect"})
@@ -43,6 +44,17 @@ def when_busy(config: Config, mode: QueueMode) -> WhenBusy | None:
     if mode == "collect":
         return WhenBusy("collect", config.messages.queue.debounce_ms)
     return None
+
+
+def busy(session_key: str, running: str) -> SendResult:
+    """``reject``'s answer: which run the session is busy with, and that nothing was queued."""
+    return SendResult(
+        run_id=running,
+        status="busy",
+        session_key=session_key,
+        error=f"{session_key} is busy with run {running} (queue mode reject): nothing was queued; "
+        "send it again once that run has ended, or with another queueMode",
+    )
 
 
 def interrupt(config: Config, store: Storage, dispatcher: Dispatcher, session_key: str) -> list[str]:

@@ -124,7 +124,7 @@ class Committed:
 
 class CancelOutcome(StrEnum):
     ABORTED = "aborted"  # it was queued or parked: it ended here
-    CANCELLING = "cancelling"  # a worker runs it: it ends at its next chunk or tool call
+    CANCELLING = "cancelling"  # a worker runs it: it ends as soon as that worker hears of it
     ENDED = "ended"  # it had already ended (``status`` says how)
     MISSING = "missing"
 

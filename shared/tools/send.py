@@ -82,7 +82,7 @@ def sessions_send(ctx: ToolContext, params: SessionsSendParams) -> SendResult | 
     when_busy = WhenBusy("reject") if params.queue_mode == "reject" else None
     accepted = submit(ctx.store, ctx.dispatcher, entry, {}, new, flow, when_busy=when_busy)
     if accepted.busy_with is not None:
-        return SendResult(run_id=accepted.busy_with, status="busy", session_key=ctx.display(target))
+        return queueing.busy(ctx.display(target), accepted.busy_with)
     return send_outcome(
         run_id,
         ctx.display(target),

@@ -2,10 +2,9 @@
 queue mode, with two API processes and two workers; a slow streaming model (the fake OpenAI server, which
 records every request: what the model saw, and when).
 
-The model follows a plan its run's first message states: ``plan: steps=N seconds=S`` asks for N model
-steps of about S seconds each (tool calls, then a final answer); any other message is answered at once.
-Every final answer is ``heard: `` and the user messages of its run, in order, so a test reads what the run
-took in from its reply.
+The model follows the plan its run's first message states (``tests.support.fake_openai.planned``): N
+model steps of about S seconds each, the last answering ``heard: `` and the user messages of its run, in
+order, so a test reads what the run took in from its reply.
 """
 
 from __future__ import annotations
@@ -27,35 +26,11 @@ from shared.models import CommandReply, Run, ToolFailure
 from shared.store.keys import RedisKeys
 from shared.tools.send_schema import SendResult
 from tests.integration.conftest import TOKEN, Fresh
-from tests.support.fake_openai import FakeOpenAI, Reply, fake_openai, paced
+from tests.support.fake_openai import FakeOpenAI, fake_openai, planned, user_texts
 from tests.support.processes import Role, wait_for
 
-PLAN = re.compile(r"^plan: steps=(\d+) seconds=([\d.]+)")
 # The issue's bound: an interrupted run ends within a second of the message that interrupted it.
 INTERRUPT_BOUND_S = 1.0
-
-
-def run_messages(body: dict[str, Any]) -> list[dict[str, Any]]:
-    """The request's messages of the run asking: those after the session's last final answer."""
-    messages = body["messages"]
-    finals = [i for i, m in enumerate(messages) if m["role"] == "assistant" and not m.get("tool_calls")]
-    return messages[finals[-1] + 1 :] if finals else messages
-
-
-def user_texts(body: dict[str, Any]) -> list[str]:
-    return [m["content"] for m in run_messages(body) if m["role"] == "user"]
-
-
-def planned(body: dict[str, Any]) -> Reply:
-    said = user_texts(body)
-    plan = PLAN.match(said[0]) if said else None
-    steps, seconds = (int(plan[1]), float(plan[2])) if plan else (1, 0.2)
-    done = sum(m["role"] == "tool" for m in run_messages(body))
-    if done + 1 < steps:
-        reply = paced("working on it, one careful step at a time. ", seconds)
-        reply.tool_calls = [("sessions_list", {})]
-        return reply
-    return paced("heard: " + " | ".join(said), seconds)
 
 
 def seen_in(model: FakeOpenAI, text: str) -> list[int]:

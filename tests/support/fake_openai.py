@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import socket
 import threading
 import time
@@ -60,6 +61,37 @@ def tool(name: str, usage: tuple[int, int] = (100, 20), **args: Any) -> Reply:
 
 def failure(status: int, message: str, **headers: str) -> Reply:
     return Reply(status=status, error=message, headers=headers)
+
+
+# ``plan: steps=N seconds=S``: the run's first message asks ``planned`` for N steps of about S seconds.
+PLAN = re.compile(r"^plan: steps=(\d+) seconds=([\d.]+)")
+
+
+def run_messages(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """The request's messages of the run asking: those after the session's last final answer."""
+    messages: list[dict[str, Any]] = body["messages"]
+    finals = [i for i, m in enumerate(messages) if m["role"] == "assistant" and not m.get("tool_calls")]
+    return messages[finals[-1] + 1 :] if finals else messages
+
+
+def user_texts(body: dict[str, Any]) -> list[str]:
+    """The user messages of the run asking, in order: its input, then any steered into it."""
+    return [m["content"] for m in run_messages(body) if m["role"] == "user"]
+
+
+def planned(body: dict[str, Any]) -> Reply:
+    """A model that follows the plan its run's first message states: N steps of about S seconds (tool
+    calls, then a final answer ``heard: `` and the run's user messages, in order); no plan, one quick
+    step. What a run took in while it ran (steered messages) shows in its reply."""
+    said = user_texts(body)
+    plan = PLAN.match(said[0]) if said else None
+    steps, seconds = (int(plan[1]), float(plan[2])) if plan else (1, 0.2)
+    done = sum(m["role"] == "tool" for m in run_messages(body))
+    if done + 1 < steps:
+        reply = paced("working on it, one careful step at a time. ", seconds)
+        reply.tool_calls = [("sessions_list", {})]
+        return reply
+    return paced("heard: " + " | ".join(said), seconds)
 
 
 def last_tool_result(body: dict[str, Any]) -> dict[str, Any]:

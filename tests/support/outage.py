@@ -135,8 +135,9 @@ def waiting_sends(urls: list[str], token: str, agent: str, count: int, timeout_s
             base_url=urls[i % len(urls)], headers=_auth(token), timeout=timeout_s + 30
         ) as client:
             message = f"wait-{i}-{uuid.uuid4().hex[:6]}"
+            session_key = f"agent:{agent}:cron:wait-{i}"
             args = {
-                "sessionKey": f"agent:{agent}:cron:wait-{i}",
+                "sessionKey": session_key,
                 "message": message,
                 "timeoutSeconds": timeout_s,
             }
@@ -147,7 +148,7 @@ def waiting_sends(urls: list[str], token: str, agent: str, count: int, timeout_s
             ):
                 return f"send {i} answered {outcome}"
             if isinstance(outcome, dict):
-                outcome["accepted"] = Accepted(outcome["runId"], args["sessionKey"], message, time.time())
+                outcome["accepted"] = Accepted(outcome["runId"], session_key, message, time.time())
             return outcome
 
     with ThreadPoolExecutor(count) as pool:

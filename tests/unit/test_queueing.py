@@ -90,6 +90,10 @@ def test_reject_answers_busy_with_the_running_run_and_queues_nothing() -> None:
     refused = say(w, "second")
     assert isinstance(refused, SendResult)
     assert (refused.status, refused.run_id) == ("busy", head)
+    assert refused.error == (
+        f"{KEY} is busy with run {head} (queue mode reject): nothing was queued; send it again once that "
+        "run has ended, or with another queueMode"
+    )
     assert w.store.runs.lane(KEY) == [head]
 
 

@@ -1,7 +1,7 @@
 -- Cancel a run. One that is queued, or parked on a wait, ends ``aborted`` here and now: its lane moves
 -- on, its completion is published, its session records it (abortedLastRun). One a worker is running is
 -- only marked (cancelRequested, and why: cancelReason) and announced on the cancel channel: the worker holding its lease stops
--- it at the next streamed chunk or tool call and commits what it has, ``aborted``.
+-- it (hanging up on its model) and commits what it has, ``aborted``.
 -- Returns {'missing'} | {'ended', status} | {'cancelling'} | {'aborted', next head id, kind, flowId,
 -- then (waiter id, session, kind) triples}.
 -- KEYS: 1 run, 2 lane, 3 lease, 4 session, 5 run events, 6 lanes due, 7 flows due, 8 runs waiting for this

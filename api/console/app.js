@@ -216,6 +216,7 @@ function Session({ auth, sessionKey }) {
       </div>
       <aside aria-label="Work in flight and actions">
         <${Lane} runs=${inFlight} />
+        <${BusyMode} sessionKey=${sessionKey} version=${version} runs=${inFlight.length} onChange=${reload} />
         <${SpawnTree} sessionKey=${sessionKey} />
         <${Act} sessionKey=${sessionKey} onDone=${reload} />
         ${auth.owner && entry && html`<${SendPolicy} sessionKey=${sessionKey} entry=${entry} onChange=${reload} />`}
@@ -242,9 +243,43 @@ function Lane({ runs }) {
   </div>`;
 }
 
+const QUEUE_MODES = ["followup", "steer", "collect", "interrupt", "reject"];
+const MODE_SOURCES = { session: "this session's own", channel: "its channel's", default: "the configuration's" };
+
+// What a message does while the session is busy (contract §11): the mode in force, where it comes from,
+// the session's queue, and the session's own mode to set or clear (as /queue <mode>|reset does).
+function BusyMode({ sessionKey, version, runs, onChange }) {
+  const [card, setCard] = useState(null);
+  const [error, setError] = useState("");
+  useEffect(() => {
+    get(`${sessionPath(sessionKey)}/status`).then(setCard, () => setCard(null));
+  }, [sessionKey, version, runs]);
+  if (!card) return null;
+  const choose = async (event) => {
+    setError("");
+    const value = event.target.value;
+    try {
+      await patch(sessionPath(sessionKey), { queueMode: value === "inherit" ? null : value });
+      onChange();
+    } catch (failure) { setError(failure.message); }
+  };
+  const own = card.queueModeSource === "session" ? card.queueMode : "inherit";
+  return html`<div class="queue"><h3>When busy</h3>
+    <p class="facts" data-testid="queue-facts">${card.runsRunning} running · ${card.runsQueued} queued ·
+      mode <strong>${card.queueMode}</strong> (${MODE_SOURCES[card.queueModeSource]})</p>
+    <label for="queue-mode">This session's mode (/queue)</label>
+    <select id="queue-mode" value=${own} onChange=${choose}>
+      <option value="inherit">inherit (channel or configuration)</option>
+      ${QUEUE_MODES.map((mode) => html`<option value=${mode}>${mode}</option>`)}
+    </select>
+    ${error && html`<p role="alert" class="error">${error}</p>`}
+  </div>`;
+}
+
 function Act({ sessionKey, onDone }) {
   const [message, setMessage] = useState("");
   const [wait, setWait] = useState("0");
+  const [mode, setMode] = useState("");
   const [task, setTask] = useState("");
   const [outcome, setOutcome] = useState(null);
   const [busy, setBusy] = useState(false);
@@ -257,7 +292,8 @@ function Act({ sessionKey, onDone }) {
   };
   // A message into the session, as from a chat user with no channel (its route stays as it is): the
   // agent's reply comes back here, and no announce goes out to the session's channel.
-  const send = run(() => post(`${sessionPath(sessionKey)}/messages`, { message, timeoutSeconds: Number(wait) }));
+  const send = run(() => post(`${sessionPath(sessionKey)}/messages`,
+    { message, timeoutSeconds: Number(wait), ...(mode ? { queueMode: mode } : {}) }));
   const spawn = run(() => tool("sessions_spawn", { task }, sessionKey));
   return html`<div class="act"><h3>Act</h3>
     <form onSubmit=${send} aria-label="Send a message">
@@ -265,6 +301,11 @@ function Act({ sessionKey, onDone }) {
       <textarea id="send-message" rows="2" value=${message} onInput=${(e) => setMessage(e.target.value)} required></textarea>
       <label for="send-wait">Wait (seconds, 0: do not wait)</label>
       <input id="send-wait" type="number" min="0" max="600" value=${wait} onInput=${(e) => setWait(e.target.value)} />
+      <label for="send-mode">If the session is busy</label>
+      <select id="send-mode" value=${mode} onChange=${(e) => setMode(e.target.value)}>
+        <option value="">the session's mode</option>
+        ${QUEUE_MODES.map((choice) => html`<option value=${choice}>${choice}</option>`)}
+      </select>
       <button type="submit" disabled=${busy}>Send</button>
     </form>
     <form onSubmit=${spawn} aria-label="Spawn a sub-agent">

@@ -3,6 +3,7 @@ setting it may change, its model."""
 
 from __future__ import annotations
 
+from shared import queueing
 from shared.models import ToolFailure
 from shared.sessions import SessionPatch
 from shared.tools.context import ToolContext
@@ -32,6 +33,14 @@ def session_status(ctx: ToolContext, params: SessionStatusParams) -> SessionStat
         state = "running"
     else:
         state = f"idle (last run {latest.status.value})" if latest else "idle"
+    mode = queueing.mode_for(config, entry, entry.last_channel, None)
+    source = (
+        "session"
+        if entry.queue_mode
+        else "channel"
+        if entry.last_channel in config.messages.queue.by_channel
+        else "default"
+    )
     return SessionStatusCard(
         session_key=ctx.display(entry.key),
         agent_id=entry.agent_id,
@@ -42,6 +51,8 @@ def session_status(ctx: ToolContext, params: SessionStatusParams) -> SessionStat
         estimated_cost_usd=entry.estimated_cost_usd,
         runs_queued=len(lane) - running,
         runs_running=running,
+        queue_mode=mode,
+        queue_mode_source=source,
         children_pending=pending,
         state=state,
         last_run_status=latest.status.value if latest else None,

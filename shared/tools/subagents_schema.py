@@ -9,7 +9,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from shared.models import MessageText, Params, SessionRef, SpawnRole, Wire
+from shared.models import MessageText, Params, QueueMode, SessionRef, SpawnRole, Wire
 
 ChildStatus = Literal["queued", "running", "waiting", "done", "error", "timeout", "killed"]
 
@@ -99,6 +99,10 @@ class SessionStatusCard(Wire):
     estimated_cost_usd: float | None = None
     runs_queued: int
     runs_running: int
+    # What a message arriving now (on the session's last channel) does while the session is busy, and
+    # whether that is the session's own mode or the configuration's (docs/contract.md §11).
+    queue_mode: QueueMode
+    queue_mode_source: Literal["session", "channel", "default"]
     children_pending: int
     # ``waiting for N children`` while it yields; else what its latest run did.
     state: str

@@ -183,6 +183,28 @@ def test_an_owner_turns_sends_to_a_session_off_and_back_to_inherit(page: Page, s
     wait_for(lambda: stack.client.get_session(target).send_policy is None, 10, what="the policy cleared")
 
 
+def test_a_busy_sessions_queue_and_mode_show_and_its_mode_is_set_to_reject(
+    page: Page, stack: ConsoleStack
+) -> None:
+    target = key("gpt", "queue")
+    for text in ("first", "second"):  # six-second answers: the session stays busy through the test
+        stack.client.post_message(target, text, timeout_seconds=0)
+    sign_in(page, stack, at=f"#/session/{target}")
+    facts = page.get_by_test_id("queue-facts")
+    expect(facts).to_contain_text("mode followup (the configuration's)", timeout=SEEN_S)
+    expect(facts).to_contain_text(re.compile(r"[01] running · [12] queued"))
+    page.get_by_label("This session's mode (/queue)").select_option("reject")
+    wait_for(lambda: stack.client.get_session(target).queue_mode == "reject", 10, what="the mode set")
+    expect(facts).to_contain_text("mode reject (this session's own)", timeout=SEEN_S)
+    page.get_by_label("Message to this session").fill("are you there?")
+    page.get_by_role("button", name="Send").click()
+    outcome = page.get_by_role("status")
+    expect(outcome.locator(".status-busy")).to_be_visible(timeout=SEEN_S)
+    expect(outcome).to_contain_text("(queue mode reject): nothing was queued")
+    page.get_by_label("This session's mode (/queue)").select_option("inherit")
+    wait_for(lambda: stack.client.get_session(target).queue_mode is None, 10, what="the mode cleared")
+
+
 def test_a_sub_agent_spawned_from_the_console_reports_back(page: Page, stack: ConsoleStack) -> None:
     parent = key("main", "parent")
     stack.client.post_message(parent, "first", timeout_seconds=30)

@@ -169,3 +169,20 @@ def test_a_send_to_a_busy_session_may_reject_or_interrupt_but_never_drops_agent_
     # The people's runs went; the earlier send (agent-to-agent) is still queued, the new one behind it.
     assert w.store.runs.lane(KEY) == [queued.run_id, sent.run_id]
     assert first.run_id not in w.store.runs.lane(KEY)
+
+
+def test_the_status_card_says_the_mode_a_message_would_meet_and_where_it_comes_from() -> None:
+    w = busy_world(mode="followup", byChannel={"webchat": "collect"})
+    ctx = ToolContext.for_caller(w.config, w.store, w.dispatcher, KEY)
+
+    def card() -> tuple[str, str]:
+        status = TOOLS["session_status"].invoke(ctx, {})
+        return status.queue_mode, status.queue_mode_source
+
+    assert card() == ("followup", "default")
+    say(w, "from the chat", channel="webchat", senderId="ann")
+    assert card() == ("collect", "channel")
+    entry = w.store.sessions.get(KEY)
+    assert entry is not None
+    w.store.sessions.patch(entry, SessionPatch({"queueMode": "steer"}))
+    assert card() == ("steer", "session")

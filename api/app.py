@@ -15,6 +15,7 @@ from fastapi import FastAPI
 from starlette.routing import Route
 
 from api import errors
+from api.a2a import routes as a2a
 from api.auth import plain_text_tokens
 from api.limits import BodyLimit
 from api.mcp_server import McpEndpoint
@@ -62,6 +63,7 @@ def create_app(
         held = services(config)
         await held.start()
         app.state.services = held
+        app.state.a2a = a2a.dispatcher(held)
         app.state.metrics = registry_for(held)
         _release_waits_on_stop(held.waiter)
         try:
@@ -79,7 +81,8 @@ def create_app(
     errors.install(app)
     app.add_middleware(BodyLimit, max_bytes=config.gateway.limits.body_bytes)
     routers = (health.router, metrics.router, tools.router, sessions.router, subagents.router, runs.router)
-    for router in (*routers, flows.router, channels.router, status.router, principal.router, console.router):
+    others = (flows.router, channels.router, status.router, principal.router, console.router, a2a.router)
+    for router in (*routers, *others):
         app.include_router(router)
     app.mount(console.ASSETS, console.assets(), name="console-assets")
     app.router.routes.append(Route("/mcp", endpoint=mcp, methods=["GET", "POST", "DELETE"]))

@@ -27,6 +27,9 @@ class Dispatcher(Protocol):
         """The message ``dispatch_run`` would send, for the accept script to push itself; None if this
         dispatcher cannot render one (then the caller dispatches after accepting)."""
 
+    def notify(self, run_id: str) -> None:
+        """Enqueue the sending of an A2A task's push notifications (its run has ended)."""
+
     def step(self, task: StepTask, flow_id: str, turn: int | None = None) -> None:
         """Enqueue a step of a flow (``turn``: which reply-back turn, for a reply turn); the task may find
         the flow has moved on and hand on to the task that performs what comes next."""

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from shared import agent_loop, cancellation, leases, logs, session_keys, subagents
+from shared.a2a import push
 from shared.agent_loop import LoopState, StepsExhausted
 from shared.config import Config
 from shared.dispatch import Dispatcher
@@ -122,6 +123,7 @@ def _claimed(
         log.warning("run %s: lease lost before commit; another attempt owns it", attempt.run_id)
         return AttemptResult(ClaimOutcome.BUSY)
     assert isinstance(finished, _Finished)
+    push.run_ended(store, dispatcher, run.run_id, run.session_key)
     return AttemptResult(
         ClaimOutcome.CLAIMED,
         finished.outcome.status,

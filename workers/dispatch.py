@@ -34,6 +34,9 @@ class CeleryDispatcher:
             **({"countdown": delay_s} if delay_s > 0 else {}),
         )
 
+    def notify(self, run_id: str) -> None:
+        self._send(queues.PUSH_TASK, [run_id], queues.DELIVERY)
+
     def step(self, task: StepTask, flow_id: str, turn: int | None = None) -> None:
         args: list[Any] = [flow_id] if turn is None else [flow_id, turn]
         self._send(queues.STEP_TASKS[task], args, queues.STEP_QUEUES[task], root_id=flow_id)

@@ -15,6 +15,7 @@ ALL = (RUNS, NESTED, SUBAGENT, DELIVERY, MAINTENANCE)
 RUN_TASK = "clawbus.run"
 ARCHIVE_TASK = "clawbus.archive"
 REAP_TASK = "clawbus.reap"
+PUSH_TASK = "clawbus.a2a_push"
 # The task of each flow step, by name (which actions each performs: shared.flows.decide.PERFORMS).
 STEP_TASKS: dict[StepTask, str] = {step: f"clawbus.{step.value}" for step in StepTask}
 STEP_QUEUES: dict[StepTask, str] = {

@@ -18,6 +18,7 @@ from celery import Celery, bootsteps
 from celery.utils import uuid
 
 from shared import logs
+from shared.a2a import push
 from shared.flows.engine import advance
 from workers import lanes, queues
 from workers.context import WorkerContext
@@ -50,7 +51,9 @@ def reap(ctx: WorkerContext) -> int:
     due = ctx.store.flows.reap(limit, everything=recovering)
     for flow_id in due:
         advance(lanes.flow_context(ctx), flow_id)
-    return len(stalled) + len(due)
+    # A2A tasks whose run ended without its notifications being sent (a worker lost at its end).
+    pushed = push.sweep(ctx.store, ctx.dispatcher, limit)
+    return len(stalled) + len(due) + pushed
 
 
 class ReapOnConnect(bootsteps.StartStopStep):

@@ -17,6 +17,7 @@ import logging
 from celery import Task, shared_task
 
 from shared import archive
+from shared.a2a import push
 from shared.config import MAX_DELIVERY_ATTEMPTS
 from shared.dispatch import StepTask
 from shared.execution import Attempt
@@ -77,6 +78,17 @@ def deliver(self: Task, flow_id: str) -> str:
     """Create the announce's delivery (or record it skipped or blocked) and make one attempt; a retryable
     failure comes back after a backoff."""
     return _step(self, StepTask.DELIVER, flow_id)
+
+
+@shared_task(name=queues.PUSH_TASK, bind=True, max_retries=2 * MAX_DELIVERY_ATTEMPTS)
+def a2a_push(self: Task, run_id: str) -> str:
+    """Send an ended A2A task's push notifications; a retryable failure comes back after a backoff (and
+    the reaper sends what a lost worker did not)."""
+    ctx = worker_context()
+    outcome = push.deliver(ctx.store, ctx.config, run_id)
+    if outcome.retry_in is not None:
+        raise self.retry(countdown=outcome.retry_in)
+    return f"delivered {outcome.delivered}, failed {outcome.failed}"
 
 
 # The maintenance tasks send no events: Flower lists every task it hears of, and a reap every few seconds

@@ -47,6 +47,8 @@ class InlineDispatcher:
         self.steps: list[tuple[StepTask, str, int | None]] = []
         # Runs dispatched with a delay (a collect run's window): drain moves a FixedClock on by it.
         self.delays: dict[str, float] = {}
+        # A2A tasks whose push notifications were asked to go, in order.
+        self.notified: list[str] = []
 
     def dispatch_run(self, head: LaneHead, delay_s: float = 0.0) -> None:
         self._redis.lpush(QUEUE, _message(head))
@@ -59,6 +61,9 @@ class InlineDispatcher:
 
     def step(self, task: StepTask, flow_id: str, turn: int | None = None) -> None:
         self.steps.append((task, flow_id, turn))
+
+    def notify(self, run_id: str) -> None:
+        self.notified.append(run_id)
 
     @property
     def heads(self) -> list[LaneHead]:

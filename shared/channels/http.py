@@ -25,7 +25,7 @@ def signature(secret: str, body: bytes) -> str:
     return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
 
 
-def _post(
+def post_json(
     url: str, body: bytes, headers: dict[str, str], timeout: float, *, retry_429: bool = True
 ) -> httpx.Response:
     if not url.startswith(("http://", "https://")):
@@ -77,7 +77,7 @@ class WebhookAdapter:
             # Retries carry the same id, so a receiver can drop a message it has already taken.
             "X-Clawbus-Delivery": delivery.delivery_id,
         }
-        _post(self._config.url, body, headers, self._config.timeout_seconds, retry_429=False)
+        post_json(self._config.url, body, headers, self._config.timeout_seconds, retry_429=False)
 
 
 class TelegramAdapter:
@@ -94,7 +94,7 @@ class TelegramAdapter:
                 int(delivery.thread_id) if delivery.thread_id.isdigit() else delivery.thread_id
             )
         body = _json(payload)
-        _post(url, body, {}, self._config.timeout_seconds)
+        post_json(url, body, {}, self._config.timeout_seconds)
 
 
 # Discord's limit on a thread's name, and its public-thread channel type.
@@ -113,7 +113,9 @@ class DiscordAdapter:
     def send(self, delivery: Delivery) -> None:
         # A Discord thread is a channel of its own: its messages go to the thread's id.
         channel = delivery.thread_id or _require_to(delivery)
-        _post(self._url(f"/channels/{channel}/messages"), _json({"content": delivery.text}), *self._auth())
+        post_json(
+            self._url(f"/channels/{channel}/messages"), _json({"content": delivery.text}), *self._auth()
+        )
 
     def start_thread(self, channel_id: str, name: str) -> str:
         """Discord's "start thread without message" on ``channel_id``; the new thread's id."""
@@ -122,7 +124,7 @@ class DiscordAdapter:
             "type": DISCORD_PUBLIC_THREAD,
             "auto_archive_duration": DISCORD_AUTO_ARCHIVE_MINUTES,
         }
-        response = _post(self._url(f"/channels/{channel_id}/threads"), _json(body), *self._auth())
+        response = post_json(self._url(f"/channels/{channel_id}/threads"), _json(body), *self._auth())
         try:
             thread_id = response.json()["id"]
         except (ValueError, KeyError, TypeError):
@@ -147,7 +149,7 @@ class SlackAdapter:
     def send(self, delivery: Delivery) -> None:
         url = f"{self._config.api_url}/chat.postMessage"
         headers = {"Authorization": f"Bearer {self._config.bot_token}"}
-        response = _post(
+        response = post_json(
             url,
             _json(
                 {"channel": _require_to(delivery), "text": delivery.text}

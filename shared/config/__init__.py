@@ -12,6 +12,7 @@ worker, Flower, logging) and ``settings`` (the whole ``Config`` and ``load_confi
 
 from __future__ import annotations
 
+from shared.config.a2a import A2AConfig, A2ARemote
 from shared.config.agents import (
     AgentConfig,
     AgentDefaults,
@@ -95,6 +96,8 @@ __all__ = [
     "MAX_DELIVERY_ATTEMPTS",
     "THREADS_PER_WORKER",
     "VISIBILITIES",
+    "A2AConfig",
+    "A2ARemote",
     "AgentConfig",
     "AgentDefaults",
     "AgentSandbox",

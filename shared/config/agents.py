@@ -66,9 +66,22 @@ class AgentSandbox(Section):
     mode: Literal["off", "non-main", "all"] = "off"
 
 
+class AgentSkill(Section):
+    """What an agent is good at, as its A2A agent card lists it."""
+
+    id: str = Field(min_length=1, max_length=128)
+    name: str = Field(min_length=1, max_length=256)
+    description: str = Field("", max_length=4096)
+    tags: list[str] = []
+    examples: list[str] = []
+
+
 class AgentConfig(Section):
     id: str
     name: str | None = None
+    # What the agent does, for the people and agents that find it (its A2A agent card).
+    description: str | None = Field(None, max_length=4096)
+    skills: list[AgentSkill] = []
     default: bool = False
     model: str | None = None
     workspace: str | None = None

@@ -24,6 +24,7 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
+from shared.config.a2a import A2AConfig
 from shared.config.agents import AgentConfig, AgentsConfig
 from shared.config.base import DEFAULT_CONFIG_FILE, ENV_PREFIX, ConfigError
 from shared.config.channels import (
@@ -96,6 +97,16 @@ class Config(_Settings):
     worker: WorkerConfig = WorkerConfig()
     flower: FlowerConfig = FlowerConfig()
     logging: LoggingConfig = LoggingConfig()
+    a2a: A2AConfig = A2AConfig()
+
+    @model_validator(mode="after")
+    def _exposed_agents_exist(self) -> Config:
+        unknown = [agent_id for agent_id in self.a2a.expose if agent_id != "*" and not self.agent(agent_id)]
+        if unknown:
+            raise ValueError(
+                f"a2a.expose: unknown agent {', '.join(unknown)} (configured: {', '.join(self.agent_ids())})"
+            )
+        return self
 
     @model_validator(mode="after")
     def _known_models(self) -> Config:

@@ -9,6 +9,7 @@ from redis.retry import Retry
 from shared.backoff import delay
 from shared.clock import Clock, SystemClock
 from shared.config import Config, RedisConfig
+from shared.store.a2a import A2AStore
 from shared.store.connection import sync_client
 from shared.store.errors import NotReplicated
 from shared.store.fleet import FleetStore
@@ -113,6 +114,7 @@ class Store:
         )
         self.fleet = FleetStore(client, self.keys)
         self.threads = ThreadBindingStore(client, self.keys)
+        self.a2a = A2AStore(client, self.keys, retention_seconds=config.runs.retention_hours * 3600)
 
     @classmethod
     def from_config(

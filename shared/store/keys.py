@@ -61,6 +61,28 @@ class RedisKeys:
         """ZSET: ended sub-agent sessions, scored by when they are to be archived."""
         return f"{self.prefix}archive:due"
 
+    # A2A (docs/contract.md §12)
+    def a2a_tasks(self, agent_id: str, owner: str) -> str:
+        """ZSET: the A2A tasks (run ids) one token's principal gave one agent, by creation (ms): ListTasks,
+        and whose a task is."""
+        return f"{self.prefix}a2a-tasks:{agent_id}:{owner}"
+
+    def a2a_push(self, run_id: str) -> str:
+        """HASH: a task's push-notification configs, config id -> the config (JSON)."""
+        return f"{self.prefix}a2a-push:{run_id}"
+
+    def a2a_push_state(self, run_id: str) -> str:
+        """HASH: what became of each config's notification, config id -> {status, attempts, error} (JSON)."""
+        return f"{self.prefix}a2a-push-state:{run_id}"
+
+    def a2a_push_lease(self, run_id: str) -> str:
+        """STRING: the attempt sending a task's notifications now (its owner), for a minute at most."""
+        return f"{self.prefix}a2a-push-lease:{run_id}"
+
+    def a2a_push_due(self) -> str:
+        """ZSET: tasks with a notification still to send, by when to look at them next (ms)."""
+        return f"{self.prefix}a2a-push-due"
+
     def thread_binding(self, channel: str, thread_id: str) -> str:
         """HASH: a chat thread bound to a sub-agent's session; forgotten a while after its last message."""
         return f"{self.prefix}thread:{channel}:{thread_id}"

@@ -92,3 +92,13 @@ def world(clock: FixedClock) -> WorldFactory:
 @pytest.fixture
 def ctx(config: Config, store: Store, dispatcher: InlineDispatcher) -> ToolContext:
     return ToolContext.for_caller(config, store, dispatcher, "main")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadgroup``: a test file (or a group of them) per worker at a time (tests/support/xdist.py)."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from tests.support.xdist import scheduler
+
+    return scheduler(config, log)

@@ -123,7 +123,7 @@ def test_ctrl_c_during_a_send_detaches_and_says_how_to_wait_again(stack: Stack, 
 
 def test_runs_cancel_stops_a_run_and_send_stream_prints_the_reply(stack: Stack, client: Client) -> None:
     env = _cli_env(stack)
-    key = f"agent:slow:cron:{uuid.uuid4().hex[:8]}"
+    key = f"agent:stalled:cron:{uuid.uuid4().hex[:8]}"  # running until cancelled, however slow the CLI starts
     accepted = json.loads(clawbus(env, "send", key, "stop me", "--timeout", "0", "--json").stdout)
     cancelled = clawbus(env, "runs", "cancel", accepted["runId"], "--json")
     assert cancelled.returncode == 0, cancelled.stderr

@@ -380,10 +380,15 @@ def failover_under_load(root: Path, token: str, waits: int = 50) -> Outage:
 
 def _active_waits(urls: list[str]) -> int:
     """The waits the API processes hold open (``clawbus_active_waits``): a send's wait begins only once
-    its accept was answered."""
+    its accept was answered. An API too busy to answer within 10 s counts none (its caller polls again,
+    until its own deadline)."""
     total = 0.0
     for url in urls:
-        for line in httpx.get(f"{url}/metrics", timeout=5).text.splitlines():
+        try:
+            lines = httpx.get(f"{url}/metrics", timeout=10).text.splitlines()
+        except httpx.TimeoutException:
+            return 0
+        for line in lines:
             if line.startswith("clawbus_active_waits "):
                 total += float(line.split()[1])
     return int(total)

@@ -102,3 +102,9 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     from tests.support.xdist import scheduler
 
     return scheduler(config, log)
+
+
+def pytest_report_header() -> str:
+    from tests.fuzz.budget import describe
+
+    return describe()

@@ -19,7 +19,7 @@ from playwright.sync_api import Browser, Page, sync_playwright
 from api.client import Client
 from shared.text import token_digest
 from tests.integration.conftest import TOKEN, Fresh
-from tests.support.fake_openai import FakeOpenAI, fake_openai, paced
+from tests.support.fake_openai import FakeOpenAI, Reply, fake_openai, paced
 from tests.support.processes import REPO
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -27,6 +27,10 @@ ARTIFACTS = REPO / "test-artifacts" / "browser"
 # About six seconds of talking, four characters every ~50 ms: long enough to watch and to cancel.
 LONG = "A long answer that the model takes its time to write, word by word. " * 7
 SLOW_SECONDS = 6.0
+# What a test sends to keep a worker slot busy: answered over two minutes, so the run holds its slot until
+# the test cancels it (whatever the machine's load, it is still running when the test looks at it).
+HOLD = "hold this slot"
+HOLD_SECONDS = 120.0
 # Fewer slots than the tests' runs: some wait in the queue while others stream.
 WORKER_SLOTS = 2
 # A token for the gpt agent only, next to the owner token the stack's environment gives.
@@ -66,7 +70,7 @@ def _install_chromium() -> None:
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConsoleStack]:
     with fake_openai() as model:
-        model.default = lambda _body: paced(LONG, SLOW_SECONDS)
+        model.default = _answer
         fresh = Fresh(tmp_path_factory.mktemp("console"))
         try:
             fresh.start_redis(
@@ -91,6 +95,11 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConsoleStack]:
                 yield ConsoleStack(url, client, model)
         finally:
             fresh.close()
+
+
+def _answer(body: dict[str, Any]) -> Reply:
+    asked = body["messages"][-1]["content"]
+    return paced(LONG, HOLD_SECONDS if asked == HOLD else SLOW_SECONDS)
 
 
 @pytest.fixture(scope="module")

@@ -32,14 +32,19 @@ typecheck: $(STAMP)
 validate: $(STAMP)
 	$(BIN)/check-jsonschema --builtin-schema vendor.compose-spec docker-compose.yml
 
+# The suite on pytest-xdist workers, a test file per worker at a time (tests/support/xdist.py). The tests
+# mostly wait (on processes, model delays, Redis), so there are more workers than cores: on 2 cores, 5.
+JOBS ?= 5
+PARALLEL = -n $(JOBS) --dist loadgroup
+
 test: lint typecheck validate
-	$(BIN)/pytest
+	$(BIN)/pytest $(PARALLEL)
 
 unit: $(STAMP)
-	$(BIN)/pytest tests/unit
+	$(BIN)/pytest tests/unit -n 2 --dist loadgroup
 
 integration: $(STAMP)
-	$(BIN)/pytest tests/integration
+	$(BIN)/pytest tests/integration $(PARALLEL)
 
 e2e: $(STAMP)
 	$(BIN)/pytest tests/e2e

@@ -14,9 +14,10 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TypeVar
@@ -25,10 +26,66 @@ T = TypeVar("T")
 
 
 def free_port() -> int:
+    """A loopback port nothing holds: one the kernel picks, or, in a pytest-xdist worker (and the
+    processes its tests start, which inherit ``PYTEST_XDIST_WORKER``), the next free one of the block of
+    ports reserved for that worker."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    block = _worker_block(worker, os.environ.get("PYTEST_XDIST_WORKER_COUNT", ""))
+    if block is None:
+        return _bound(0)
+    for port in _turns(worker, *block):
+        with contextlib.suppress(OSError):
+            return _bound(port)
+    raise RuntimeError(f"no free port in {worker}'s block {block[0]}-{block[1] - 1}")
+
+
+def _bound(port: int) -> int:
+    """``port`` (0: any) if it can be bound on the loopback, else OSError."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+        sock.bind(("127.0.0.1", port))
+        bound: int = sock.getsockname()[1]
+        return bound
+
+
+# xdist workers' blocks: the ports from here up to the kernel's ephemeral range, shared out evenly. Below
+# that range no outgoing connection takes a port between the moment it is handed out and its server's bind.
+WORKER_PORTS_FROM = 20000
+
+
+def _worker_block(worker: str, count: str) -> tuple[int, int] | None:
+    """Worker ``gwN`` of ``count``: its ports, [first, end); None outside xdist or without room for it."""
+    if not (worker.startswith("gw") and worker[2:].isdigit() and count.isdigit() and int(count) > 0):
+        return None
+    try:
+        ephemeral = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        ephemeral = 32768
+    size = (ephemeral - WORKER_PORTS_FROM) // int(count)
+    index = int(worker[2:])
+    if size < 100 or index >= int(count):
+        return None
+    first = WORKER_PORTS_FROM + index * size
+    return first, first + size
+
+
+def _turns(worker: str, first: int, end: int) -> Iterator[int]:
+    """The block's ports in turn, from a counter in a file the worker's processes share (and lock): a test
+    and the ``clawbus up`` it started never get the same port, even before either binds it."""
+    import fcntl  # POSIX only, as xdist's port blocks are
+
+    path = Path(tempfile.gettempdir()) / f"clawbus-ports-{os.getuid()}-{worker}-{first}-{end}"
+    for _ in range(end - first):
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            text = os.read(fd, 32).decode(errors="replace").strip()
+            turn = int(text) if text.isdigit() else 0
+            os.lseek(fd, 0, os.SEEK_SET)
+            os.ftruncate(fd, 0)
+            os.write(fd, str(turn + 1).encode())
+        finally:
+            os.close(fd)  # and its lock
+        yield first + turn % (end - first)
 
 
 def redis_server_binary() -> str:

@@ -93,3 +93,19 @@ def world(clock: FixedClock) -> WorldFactory:
 @pytest.fixture
 def ctx(config: Config, store: Store, dispatcher: InlineDispatcher) -> ToolContext:
     return ToolContext.for_caller(config, store, dispatcher, "main")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadgroup``: a test file (or a group of them) per worker at a time (tests/support/xdist.py)."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from tests.support.xdist import scheduler
+
+    return scheduler(config, log)
+
+
+def pytest_report_header() -> str:
+    from tests.fuzz.budget import describe
+
+    return describe()

@@ -19,7 +19,7 @@ from playwright.sync_api import Browser, Page, sync_playwright
 from api.client import Client
 from shared.text import token_digest
 from tests.integration.conftest import TOKEN, Fresh
-from tests.support.fake_openai import FakeOpenAI, fake_openai, paced
+from tests.support.fake_openai import FakeOpenAI, Reply, fake_openai, paced
 from tests.support.processes import REPO
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -27,6 +27,10 @@ ARTIFACTS = REPO / "test-artifacts" / "browser"
 # About six seconds of talking, four characters every ~50 ms: long enough to watch and to cancel.
 LONG = "A long answer that the model takes its time to write, word by word. " * 7
 SLOW_SECONDS = 6.0
+# What a test sends to keep a worker slot busy: answered over two minutes, so the run holds its slot until
+# the test cancels it (whatever the machine's load, it is still running when the test looks at it).
+HOLD = "hold this slot"
+HOLD_SECONDS = 120.0
 # Fewer slots than the tests' runs: some wait in the queue while others stream.
 WORKER_SLOTS = 2
 # A sub-agent leaf's answer (agent slow, model fake/slow): longer than any test takes, so the tree it is in
@@ -84,9 +88,7 @@ def _install_chromium() -> None:
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConsoleStack]:
     with fake_openai() as model:
-        model.default = lambda body: (
-            paced(LONG * 3, LEAF_SECONDS) if body["model"] == "slow" else paced(LONG, SLOW_SECONDS)
-        )
+        model.default = _answer
         fresh = Fresh(tmp_path_factory.mktemp("console"))
         try:
             fresh.start_redis(
@@ -121,6 +123,15 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConsoleStack]:
                 yield ConsoleStack(url, client, model)
         finally:
             fresh.close()
+
+
+def _answer(body: dict[str, Any]) -> Reply:
+    """Leaves of the spawned tree talk for two minutes; a run asked to HOLD holds its slot until it is
+    cancelled; every other answer takes SLOW_SECONDS."""
+    if body["model"] == "slow":
+        return paced(LONG * 3, LEAF_SECONDS)
+    asked = body["messages"][-1]["content"]
+    return paced(LONG, HOLD_SECONDS if asked == HOLD else SLOW_SECONDS)
 
 
 @pytest.fixture(scope="module")

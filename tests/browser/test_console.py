@@ -10,15 +10,16 @@ from __future__ import annotations
 import json
 import re
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
 from playwright.sync_api import Page, expect
 
 from api.client import Client
 from shared.tools.send_schema import SendResult
-from tests.browser.conftest import SCOPED_TOKEN, WORKER_SLOTS, ConsoleStack
+from tests.browser.conftest import HOLD, SCOPED_TOKEN, WORKER_SLOTS, ConsoleStack
 from tests.integration.conftest import TOKEN
 from tests.support.processes import wait_for
 
@@ -45,14 +46,23 @@ def run_status(client: Client, run_id: str) -> str:
     return client.get_run(run_id).status.value
 
 
-def occupy_the_worker(stack: ConsoleStack) -> list[str]:
-    """A slow run in every worker slot: what is sent next waits in the queue."""
+@pytest.fixture
+def occupied(stack: ConsoleStack) -> Iterator[list[str]]:
+    """A run in every worker slot, running until it is cancelled (by the test, or here after it): what is
+    sent next waits in the queue."""
     runs = [
-        sent(stack.client.post_message(key("gpt", "busy"), "go", timeout_seconds=0)).run_id
+        sent(stack.client.post_message(key("gpt", "busy"), HOLD, timeout_seconds=0)).run_id
         for _ in range(WORKER_SLOTS)
     ]
-    wait_for(lambda: all(run_status(stack.client, r) == "running" for r in runs), 30, what="every slot busy")
-    return runs
+    try:
+        wait_for(
+            lambda: all(run_status(stack.client, r) == "running" for r in runs), 30, what="every slot busy"
+        )
+        yield runs
+    finally:
+        for run_id in runs:
+            if not stack.client.get_run(run_id).status.terminal:
+                stack.client.cancel_run(run_id)
 
 
 def test_a_wrong_token_is_refused(page: Page, stack: ConsoleStack) -> None:
@@ -93,8 +103,9 @@ def test_streamed_text_of_a_running_run_appears_live(page: Page, stack: ConsoleS
     wait_for(lambda: len(streaming.inner_text()) > first + 20, 10, what="more text to stream in")
 
 
-def test_a_queued_and_a_running_run_are_cancelled_from_their_buttons(page: Page, stack: ConsoleStack) -> None:
-    busy = occupy_the_worker(stack)
+def test_a_queued_and_a_running_run_are_cancelled_from_their_buttons(
+    page: Page, stack: ConsoleStack, occupied: list[str]
+) -> None:
     queued_key = key("gpt", "queued")
     queued = sent(stack.client.post_message(queued_key, "wait your turn", timeout_seconds=0)).run_id
     sign_in(page, stack, at=f"#/session/{queued_key}")
@@ -103,7 +114,7 @@ def test_a_queued_and_a_running_run_are_cancelled_from_their_buttons(page: Page,
     wait_for(lambda: run_status(stack.client, queued) == "aborted", 10, what="the queued run aborted")
     expect(page.get_by_text("No run queued or running.")).to_be_visible(timeout=SEEN_S)
 
-    running = busy[0]
+    running = occupied[0]
     page.goto(f"{stack.url}/console#/run/{running}")
     expect(page.locator(".status-running")).to_be_visible(timeout=SEEN_S)
     page.get_by_role("button", name="Cancel run").click()
@@ -146,9 +157,8 @@ def test_a_scoped_token_sees_only_its_agents_sessions(page: Page, stack: Console
 
 
 def test_work_in_flight_shows_a_queued_run_and_a_flow_is_cancelled_from_its_button(
-    page: Page, stack: ConsoleStack
+    page: Page, stack: ConsoleStack, occupied: list[str]
 ) -> None:
-    occupy_the_worker(stack)
     exchange = sent(
         stack.client.sessions_send(
             key("gpt", "inflight"), "later", timeout_seconds=0, caller="agent:gpt:main"

@@ -1,10 +1,10 @@
 """Schemathesis against the real API process's /openapi.json.
 
-Two runs, each bounded so it stays well inside ``make test``'s budget: every operation fuzzed for server
-errors (``EXAMPLES`` each), and the ``st`` command with every check over all its phases (examples, coverage,
-fuzzing, stateful): a schema-valid request the server rejects, a schema-violating one it accepts, a response
-that does not match the schema, a wrong ``Allow`` header: each is a failure. The stack has no worker, so runs
-stay queued; waits are capped at 1 s by the config.
+Two runs, each bounded by tests/fuzz/budget.py so it stays well inside ``make test``'s time: every
+operation fuzzed for server errors (``EXAMPLES`` each), and the ``st`` command with every check over all its
+phases (examples, coverage, fuzzing, stateful): a schema-valid request the server rejects, a schema-violating
+one it accepts, a response that does not match the schema, a wrong ``Allow`` header: each is a failure. The
+stack has no worker, so runs stay queued; waits are capped at 1 s by the config.
 
 The ``st`` run covers the server-sent event streams too (schemathesis.toml reads each for a second), with
 the hooks of schemathesis_hooks.py, which set aside one false positive of schemathesis itself. A long run by
@@ -24,11 +24,10 @@ import pytest
 import schemathesis
 from hypothesis import HealthCheck, given, settings
 
+from tests.fuzz.budget import CHECKED_EXAMPLES, EXAMPLES
 from tests.integration.conftest import STACK_CONFIG, TOKEN
 from tests.support.processes import RedisServer, role_env, start_api, write_config
 
-EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "25"))
-CHECKED_EXAMPLES = int(os.environ.get("FUZZ_CHECKED_EXAMPLES", "25"))
 HERE = Path(__file__).parent
 
 

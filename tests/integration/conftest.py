@@ -31,6 +31,8 @@ STACK_CONFIG: dict[str, Any] = {
             {"id": "main", "default": True, "subagents": {"allowAgents": ["slow", "scripted", "quiet"]}},
             {"id": "research"},
             {"id": "slow", "model": "slowecho/echo"},
+            # Still running, however loaded the machine, when a test cancels it.
+            {"id": "stalled", "model": "stalledecho/echo"},
             {"id": "brisk", "model": "briskecho/echo"},
             {"id": "scripted", "model": "script/script"},
             {"id": "quiet", "model": "quiet/script"},
@@ -39,6 +41,7 @@ STACK_CONFIG: dict[str, Any] = {
     "models": {
         "providers": {
             "slowecho": {"type": "echo", "delayMs": 3000},
+            "stalledecho": {"type": "echo", "delayMs": 120_000},
             "briskecho": {"type": "echo", "delayMs": 200},
             # Drives the stop rules: REPLY_SKIP on the second reply turn, silence at the announce.
             "script": {

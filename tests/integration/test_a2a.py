@@ -209,7 +209,8 @@ def test_a_streaming_send_yields_the_reply_as_it_is_written_then_the_end(stack: 
         assert kinds[0] == "task"
         pieces = [e.artifact_update for e in events if e.WhichOneof("payload") == "artifact_update"]
         assert len(pieces) > 3  # streamed in pieces, as the model wrote them
-        assert not pieces[0].append and all(p.append for p in pieces[1:])
+        assert not pieces[0].append
+        assert all(p.append for p in pieces[1:])
         assert "".join(p.artifact.parts[0].text for p in pieces) == "heard: plan: steps=1 seconds=2"
         assert events[-1].status_update.status.state == TaskState.TASK_STATE_COMPLETED
 

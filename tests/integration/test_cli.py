@@ -9,6 +9,8 @@ import subprocess
 import sys
 import uuid
 
+import httpx
+
 from api.client import Client
 from shared.tools.send_schema import SendResult
 from tests.integration.conftest import TOKEN, Fresh, Stack
@@ -90,8 +92,14 @@ def _cli_env(stack: Stack) -> dict[str, str]:
     return {**stack.env, "CLAWBUS_URL": stack.url, "CLAWBUS_TOKEN": TOKEN}
 
 
+def _active_waits(url: str) -> float:
+    metrics = httpx.get(f"{url}/metrics", timeout=10).text.splitlines()
+    return next(float(line.split()[1]) for line in metrics if line.startswith("clawbus_active_waits "))
+
+
 def test_ctrl_c_during_a_send_detaches_and_says_how_to_wait_again(stack: Stack, client: Client) -> None:
     key = f"agent:slow:cron:{uuid.uuid4().hex[:8]}"
+    waits_before = _active_waits(stack.url)
     process = subprocess.Popen(
         [sys.executable, "-m", "api.cli", "send", key, "take a while", "--timeout", "60"],
         env=_cli_env(stack),
@@ -101,6 +109,9 @@ def test_ctrl_c_during_a_send_detaches_and_says_how_to_wait_again(stack: Stack, 
     )
     try:
         run_id = wait_for(lambda: first_run(client, key), 20, what="the send's run")
+        # Ctrl-C once the CLI waits for the reply: its run exists as soon as the API accepts the send, a
+        # moment before the CLI has the answer (the run's id) and opens its wait.
+        wait_for(lambda: _active_waits(stack.url) > waits_before, 20, what="the CLI's wait to be open")
         process.send_signal(signal.SIGINT)
         out, err = process.communicate(timeout=20)
     finally:
@@ -114,7 +125,7 @@ def test_ctrl_c_during_a_send_detaches_and_says_how_to_wait_again(stack: Stack, 
 
 def test_runs_cancel_stops_a_run_and_send_stream_prints_the_reply(stack: Stack, client: Client) -> None:
     env = _cli_env(stack)
-    key = f"agent:slow:cron:{uuid.uuid4().hex[:8]}"
+    key = f"agent:stalled:cron:{uuid.uuid4().hex[:8]}"  # running until cancelled, however slow the CLI starts
     accepted = json.loads(clawbus(env, "send", key, "stop me", "--timeout", "0", "--json").stdout)
     cancelled = clawbus(env, "runs", "cancel", accepted["runId"], "--json")
     assert cancelled.returncode == 0, cancelled.stderr

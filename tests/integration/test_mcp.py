@@ -118,8 +118,9 @@ def test_mcp_over_http_needs_a_valid_token(stack: Stack) -> None:
 @pytest.mark.parametrize("transport", ["http", "stdio"])
 def test_a_cancelled_tool_call_cancels_the_run_it_started(stack: Stack, transport: str) -> None:
     """The client gives up a send that waits (notifications/cancelled over stdio; over HTTP, closing the
-    request's stream): the slow run the call started ends aborted instead of running on."""
-    target = f"agent:slow:mcp-cancel-{transport}"
+    request's stream): the run the call started (one that runs until cancelled) ends aborted instead of
+    running on."""
+    target = f"agent:stalled:mcp-cancel-{transport}"
     with stack.client() as http:
 
         async def scenario() -> str:

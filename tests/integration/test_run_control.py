@@ -49,12 +49,15 @@ def start(fresh: Fresh, model: FakeOpenAI, concurrency: int = 4, **sections: Any
                     {"id": "main", "default": True, "subagents": {"allowAgents": ["gpt"]}},
                     {"id": "gpt", "model": "fake/gpt"},
                     {"id": "paced", "model": "paced/echo"},
+                    {"id": "patient", "model": "patient/echo"},
                 ]
             },
             "models": {
                 "providers": {
                     "fake": {"type": "openai", "baseUrl": model.url, "models": ["gpt"]},
                     "paced": {"type": "echo", "delayMs": 1500},
+                    # Long enough that a test acts while it runs, however loaded the machine.
+                    "patient": {"type": "echo", "delayMs": 10_000},
                 }
             },
             **sections,
@@ -174,7 +177,7 @@ def test_a_run_queued_in_the_broker_behind_a_busy_worker_never_starts(
 def test_a_run_parked_on_a_wait_ends_at_once_and_the_run_it_waited_for_goes_on(
     fresh: Fresh, model: FakeOpenAI
 ) -> None:
-    target = key("paced")
+    target = key("patient")  # the awaited run: it must still run when the parked one is cancelled
     model.script(
         "gpt",
         Reply(

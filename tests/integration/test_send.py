@@ -112,7 +112,13 @@ def test_an_inbound_message_records_the_route_and_gets_the_agents_reply(client: 
 def _snapshot(stack: Stack) -> dict[str, Any]:
     redis = stack.redis()
     try:
-        wait_for(lambda: redis.zcard("clawbus:lanes:due") == 0, 30, what="all lanes to drain")
+        # Quiet first: what earlier tests on the shared stack started (runs in their lanes, flows still
+        # taking steps) has ended, so nothing but the request under test could change a key.
+        wait_for(
+            lambda: redis.zcard("clawbus:lanes:due") == 0 and redis.zcard("clawbus:flows:due") == 0,
+            30,
+            what="all lanes and flows to drain",
+        )
         # Heartbeats (workers, the reaper) change with time, not with requests.
         beats = ("clawbus:worker:", "clawbus:reaper:")
         keys = sorted(k for k in redis.keys("clawbus:*") if not k.startswith(beats))

@@ -351,8 +351,9 @@ def failover_under_load(root: Path, token: str, waits: int = 50) -> Outage:
                 )
                 waiter.start()
                 # Every wait accepted before the kill (its accept answered, replica's ack included: the API
-                # holds its wait open), so each is owed its answer.
-                wait_for(lambda: _active_waits(urls) >= waits, 30, what="every wait accepted")
+                # holds its wait open), so each is owed its answer. Counted as begun, not as open at once: on
+                # a loaded machine the first may be answered (a 3 s run) before the last is accepted.
+                wait_for(lambda: _waits_begun(urls) >= waits, 60, what="every wait accepted")
                 killed = time.time()
                 sentinels.kill(old_master)
                 wait_for(
@@ -379,14 +380,20 @@ def failover_under_load(root: Path, token: str, waits: int = 50) -> Outage:
         sentinels.stop()
 
 
-def _active_waits(urls: list[str]) -> int:
-    """The waits the API processes hold open (``clawbus_active_waits``): a send's wait begins only once
-    its accept was answered."""
+def _waits_begun(urls: list[str]) -> int:
+    """The waits the API processes began: those they hold open (``clawbus_active_waits``) and those that
+    ended (``clawbus_wait_seconds_count``). A send's wait begins only once its accept was answered; only the
+    waiting sends wait here (the load's sends do not). An API too busy to answer within 10 s counts none
+    (its caller polls again, until its own deadline)."""
     total = 0.0
     for url in urls:
-        for line in httpx.get(f"{url}/metrics", timeout=5).text.splitlines():
-            if line.startswith("clawbus_active_waits "):
-                total += float(line.split()[1])
+        try:
+            lines = httpx.get(f"{url}/metrics", timeout=10).text.splitlines()
+        except httpx.TimeoutException:
+            return 0
+        for line in lines:
+            if line.startswith(("clawbus_active_waits ", "clawbus_wait_seconds_count{")):
+                total += float(line.split()[-1])
     return int(total)
 
 

@@ -126,6 +126,8 @@ def role_env(redis_url: str, config_path: Path, home: Path, token: str) -> dict[
         CLAWBUS_HOME=str(home),
         CLAWBUS_API_TOKENS=token,
         PYTHONUNBUFFERED="1",
+        # This checkout's code, whatever the working directory and wherever the package is installed from.
+        PYTHONPATH=os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p),
     )
     return env
 

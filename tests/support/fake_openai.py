@@ -36,9 +36,11 @@ class Reply:
     status: int = 200
     error: str | None = None
     headers: dict[str, str] = field(default_factory=dict)
-    # Streaming only: a pause before every chunk (a slow model), and a connection dropped after this
-    # many chunks (a failure mid-answer).
+    # Streaming only: a pause before every chunk (a slow model), or the whole stream's time spread over
+    # its chunks (tool calls and the usage chunk included), and a connection dropped after this many
+    # chunks (a failure mid-answer).
     chunk_delay: float = 0.0
+    stream_seconds: float = 0.0
     cut_after: int | None = None
 
 
@@ -50,9 +52,8 @@ def text(value: str, usage: tuple[int, int] = (100, 20)) -> Reply:
 
 
 def paced(value: str, seconds: float, usage: tuple[int, int] = (100, 20)) -> Reply:
-    """A text streamed over about ``seconds`` (when the request asks for a stream), as a slow model does."""
-    chunks = max(len(value) // CHUNK_CHARS, 1)
-    return Reply(text=value, usage=usage, chunk_delay=seconds / chunks)
+    """A text streamed over ``seconds`` (when the request asks for a stream), as a slow model does."""
+    return Reply(text=value, usage=usage, stream_seconds=seconds)
 
 
 def tool(name: str, usage: tuple[int, int] = (100, 20), **args: Any) -> Reply:
@@ -173,13 +174,14 @@ async def _paced(state: FakeOpenAI, chunks: list[str], reply: Reply, started: fl
     """Asynchronous, so a slow stream holds no thread: hundreds stream at once, as from a real provider."""
     state.streaming(+1)
     ended = False
+    delay = reply.chunk_delay or reply.stream_seconds / len(chunks)
     try:
         for sent, chunk in enumerate(chunks):
             if reply.cut_after is not None and sent == reply.cut_after:
                 ended = True  # the server's own drop, not the client's
                 raise ConnectionAbortedError("the fake model dropped the connection")
-            if reply.chunk_delay:
-                await asyncio.sleep(reply.chunk_delay)
+            if delay:
+                await asyncio.sleep(delay)
             if sent == 0:
                 state.first_chunk_seconds.append(time.perf_counter() - started)
             yield chunk

@@ -24,7 +24,7 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
-from shared.config.a2a import A2AConfig
+from shared.config.a2a import A2AConfig, A2ARemote
 from shared.config.agents import AgentConfig, AgentsConfig
 from shared.config.base import DEFAULT_CONFIG_FILE, ENV_PREFIX, ConfigError
 from shared.config.channels import (
@@ -148,6 +148,14 @@ class Config(_Settings):
             raise UnknownModel(f"unknown model: {model_ref} (configured: {', '.join(self.models.refs())})")
         name, _, model = model_ref.partition("/")
         return self.models.all_providers()[name], model
+
+    def a2a_remote(self, model_ref: str) -> A2ARemote:
+        """The remote a session's ``a2a/<remoteId>`` model talks to; UnknownModel once it is unconfigured."""
+        found = self.a2a.remote(model_ref.partition("/")[2])
+        if found is None:
+            configured = ", ".join(remote.id for remote in self.a2a.remotes) or "none"
+            raise UnknownModel(f"unknown A2A remote: {model_ref} (configured remotes: {configured})")
+        return found
 
     @property
     def global_scope(self) -> bool:

@@ -7,6 +7,7 @@ import threading
 
 import httpx
 
+from shared.a2a import remote
 from shared.config import Config, EchoProvider, OpenAIProvider
 from shared.runtime.base import AgentRuntime
 from shared.runtime.echo import EchoRuntime
@@ -20,6 +21,8 @@ _clients_lock = threading.Lock()
 
 
 def runtime_for(config: Config, model_ref: str) -> AgentRuntime:
+    if model_ref.startswith(f"{remote.MODEL_PROVIDER}/"):
+        return remote.A2ARuntime(config.a2a_remote(model_ref))
     provider, model = config.provider(model_ref)
     if isinstance(provider, OpenAIProvider):
         size = provider.max_connections or config.worker.pool_size()

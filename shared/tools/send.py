@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from shared import policy, queueing, session_keys, visibility
+from shared.a2a import remote
 from shared.contexts import send_context
 from shared.errors import ToolError
 from shared.flows.create import new_flow
@@ -22,18 +23,25 @@ def sessions_send(ctx: ToolContext, params: SessionsSendParams) -> SendResult | 
         )
     if not params.session_key and not params.label:
         return ToolFailure(status="error", error="Either sessionKey or label is required", run_id=run_id)
+    # ``a2a:<remoteId>`` of a configured remote is the caller agent's own session with that agent.
+    remote_key = remote.target_key(ctx.config, ctx.caller_agent, params.session_key or "")
     try:
-        target = ctx.resolve(params.session_key) if params.session_key else _by_label(ctx, params)
+        if remote_key:
+            target = remote_key
+        else:
+            target = ctx.resolve(params.session_key) if params.session_key else _by_label(ctx, params)
     except ToolError as exc:
         return ToolFailure(
             status="error" if exc.status == "error" else "forbidden", error=exc.error, run_id=run_id
         )
     caller, existing = ctx.store.sessions.get_many([ctx.caller_key, target])
-    refused = visibility.refusal(ctx.config, ctx.caller_key, target, existing, "send")
+    refused = None if remote_key else visibility.refusal(ctx.config, ctx.caller_key, target, existing, "send")
     if refused is not None:
         return ToolFailure(status="forbidden", error=refused, run_id=run_id)
     now = ctx.store.clock.now_ms()
     entry = existing or new_entry(ctx.config, target, now)
+    if remote_key and entry.model is None:
+        entry = entry.model_copy(update={"model": remote.model_ref(remote_key)})
     if policy.decide(ctx.config, entry) == "deny":
         return ToolFailure(status="error", error=policy.BLOCKED, run_id=run_id)
     try:

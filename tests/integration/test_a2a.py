@@ -40,8 +40,12 @@ from a2a.types import (
 from a2a.utils.errors import TaskNotFoundError
 from fastapi import FastAPI, Request
 
+from api.client import Client as ClawbusClient
 from shared.processes import free_port
+from shared.store.keys import RedisKeys
 from shared.text import token_digest
+from shared.tools.history_schema import SessionsHistoryResult
+from shared.tools.send_schema import SendResult
 from tests.integration.conftest import TOKEN, Fresh
 from tests.support.fake_openai import FakeOpenAI, fake_openai, planned
 from tests.support.processes import wait_for
@@ -308,11 +312,10 @@ def test_a_push_notification_registered_before_an_api_restart_arrives_signed(sta
                 return answer.task.id
 
         task_id = asyncio.run(register())
-        api = stack.fresh.roles[-1]  # the second API process (the client used the first): restart both
-        for role in [r for r in stack.fresh.roles if "api" in " ".join(r.argv)]:
+        # Both API processes go (SIGKILL) before the task ends, and two others take their place.
+        for role in [r for r in stack.fresh.roles if r.argv[3:4] == ["api"] and not r.exited()]:
             role.kill()
         stack.urls[:] = [stack.fresh.api()[1], stack.fresh.api()[1]]
-        del api
         wait_for(lambda: receiver.got, 60, what="the push notification")
         headers, body = receiver.got[0]
         pushed = json.loads(body)["task"]
@@ -320,7 +323,13 @@ def test_a_push_notification_registered_before_an_api_restart_arrives_signed(sta
         assert headers["x-a2a-notification-token"] == "s3cret"
         expected = "sha256=" + hmac.new(b"s3cret", body, hashlib.sha256).hexdigest()
         assert headers["x-clawbus-signature"] == expected
-        wait_for(lambda: len(receiver.got) >= 1, 1, what="one notification")
+        # Exactly once: recorded delivered at the first attempt, and no longer due for the reaper's sweep.
+        keys = RedisKeys()
+        assert stack.fresh.redis_server is not None
+        with stack.fresh.redis_server.client() as db:
+            states = wait_for(lambda: db.hvals(keys.a2a_push_state(task_id)), 10, what="the push state")
+            assert [json.loads(state) for state in states] == [{"status": "delivered", "attempts": 1}]
+            assert db.zscore(keys.a2a_push_due(), task_id) is None
         assert len(receiver.got) == 1
 
 
@@ -398,3 +407,41 @@ def test_list_tasks_filters_by_context(stack: A2AStack) -> None:
         assert all(isinstance(task, Task) for task in listed.tasks)
 
     asyncio.run(scenario())
+
+
+def test_sessions_send_to_a_configured_remote_talks_to_another_clawbus_over_a2a(
+    stack: A2AStack, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Instance A's agent messages ``a2a:peer``, which is this module's stack (B) through its A2A
+    endpoint: the reply comes back as any session's, and A's session is one A2A context on B."""
+    caller = Fresh(tmp_path_factory.mktemp("a2a-caller"))
+    try:
+        remote = {"id": "peer", "url": agent_url(stack, "main"), "tokenEnv": "PEER_TOKEN"}
+        caller.start_redis(
+            config={"a2a": {"remotes": [remote]}, "session": {"agentToAgent": {"maxPingPongTurns": 0}}}
+        )
+        caller.env["PEER_TOKEN"] = TOKEN
+        caller.worker(concurrency=2)
+        _, url = caller.api()
+        with ClawbusClient(url, TOKEN) as api:
+            first = api.sessions_send("a2a:peer", "hello", timeout_seconds=60)
+            second = api.sessions_send("A2A:Peer", "again", timeout_seconds=60)
+            assert isinstance(first, SendResult)
+            assert isinstance(second, SendResult)
+            assert (first.status, first.reply) == ("ok", "echo: hello")
+            assert (second.status, second.reply) == ("ok", "echo: again")
+            assert first.session_key == second.session_key == "agent:main:a2a-remote:peer"
+            assert api.get_session("agent:main:a2a-remote:peer").model == "a2a/peer"
+            flow = api.get_flow(second.run_id)
+            assert (flow.status, flow.delivery_status) == ("done", "skipped")
+        with ClawbusClient(stack.urls[0], TOKEN) as peer:
+            heard = [_user_texts(peer, row.key) for row in peer.sessions_list(limit=200).sessions]
+        assert [texts for texts in heard if "hello" in texts] == [["hello", "again"]]
+    finally:
+        caller.close()
+
+
+def _user_texts(api: ClawbusClient, session_key: str) -> list[str]:
+    history = api.sessions_history(session_key)
+    assert isinstance(history, SessionsHistoryResult)
+    return [block["text"] for m in history.messages if m["role"] == "user" for block in m["content"]]

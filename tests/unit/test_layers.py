@@ -49,7 +49,10 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
         ),
     ),
     ("the store adapter", ("shared.store", "shared.store.*")),
-    ("adapters to the outside", ("shared.channels", "shared.channels.*", "shared.runtime.*")),
+    (
+        "adapters to the outside",
+        ("shared.channels", "shared.channels.*", "shared.runtime.*", "shared.a2a", "shared.a2a.remote"),
+    ),
     ("the application", ("shared.*",)),
 ]
 PACKAGES = {"shared": 0, "workers": 1, "api": 2}

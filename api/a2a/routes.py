@@ -25,7 +25,7 @@ from shared.config import AgentConfig
 
 router = APIRouter(tags=["a2a"])
 _errors: dict[int | str, dict[str, Any]] = {code: {"model": ErrorResponse} for code in (401, 403, 404)}
-AGENT_ID = Path(description="An agent listed in a2a.expose", max_length=64)
+AGENT_ID = Path(description="An agent listed in a2a.expose (any other id: 404)")
 
 
 class _CallerContext(DefaultServerCallContextBuilder):

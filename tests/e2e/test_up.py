@@ -222,6 +222,31 @@ def test_the_orchestration_example_of_the_readme_reports_once_to_main(up: Up) ->
     assert report.startswith("Status: success\nResult: all three parts are summarized")
 
 
+@pytest.mark.parametrize("up", [EXAMPLE], indirect=True)
+def test_the_a2a_example_of_the_readme_gets_main_s_answer(up: Up, tmp_path: Path) -> None:
+    """README, "A2A": its Python block as written, run with this `clawbus up`'s URL and token."""
+    section = (REPO / "README.md").read_text().split("### A2A", 1)[1]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    assert "http://127.0.0.1:8787" in code
+    script = tmp_path / "a2a_example.py"
+    script.write_text(code.replace("http://127.0.0.1:8787", up.api))
+    (tmp_path / ".clawbus").symlink_to(up.home)  # ~/.clawbus/token, as `make up` leaves it
+    ran = subprocess.run(
+        [sys.executable, str(script)],
+        env={**os.environ, "HOME": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    context_id, answer = ran.stdout.strip().split(" ", 1)
+    assert answer == "echo: hello"
+    with httpx.Client(base_url=up.api, headers=up.headers(), timeout=30) as http:
+        session = http.get(f"/v1/sessions/agent:main:a2a:{context_id}")
+    assert session.status_code == 200, session.text
+
+
 @pytest.mark.parametrize("up", [NO_CONFIG], indirect=True)
 def test_without_a_config_file_the_quick_start_send_and_history_are_refused_by_the_tree_visibility(
     up: Up,

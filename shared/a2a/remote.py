@@ -4,7 +4,8 @@ talks to the agent configured in ``a2a.remotes`` through the A2A client.
 The conversation with a remote is a session of the caller's agent, ``agent:<agentId>:a2a-remote:<remoteId>``,
 whose model is ``a2a/<remoteId>``: its runs are steps of the ``A2ARuntime``, which sends the run's message
 to the remote (one A2A context per session, so the remote keeps the conversation) and takes its answer as
-the reply. Waits, timeouts, the reply-back turns and the announce are those of any session.
+the reply. Waits, timeouts, the reply-back turns and the announce are those of any session; the run's
+agent-to-agent context travels in the message's metadata.
 """
 
 from __future__ import annotations
@@ -37,6 +38,9 @@ from shared.runtime.base import RunCancelled, RunTimedOut, StepRequest, StepResu
 PREFIX = "a2a:"
 SESSION_KIND = "a2a-remote"
 MODEL_PROVIDER = "a2a"
+# The message metadata field carrying the run's agent-to-agent context (a remote has no system prompt to put
+# it in): who sends, and which step of the exchange (a reply turn, the announce) this is.
+CONTEXT_METADATA = "clawbusContext"
 # How often a step asks the remote how its task is doing (and looks whether its run was cancelled).
 POLL_S = 0.25
 # States a remote task does not leave (or leaves only when asked for input clawbus cannot give).
@@ -62,12 +66,6 @@ def target_key(config: Config, caller_agent: str, raw: str) -> str | None:
         return None
     remote = config.a2a.remote(value.removeprefix(PREFIX))
     return f"agent:{caller_agent}:{SESSION_KIND}:{remote.id}" if remote else None
-
-
-def is_remote_session(session_key: str) -> bool:
-    """A session that talks to a remote: no announce step there, as the remote posts to none of our
-    channels (docs/decisions.md, "A2A")."""
-    return session_key.rsplit(":", 2)[-2:-1] == [SESSION_KIND]
 
 
 def model_ref(session_key: str) -> str:
@@ -109,6 +107,8 @@ class A2ARuntime:
                     context_id=context_id,
                     parts=[Part(text=text)],
                 )
+                if request.context:  # what clawbus gives a model as system text: who asks, what step this is
+                    message.metadata.update({CONTEXT_METADATA: request.context})
                 sent = SendMessageRequest(
                     message=message, configuration=SendMessageConfiguration(return_immediately=True)
                 )

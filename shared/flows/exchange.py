@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from shared import policy
-from shared.a2a import remote
 from shared.contexts import ANNOUNCE_MESSAGE, announce_context, reply_context
 from shared.flows.context import FlowContext
 from shared.flows.decide import StartAnnounce, StartDelivery, StartTurn
@@ -67,11 +66,6 @@ def start_announce(ctx: FlowContext, flow: Flow, action: StartAnnounce) -> None:
     if policy.decide(ctx.config, target) == "deny":
         ctx.store.flows.end(
             flow.flow_id, "completed", {"stopReason": action.stop_reason, "deliveryStatus": "blocked"}
-        )
-        return
-    if remote.is_remote_session(flow.target_key):
-        ctx.store.flows.end(
-            flow.flow_id, "completed", {"stopReason": action.stop_reason, "deliveryStatus": "skipped"}
         )
         return
     now = ctx.store.clock.now_ms()

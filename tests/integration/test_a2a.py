@@ -37,10 +37,11 @@ from a2a.types import (
     TaskPushNotificationConfig,
     TaskState,
 )
-from a2a.utils.errors import TaskNotFoundError
+from a2a.utils.errors import InvalidRequestError, TaskNotFoundError
 from fastapi import FastAPI, Request
 
 from api.client import Client as ClawbusClient
+from shared.contexts import ANNOUNCE_MESSAGE
 from shared.processes import free_port
 from shared.store.keys import RedisKeys
 from shared.text import token_digest
@@ -395,6 +396,25 @@ def test_bad_json_rpc_gets_the_protocols_error_codes_never_a_500(
     assert response.json()["error"]["code"] == code
 
 
+def test_a_context_whose_session_policy_denies_refuses_the_message_with_the_policy_text(
+    stack: A2AStack,
+) -> None:
+    """Send policy applies to A2A messages as to any inbound message: the session is the context's."""
+    context_id = f"ctx-{uuid.uuid4().hex[:8]}"
+    with ClawbusClient(stack.urls[0], TOKEN) as api:
+        api.post_message(f"agent:main:a2a:{context_id}", "first", timeout_seconds=10)
+        api.patch_session(f"agent:main:a2a:{context_id}", sendPolicy="deny")
+
+    async def scenario() -> str:
+        async with client(agent_url(stack, "main"), streaming=False) as a2a:
+            request = SendMessageRequest(message=message("second", context_id=context_id))
+            with pytest.raises(InvalidRequestError) as refused:
+                [_ async for _ in a2a.send_message(request)]
+            return str(refused.value)
+
+    assert "send blocked by session policy" in asyncio.run(scenario())
+
+
 def test_list_tasks_filters_by_context(stack: A2AStack) -> None:
     async def scenario() -> None:
         async with client(agent_url(stack, "main"), streaming=False) as a2a:
@@ -432,11 +452,13 @@ def test_sessions_send_to_a_configured_remote_talks_to_another_clawbus_over_a2a(
             assert (second.status, second.reply) == ("ok", "echo: again")
             assert first.session_key == second.session_key == "agent:main:a2a-remote:peer"
             assert api.get_session("agent:main:a2a-remote:peer").model == "a2a/peer"
-            flow = api.get_flow(second.run_id)
-            assert (flow.status, flow.delivery_status) == ("done", "skipped")
+            # The announce step is the remote's too, as for any session's target.
+            wait_for(lambda: api.get_flow(second.run_id).status == "done", 60, what="the exchange's end")
         with ClawbusClient(stack.urls[0], TOKEN) as peer:
             heard = [_user_texts(peer, row.key) for row in peer.sessions_list(limit=200).sessions]
-        assert [texts for texts in heard if "hello" in texts] == [["hello", "again"]]
+        [conversation] = [texts for texts in heard if "hello" in texts]
+        assert [text for text in conversation if text in ("hello", "again")] == ["hello", "again"]
+        assert ANNOUNCE_MESSAGE in conversation
     finally:
         caller.close()
 

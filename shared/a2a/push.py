@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+import httpx
 from a2a.types import StreamResponse, TaskPushNotificationConfig
 from google.protobuf.json_format import MessageToDict, ParseDict
 
@@ -41,9 +42,15 @@ DELIVERY_HEADER = "X-Clawbus-Delivery"
 
 def invalid(url: str) -> str | None:
     """Why ``url`` cannot take notifications (None: it can)."""
-    parts = urlsplit(url)
+    refused = f"a push notification URL must be http(s)://host/...: {url!r}"
+    try:
+        parts = urlsplit(url)
+        _port = parts.port  # raises on a port that is not a number
+        httpx.URL(url)
+    except (ValueError, httpx.InvalidURL):
+        return refused
     if parts.scheme not in ("http", "https") or not parts.netloc:
-        return f"a push notification URL must be http(s)://host/...: {url!r}"
+        return refused
     return None
 
 
@@ -76,8 +83,9 @@ def sweep(store: Storage, dispatcher: Dispatcher, limit: int) -> int:
         if run is None:
             store.a2a.push_done(run_id)
         elif run.status.terminal:
+            # Due again first: an attempt that ends before this line would otherwise be undone by it.
+            store.a2a.push_due(run_id, now + ATTEMPT_LEASE_MS)
             dispatcher.notify(run_id)
-            store.a2a.push_due(run_id, now + ATTEMPT_LEASE_MS)  # until the attempt says otherwise
             sent += 1
         else:
             store.a2a.push_due(run_id, now + RECHECK_MS)
@@ -97,8 +105,12 @@ def deliver(store: Storage, config: Config, run_id: str) -> Outcome:
     run = store.runs.get(run_id)
     if run is None or not run.status.terminal:
         return Outcome()
+    configs = store.a2a.push_configs(run_id)
     owner = f"push-{time.monotonic_ns()}"
-    if not store.a2a.claim_push(run_id, owner, ATTEMPT_LEASE_MS):
+    # Long enough for every config's post to time out: a lease lapsing mid-attempt would let a second
+    # attempt send the same notifications.
+    lease_ms = max(ATTEMPT_LEASE_MS, len(configs) * int((TIMEOUT_SECONDS + 5) * 1000))
+    if not store.a2a.claim_push(run_id, owner, lease_ms):
         return Outcome()
     try:
         [asked] = store.runs.inputs([run_id])
@@ -107,7 +119,7 @@ def deliver(store: Storage, config: Config, run_id: str) -> Outcome:
         states = store.a2a.push_states(run_id)
         delivered = failed = 0
         retry_in: float | None = None
-        for config_id, raw in store.a2a.push_configs(run_id).items():
+        for config_id, raw in configs.items():
             state = states.get(config_id, {})
             if state.get("status") in ("delivered", "failed"):
                 continue

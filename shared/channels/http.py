@@ -34,6 +34,8 @@ def post_json(
         response = httpx.post(
             url, content=body, headers={"Content-Type": "application/json", **headers}, timeout=timeout
         )
+    except httpx.InvalidURL as exc:  # not an HTTPError: a URL no retry will make usable
+        raise DeliveryError(f"invalid URL: {exc}", retryable=False) from None
     except httpx.HTTPError as exc:
         raise DeliveryError(f"{type(exc).__name__}: {exc}", retryable=True) from None
     if response.status_code >= 500 or (response.status_code == 429 and retry_429):

@@ -114,7 +114,7 @@ class Store:
         )
         self.fleet = FleetStore(client, self.keys)
         self.threads = ThreadBindingStore(client, self.keys)
-        self.a2a = A2AStore(client, self.keys, retention_seconds=config.runs.retention_hours * 3600)
+        self.a2a = A2AStore(client, self.keys, scripts, retention_seconds=config.runs.retention_hours * 3600)
 
     @classmethod
     def from_config(

@@ -9,12 +9,14 @@ from typing import Any
 from redis import Redis
 
 from shared.store.keys import RedisKeys
+from shared.store.scripts import Scripts
 
 
 class A2AStore:
-    def __init__(self, client: Redis, keys: RedisKeys, retention_seconds: int) -> None:
+    def __init__(self, client: Redis, keys: RedisKeys, scripts: Scripts, retention_seconds: int) -> None:
         self._redis = client
         self._keys = keys
+        self._scripts = scripts
         self._retention_s = retention_seconds
 
     # -- whose a task is --
@@ -69,9 +71,7 @@ class A2AStore:
         return bool(self._redis.set(self._keys.a2a_push_lease(run_id), owner, nx=True, px=lease_ms))
 
     def release_push(self, run_id: str, owner: str) -> None:
-        key = self._keys.a2a_push_lease(run_id)
-        if self._redis.get(key) == owner:
-            self._redis.delete(key)
+        self._scripts.release_lease(keys=[self._keys.a2a_push_lease(run_id)], args=[owner])
 
     def push_due(self, run_id: str, at_ms: int) -> None:
         self._redis.zadd(self._keys.a2a_push_due(), {run_id: at_ms})

@@ -47,6 +47,7 @@ class Scripts:
         self.end_wait: Script = client.register_script(_source("end_wait"))
         self.absorb_steers: Script = client.register_script(_source("absorb_steers"))
         self.reap_gate: Script = client.register_script(_source("reap_gate"))
+        self.release_lease: Script = client.register_script(_source("release_lease"))
 
 
 def run_pipelined(

@@ -2,26 +2,25 @@
 ``archiveAfterMinutes`` after it ended by a sweep over a due-time index (beat runs it; a long ETA task on
 the Redis broker would not be reliable).
 
-Archived: the transcript is exported as JSONL to its ``transcriptPath``, its attachments are removed
-(unless ``retainOnSessionKeep``), and it leaves ``sessions_list``.
+Archived: the whole transcript moves to its cold JSONL file at its ``transcriptPath`` (out of Redis), its
+attachments are removed (unless ``retainOnSessionKeep``), and it leaves ``sessions_list``.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 
-from shared import attachments
+from shared import attachments, hot_window
 from shared.config import Config
 from shared.models import SessionEntry
 from shared.ports import Storage
-from shared.sessions import transcript_path
 
 log = logging.getLogger(__name__)
 
 
 def discard(config: Config, store: Storage, entry: SessionEntry) -> None:
     _remove_attachments(config, entry)
+    store.transcripts.drop_cold(entry.key)  # first: a crash after it leaves the session, not an orphan file
     store.sessions.delete(entry)
 
 
@@ -34,22 +33,12 @@ def sweep(config: Config, store: Storage, now_ms: int | None = None) -> list[str
         entry = store.sessions.get(key)
         if entry is None or entry.mode == "session":  # thread-bound sessions stay open
             continue
-        export_transcript(config, store, entry)
+        hot_window.move(store, entry, 0)
         if not config.tools.sessions_spawn.attachments.retain_on_session_keep:
             _remove_attachments(config, entry)
         if store.sessions.archive(entry, now):
             archived.append(key)
     return archived
-
-
-def export_transcript(config: Config, store: Storage, entry: SessionEntry) -> None:
-    path = transcript_path(config.store_dir(), entry)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_suffix(".jsonl.partial")
-    with partial.open("w", encoding="utf-8") as out:
-        for message in store.transcripts.all(entry.key):
-            out.write(message.model_dump_json(by_alias=True, exclude_none=True) + "\n")
-    os.replace(partial, path)
 
 
 def _remove_attachments(config: Config, entry: SessionEntry) -> None:

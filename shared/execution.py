@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Literal
 
-from shared import agent_loop, cancellation, leases, logs, session_keys, subagents
+from shared import agent_loop, cancellation, hot_window, leases, logs, session_keys, subagents
 from shared.a2a import push
 from shared.agent_loop import LoopState, StepsExhausted
 from shared.config import Config
@@ -124,6 +124,7 @@ def _claimed(
         return AttemptResult(ClaimOutcome.BUSY)
     assert isinstance(finished, _Finished)
     push.run_ended(store, dispatcher, run.run_id, run.session_key)
+    hot_window.after_commit(config, store, state.session, run.session_key)
     return AttemptResult(
         ClaimOutcome.CLAIMED,
         finished.outcome.status,

@@ -99,6 +99,10 @@ class Sessions(Protocol):
         """Keys of the listed sessions of ``agent_id`` (else of these ``kinds``, else all) updated since
         ``active_since`` (ms), newest first: read from the indexes, never a scan of the keyspace."""
 
+    def idle(self, after_ms: int, before_ms: int, limit: int) -> list[tuple[str, int]]:
+        """Listed sessions last updated after ``after_ms`` and before ``before_ms``, least recent first,
+        with their updatedAt."""
+
 
 class Transcripts(Protocol):
     """The sessions' transcripts, read back."""
@@ -112,7 +116,22 @@ class Transcripts(Protocol):
 
     def all(self, session_key: str) -> list[Message]: ...
 
-    def length(self, session_key: str) -> int: ...
+    def length(self, session_key: str) -> int:
+        """Messages in the whole transcript, hot and cold."""
+
+    def hot_length(self, session_key: str) -> int:
+        """Messages still in the hot part."""
+
+    def move(self, session_key: str, agent_id: str, session_id: str, keep: int) -> int:
+        """Move all but the newest ``keep`` hot messages to the cold part, in order, exactly once; how
+        many moved (0 when another move of the session is running)."""
+
+    def idle_cursor(self) -> int: ...
+
+    def set_idle_cursor(self, updated_at_ms: int) -> None: ...
+
+    def drop_cold(self, session_key: str) -> None:
+        """Delete the session's cold part."""
 
 
 class Runs(Protocol):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from shared import session_keys
@@ -74,9 +73,14 @@ def channel_of(entry: SessionEntry | None, session_key: str, main_key: str) -> s
     return entry.channel or "unknown"
 
 
-def transcript_path(store_dir: Path, entry: SessionEntry) -> Path:
-    """``store_dir`` is ``config.store_dir()``, resolved once by callers that build many paths."""
-    return store_dir / "agents" / entry.agent_id / "sessions" / f"{entry.session_id}.jsonl"
+def transcript_path(store: str, entry: SessionEntry) -> str:
+    """``store`` is ``config.store_url()``, resolved once by callers that build many paths."""
+    return transcript_location(store, entry.agent_id, entry.session_id)
+
+
+def transcript_location(store: str, agent_id: str, session_id: str) -> str:
+    """A session's JSONL transcript file (OpenClaw's ``transcriptPath``) under a folder or URL."""
+    return f"{store.rstrip('/')}/agents/{agent_id}/sessions/{session_id}.jsonl"
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -50,6 +51,12 @@ class BrokenModel:
 
     def step(self, _request: object) -> None:
         raise RuntimeError("model down")
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _home(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Whatever a test writes under CLAWBUS_HOME (cold transcripts by default) stays in its own folder."""
+    os.environ.setdefault("CLAWBUS_HOME", str(tmp_path_factory.mktemp("clawbus-home")))
 
 
 @pytest.fixture

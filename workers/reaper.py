@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 from celery import Celery, bootsteps
 from celery.utils import uuid
 
-from shared import logs
+from shared import hot_window, logs
 from shared.a2a import push
 from shared.flows.engine import advance
 from workers import lanes, queues
@@ -53,6 +53,7 @@ def reap(ctx: WorkerContext) -> int:
         advance(lanes.flow_context(ctx), flow_id)
     # A2A tasks whose run ended without its notifications being sent (a worker lost at its end).
     pushed = push.sweep(ctx.store, ctx.dispatcher, limit)
+    hot_window.sweep_idle(ctx.config, ctx.store, BATCH)
     return len(stalled) + len(due) + pushed
 
 

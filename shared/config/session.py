@@ -68,8 +68,13 @@ class ThreadBindingsConfig(Section):
 class SessionConfig(Section):
     main_key: str = Field("main", min_length=1, pattern=r"^[a-z0-9][a-z0-9_-]*$")
     scope: Literal["per-sender", "global"] = "per-sender"
-    # Where transcripts are exported (``<store>/agents/<agentId>/sessions/<sessionId>.jsonl``).
+    # Where cold transcripts live (``<store>/agents/<agentId>/sessions/<sessionId>.jsonl``): a folder, or an
+    # fsspec URL (``s3://bucket/prefix``; its filesystem's package installed, e.g. the ``s3`` extra).
     store: str | None = None
+    # Messages of a transcript kept in Redis; older ones move to the cold file (docs/contract.md §3).
+    hot_messages: int = Field(1000, ge=10, le=1_000_000)
+    # A session idle this many days has its whole transcript moved out of Redis (0: never).
+    idle_archive_days: float = Field(0, ge=0)
     send_policy: SendPolicyConfig | None = None
     agent_to_agent: AgentToAgentSessionConfig = AgentToAgentSessionConfig()
     thread_bindings: ThreadBindingsConfig = ThreadBindingsConfig()

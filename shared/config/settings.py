@@ -171,8 +171,12 @@ class Config(_Settings):
         agent = self.agent(agent_id)
         return agent.sandbox.mode if agent and agent.sandbox else self.agents.defaults.sandbox.mode
 
-    def store_dir(self) -> Path:
-        return Path(self.session.store or Path(clawbus_home()) / "store").expanduser()
+    def store_url(self) -> str:
+        """Where cold transcripts live: a local folder, or the fsspec URL ``session.store`` gives."""
+        configured = self.session.store
+        if configured and "://" in configured:
+            return configured.rstrip("/")
+        return str(Path(configured).expanduser() if configured else clawbus_home() / "store")
 
 
 # What load_config is reading: the file's data and the environment, for the settings sources below.

@@ -83,7 +83,7 @@ def start_subagent_delivery(ctx: FlowContext, snap: Snapshot, action: StartSubag
             announce_reply=action.reply,
             tool_result=tool_results[0].text if tool_results else None,
             session=child,
-            transcript_path=str(transcript_path(ctx.config.store_dir(), child)) if child else "?",
+            transcript_path=transcript_path(ctx.config.store_url(), child) if child else "?",
         )
     )
     requester = _recipient(ctx, flow)

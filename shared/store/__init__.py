@@ -10,6 +10,7 @@ from shared.backoff import delay
 from shared.clock import Clock, SystemClock
 from shared.config import Config, RedisConfig
 from shared.store.a2a import A2AStore
+from shared.store.cold import ColdTranscripts
 from shared.store.connection import sync_client
 from shared.store.errors import NotReplicated
 from shared.store.fleet import FleetStore
@@ -98,7 +99,7 @@ class Store:
         self.keys = RedisKeys(config.redis.prefix)
         scripts = Scripts(client)
         self.sessions = SessionStore(client, self.keys, scripts)
-        self.transcripts = TranscriptStore(client, self.keys)
+        self.transcripts = TranscriptStore(client, self.keys, scripts, ColdTranscripts(config.store_url()))
         self.runs = RunStore(
             client,
             self.keys,

@@ -91,6 +91,20 @@ class RedisKeys:
         """STREAM: the session's messages, one JSON document per entry."""
         return f"{self.prefix}transcript:{session_key}"
 
+    def cold(self, session_key: str) -> str:
+        """HASH: the session's cold transcript: ``count`` (its messages moved out of Redis, the file's
+        first lines), ``agentId`` and ``sessionId`` (its file), ``moving`` (a move's intent, JSON, until
+        the move is recorded)."""
+        return f"{self.prefix}cold:{session_key}"
+
+    def cold_lease(self, session_key: str) -> str:
+        """STRING: the move of the session's older messages running now (its owner), a minute at most."""
+        return f"{self.prefix}cold-lease:{session_key}"
+
+    def cold_idle_cursor(self) -> str:
+        """STRING: the updatedAt (ms) up to which idle sessions were moved out whole."""
+        return f"{self.prefix}cold:idle-cursor"
+
     # runs and lanes
     def run(self, run_id: str) -> str:
         """HASH: one run; expires ``runs.retentionHours`` after it ends."""

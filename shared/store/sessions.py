@@ -69,6 +69,7 @@ class SessionStore:
                 k.archive_due(),
                 k.children(entry.spawned_by or ""),
                 k.session_runs(entry.key),
+                k.cold(entry.key),
             ],
             args=[entry.key],
         )
@@ -178,6 +179,14 @@ class SessionStore:
         merged = heapq.merge(*streams, key=lambda item: -item[1])
         for member, _score in merged:
             yield member
+
+    def idle(self, after_ms: int, before_ms: int, limit: int) -> list[tuple[str, int]]:
+        """Listed sessions last updated after ``after_ms`` and before ``before_ms``, least recent first,
+        with their updatedAt."""
+        found: list[tuple[str, float]] = self._redis.zrangebyscore(
+            self._keys.sessions_index(), f"({after_ms}", f"({before_ms}", start=0, num=limit, withscores=True
+        )
+        return [(key, int(score)) for key, score in found]
 
     def _pages(self, index_key: str, floor: str | int, page: int) -> Iterator[tuple[str, float]]:
         offset = 0

@@ -1,56 +1,215 @@
-"""Session transcripts: one Redis stream per session, one JSON message per entry."""
+"""Session transcripts, hot and cold (docs/architecture.md, "Hot and cold transcripts"): the newest
+messages in a Redis stream per session, one JSON message per entry; the older ones, moved out in order,
+in the session's JSONL file (``shared.store.cold``). Readers see one transcript.
+
+A move: under a lease, record its intent (how many lines the file has, how many entries go, the last
+one's id), write the file (its lines, then those entries), then in one transaction trim the entries and
+record the new count. A crash before the write leaves the intent and the entries: the next move writes
+again. A crash after it leaves the file one move ahead of the count: readers take only the counted lines,
+so the entries still in the stream are read once, and the next move sees the longer file and only trims.
+"""
 
 from __future__ import annotations
 
+import json
+import uuid
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from redis import Redis
 
 from shared.models import Message
+from shared.store.cold import ColdTranscripts
 from shared.store.keys import RedisKeys
+from shared.store.scripts import Scripts
+
+MOVE_LEASE_MS = 60_000
+
+
+@dataclass(frozen=True, slots=True)
+class _Cold:
+    count: int
+    agent_id: str
+    session_id: str
+
+
+def _stream_id(raw: str) -> tuple[int, int]:
+    ms, _, seq = raw.partition("-")
+    return int(ms), int(seq or 0)
+
+
+def _line(message: Message) -> str:
+    return message.model_dump_json(by_alias=True, exclude_none=True)
 
 
 class TranscriptStore:
-    def __init__(self, client: Redis, keys: RedisKeys) -> None:
+    def __init__(self, client: Redis, keys: RedisKeys, scripts: Scripts, cold: ColdTranscripts) -> None:
         self._redis = client
         self._keys = keys
+        self._scripts = scripts
+        self._cold = cold
+
+    # -- reading --
 
     def last(
         self, session_key: str, count: int, keep_role: Callable[[str], bool] | None = None, page: int = 200
     ) -> list[Message]:
-        """The last ``count`` messages (of the kept roles), oldest first; pages backwards as needed."""
+        """The last ``count`` messages (of the kept roles), oldest first; pages backwards as needed, into
+        the cold part when the hot one has too few."""
         stream = self._keys.transcript(session_key)
-        kept: list[Message] = []
+        kept: list[tuple[str, Message]] = []  # newest first
         upper = "+"
         while len(kept) < count:
             wanted = page if keep_role else count - len(kept)
             entries = self._redis.xrevrange(stream, max=upper, count=wanted)
-            for _id, fields in entries:
+            for entry_id, fields in entries:
                 message = Message.model_validate_json(fields["m"])
                 if keep_role is None or keep_role(message.role):
-                    kept.append(message)
+                    kept.append((entry_id, message))
                     if len(kept) == count:
                         break
             if len(entries) < wanted:
-                break
+                return self._with_cold(session_key, kept, count, keep_role)
             upper = f"({entries[-1][0]}"
-        kept.reverse()
-        return kept
+        return [message for _id, message in reversed(kept)]
+
+    def _with_cold(
+        self,
+        session_key: str,
+        kept: list[tuple[str, Message]],
+        count: int,
+        keep_role: Callable[[str], bool] | None,
+    ) -> list[Message]:
+        """The hot stream ran out: the older messages come from the cold file, its first lines as counted
+        at the same moment as the stream's oldest entry (a move between the pages trimmed whatever read
+        here is older than that entry, and counted it in the file)."""
+        pipe = self._redis.pipeline(transaction=True)
+        pipe.xrange(self._keys.transcript(session_key), count=1)
+        pipe.hgetall(self._keys.cold(session_key))
+        oldest, raw = pipe.execute()
+        cold = _cold(raw)
+        if cold is None:
+            return [message for _id, message in reversed(kept)]
+        floor = _stream_id(oldest[0][0]) if oldest else None
+        hot = [(i, m) for i, m in kept if floor is not None and _stream_id(i) >= floor]
+        older: list[Message] = []
+        for line in reversed(self._cold.read(cold.agent_id, cold.session_id, cold.count)):
+            if len(hot) + len(older) >= count:
+                break
+            message = Message.model_validate_json(line)
+            if keep_role is None or keep_role(message.role):
+                older.append(message)
+        return list(reversed(older)) + [message for _id, message in reversed(hot)]
 
     def tails(self, session_keys: Sequence[str], count: int) -> list[list[Message]]:
         pipe = self._redis.pipeline(transaction=False)
         for session_key in session_keys:
             pipe.xrevrange(self._keys.transcript(session_key), count=count)
-        return [
+        tails = [
             [Message.model_validate_json(fields["m"]) for _id, fields in reversed(entries)]
             for entries in pipe.execute()
         ]
+        # A short hot tail may have older messages in the cold part (an idle session moved out whole).
+        short = [i for i, tail in enumerate(tails) if len(tail) < count]
+        if short:
+            pipe = self._redis.pipeline(transaction=False)
+            for i in short:
+                pipe.hexists(self._keys.cold(session_keys[i]), "count")
+            for i, has_cold in zip(short, pipe.execute(), strict=True):
+                if has_cold:
+                    tails[i] = self.last(session_keys[i], count)
+        return tails
 
     def all(self, session_key: str) -> list[Message]:
-        return [
-            Message.model_validate_json(fields["m"])
-            for _id, fields in self._redis.xrange(self._keys.transcript(session_key))
-        ]
+        return self.last(session_key, self.length(session_key))
 
     def length(self, session_key: str) -> int:
+        """Messages in the whole transcript, hot and cold."""
+        pipe = self._redis.pipeline(transaction=True)
+        pipe.xlen(self._keys.transcript(session_key))
+        pipe.hget(self._keys.cold(session_key), "count")
+        hot, cold = pipe.execute()
+        return int(hot) + int(cold or 0)
+
+    def hot_length(self, session_key: str) -> int:
         return int(self._redis.xlen(self._keys.transcript(session_key)))
+
+    # -- moving out --
+
+    def move(self, session_key: str, agent_id: str, session_id: str, keep: int) -> int:
+        """Move all but the newest ``keep`` messages of the hot stream to the cold file; how many moved
+        (0 also when another move of this session is running)."""
+        lease = self._keys.cold_lease(session_key)
+        owner = uuid.uuid4().hex
+        if not self._redis.set(lease, owner, nx=True, px=MOVE_LEASE_MS):
+            return 0
+        try:
+            self._finish_crashed(session_key)
+            return self._move(session_key, agent_id, session_id, keep)
+        finally:
+            self._scripts.release_lease(keys=[lease], args=[owner])
+
+    def _finish_crashed(self, session_key: str) -> None:
+        """A move that crashed after recording its intent: trim if its file was written, else write it."""
+        record = self._keys.cold(session_key)
+        raw = self._redis.hgetall(record)
+        if "moving" not in raw:
+            return
+        intent = json.loads(raw["moving"])
+        base, last_id = int(intent["count"]), intent["lastId"]
+        lines = self._cold.read(raw["agentId"], raw["sessionId"], base + int(intent["moved"]))
+        if len(lines) < base + int(intent["moved"]):
+            entries = self._redis.xrange(self._keys.transcript(session_key), max=last_id)
+            lines = lines[:base] + [_line(Message.model_validate_json(f["m"])) for _i, f in entries]
+            self._cold.write(raw["agentId"], raw["sessionId"], lines)
+        self._record(session_key, len(lines), last_id)
+
+    def _move(self, session_key: str, agent_id: str, session_id: str, keep: int) -> int:
+        stream, record = self._keys.transcript(session_key), self._keys.cold(session_key)
+        going = self._redis.xlen(stream) - keep
+        if going <= 0:
+            return 0
+        entries = self._redis.xrange(stream, count=going)
+        raw = self._redis.hgetall(record)
+        base = int(raw.get("count", 0))
+        # The file keeps the name of the session it was first written for (a reset session's new id
+        # would otherwise split one transcript over two files).
+        agent_id, session_id = raw.get("agentId", agent_id), raw.get("sessionId", session_id)
+        last_id = entries[-1][0]
+        intent = {"count": base, "moved": len(entries), "lastId": last_id}
+        self._redis.hset(
+            record, mapping={"agentId": agent_id, "sessionId": session_id, "moving": json.dumps(intent)}
+        )
+        lines = self._cold.read(agent_id, session_id, base)
+        lines += [_line(Message.model_validate_json(fields["m"])) for _id, fields in entries]
+        self._cold.write(agent_id, session_id, lines)
+        self._record(session_key, len(lines), last_id)
+        return len(entries)
+
+    def _record(self, session_key: str, count: int, last_id: str) -> None:
+        """The moved entries leave the stream as the file's count takes them in: one transaction."""
+        ms, seq = _stream_id(last_id)
+        pipe = self._redis.pipeline(transaction=True)
+        pipe.xtrim(self._keys.transcript(session_key), minid=f"{ms}-{seq + 1}", approximate=False)
+        pipe.hset(self._keys.cold(session_key), "count", count)
+        pipe.hdel(self._keys.cold(session_key), "moving")
+        pipe.execute()
+
+    def idle_cursor(self) -> int:
+        """The updatedAt (ms) up to which idle sessions were moved out."""
+        return int(self._redis.get(self._keys.cold_idle_cursor()) or 0)
+
+    def set_idle_cursor(self, updated_at_ms: int) -> None:
+        self._redis.set(self._keys.cold_idle_cursor(), updated_at_ms)
+
+    def drop_cold(self, session_key: str) -> None:
+        """Delete the session's cold file (the session is being deleted)."""
+        cold = _cold(self._redis.hgetall(self._keys.cold(session_key)))
+        if cold is not None:
+            self._cold.delete(cold.agent_id, cold.session_id)
+
+
+def _cold(raw: dict[str, str]) -> _Cold | None:
+    if not raw.get("count"):
+        return None
+    return _Cold(int(raw["count"]), raw["agentId"], raw["sessionId"])

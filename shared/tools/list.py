@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from itertools import islice
-from pathlib import Path
 
 from shared import visibility
 from shared.config import Config
@@ -34,8 +33,8 @@ def sessions_list(ctx: ToolContext, params: SessionsListParams) -> SessionsListR
         and visibility.visible(ctx.config, ctx.caller_key, entry)
     ]
     entries = sorted(entries, key=lambda e: e.updated_at, reverse=True)[:limit]
-    store_dir = ctx.config.store_dir()
-    rows = [_row(ctx, entry, store_dir) for entry in entries]
+    store = ctx.config.store_url()
+    rows = [_row(ctx, entry, store) for entry in entries]
     if params.message_limit:
         _attach_messages(ctx, entries, rows, params.message_limit)
     return SessionsListResult(count=len(rows), sessions=rows)
@@ -88,7 +87,7 @@ def every_session(
 _FACTS = frozenset(SessionFacts.model_fields)
 
 
-def _row(ctx: ToolContext, entry: SessionEntry, store_dir: Path) -> SessionRow:
+def _row(ctx: ToolContext, entry: SessionEntry, store: str) -> SessionRow:
     facts = {name: getattr(entry, name) for name in _FACTS}
     if entry.delivery_context is not None and entry.delivery_context.is_empty():
         facts["delivery_context"] = None
@@ -100,7 +99,7 @@ def _row(ctx: ToolContext, entry: SessionEntry, store_dir: Path) -> SessionRow:
         channel=channel_of(entry, entry.key, ctx.config.session.main_key),
         updated_at=entry.updated_at,
         session_id=entry.session_id,
-        transcript_path=str(transcript_path(store_dir, entry)),
+        transcript_path=transcript_path(store, entry),
     )
 
 

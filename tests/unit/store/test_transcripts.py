@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from shared.models import Message, Role
 from shared.store import Store
 
@@ -38,3 +40,129 @@ def test_tails_reads_several_sessions_in_one_round_trip(store: Store) -> None:
         ["a"],
         [],
     ]
+
+
+# -- hot and cold (docs/architecture.md, "Hot and cold transcripts") --
+
+
+def texts(messages: list[Message]) -> list[str]:
+    return [m.text for m in messages]
+
+
+def filled(store: Store, count: int) -> list[str]:
+    sent = [f"m{i}" for i in range(count)]
+    for text in sent:
+        append(store, "user" if int(text[1:]) % 2 == 0 else "assistant", text)
+    return sent
+
+
+def move(store: Store, keep: int) -> int:
+    return store.transcripts.move(KEY, "main", "s1", keep)
+
+
+def test_a_move_keeps_the_newest_in_redis_and_reads_back_one_transcript(store: Store) -> None:
+    sent = filled(store, 30)
+    assert move(store, 10) == 20
+    assert store.transcripts.hot_length(KEY) == 10
+    assert store.transcripts.length(KEY) == 30
+    assert texts(store.transcripts.all(KEY)) == sent
+    assert texts(store.transcripts.last(KEY, 15)) == sent[-15:]
+    assert texts(store.transcripts.last(KEY, 5)) == sent[-5:]
+    kept = store.transcripts.last(KEY, 12, keep_role=lambda role: role == "user", page=4)
+    assert texts(kept) == [t for t in sent if int(t[1:]) % 2 == 0][-12:]
+
+
+def test_moves_append_in_order_and_a_move_within_the_window_moves_nothing(store: Store) -> None:
+    sent = filled(store, 12)
+    assert move(store, 5) == 7
+    assert move(store, 5) == 0
+    sent += [f"m{i}" for i in range(12, 20)]
+    for text in sent[12:]:
+        append(store, "user", text)
+    assert move(store, 5) == 8
+    assert texts(store.transcripts.all(KEY)) == sent
+    assert store.redis.hget(store.keys.cold(KEY), "count") == "15"
+
+
+def test_a_move_that_crashed_before_its_file_was_written_is_done_by_the_next(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sent = filled(store, 20)
+    cold = store.transcripts._cold
+
+    def lost(*_args: object) -> None:
+        raise OSError("the worker died here")
+
+    monkeypatch.setattr(cold, "write", lost)
+    with pytest.raises(OSError, match="died"):
+        move(store, 5)
+    assert store.redis.hexists(store.keys.cold(KEY), "moving")
+    assert texts(store.transcripts.all(KEY)) == sent  # nothing lost meanwhile
+    monkeypatch.undo()
+    assert not store.redis.exists(store.keys.cold_lease(KEY))  # released, though the move failed
+    move(store, 5)
+    assert texts(store.transcripts.all(KEY)) == sent
+    assert store.transcripts.hot_length(KEY) == 5
+    assert not store.redis.hexists(store.keys.cold(KEY), "moving")
+
+
+def test_a_move_that_crashed_after_its_file_was_written_is_read_once_then_trimmed(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sent = filled(store, 20)
+    transcripts = store.transcripts
+
+    def lost(*_args: object) -> None:
+        raise OSError("the worker died here")
+
+    monkeypatch.setattr(transcripts, "_record", lost)
+    with pytest.raises(OSError, match="died"):
+        move(store, 5)
+    monkeypatch.undo()
+    # The file holds 15 lines and the stream still holds them too: read once, from the stream.
+    assert len(transcripts._cold.read("main", "s1", 100)) == 15
+    assert texts(transcripts.all(KEY)) == sent
+    assert texts(transcripts.last(KEY, 18)) == sent[-18:]
+    append(store, "user", "m20")
+    move(store, 5)
+    assert texts(transcripts.all(KEY)) == [*sent, "m20"]
+    assert len(transcripts._cold.read("main", "s1", 100)) == 16
+
+
+def test_a_move_between_a_readers_pages_neither_loses_nor_doubles(store: Store) -> None:
+    """The reader paged the newest entries; a move trimmed some of them before it reached the end."""
+    sent = filled(store, 30)
+    real = store.redis.xrevrange
+    calls = 0
+
+    def paging(*args: object, **kwargs: object) -> object:
+        nonlocal calls
+        calls += 1
+        page = real(*args, **kwargs)  # type: ignore[arg-type]
+        if calls == 1:
+            move(store, 0)  # everything moves out after the first page was read
+        return page
+
+    store.redis.xrevrange = paging  # type: ignore[method-assign]
+    assert texts(store.transcripts.last(KEY, 25, page=10, keep_role=lambda _role: True)) == sent[-25:]
+
+
+def test_a_second_move_of_a_session_while_one_runs_moves_nothing(store: Store) -> None:
+    filled(store, 20)
+    store.redis.set(store.keys.cold_lease(KEY), "another worker")
+    assert move(store, 5) == 0
+    assert store.transcripts.hot_length(KEY) == 20
+
+
+def test_a_session_moved_out_whole_still_shows_its_tail(store: Store) -> None:
+    sent = filled(store, 6)
+    move(store, 0)
+    assert store.transcripts.hot_length(KEY) == 0
+    assert [texts(tail) for tail in store.transcripts.tails([KEY, "agent:main:other"], 3)] == [sent[-3:], []]
+
+
+def test_dropping_the_cold_part_deletes_its_file(store: Store) -> None:
+    filled(store, 6)
+    move(store, 2)
+    store.transcripts.drop_cold(KEY)
+    assert store.transcripts._cold.read("main", "s1", 10) == []

@@ -108,9 +108,7 @@ def test_rows_carry_delivery_context_and_transcript_path(ctx: ToolContext, confi
     assert row.delivery_context is not None
     assert row.delivery_context.wire() == {"channel": "webchat", "to": "u1", "accountId": "acct"}
     assert row.last_to == "u1"
-    assert row.transcript_path == str(
-        config.store_dir() / "agents" / "main" / "sessions" / f"{row.session_id}.jsonl"
-    )
+    assert row.transcript_path == f"{config.store_url()}/agents/main/sessions/{row.session_id}.jsonl"
     assert "deliveryContext" not in listing(ctx, kinds=["cron"]).wire()
 
 

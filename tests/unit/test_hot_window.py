@@ -1,0 +1,118 @@
+"""shared/hot_window.py: a worker keeps each transcript's hot window after its runs' commits, and the
+reaper moves idle sessions' transcripts out whole; sessions_history reads one transcript either way."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from shared import hot_window
+from shared.clock import FixedClock
+from shared.inbound import receive
+from shared.models import InboundMessageParams
+from shared.tools.context import ToolContext
+from shared.tools.registry import TOOLS
+from tests.conftest import WorldFactory
+from workers.testing import drain
+
+SECRET = "sk-abcdefghijklmnopqrstuvwxyz0123456789ABCD"
+
+
+def settings(tmp_path: Path, **session: Any) -> dict[str, Any]:
+    return {"session": {"store": str(tmp_path / "store"), **session}}
+
+
+def chat(world: tuple[Any, Any, Any], key: str, count: int) -> None:
+    config, store, dispatcher = world
+    for i in range(count):
+        ctx = ToolContext.for_caller(config, store, dispatcher, key)
+        text = f"message {i}" + (f" with key {SECRET}" if i % 7 == 0 else "")
+        receive(ctx, InboundMessageParams(message=text, channel="webchat", to="u1"))
+        drain(store, config, dispatcher)
+
+
+def history(world: tuple[Any, Any, Any], key: str, **args: Any) -> dict[str, Any]:
+    config, store, dispatcher = world
+    ctx = ToolContext.for_caller(config, store, dispatcher, "main")
+    result = TOOLS["sessions_history"].invoke(ctx, {"sessionKey": key, **args})
+    return result.wire()  # type: ignore[union-attr]
+
+
+def test_runs_past_the_window_leave_at_most_a_tenth_more_in_redis(
+    tmp_path: Path, world: WorldFactory
+) -> None:
+    made = world(settings(tmp_path, hotMessages=10))
+    chat(made, "main", 30)  # 60 messages: six windows
+    _config, store, _dispatcher = made
+    key = "agent:main:main"
+    assert 10 <= store.transcripts.hot_length(key) <= 10 + hot_window.slack(10)
+    assert store.transcripts.length(key) == 60
+    said = [m.text for m in store.transcripts.all(key) if m.role == "user"]
+    assert said[0].startswith("message 0")
+    assert said[-1] == "message 29"
+    assert len(said) == 30
+
+
+def test_history_across_hot_and_cold_is_the_all_hot_history(tmp_path: Path, world: WorldFactory) -> None:
+    """A transcript three windows long, read before and after its older part moved out: limits, tool
+    messages and redaction alike."""
+    made = world(settings(tmp_path, hotMessages=1000))
+    chat(made, "main", 30)
+    _config, store, _dispatcher = made
+    asks = [{}, {"limit": 5}, {"limit": 25}, {"limit": 60}, {"includeTools": True, "limit": 40}]
+    before = [history(made, "main", **ask) for ask in asks]
+    entry = store.sessions.get("agent:main:main")
+    assert entry is not None
+    assert hot_window.move(store, entry, 20) == 40
+    assert store.transcripts.hot_length("agent:main:main") == 20
+    after = [history(made, "main", **ask) for ask in asks]
+    assert after == before
+    assert SECRET not in str(after)
+
+
+def test_idle_sessions_move_out_whole_once_and_again_after_new_messages(
+    tmp_path: Path, world: WorldFactory, clock: FixedClock
+) -> None:
+    made = world(settings(tmp_path, idleArchiveDays=2))
+    config, store, _dispatcher = made
+    chat(made, "main", 3)
+    chat(made, "agent:main:webchat:direct:bob", 2)
+    clock.advance(86_400)
+    assert hot_window.sweep_idle(config, store, 100) == 0  # a day idle: not yet
+    clock.advance(86_400 + 1)
+    assert hot_window.sweep_idle(config, store, 100) == 2
+    assert store.transcripts.hot_length("agent:main:main") == 0
+    assert store.transcripts.length("agent:main:main") == 6
+    assert hot_window.sweep_idle(config, store, 100) == 0  # the cursor moved past them
+    chat(made, "main", 1)
+    clock.advance(2 * 86_400 + 1)
+    assert hot_window.sweep_idle(config, store, 100) == 1
+    assert [m.text for m in store.transcripts.all("agent:main:main") if m.role == "user"] == [
+        f"message 0 with key {SECRET}",
+        "message 1",
+        "message 2",
+        f"message 0 with key {SECRET}",
+    ]
+
+
+def test_idle_archive_is_off_by_default(tmp_path: Path, world: WorldFactory, clock: FixedClock) -> None:
+    made = world(settings(tmp_path))
+    config, store, _dispatcher = made
+    chat(made, "main", 2)
+    clock.advance(365 * 86_400)
+    assert hot_window.sweep_idle(config, store, 100) == 0
+    assert store.transcripts.hot_length("agent:main:main") == 4
+
+
+def test_a_listed_session_moved_out_whole_shows_its_last_messages(
+    tmp_path: Path, world: WorldFactory, clock: FixedClock
+) -> None:
+    made = world(settings(tmp_path, idleArchiveDays=1))
+    config, store, dispatcher = made
+    chat(made, "main", 2)
+    clock.advance(86_400 + 1)
+    hot_window.sweep_idle(config, store, 100)
+    ctx = ToolContext.for_caller(config, store, dispatcher, "main")
+    listed = TOOLS["sessions_list"].invoke(ctx, {"messageLimit": 2}).wire()  # type: ignore[union-attr]
+    [row] = listed["sessions"]
+    assert [m["role"] for m in row["messages"]] == ["user", "assistant"]

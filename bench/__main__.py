@@ -1,7 +1,8 @@
 """``python -m bench`` (``make bench``): clawbus's figures next to bare Celery on the same Redis, same run.
 
 ``--quick`` runs small sizes as a smoke test; ``--only FIGURE`` (repeatable: send, throughput, list,
-exchange, spawn, loop, model, backlog, control, ha, orchestration, busy) picks figures.
+exchange, spawn, loop, model, backlog, control, ha, orchestration, busy,
+capacity) picks figures.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from bench import (
     agent_loop,
     backlog,
     busy,
+    capacity,
     exchange,
     list_latency,
     model_bound,
@@ -47,6 +49,7 @@ FIGURES = (
     "ha",
     "orchestration",
     "busy",
+    "capacity",
 )
 
 
@@ -74,6 +77,7 @@ class Sizes:
     ha: redis_ha.Params
     orchestration: orchestration.Params
     busy: busy.Params
+    capacity: capacity.Params
 
 
 FULL = Sizes(
@@ -102,6 +106,11 @@ FULL = Sizes(
     orchestration=orchestration.Params(trees=3, warmup=1),
     # 60 runs of four 1 s steps at once on 40 slots, a steer into each: 20 runs wait in the queue.
     busy=busy.Params(runs=60, warmup=4),
+    # A twentieth of the issue's sizes, measured: 5,000 sessions x 100 messages, and 50 sessions grown to
+    # 10,000 messages each (500,000 messages, about 600 MiB all hot).
+    capacity=capacity.Params(
+        many_sessions=5_000, short=100, long_sessions=50, stages=(1_000, 2_500, 5_000, 10_000)
+    ),
 )
 QUICK = replace(
     FULL,
@@ -125,6 +134,7 @@ QUICK = replace(
     ha=redis_ha.Params(accepts=40, warmup=5, waits=10),
     orchestration=orchestration.Params(trees=1, warmup=0),
     busy=busy.Params(runs=10, warmup=1),
+    capacity=capacity.Params(many_sessions=500, short=100, long_sessions=10, stages=(1_000, 2_500, 5_000)),
 )
 
 
@@ -156,6 +166,8 @@ def measure(figure: str, running: Stack, sizes: Sizes) -> Section:
         return orchestration.run(running, sizes.orchestration)
     if figure == "busy":
         return busy.run(running, sizes.busy)
+    if figure == "capacity":
+        return capacity.run(running, sizes.capacity)
     if figure == "exchange":
         return exchange.run(running, sizes.exchanges, sizes.exchange_warmup)
     return list_latency.run(running, sizes.list_small, sizes.list_large, sizes.list_calls, sizes.list_warmup)

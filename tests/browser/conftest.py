@@ -19,8 +19,8 @@ from playwright.sync_api import Browser, Page, sync_playwright
 from api.client import Client
 from shared.text import token_digest
 from tests.integration.conftest import TOKEN, Fresh
-from tests.support.fake_openai import FakeOpenAI, Reply, fake_openai, paced
-from tests.support.processes import REPO
+from workers.testing.fake_openai import FakeOpenAI, Reply, fake_openai, paced
+from workers.testing.processes import REPO
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = REPO / "test-artifacts" / "browser"

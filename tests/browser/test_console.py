@@ -21,7 +21,7 @@ from api.client import Client
 from shared.tools.send_schema import SendResult
 from tests.browser.conftest import HOLD, SCOPED_TOKEN, WORKER_SLOTS, ConsoleStack
 from tests.integration.conftest import TOKEN
-from tests.support.processes import wait_for
+from workers.testing.processes import wait_for
 
 AXE = Path(__file__).with_name("axe.min.js")
 SEEN_S = 15_000  # ms a view may take to show what the API already has (it refreshes every few seconds)

@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.support.processes import REPO, free_port, stop_process, wait_for
+from workers.testing.processes import REPO, free_port, stop_process, wait_for
 
 pytestmark = pytest.mark.e2e
 

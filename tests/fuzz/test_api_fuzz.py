@@ -26,7 +26,7 @@ from hypothesis import HealthCheck, given, settings
 
 from tests.fuzz.budget import CHECKED_EXAMPLES, EXAMPLES
 from tests.integration.conftest import STACK_CONFIG, TOKEN
-from tests.support.processes import RedisServer, role_env, start_api, write_config
+from workers.testing.processes import RedisServer, role_env, start_api, write_config
 
 HERE = Path(__file__).parent
 

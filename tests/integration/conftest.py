@@ -12,7 +12,7 @@ import pytest
 import redis
 
 from api.client import Client
-from tests.support.processes import (
+from workers.testing.processes import (
     RedisServer,
     Role,
     role_env,

@@ -48,8 +48,8 @@ from shared.text import token_digest
 from shared.tools.history_schema import SessionsHistoryResult
 from shared.tools.send_schema import SendResult
 from tests.integration.conftest import TOKEN, Fresh
-from tests.support.fake_openai import FakeOpenAI, fake_openai, planned
-from tests.support.processes import wait_for
+from workers.testing.fake_openai import FakeOpenAI, fake_openai, planned
+from workers.testing.processes import wait_for
 
 SCOPED_TOKEN = "echo-only-token"
 SCOPED = {"name": "echo-only", "sha256": token_digest(SCOPED_TOKEN), "agents": ["main"], "owner": False}

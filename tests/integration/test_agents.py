@@ -11,8 +11,8 @@ import pytest
 from api.client import Client
 from shared.tools.send_schema import SendResult
 from tests.integration.conftest import TOKEN, Fresh
-from tests.support.fake_openai import FakeOpenAI, Reply, fake_openai, last_tool_result, text, tool
-from tests.support.processes import wait_for
+from workers.testing.fake_openai import FakeOpenAI, Reply, fake_openai, last_tool_result, text, tool
+from workers.testing.processes import wait_for
 
 MAIN = "agent:main:main"
 RESEARCH = "agent:research:main"

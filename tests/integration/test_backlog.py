@@ -18,7 +18,7 @@ from shared.tools.history_schema import SessionsHistoryResult
 from shared.tools.send_schema import SendResult
 from shared.tools.spawn_schema import SpawnResult
 from tests.integration.conftest import TOKEN, Fresh
-from tests.support.processes import wait_for
+from workers.testing.processes import wait_for
 
 # A model that takes half a second: a backlog builds up at once on a worker that runs one at a time.
 HALF_SECOND_AGENTS: dict[str, Any] = {

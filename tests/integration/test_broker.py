@@ -11,10 +11,10 @@ from kombu import Connection
 
 from shared.config import Config
 from shared.runs import LaneHead
-from tests.support.processes import RedisServer
 from workers import broker, queues
 from workers.celery_app import create_app
 from workers.dispatch import CeleryDispatcher
+from workers.testing.processes import RedisServer
 
 
 @pytest.fixture

@@ -15,8 +15,8 @@ from api.client import Client
 from shared.tools.send_schema import SendResult
 from tests.integration.conftest import TOKEN, Fresh, Stack
 from tests.integration.test_orchestration import orchestra
-from tests.support.processes import wait_for
 from tests.support.sessions import first_run
+from workers.testing.processes import wait_for
 
 
 def clawbus(stack_env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:

@@ -20,7 +20,7 @@ from shared.store.keys import RedisKeys
 from shared.tools.history_schema import SessionsHistoryResult
 from shared.tools.send_schema import SendResult
 from tests.integration.conftest import TOKEN, Fresh
-from tests.support.processes import free_port, wait_for
+from workers.testing.processes import free_port, wait_for
 
 HOT = 10
 BUCKET = "clawbus-cold"

@@ -14,7 +14,7 @@ from shared.models import CommandReply, ToolFailure
 from shared.tools.send_schema import SendResult
 from tests.integration.conftest import TOKEN, Fresh, Stack
 from tests.integration.test_flows import chat, finished, unique
-from tests.support.processes import wait_for
+from workers.testing.processes import wait_for
 
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 

@@ -17,8 +17,8 @@ from tests.integration.conftest import STACK_CONFIG, TOKEN, Fresh
 from tests.integration.test_delivery import SECRET, send_with_announce_to
 from tests.integration.test_flows import finished
 from tests.support.fake_http import fake_server
-from tests.support.processes import Role, wait_for
 from workers import queues
+from workers.testing.processes import Role, wait_for
 
 AUTH = ("ops", "flower-secret")
 

@@ -10,7 +10,7 @@ from shared.models import Flow
 from shared.tools.history_schema import SessionsHistoryResult
 from shared.tools.send_schema import SendResult
 from tests.integration.conftest import TOKEN, Fresh
-from tests.support.processes import wait_for
+from workers.testing.processes import wait_for
 
 
 def unique(agent: str) -> tuple[str, str]:

@@ -12,7 +12,7 @@ from shared.tools.send_schema import SendResult
 from tests.integration.conftest import TOKEN, Fresh
 from tests.integration.test_delivery import SECRET, send_with_announce_to
 from tests.support.fake_http import fake_server
-from tests.support.processes import Role, wait_for
+from workers.testing.processes import Role, wait_for
 
 # A line of Celery's own format ("[2024-05-01 10:00:00,000: INFO/MainProcess] ..."): its handler wrote it.
 CELERY_FORMAT = re.compile(r"^\[\d{4}-\d\d-\d\d [\d:,]+: [A-Z]+/")

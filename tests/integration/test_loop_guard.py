@@ -10,7 +10,7 @@ from api.client import Client
 from shared.tools.history_schema import SessionsHistoryResult
 from shared.tools.send_schema import SendResult
 from tests.integration.conftest import TOKEN, Fresh
-from tests.support.processes import wait_for
+from workers.testing.processes import wait_for
 
 PING, PONG = "agent:ping:main", "agent:pong:main"
 MAX_HOPS = 3

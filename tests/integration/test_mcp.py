@@ -16,8 +16,8 @@ from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 from tests.integration.conftest import TOKEN, Stack
-from tests.support.processes import wait_for
 from tests.support.sessions import first_run
+from workers.testing.processes import wait_for
 
 
 @asynccontextmanager

@@ -18,8 +18,8 @@ from api.client import Client
 from shared.tools.history_schema import SessionsHistoryResult
 from shared.tools.send_schema import SendResult
 from tests.integration.conftest import TOKEN, Fresh
-from tests.support.fake_openai import FakeOpenAI, Reply, fake_openai, paced
-from tests.support.processes import start_worker
+from workers.testing.fake_openai import FakeOpenAI, Reply, fake_openai, paced
+from workers.testing.processes import start_worker
 
 RUNS = 100
 STREAM_SECONDS = 1.0

@@ -16,7 +16,7 @@ from shared.models import CommandReply, Run
 from shared.tools.history_schema import SessionsHistoryResult
 from shared.tools.spawn_schema import SpawnResult
 from tests.integration.conftest import TOKEN, Fresh
-from tests.support.processes import wait_for
+from workers.testing.processes import wait_for
 
 LEAVES = 3
 

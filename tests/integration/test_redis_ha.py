@@ -13,8 +13,8 @@ import pytest
 from api.client import Client
 from shared.tools.send_schema import SendResult
 from tests.integration.conftest import STACK_CONFIG, TOKEN, Fresh
-from tests.support.outage import OUTAGE_CONFIG, failover_under_load, restart_under_load
-from tests.support.processes import wait_for
+from workers.testing.outage import OUTAGE_CONFIG, failover_under_load, restart_under_load
+from workers.testing.processes import wait_for
 
 # The outages' fleet configuration, runs at their defaults (a 60 s dispatch grace): what brings a lost
 # message back in seconds is the recovery pass.

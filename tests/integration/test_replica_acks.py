@@ -8,7 +8,7 @@ from typing import Any
 import httpx
 
 from tests.integration.conftest import STACK_CONFIG, TOKEN, Fresh
-from tests.support.processes import free_port, replica_of, wait_for
+from workers.testing.processes import free_port, replica_of, wait_for
 
 # A second: with 200 ms, CI on a loaded 2-core machine once saw an accept refused with a replica attached
 # (most likely its confirmation came late; the assertions now print the answer).

@@ -23,9 +23,9 @@ from shared.tools.history_schema import SessionsHistoryResult
 from shared.tools.send_schema import SendResult
 from shared.tools.spawn_schema import SpawnResult
 from tests.integration.conftest import TOKEN, Fresh
-from tests.support.fake_openai import FakeOpenAI, Reply, fake_openai, paced, text
-from tests.support.processes import wait_for
 from tests.support.sessions import first_run
+from workers.testing.fake_openai import FakeOpenAI, Reply, fake_openai, paced, text
+from workers.testing.processes import wait_for
 
 # About six seconds of talking, in chunks of four characters every ~50 ms.
 LONG = "A long answer that the model takes its time to write, word by word. " * 7

@@ -14,7 +14,7 @@ from api.client import Client
 from shared.models import RunStatus
 from shared.tools.send_schema import SendResult
 from tests.integration.conftest import TOKEN, Fresh
-from tests.support.processes import Role, wait_for
+from workers.testing.processes import Role, wait_for
 
 HEADERS = {"Authorization": f"Bearer {TOKEN}"}
 

@@ -16,7 +16,7 @@ from shared.tools.history_schema import SessionsHistoryResult
 from shared.tools.send_schema import SendResult
 from shared.tools.spawn_schema import SpawnResult
 from tests.integration.conftest import TOKEN, Fresh
-from tests.support.processes import wait_for
+from workers.testing.processes import wait_for
 
 
 def requester(client: Client) -> tuple[str, str]:

@@ -15,8 +15,8 @@ from httpx_sse import connect_sse
 from api.client import Client
 from shared.tools.send_schema import SendResult
 from tests.integration.conftest import TOKEN, Fresh
-from tests.support.fake_openai import FakeOpenAI, fake_openai, paced
-from tests.support.processes import wait_for
+from workers.testing.fake_openai import FakeOpenAI, fake_openai, paced
+from workers.testing.processes import wait_for
 
 ANSWER = "The answer streams in, piece by piece, over about two seconds of talking."
 

@@ -16,7 +16,7 @@ import redis
 
 from api.client import Client
 from tests.integration.conftest import TOKEN, Fresh
-from tests.support.processes import wait_for
+from workers.testing.processes import wait_for
 
 RUNS = 12
 SLOTS = 2

@@ -21,8 +21,8 @@ from shared.store.keys import RedisKeys
 from shared.store.live import LiveStore
 from shared.tools.send_schema import SendResult
 from tests.integration.conftest import TOKEN, Fresh, Stack
-from tests.support.processes import RedisServer, free_port, wait_for
 from tests.support.runs import a_run
+from workers.testing.processes import RedisServer, free_port, wait_for
 
 
 def slow_key() -> str:

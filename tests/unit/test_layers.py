@@ -9,7 +9,7 @@ import fnmatch
 from collections.abc import Iterator
 from pathlib import Path
 
-from tests.support.processes import REPO
+from workers.testing.processes import REPO
 
 # shared's layers, lowest first. A module is in the first layer one of whose patterns it matches.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [

@@ -1,4 +1,4 @@
-"""workers/testing.py: the shipped in-process world runs the production accept and enqueue code, and its
+"""workers.testing: the shipped in-process world runs the production accept and enqueue code, and its
 drain honours a delivery's retries."""
 
 from __future__ import annotations

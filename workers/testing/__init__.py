@@ -11,6 +11,11 @@ them, then the flow steps, through the functions the tasks call (``workers.lanes
     w = world({"agents": {"list": [{"id": "main", "default": True}]}})
     ... call a tool (ToolContext.for_caller(w.config, w.store, w.dispatcher, "main")) ...
     w.drain()        # every run, flow step and delivery, until nothing is left
+
+Its modules, imported on their own, are what the integration tests and the benchmarks (``bench/``) run on
+real processes: ``processes`` (a private redis-server and its replicas, the ``clawbus`` roles), ``sentinel``
+(a Redis Sentinel set), ``outage`` (load through a Redis restart or a failover) and ``fake_openai`` (a
+scripted OpenAI-compatible model server).
 """
 
 from __future__ import annotations

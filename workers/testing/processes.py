@@ -1,4 +1,4 @@
-"""Real processes for integration tests: a private redis-server, Celery workers, the API.
+"""Real processes for integration tests and benchmarks: a private redis-server, Celery workers, the API.
 
 Every process is started on a free loopback port (never 6379), waited for with a deadline, and stopped
 (SIGTERM, then SIGKILL) by whoever started it.

@@ -24,7 +24,7 @@ from typing import Any
 import httpx
 
 from shared.processes import wait_for
-from tests.support.processes import (
+from workers.testing.processes import (
     RedisServer,
     Role,
     role_env,
@@ -33,7 +33,7 @@ from tests.support.processes import (
     start_worker,
     write_config,
 )
-from tests.support.sentinel import MASTER_NAME, SentinelSet
+from workers.testing.sentinel import MASTER_NAME, SentinelSet
 
 # A call refused while Redis is away answers this; anything else but 200 is a failure.
 REFUSED = 503

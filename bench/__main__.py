@@ -2,7 +2,7 @@
 
 ``--quick`` runs small sizes as a smoke test; ``--only FIGURE`` (repeatable: send, throughput, list,
 exchange, spawn, loop, model, backlog, control, ha, orchestration, busy,
-capacity) picks figures.
+capacity, waits, redis, soak) picks figures.
 """
 
 from __future__ import annotations
@@ -27,11 +27,14 @@ from bench import (
     list_latency,
     model_bound,
     orchestration,
+    redis_cost,
     redis_ha,
     run_control,
     send_latency,
+    soak,
     spawn,
     throughput,
+    waits,
 )
 from bench.report import Section, render, to_json, write
 from bench.stack import Stack, stack
@@ -50,6 +53,9 @@ FIGURES = (
     "orchestration",
     "busy",
     "capacity",
+    "waits",
+    "redis",
+    "soak",
 )
 
 
@@ -78,6 +84,8 @@ class Sizes:
     orchestration: orchestration.Params
     busy: busy.Params
     capacity: capacity.Params
+    waits: waits.Params
+    soak: soak.Params
 
 
 FULL = Sizes(
@@ -111,6 +119,8 @@ FULL = Sizes(
     capacity=capacity.Params(
         many_sessions=5_000, short=100, long_sessions=50, stages=(1_000, 2_500, 5_000, 10_000)
     ),
+    waits=waits.Params(waits=10_000, cancelled=500, spawn_rate=250),
+    soak=soak.Params(minutes=30),
 )
 QUICK = replace(
     FULL,
@@ -135,6 +145,8 @@ QUICK = replace(
     orchestration=orchestration.Params(trees=1, warmup=0),
     busy=busy.Params(runs=10, warmup=1),
     capacity=capacity.Params(many_sessions=500, short=100, long_sessions=10, stages=(1_000, 2_500, 5_000)),
+    waits=waits.Params(waits=1_000, cancelled=50, spawn_rate=200),
+    soak=soak.Params(minutes=2, sample_s=15),
 )
 
 
@@ -168,6 +180,12 @@ def measure(figure: str, running: Stack, sizes: Sizes) -> Section:
         return busy.run(running, sizes.busy)
     if figure == "capacity":
         return capacity.run(running, sizes.capacity)
+    if figure == "waits":
+        return waits.run(running, sizes.waits)
+    if figure == "soak":
+        return soak.run(running, sizes.soak)
+    if figure == "redis":
+        return redis_cost.run(running, throughput.Params(sizes.runs, sizes.threads, sizes.sessions))
     if figure == "exchange":
         return exchange.run(running, sizes.exchanges, sizes.exchange_warmup)
     return list_latency.run(running, sizes.list_small, sizes.list_large, sizes.list_calls, sizes.list_warmup)

@@ -63,11 +63,11 @@ class Rate:
 
 def clawbus_rate(stack: Stack, workers: int, params: Params) -> Rate:
     with clawbus_workers(stack, workers), stack.redis() as client:
-        _clawbus_batch(stack, client, params, params.warmup)
-        return _clawbus_batch(stack, client, params, params.total)
+        clawbus_batch(stack, client, params, params.warmup)
+        return clawbus_batch(stack, client, params, params.total)
 
 
-def _clawbus_batch(stack: Stack, client: redis.Redis, params: Params, total: int) -> Rate:
+def clawbus_batch(stack: Stack, client: redis.Redis, params: Params, total: int) -> Rate:
     # A fresh set of sessions per batch: transcripts left by an earlier batch would make runs dearer.
     tag = uuid.uuid4().hex[:6]
 
@@ -144,11 +144,11 @@ def _runs_ended(stack: Stack, client: redis.Redis, run_ids: list[str], timeout_s
 def bare_rate(stack: Stack, workers: int, params: Params, events: bool = False) -> Rate:
     with bare_workers(stack, workers, events) as app, stack.redis() as client:
         count = app.tasks[bare_celery.COUNT_TASK]
-        _bare_batch(client, lambda _: count.delay(), params, params.warmup)
-        return _bare_batch(client, lambda _: count.delay(), params, params.total)
+        bare_batch(client, lambda _: count.delay(), params, params.warmup)
+        return bare_batch(client, lambda _: count.delay(), params, params.total)
 
 
-def _bare_batch(client: redis.Redis, enqueue: Callable[[int], object], params: Params, total: int) -> Rate:
+def bare_batch(client: redis.Redis, enqueue: Callable[[int], object], params: Params, total: int) -> Rate:
     client.delete(bare_celery.DONE_KEY, bare_celery.LAST_KEY)
     started = time.time()
     fan_out(enqueue, total, params.threads)

@@ -244,7 +244,8 @@ def _section(
                 if d
             ),
             f"the API's own time of a timed-out wait, mean: {server_timeout_s:.3f} s for "
-            f"{params.timeout_s:g} s asked (the rest of the lateness is before the wait starts or after it answers)",
+            f"{params.timeout_s:g} s asked (the rest of the lateness is before the wait starts or after "
+            "it answers)",
             "answers by kind, HTTP status and result status: "
             + ", ".join(f"{k} {v}" for k, v in sorted(statuses.items())),
         ],

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import logging
 
-from shared import session_keys
 from shared.config import Config
 from shared.models import SessionEntry
 from shared.ports import Storage
@@ -33,8 +32,7 @@ def after_commit(config: Config, store: Storage, session: SessionEntry | None, s
 
 
 def move(store: Storage, session: SessionEntry, keep: int) -> int:
-    agent_id = session_keys.parse(session.key).agent_id
-    moved = store.transcripts.move(session.key, agent_id, session.session_id, keep)
+    moved = store.transcripts.move(session.key, session.agent_id, session.session_id, keep)
     if moved:
         log.info("moved %d messages of %s to its cold transcript", moved, session.key)
     return moved

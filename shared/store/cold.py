@@ -10,6 +10,7 @@ takes the first ``count`` lines, the count Redis recorded, so lines a move wrote
 from __future__ import annotations
 
 import contextlib
+import posixpath
 import uuid
 from typing import Any
 
@@ -44,7 +45,7 @@ class ColdTranscripts:
         data = "".join(line + "\n" for line in lines).encode("utf-8")
         if isinstance(self._fs, LocalFileSystem):
             # A rename is atomic on one filesystem; a reader sees the old file or the new, never a part.
-            self._fs.makedirs(self._fs._parent(path), exist_ok=True)
+            self._fs.makedirs(posixpath.dirname(path), exist_ok=True)
             partial = f"{path}.{uuid.uuid4().hex}.partial"
             self._fs.pipe_file(partial, data)
             self._fs.mv(partial, path)

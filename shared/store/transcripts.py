@@ -61,7 +61,15 @@ class TranscriptStore:
         upper = "+"
         while len(kept) < count:
             wanted = page if keep_role else count - len(kept)
-            entries = self._redis.xrevrange(stream, max=upper, count=wanted)
+            if upper == "+":
+                # The first page and whether there is a cold part, at one moment: a transcript that is all
+                # hot and fits the page costs one round trip.
+                pipe = self._redis.pipeline(transaction=True)
+                pipe.xrevrange(stream, max=upper, count=wanted)
+                pipe.hexists(self._keys.cold(session_key), "count")
+                entries, has_cold = pipe.execute()
+            else:
+                entries = self._redis.xrevrange(stream, max=upper, count=wanted)
             for entry_id, fields in entries:
                 message = Message.model_validate_json(fields["m"])
                 if keep_role is None or keep_role(message.role):
@@ -69,6 +77,8 @@ class TranscriptStore:
                     if len(kept) == count:
                         break
             if len(entries) < wanted:
+                if upper == "+" and not has_cold:  # all of it read in the one moment it had no cold part
+                    break
                 return self._with_cold(session_key, kept, count, keep_role)
             upper = f"({entries[-1][0]}"
         return [message for _id, message in reversed(kept)]
@@ -105,19 +115,16 @@ class TranscriptStore:
         pipe = self._redis.pipeline(transaction=False)
         for session_key in session_keys:
             pipe.xrevrange(self._keys.transcript(session_key), count=count)
+            pipe.hexists(self._keys.cold(session_key), "count")
+        answers = pipe.execute()
         tails = [
             [Message.model_validate_json(fields["m"]) for _id, fields in reversed(entries)]
-            for entries in pipe.execute()
+            for entries in answers[::2]
         ]
         # A short hot tail may have older messages in the cold part (an idle session moved out whole).
-        short = [i for i, tail in enumerate(tails) if len(tail) < count]
-        if short:
-            pipe = self._redis.pipeline(transaction=False)
-            for i in short:
-                pipe.hexists(self._keys.cold(session_keys[i]), "count")
-            for i, has_cold in zip(short, pipe.execute(), strict=True):
-                if has_cold:
-                    tails[i] = self.last(session_keys[i], count)
+        for i, has_cold in enumerate(answers[1::2]):
+            if has_cold and len(tails[i]) < count:
+                tails[i] = self.last(session_keys[i], count)
         return tails
 
     def all(self, session_key: str) -> list[Message]:

@@ -18,7 +18,7 @@ from api import errors
 from api.a2a import routes as a2a
 from api.auth import plain_text_tokens
 from api.limits import BodyLimit
-from api.mcp_server import McpEndpoint
+from api.mcp_route import LazyMcpEndpoint
 from api.metrics import registry_for
 from api.routes import (
     channels,
@@ -56,18 +56,18 @@ def create_app(
     for where in plain_text_tokens(config):
         log.warning("%s keeps a token in plain text: store its sha256 instead (clawbus token create)", where)
 
-    mcp = McpEndpoint()
+    mcp = LazyMcpEndpoint()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         held = services(config)
         await held.start()
         app.state.services = held
-        app.state.a2a = a2a.dispatcher(held)
+        app.state.a2a = None  # the A2A dispatcher, made at the first A2A call (api/a2a/routes.py)
         app.state.metrics = registry_for(held)
         _release_waits_on_stop(held.waiter)
         try:
-            async with mcp.manager.run():
+            async with mcp.running():
                 yield
         finally:
             await held.close()

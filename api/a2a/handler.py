@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from a2a.server.context import ServerCallContext
 from a2a.server.events.event_queue import Event
 from a2a.server.request_handlers.request_handler import RequestHandler
+from a2a.server.routes.common import DefaultServerCallContextBuilder
+from a2a.server.routes.jsonrpc_dispatcher import JsonRpcDispatcher
 from a2a.types import (
     AgentCard,
     CancelTaskRequest,
@@ -47,6 +49,7 @@ from a2a.utils.errors import (
 )
 from google.protobuf.json_format import ParseDict
 from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
 
 from api.auth import Principal
 from api.services import Services
@@ -405,3 +408,18 @@ def _agent_message(context_id: str, text: str) -> Message:
         role=Role.ROLE_AGENT,
         parts=[Part(text=text)],
     )
+
+
+class _CallerContext(DefaultServerCallContextBuilder):
+    """The SDK's call context, with who called which agent (the route decided it)."""
+
+    def build(self, request: Request) -> ServerCallContext:
+        context = super().build(request)
+        context.state[CALLER] = request.state.a2a_caller
+        return context
+
+
+def dispatcher(services: Services) -> JsonRpcDispatcher:
+    """The JSON-RPC binding over a ``ClawbusRequestHandler``: one per API process, over its services."""
+    handler = ClawbusRequestHandler(services)
+    return JsonRpcDispatcher(request_handler=handler, context_builder=_CallerContext())

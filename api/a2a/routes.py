@@ -7,41 +7,35 @@ answers the protocol's error codes (an unknown method, bad params) itself.
 
 from __future__ import annotations
 
-from typing import Any
+import importlib
+from typing import TYPE_CHECKING, Any
 
-from a2a.server.context import ServerCallContext
-from a2a.server.routes.common import DefaultServerCallContextBuilder
-from a2a.server.routes.jsonrpc_dispatcher import JsonRpcDispatcher
+import anyio
 from fastapi import APIRouter, Path, Request, Response
-from google.protobuf.json_format import MessageToDict
 
-from api.a2a.cards import card_for
-from api.a2a.handler import CALLER, Caller, ClawbusRequestHandler
 from api.auth import Principal, forbidden
 from api.deps import PrincipalDep, ServicesDep
 from api.errors import ErrorResponse, not_found
 from api.services import Services
 from shared.config import AgentConfig
 
+if TYPE_CHECKING:
+    from a2a.server.routes.jsonrpc_dispatcher import JsonRpcDispatcher
+
 router = APIRouter(tags=["a2a"])
 _errors: dict[int | str, dict[str, Any]] = {code: {"model": ErrorResponse} for code in (401, 403, 404)}
 AGENT_ID = Path(description="An agent listed in a2a.expose (any other id: 404)")
 
 
-class _CallerContext(DefaultServerCallContextBuilder):
-    """The SDK's call context, with who called which agent (the route decided it)."""
-
-    def build(self, request: Request) -> ServerCallContext:
-        context = super().build(request)
-        context.state[CALLER] = request.state.a2a_caller
-        return context
-
-
-def dispatcher(services: Services) -> JsonRpcDispatcher:
-    """One per API process, over its services."""
-    return JsonRpcDispatcher(
-        request_handler=ClawbusRequestHandler(services), context_builder=_CallerContext()
-    )
+async def _dispatcher(request: Request, services: Services) -> JsonRpcDispatcher:
+    """One per API process, over its services, made at the first A2A call: the SDK's server side costs
+    a process most of a second of CPU to import, which an API that serves no A2A does not pay."""
+    state = request.app.state
+    if getattr(state, "a2a", None) is None:
+        handler: Any = await anyio.to_thread.run_sync(importlib.import_module, "api.a2a.handler")
+        state.a2a = handler.dispatcher(services)
+    rpc: JsonRpcDispatcher = state.a2a
+    return rpc
 
 
 def exposed(services: Services, principal: Principal, agent_id: str) -> AgentConfig:
@@ -54,6 +48,10 @@ def exposed(services: Services, principal: Principal, agent_id: str) -> AgentCon
 
 
 def _card(services: Services, agent: AgentConfig, request: Request) -> dict[str, Any]:
+    from google.protobuf.json_format import MessageToDict
+
+    from api.a2a.cards import card_for
+
     return MessageToDict(card_for(services.config, agent, str(request.base_url)))
 
 
@@ -80,6 +78,8 @@ async def jsonrpc(
     request: Request, services: ServicesDep, principal: PrincipalDep, agent_id: str = AGENT_ID
 ) -> Response:
     agent = exposed(services, principal, agent_id)
+    rpc = await _dispatcher(request, services)
+    from api.a2a.handler import Caller
+
     request.state.a2a_caller = Caller(principal, agent.id)
-    rpc: JsonRpcDispatcher = request.app.state.a2a
     return await rpc.handle_requests(request)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import os
+import runpy
 import sys
 from typing import Annotated, NoReturn
 
@@ -43,6 +43,13 @@ def fail(message: str) -> NoReturn:
 
 
 def exec_role(argv: list[str]) -> NoReturn:
-    """Become the real server, so signals reach it directly."""
+    """Become the real server, ``argv`` being ``python -m <module> ...``: run in this process, as ``python
+    -m`` would, so signals reach it directly and what this process has imported (the configuration,
+    pydantic) is not imported again by a second interpreter."""
+    executable, flag, module, *args = argv
+    if (executable, flag) != (sys.executable, "-m"):
+        raise ValueError(f"not a python -m command line: {argv}")
     sys.stdout.flush()
-    os.execvp(argv[0], argv)
+    sys.argv = [module, *args]
+    runpy.run_module(module, run_name="__main__", alter_sys=True)
+    sys.exit(0)

@@ -31,6 +31,8 @@ from workers.testing.processes import Role, wait_for
 
 # The issue's bound: an interrupted run ends within a second of the message that interrupted it.
 INTERRUPT_BOUND_S = 1.0
+# The stacks' collect window: wide enough that five sends fit in it on a loaded machine.
+WINDOW_S = 1.5
 
 
 def seen_in(model: FakeOpenAI, text: str) -> list[int]:
@@ -89,7 +91,7 @@ def start(fresh: Fresh, model: FakeOpenAI, workers: int = 2, **queue: Any) -> It
         config={
             "agents": {"list": [{"id": "main", "default": True}, {"id": "gpt", "model": "fake/gpt"}]},
             "models": {"providers": {"fake": {"type": "openai", "baseUrl": model.url, "models": ["gpt"]}}},
-            "messages": {"queue": {"debounceMs": 500, **queue}},
+            "messages": {"queue": {"debounceMs": int(WINDOW_S * 1000), **queue}},
         }
     )
     started = [fresh.worker(concurrency=4) for _ in range(workers)]
@@ -123,7 +125,7 @@ def own_model() -> Iterator[FakeOpenAI]:
 
 @pytest.fixture(scope="module")
 def busy(tmp_path_factory: pytest.TempPathFactory, model: FakeOpenAI) -> Iterator[Busy]:
-    """The stack most tests share (each its own session): followup by default, 500 ms collect windows."""
+    """The stack most tests share (each its own session): followup by default, WINDOW_S collect windows."""
     fresh = Fresh(tmp_path_factory.mktemp("busy"))
     try:
         with start(fresh, model) as busy:
@@ -157,14 +159,14 @@ def test_a_steer_the_running_run_cannot_take_in_runs_after_it_as_a_followup(busy
     assert seen_in(busy.model, "one more thing") == [1]
 
 
-def test_collect_folds_five_messages_sent_to_two_apis_within_300_ms_into_one_run(busy: Busy) -> None:
+def test_collect_folds_five_messages_sent_to_two_apis_within_its_window_into_one_run(busy: Busy) -> None:
     key = busy.key()
     began = time.monotonic()
     answers = [
         busy.say(client, key, f"part {i}", queueMode="collect")
         for i, client in enumerate([busy.a, busy.b] * 2 + [busy.a])
     ]
-    assert time.monotonic() - began < 0.3
+    assert time.monotonic() - began < WINDOW_S
     assert {answer.run_id for answer in answers} == {answers[0].run_id}
     run = busy.ended(answers[0].run_id)
     assert run.kind == "collect"
@@ -179,9 +181,9 @@ def test_collect_folds_five_messages_sent_to_two_apis_within_300_ms_into_one_run
 
 def test_collect_keeps_folding_while_the_session_stays_busy(busy: Busy) -> None:
     key = busy.key()
-    first = busy.running(key, "plan: steps=1 seconds=3")
+    first = busy.running(key, "plan: steps=1 seconds=6")
     early = busy.say(busy.a, key, "first thought", queueMode="collect")
-    time.sleep(0.8)  # past the 500 ms window; the session is still busy, so the run keeps collecting
+    time.sleep(WINDOW_S + 0.3)  # past the window; the session is still busy, so the run keeps collecting
     later = busy.say(busy.b, key, "second thought", queueMode="collect")
     assert later.run_id == early.run_id
     busy.ended(first)

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from bench import exchange, send_latency
 from bench.load import Poster
-from bench.stack import TOKEN, Stack, api, clawbus_worker, stack
+from bench.stack import TOKEN, Stack, api, api_pid, clawbus_worker, stack
 
 RESULTS = Path(__file__).with_name("results")
 RATE_HZ = 2000
@@ -56,7 +56,7 @@ def main() -> None:
             call = _calls(single, options.figure, client)
             for i in range(50):  # warm both processes up before sampling
                 call(i)
-            pids = {"api": _api_pid(url), "worker": worker.process.pid}
+            pids = {"api": api_pid(url), "worker": worker.process.pid}
             raw = {role: RESULTS / f"profile-{options.figure}-{role}.txt" for role in pids}
             calls = options.calls if options.figure == "send" else max(options.calls // 7, 10)
             with _sampling(spy, pids, raw):
@@ -80,13 +80,6 @@ def _calls(single: Stack, figure: str, client: object) -> Callable[[int], object
         send_latency._settle(client, str(flow_id))  # type: ignore[arg-type]
 
     return send
-
-
-def _api_pid(url: str) -> int:
-    """The uvicorn process serving ``url`` (``clawbus api`` execs it, so it is the role's own pid)."""
-    port = url.rsplit(":", 1)[1]
-    found = subprocess.run(["pgrep", "-f", f"uvicorn.*--port.{port}"], capture_output=True, text=True)
-    return int(found.stdout.split()[0])
 
 
 @contextmanager

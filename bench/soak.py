@@ -25,7 +25,7 @@ from typing import Any
 import httpx
 
 from bench.report import Row, Section, Target
-from bench.stack import TOKEN, Stack, clawbus_workers, model_stack
+from bench.stack import TOKEN, Stack, api_pid, clawbus_workers, model_stack, pids_of
 from bench.stats import percentile
 from shared.models import RunStatus
 from shared.processes import wait_for
@@ -87,20 +87,6 @@ def config() -> dict[str, Any]:
         "tools": {"sessions": {"visibility": "all"}, "agentToAgent": {"enabled": True}},
         "messages": {"queue": {"cap": 1000}},
     }
-
-
-def _pids(*patterns: bytes) -> list[int]:
-    """Processes whose command line holds every pattern (arguments NUL-separated)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                argv = (entry / "cmdline").read_bytes()
-            except OSError:
-                continue
-            if all(pattern in argv for pattern in patterns):
-                found.append(int(entry.name))
-    return found
 
 
 def _rss(pids: list[int]) -> int:
@@ -166,8 +152,8 @@ def run(stack: Stack, params: Params) -> Section:
     tally = Tally()
     samples: list[Sample] = []
     with model_stack(stack, config()) as bound, clawbus_workers(bound, 2), bound.redis() as redis:
-        api_pids = _pids(b"uvicorn\0", b"--port\0" + bound.api_url.rsplit(":", 1)[1].encode() + b"\0")
-        worker_pids = _pids(b"workers.app\0worker\0", b"-n\0bench-")
+        api_pids = [api_pid(bound.api_url)]
+        worker_pids = pids_of(b"api.cli\0worker\0", b"--name=bench-")
         started = time.monotonic()
         stop = threading.Event()
         numbers = itertools.count()

@@ -205,3 +205,26 @@ def _running(role: Role, ready: Callable[[], bool], what: str) -> Iterator[Role]
         yield role
     finally:
         role.stop(STOP_GRACE_S)
+
+
+def pids_of(*patterns: bytes) -> list[int]:
+    """Processes whose command line holds every pattern (arguments NUL-separated)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                argv = (entry / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if all(pattern in argv for pattern in patterns):
+                found.append(int(entry.name))
+    return found
+
+
+def api_pid(url: str) -> int:
+    """The process serving ``url``: ``clawbus api`` with one worker serves in its own process."""
+    port = url.rsplit(":", 1)[1]
+    found = pids_of(b"api.cli\0api\0", f"--port={port}\0".encode())
+    if not found:
+        raise RuntimeError(f"no API process on port {port}")
+    return found[0]

@@ -25,7 +25,7 @@ import httpx
 
 from bench.load import fan_out, posters
 from bench.report import Row, Section, Target
-from bench.stack import TOKEN, Stack, model_stack
+from bench.stack import TOKEN, Stack, api_pid, model_stack
 from bench.stats import percentile
 from shared.processes import wait_for
 
@@ -57,20 +57,6 @@ def config() -> dict[str, Any]:
         # Every send makes a run a session of its own; none is refused as a busy session's overflow.
         "messages": {"queue": {"cap": 1000}},
     }
-
-
-def _api_pid(url: str) -> int:
-    port = url.rsplit(":", 1)[1]
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                argv = (entry / "cmdline").read_bytes().split(b"\0")
-            except OSError:
-                continue
-            # ``clawbus api`` execs uvicorn, which serves in its own process with one worker.
-            if b"uvicorn" in argv and b"--port" in argv and argv[argv.index(b"--port") + 1] == port.encode():
-                return int(entry.name)
-    raise RuntimeError(f"no API process on port {port}")
 
 
 def _rss(pid: int) -> int:
@@ -118,7 +104,7 @@ def run(stack: Stack, params: Params) -> Section:
     root = stack.root / f"waits-{tag}"
     root.mkdir(parents=True)
     with model_stack(stack, config()) as bound:
-        pid = _api_pid(bound.api_url)
+        pid = api_pid(bound.api_url)
         run_ids = _queued_runs(bound, gets, tag)
         (root / "runs.txt").write_text("\n".join(run_ids))
         idle_rss = _rss(pid)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
+import anyio
 from fastapi import APIRouter, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import StreamingResponse
@@ -86,10 +87,11 @@ async def post_message(
     size = len(body.message.encode("utf-8"))
     if size > limit:
         raise bad_request("message", f"too large: {size} bytes (limit {limit})")
+    arrived = anyio.current_time()
     ctx = session_context(services, principal, key)
     with logs.bound(session_key=ctx.caller_key):
         result = await run_in_threadpool(receive, ctx, body)
-        return (await settle(services, result)).wire()
+        return (await settle(services, result, arrived)).wire()
 
 
 @router.get(

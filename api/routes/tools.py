@@ -67,6 +67,7 @@ async def call_tool(
 async def _call(
     services: Services, tool: Tool, ctx: ToolContext, args: dict[str, Any], wait: bool, abandon_cancels: bool
 ) -> Wire:
+    arrived = anyio.current_time()
     refused = tool.refusal(ctx)
     if refused is not None:
         return refused
@@ -78,7 +79,7 @@ async def _call(
     result = await run_in_threadpool(tool.run, ctx, params)
     if isinstance(result, AwaitRun) and not wait:
         return result.accepted()
-    return await settle(services, result, abandon_cancels)
+    return await settle(services, result, arrived, abandon_cancels)
 
 
 @router.get("/v1/tools", responses={code: {"model": ErrorResponse} for code in (400, 401, 403, 404)})
@@ -110,14 +111,18 @@ def schemas_for(
     return tool_schemas(fmt, names)
 
 
-async def settle(services: Services, result: Wire | AwaitRun, abandon_cancels: bool = False) -> Wire:
-    """Finish a result that asked to wait for a run, on this process's pub/sub multiplexer. With
+async def settle(
+    services: Services, result: Wire | AwaitRun, arrived: float, abandon_cancels: bool = False
+) -> Wire:
+    """Finish a result that asked to wait for a run, on this process's pub/sub multiplexer. The wait's
+    seconds count from ``arrived`` (the request's, loop time): accepting the run is part of the time the
+    caller gave, so a loaded API answers at the deadline the caller set, not that plus the accept. With
     ``abandon_cancels``, a caller that gives up the wait (an MCP client's cancel) cancels the run too."""
     if not isinstance(result, AwaitRun):
         return result
     try:
-        deadline = anyio.current_time() + result.wait_seconds
-        run = await services.waiter.wait(result.run_id, result.wait_seconds)
+        deadline = arrived + result.wait_seconds
+        run = await services.waiter.wait(result.run_id, max(deadline - anyio.current_time(), 0))
         # A steer taken in by the running run is answered by that run's reply.
         while run is not None and run.steered_into and (left := deadline - anyio.current_time()) > 0:
             run = await services.waiter.wait(run.steered_into, left)

@@ -105,6 +105,8 @@ def test_every_schemathesis_check_passes_over_every_phase(api_url: str, tmp_path
             str(CHECKED_EXAMPLES),
             "--seed",
             "1",
+            # One worker: with --workers 4 (measured: 66 s instead of 106 s) Hypothesis's parsing of lambda
+            # sources in the coverage phase fails across threads ("AST constructor recursion depth mismatch").
         ],
         cwd=tmp_path,  # st keeps its reports in the working directory
         env={**os.environ, "SCHEMATHESIS_HOOKS": str(HERE / "schemathesis_hooks.py")},
@@ -113,8 +115,9 @@ def test_every_schemathesis_check_passes_over_every_phase(api_url: str, tmp_path
         timeout=600 + CHECKED_EXAMPLES,
         check=False,
     )
-    # The failures come first, then the summary: show both, cut to what a terminal shows.
-    assert done.returncode == 0, done.stdout[done.stdout.find("FAILURES") :][:6000] + done.stdout[-1500:]
+    # The failures and errors come first, then the summary: show both, cut to what a terminal shows.
+    found = [at for at in (done.stdout.find("FAILURES"), done.stdout.find("ERRORS")) if at >= 0]
+    assert done.returncode == 0, done.stdout[min(found, default=0) :][:6000] + done.stdout[-1500:]
     print(done.stdout[done.stdout.rfind("SUMMARY") :])
     # Every operation, the event streams (and their Last-Event-ID header) among them.
     selected = re.search(r"Selected: (\d+)/(\d+)", done.stdout)

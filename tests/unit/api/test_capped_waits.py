@@ -9,11 +9,13 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+import anyio
 import httpx
 import pytest
 from fastapi.testclient import TestClient
 
 from api.client import Client
+from api.routes import tools as tools_route
 from shared import run_control
 from shared.config import Config
 from shared.models import RunStatus
@@ -167,3 +169,21 @@ def test_the_python_client_waits_again_until_its_own_timeout_is_spent(
     assert run.status is RunStatus.OK  # seen past three capped waits of 1 s
     assert time.monotonic() - started >= DELAY_MS / 1000 - 1
     assert client.wait_run(send(http, 0)[0]["runId"], timeout=0.2) is None
+
+
+def test_a_slow_accept_counts_against_the_sends_timeout(
+    http: TestClient, recorded: BackgroundWorker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """timeoutSeconds counts from the request's arrival: an accept that took longer than it leaves no wait."""
+    accept_s = 1.5
+    threadpool = tools_route.run_in_threadpool
+
+    async def slow_accept(func: Any, *args: Any) -> Any:
+        await anyio.sleep(accept_s)
+        return await threadpool(func, *args)
+
+    monkeypatch.setattr(tools_route, "run_in_threadpool", slow_accept)
+    result, took = send(http, 1)
+    assert result["status"] == "timeout"
+    # Answered when the accept ended (the deadline had passed), not a whole timeoutSeconds after it.
+    assert accept_s <= took < accept_s + 0.9

@@ -119,7 +119,7 @@ FULL = Sizes(
     capacity=capacity.Params(
         many_sessions=5_000, short=100, long_sessions=50, stages=(1_000, 2_500, 5_000, 10_000)
     ),
-    waits=waits.Params(waits=10_000, cancelled=500, spawn_rate=250),
+    waits=waits.Params(waits=10_000, cancelled=500, spawn_rate=125),
     soak=soak.Params(minutes=30),
 )
 QUICK = replace(

@@ -40,8 +40,8 @@ def test_every_accepted_run_ends_within_15s_of_a_redis_restart_under_load(tmp_pa
     assert outage.settled.duplicated == []
     assert outage.settled.missing == []
     assert outage.settled.unread == []
-    assert outage.last_end_after_back_s <= RECOVERY_BOUND_S, outage.figures()
-    assert outage.slowest_run_s <= RECOVERY_BOUND_S, outage.figures()
+    assert outage.last_end_after_back_s <= RECOVERY_BOUND_S, str(outage.figures())
+    assert outage.slowest_run_beyond_outage_s <= RECOVERY_BOUND_S, str(outage.figures())
 
 
 @pytest.mark.parametrize("down_s", [0, LONG_OUTAGE_S])
@@ -94,13 +94,13 @@ def test_a_sentinel_failover_under_load_loses_no_accepted_run(tmp_path: Path) ->
     assert outage.server_errors == []
     assert outage.waits.answered == 50  # each accepted before the kill
     # Answered when its run ends, not at its 60 s deadline: the waits heard the ends across the failover.
-    assert outage.waits.slowest_s <= WAIT_ANSWERED_S, outage.figures()
-    assert outage.settled.lost == [], outage.figures()
-    assert outage.settled.not_ok == {}, outage.figures()
-    assert outage.settled.duplicated == [], outage.figures()
-    assert outage.settled.missing == [], outage.figures()  # every reply is in its transcript, once
+    assert outage.waits.slowest_s <= WAIT_ANSWERED_S, str(outage.figures())
+    assert outage.settled.lost == [], str(outage.figures())
+    assert outage.settled.not_ok == {}, str(outage.figures())
+    assert outage.settled.duplicated == [], str(outage.figures())
+    assert outage.settled.missing == [], str(outage.figures())  # every reply is in its transcript, once
     assert outage.settled.unread == []
     assert len(outage.settled.ended_at) == len(outage.load.accepted) + 50  # the waits' runs too
     assert outage.reaped_at is not None  # beat goes on: its reaper still runs on the new master
     # No run waits out a lease or the dispatch grace: the runs in flight at the kill go on at once.
-    assert outage.slowest_run_s <= RECOVERY_BOUND_S, outage.figures()
+    assert outage.slowest_run_beyond_outage_s <= RECOVERY_BOUND_S, str(outage.figures())

@@ -264,6 +264,12 @@ class Outage:
         )
 
     @property
+    def slowest_run_beyond_outage_s(self) -> float:
+        """The slowest run's accept -> end less the outage (kill -> Redis back), which no run can beat:
+        what the recovery itself took, however long a loaded machine took to promote or restart Redis."""
+        return self.slowest_run_s - (self.back - self.killed)
+
+    @property
     def last_end_after_back_s(self) -> float:
         return max(self.settled.ended_at.values(), default=0) / 1000 - self.back
 
@@ -280,6 +286,7 @@ class Outage:
             "kill -> first accept after it (s)": round(self.first_accept_after_kill_s, 2),
             "Redis back -> last accepted run ended (s)": round(self.last_end_after_back_s, 2),
             "slowest run, accept -> end (s)": round(self.slowest_run_s, 2),
+            "slowest run beyond the outage (s)": round(self.slowest_run_beyond_outage_s, 2),
             "slowest wait answered (s)": round(self.waits.slowest_s, 2) if self.waits else None,
         }
 

@@ -110,6 +110,11 @@ def worker(
         "--loglevel",
         config.logging.level,
         "-E",
+        # Nothing of clawbus uses what mingle (revoked ids at start) and gossip (every worker's heartbeats
+        # in every worker) share: a run is cancelled through Redis, not revoked. Without them a worker is
+        # ready a second sooner and no start makes the whole fleet answer.
+        "--without-mingle",
+        "--without-gossip",
     ]
     size = concurrency or config.worker.pool_size(pool)
     # The worker's own config then says what it runs (the model clients size their pools from it).

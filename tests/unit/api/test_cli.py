@@ -84,6 +84,11 @@ def test_without_loglevel_the_role_logs_at_the_configured_level(
     assert "CLAWBUS_LOG_LEVEL" not in os.environ
 
 
+def test_a_worker_starts_without_mingle_and_gossip(monkeypatch: pytest.MonkeyPatch) -> None:
+    argv = _role_argv(monkeypatch, "worker")
+    assert {"--without-mingle", "--without-gossip", "-E"} <= set(argv)
+
+
 def test_an_unknown_loglevel_is_refused_naming_the_setting(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(roles, "exec_role", lambda argv: None)
     result = CliRunner().invoke(app, ["worker", "--loglevel", "loud"])

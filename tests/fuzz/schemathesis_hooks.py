@@ -1,4 +1,4 @@
-"""Hooks the ``st`` run of test_api_fuzz.py loads (SCHEMATHESIS_HOOKS): one false positive of schemathesis
+"""Hooks the ``st`` run of test_api_st.py loads (SCHEMATHESIS_HOOKS): one false positive of schemathesis
 4.x set aside, and nothing else.
 
 Its coverage phase draws header values from letters and digits only, so a header whose pattern needs any

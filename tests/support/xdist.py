@@ -24,6 +24,7 @@ GROUPS: dict[str, str] = {}
 # The units that take longest (a minute or more on 2 cores with the rest of the suite beside them), longest
 # first. A file missing here only starts later.
 FIRST = [
+    "tests/fuzz/test_api_st.py",
     "tests/integration/test_redis_ha.py",
     "tests/integration/test_run_control.py",
     "tests/fuzz/test_api_fuzz.py",

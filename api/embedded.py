@@ -25,6 +25,7 @@ from typing import IO
 import httpx
 
 from shared.config import Config
+from shared.http_clients import process_client
 from shared.processes import Child, free_port, redis_server_argv
 from shared.store import answers
 
@@ -269,11 +270,7 @@ def _redis(options: UpOptions, home: Path, supervisor: Supervisor) -> tuple[str,
 
 
 def _wait_ready(api_url: str, token: str, supervisor: Supervisor, stopping: threading.Event) -> None:
-    with httpx.Client(timeout=2) as http:  # one TLS context for every poll, not one each (50 ms of CPU)
-        _poll_ready(http, api_url, supervisor, stopping)
-
-
-def _poll_ready(http: httpx.Client, api_url: str, supervisor: Supervisor, stopping: threading.Event) -> None:
+    http = process_client("readiness")  # one TLS context for every poll, not one each (50 ms of CPU)
     for _ in _until(READY_TIMEOUT_SECONDS):
         if stopping.is_set():
             raise _Aborted("interrupted while starting")
@@ -282,7 +279,7 @@ def _poll_ready(http: httpx.Client, api_url: str, supervisor: Supervisor, stoppi
             code = dead.process.returncode if dead.process else "?"
             raise _Aborted(f"{dead.name} exited with code {code} while starting")
         try:
-            ready = http.get(f"{api_url}/readyz").json()
+            ready = http.get(f"{api_url}/readyz", timeout=2).json()
         except (httpx.HTTPError, ValueError):
             continue
         if ready.get("ok") and ready.get("workers", 0) >= 1:

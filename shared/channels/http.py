@@ -10,14 +10,13 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-import os
-import threading
 from typing import Any
 
 import httpx
 
 from shared.channels.base import DeliveryError
 from shared.config import ChatChannel, WebhookChannel
+from shared.http_clients import process_client
 from shared.models import Delivery
 
 SIGNATURE_HEADER = "X-Clawbus-Signature"
@@ -27,28 +26,13 @@ def signature(secret: str, body: bytes) -> str:
     return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
 
 
-_clients: dict[int, httpx.Client] = {}
-_clients_lock = threading.Lock()
-
-
-def _client() -> httpx.Client:
-    """This process's client (a forked pool process makes its own): building one costs about 50 ms of CPU
-    (its TLS context), which a client per delivery paid every time; this one also keeps connections."""
-    pid = os.getpid()
-    with _clients_lock:
-        client = _clients.get(pid)
-        if client is None:
-            client = _clients[pid] = httpx.Client()
-        return client
-
-
 def post_json(
     url: str, body: bytes, headers: dict[str, str], timeout: float, *, retry_429: bool = True
 ) -> httpx.Response:
     if not url.startswith(("http://", "https://")):
         raise DeliveryError(f"refusing to deliver to a non-http(s) URL: {url}", retryable=False)
     try:
-        response = _client().post(
+        response = process_client("deliveries").post(
             url, content=body, headers={"Content-Type": "application/json", **headers}, timeout=timeout
         )
     except httpx.InvalidURL as exc:  # not an HTTPError: a URL no retry will make usable

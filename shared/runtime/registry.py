@@ -2,22 +2,15 @@
 
 from __future__ import annotations
 
-import os
-import threading
-
 import httpx
 
 from shared.a2a import remote
 from shared.config import Config, EchoProvider, OpenAIProvider
+from shared.http_clients import process_client
 from shared.runtime.base import AgentRuntime
 from shared.runtime.echo import EchoRuntime
 from shared.runtime.openai import OpenAIRuntime
 from shared.runtime.script import ScriptRuntime
-
-# One HTTP client per endpoint and process, shared by every thread of a worker: its pool is bounded (the
-# provider's maxConnections, else the process's concurrency), and a step reuses a connection left open.
-_clients: dict[tuple[int, str], httpx.Client] = {}
-_clients_lock = threading.Lock()
 
 
 def runtime_for(config: Config, model_ref: str) -> AgentRuntime:
@@ -33,10 +26,7 @@ def runtime_for(config: Config, model_ref: str) -> AgentRuntime:
 
 
 def _client(provider: OpenAIProvider, size: int) -> httpx.Client:
-    key = (os.getpid(), str(provider.base_url))  # a forked worker child must not share its parent's sockets
-    with _clients_lock:
-        client = _clients.get(key)
-        if client is None:
-            limits = httpx.Limits(max_connections=size, max_keepalive_connections=size)
-            client = _clients[key] = httpx.Client(limits=limits)
-        return client
+    """One client per endpoint and process, shared by every thread of a worker: its pool is bounded (the
+    provider's maxConnections, else the process's concurrency), and a step reuses a connection left open."""
+    limits = httpx.Limits(max_connections=size, max_keepalive_connections=size)
+    return process_client(str(provider.base_url), limits)

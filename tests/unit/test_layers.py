@@ -51,7 +51,14 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("the store adapter", ("shared.store", "shared.store.*")),
     (
         "adapters to the outside",
-        ("shared.channels", "shared.channels.*", "shared.runtime.*", "shared.a2a", "shared.a2a.remote"),
+        (
+            "shared.channels",
+            "shared.channels.*",
+            "shared.runtime.*",
+            "shared.a2a",
+            "shared.a2a.remote",
+            "shared.http_clients",
+        ),
     ),
     ("the application", ("shared.*",)),
 ]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import runpy
 import shutil
 import signal
 import socket
@@ -20,7 +21,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, TypeVar
+from typing import IO, Protocol, TypeVar
 
 T = TypeVar("T")
 
@@ -125,10 +126,34 @@ def wait_for(condition: Callable[[], T], timeout: float = 20.0, interval: float 
         time.sleep(interval)
 
 
-def _die_with_parent() -> None:
+def run_as_main(argv: Sequence[str]) -> None:
+    """``argv`` (``python -m <module> <args>``, this interpreter's) run in this process, as that command
+    would run it."""
+    if len(argv) < 3 or (argv[0], argv[1]) != (sys.executable, "-m"):
+        raise ValueError(f"not a python -m command line: {list(argv)}")
+    module, *args = argv[2:]
+    sys.argv = [module, *args]
+    runpy.run_module(module, run_name="__main__", alter_sys=True)
+
+
+def die_with_parent() -> None:
     """The child gets SIGTERM if its parent dies, so nothing is left running (Linux only)."""
     with contextlib.suppress(Exception):
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+class Process(Protocol):
+    """What a :class:`Child` uses of its process: ``subprocess.Popen``'s, or a fork server's stand-in."""
+
+    @property
+    def pid(self) -> int: ...
+    @property
+    def stdout(self) -> IO[bytes] | None: ...
+    @property
+    def returncode(self) -> int | None: ...
+    def poll(self) -> int | None: ...
+    def wait(self, timeout: float | None = None) -> int: ...
+    def send_signal(self, sig: int) -> None: ...
 
 
 @dataclass
@@ -140,7 +165,7 @@ class Child:
     argv: Sequence[str]
     env: dict[str, str]
     cwd: Path | None = None
-    process: subprocess.Popen[bytes] | None = None
+    process: Process | None = None
     _pump: threading.Thread | None = field(default=None, repr=False)
 
     def start(self, output: Path | Callable[[str], None]) -> Child:
@@ -148,16 +173,7 @@ class Child:
         to_file = isinstance(output, Path)
         sink = output.open("ab") if isinstance(output, Path) else subprocess.PIPE
         try:
-            self.process = subprocess.Popen(
-                list(self.argv),
-                env=self.env,
-                cwd=self.cwd,
-                stdout=sink,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-                preexec_fn=_die_with_parent if sys.platform == "linux" else None,
-            )
+            self.process = self._spawn(sink)
         finally:
             if to_file and not isinstance(sink, int):
                 sink.close()
@@ -166,6 +182,19 @@ class Child:
             self._pump = threading.Thread(target=self._lines, args=(output,), daemon=True)
             self._pump.start()
         return self
+
+    def _spawn(self, sink: IO[bytes] | int) -> Process:
+        """The process, its output and error going to ``sink`` (a file, or ``subprocess.PIPE``)."""
+        return subprocess.Popen(
+            list(self.argv),
+            env=self.env,
+            cwd=self.cwd,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            preexec_fn=die_with_parent if sys.platform == "linux" else None,
+        )
 
     def _lines(self, handle: Callable[[str], None]) -> None:
         assert self.process is not None
@@ -200,7 +229,7 @@ class Child:
         process.wait()
         self._reap_group(process)
 
-    def _reap_group(self, process: subprocess.Popen[bytes]) -> None:
+    def _reap_group(self, process: Process) -> None:
         # A pool child can outlive a main process that had to be killed; it is in the group we created.
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(process.pid, signal.SIGKILL)

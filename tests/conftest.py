@@ -16,7 +16,7 @@ from shared.store import Store
 from shared.tools.context import ToolContext
 from workers.testing import InlineDispatcher
 from workers.testing import world as world_of
-from workers.testing.processes import REPO
+from workers.testing.processes import REPO, fork_roles
 
 # Tests of everything but visibility see every session; the visibility tests set their own.
 BASE_CONFIG: dict[str, Any] = {
@@ -111,6 +111,13 @@ def pytest_configure(config: pytest.Config) -> None:
     if not hasattr(config, "workerinput"):  # the xdist controller, or a run without xdist
         for package in ("shared", "api", "workers"):
             compileall.compile_dir(REPO / package, quiet=1)
+    # Workers, APIs and beats forked from one interpreter that has imported them (workers/testing/
+    # forkserver.py), not each a new interpreter importing everything again: the suite starts hundreds.
+    fork_roles(True)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    fork_roles(False)
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import runpy
 import sys
 from typing import Annotated, NoReturn
 
@@ -10,6 +9,7 @@ import typer
 from rich.console import Console
 
 from shared.config import Config, ConfigError, load_config
+from shared.processes import run_as_main
 
 app = typer.Typer(no_args_is_help=True, help="clawbus: OpenClaw's session tools as a distributed service.")
 sessions_app = typer.Typer(no_args_is_help=True, help="Call the session tools.")
@@ -46,10 +46,6 @@ def exec_role(argv: list[str]) -> NoReturn:
     """Become the real server, ``argv`` being ``python -m <module> ...``: run in this process, as ``python
     -m`` would, so signals reach it directly and what this process has imported (the configuration,
     pydantic) is not imported again by a second interpreter."""
-    executable, flag, module, *args = argv
-    if (executable, flag) != (sys.executable, "-m"):
-        raise ValueError(f"not a python -m command line: {argv}")
     sys.stdout.flush()
-    sys.argv = [module, *args]
-    runpy.run_module(module, run_name="__main__", alter_sys=True)
+    run_as_main(argv)
     sys.exit(0)

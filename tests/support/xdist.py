@@ -26,12 +26,15 @@ GROUPS: dict[str, str] = {}
 FIRST = [
     "tests/fuzz/test_api_st.py",
     "tests/integration/test_redis_ha.py",
-    "tests/integration/test_run_control.py",
-    "tests/fuzz/test_api_fuzz.py",
     "tests/browser/test_console.py",
-    "tests/integration/test_backlog.py",
+    "tests/integration/test_run_control.py",
+    "tests/integration/test_cli.py",
+    "tests/integration/test_busy_sessions.py",
+    "tests/integration/test_orchestration.py",
+    "tests/fuzz/test_api_fuzz.py",
+    "tests/e2e/test_up.py",
     "tests/integration/test_spawn.py",
-    "tests/integration/test_streams.py",
+    "tests/integration/test_backlog.py",
 ]
 
 

@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -21,13 +22,41 @@ from typing import Any
 import httpx
 import redis
 
-from shared.processes import Child, free_port, redis_server_argv, wait_for
+from shared.processes import Child, Process, free_port, redis_server_argv, wait_for
 from shared.store import answers
+from workers.testing.forkserver import ForkServer
 
 REPO = Path(__file__).resolve().parents[2]
 
 __all__ = ["REPO", "RedisServer", "Role", "free_port", "role_env", "start_api", "start_beat", "start_worker"]
-__all__ += ["replica_of", "stop_process", "wait_for", "write_config"]
+__all__ += ["fork_roles", "replica_of", "stop_process", "wait_for", "write_config"]
+
+_fork_server: ForkServer | None = None
+_forking = False
+_fork_lock = threading.Lock()
+
+
+def fork_roles(enabled: bool) -> None:
+    """Roles start as children of a fork server (workers/testing/forkserver.py) from now on, or (False)
+    as interpreters of their own again, the fork server stopped. The tests fork them; the benchmarks, which
+    find a role's process by its command line, do not."""
+    global _fork_server, _forking
+    with _fork_lock:
+        _forking = enabled
+        if not enabled and _fork_server is not None:
+            _fork_server.close()
+            _fork_server = None
+
+
+def _forked(argv: list[str], env: dict[str, str], sink: Any) -> Process | None:
+    global _fork_server
+    with _fork_lock:
+        if not _forking:
+            return None
+        if _fork_server is None:
+            _fork_server = ForkServer(REPO, role_env_base())
+        server = _fork_server
+    return server.spawn(argv, env, REPO, None if sink == subprocess.PIPE else sink.fileno())
 
 
 def stop_process(process: subprocess.Popen[Any], grace: float = 15.0, sig: int = signal.SIGTERM) -> None:
@@ -114,19 +143,30 @@ class Role(Child):
         super().start(output or self.log)
         return self
 
+    def _spawn(self, sink: Any) -> Process:
+        return _forked(list(self.argv), self.env, sink) or super()._spawn(sink)
+
     def output(self) -> str:
         return self.log.read_text(errors="replace") if self.log.exists() else ""
 
 
 def role_env(redis_url: str, config_path: Path, home: Path, token: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CLAWBUS_")}
+    env = role_env_base()
     env.update(
         CLAWBUS_REDIS_URL=redis_url,
         CLAWBUS_CONFIG=str(config_path),
         CLAWBUS_HOME=str(home),
         CLAWBUS_API_TOKENS=token,
+    )
+    return env
+
+
+def role_env_base() -> dict[str, str]:
+    """This process's environment without clawbus's settings, for an unbuffered interpreter running this
+    checkout's code, whatever the working directory and wherever the package is installed from."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CLAWBUS_")}
+    env.update(
         PYTHONUNBUFFERED="1",
-        # This checkout's code, whatever the working directory and wherever the package is installed from.
         PYTHONPATH=os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p),
     )
     return env

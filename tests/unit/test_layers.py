@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import fnmatch
+import functools
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -85,7 +86,9 @@ def imports(path: Path, known: dict[str, Path]) -> Iterator[str]:
         yield from (name for name in names if name in known)
 
 
+@functools.cache
 def graph() -> dict[str, set[str]]:
+    """Each project module's imports of the project's modules (parsed once: five tests read it)."""
     known = modules()
     return {name: set(imports(path, known)) - {name} for name, path in known.items()}
 

@@ -17,6 +17,7 @@ from starlette.routing import Route
 from api import errors
 from api.a2a import routes as a2a
 from api.auth import plain_text_tokens
+from api.gc_pauses import FrozenHeap
 from api.limits import BodyLimit
 from api.mcp_route import LazyMcpEndpoint
 from api.metrics import registry_for
@@ -66,10 +67,12 @@ def create_app(
         app.state.a2a = None  # the A2A dispatcher, made at the first A2A call (api/a2a/routes.py)
         app.state.metrics = registry_for(held)
         _release_waits_on_stop(held.waiter)
+        freezer = asyncio.get_running_loop().create_task(FrozenHeap().run())
         try:
             async with mcp.running():
                 yield
         finally:
+            freezer.cancel()
             await held.close()
 
     app = FastAPI(

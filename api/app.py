@@ -42,10 +42,20 @@ from shared.logs import configure, keep_secrets_out
 log = logging.getLogger(__name__)
 
 
+def create_server_app() -> FastAPI:
+    """The app of an API process (``clawbus api``, uvicorn's factory): the one place that may tune the
+    process's garbage collector (api/gc_pauses.py); an app made inside another process (a test's) does not."""
+    return create_app(freeze_heap=True)
+
+
 def create_app(
-    config: Config | None = None, services: Callable[[Config], Services] = Services.build
+    config: Config | None = None,
+    services: Callable[[Config], Services] = Services.build,
+    *,
+    freeze_heap: bool = False,
 ) -> FastAPI:
-    """``services`` builds what the process holds (tests pass one over fakeredis)."""
+    """``services`` builds what the process holds (tests pass one over fakeredis); ``freeze_heap`` freezes
+    the process's heap after each full garbage collection while the app runs (api/gc_pauses.py)."""
     config = config or load_config()
     configure(config)
     keep_secrets_out()
@@ -67,12 +77,13 @@ def create_app(
         app.state.a2a = None  # the A2A dispatcher, made at the first A2A call (api/a2a/routes.py)
         app.state.metrics = registry_for(held)
         _release_waits_on_stop(held.waiter)
-        freezer = asyncio.get_running_loop().create_task(FrozenHeap().run())
+        freezer = asyncio.get_running_loop().create_task(FrozenHeap().run()) if freeze_heap else None
         try:
             async with mcp.running():
                 yield
         finally:
-            freezer.cancel()
+            if freezer:
+                freezer.cancel()
             await held.close()
 
     app = FastAPI(

@@ -66,7 +66,7 @@ def api(
         "-m",
         "uvicorn",
         "--factory",
-        "api.app:create_app",
+        "api.app:create_server_app",
         "--host",
         host or config.gateway.bind,
         "--port",

@@ -202,12 +202,6 @@ class ForkedProcess:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(self.pid, sig)
 
-    def terminate(self) -> None:
-        self.send_signal(signal.SIGTERM)
-
-    def kill(self) -> None:
-        self.send_signal(signal.SIGKILL)
-
 
 class ForkServer:
     """The client: one server per test process, started at its first role."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import fakeredis
 import pytest
@@ -43,14 +43,21 @@ def api_store(server: fakeredis.FakeServer, api_config: Config) -> Store:
 
 
 @pytest.fixture
-def http(
-    api_config: Config, api_store: Store, server: fakeredis.FakeServer, recorded: InlineDispatcher
-) -> Iterator[TestClient]:
+def services(
+    api_store: Store, server: fakeredis.FakeServer, recorded: InlineDispatcher
+) -> Callable[[Config], Services]:
+    """What an app holds, over the test's fakeredis, for ``create_app(services=...)``."""
+
     def build(config: Config) -> Services:
         async_redis = fakeredis.FakeAsyncRedis(server=server, decode_responses=True)
         live = LiveStore.on(async_redis, api_store.keys)
         return Services(config, api_store, recorded, RunWaiter(live), live)
 
-    with TestClient(create_app(api_config, services=build)) as client:
+    return build
+
+
+@pytest.fixture
+def http(api_config: Config, services: Callable[[Config], Services]) -> Iterator[TestClient]:
+    with TestClient(create_app(api_config, services=services)) as client:
         client.headers["Authorization"] = f"Bearer {TOKEN}"
         yield client

@@ -89,6 +89,12 @@ def test_a_worker_starts_without_mingle_and_gossip(monkeypatch: pytest.MonkeyPat
     assert {"--without-mingle", "--without-gossip", "-E"} <= set(argv)
 
 
+def test_the_api_serves_the_app_that_may_tune_its_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CLAWBUS_API_TOKENS", "a-token")
+    argv = _role_argv(monkeypatch, "api")
+    assert argv[argv.index("--factory") + 1] == "api.app:create_server_app"
+
+
 def test_an_unknown_loglevel_is_refused_naming_the_setting(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(roles, "exec_role", lambda argv: None)
     result = CliRunner().invoke(app, ["worker", "--loglevel", "loud"])

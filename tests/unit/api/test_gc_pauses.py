@@ -5,11 +5,17 @@ from __future__ import annotations
 
 import gc
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
+from fastapi.testclient import TestClient
 
+from api import app as app_module
+from api.app import create_app
 from api.gc_pauses import FrozenHeap
+from api.services import Services
+from shared.config import Config
+from shared.processes import wait_for
 
 
 class Node:
@@ -86,3 +92,28 @@ def test_a_frozen_cycle_waits_for_the_thaw_then_is_collected() -> None:
 
     assert gc.get_freeze_count() == 0
     assert alive() is None
+
+
+def test_the_api_process_app_freezes_its_heap_after_a_full_collection(
+    api_config: Config, services: Callable[[Config], Services]
+) -> None:
+    with TestClient(create_app(api_config, services=services, freeze_heap=True)):
+        gc.collect()
+        wait_for(lambda: gc.get_freeze_count() > 0, 10, what="the heap frozen")
+
+
+def test_an_app_made_inside_another_process_leaves_its_collector_alone(
+    api_config: Config, services: Callable[[Config], Services], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    made: list[FrozenHeap] = []
+
+    class Recorded(FrozenHeap):
+        def __init__(self) -> None:
+            super().__init__()
+            made.append(self)
+
+    monkeypatch.setattr(app_module, "FrozenHeap", Recorded)
+    with TestClient(create_app(api_config, services=services)) as client:
+        assert client.get("/healthz").status_code == 200
+
+    assert made == []

@@ -36,7 +36,8 @@ __all__ = [
 
 
 # A stale connection after a Redis restart or failover fails once; retrying reconnects. The scripts that
-# change state are idempotent under a retry (accept checks the run id, claim and commit are fenced).
+# change state are idempotent under a retry, even of a call that ran but whose reply was lost: accept checks
+# the run id, a claim or commit repeated under its own id answers as the first did.
 RETRIES = 3
 # A worker rides out a Redis restart or failover of this many retries (about 15 s with the backoff): a run
 # that was committing then still commits, rather than waiting for its lease to lapse.

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -191,6 +192,8 @@ class RunStore:
                 session_key,
                 gate_places,
                 k.run(""),
+                # Names this claim, so the client's retry after a lost reply is known for the same one.
+                uuid.uuid4().hex,
             ],
         )
         outcome = ClaimOutcome(result[0])
@@ -298,6 +301,7 @@ class RunStore:
             usage.input_tokens or 0,
             usage.output_tokens or 0,
             repr(usage.cost_usd or 0.0),
+            uuid.uuid4().hex,  # names this commit, as a claim's id names the claim
             *(message.model_dump_json(by_alias=True, exclude_none=True) for message in messages),
         ]
         calls.append((self._scripts.commit, commit_keys, commit_args))

@@ -1,8 +1,15 @@
-"""Run records for tests that need one without running it."""
+"""Run records for tests that need one without running it, and a run's steps through the store (accept,
+claim, commit) for tests of those steps."""
 
 from __future__ import annotations
 
-from shared.models import Run, RunStatus
+import uuid
+
+from shared.config import Config
+from shared.models import Message, Run, RunStatus, Usage
+from shared.runs import Accepted, Claim, Committed, NewRun, Outcome
+from shared.sessions import new_entry
+from shared.store import Store
 
 
 def a_run(run_id: str, status: RunStatus) -> Run:
@@ -17,3 +24,31 @@ def a_run(run_id: str, status: RunStatus) -> Run:
         created_at=1,
         reply="done" if status is RunStatus.OK else None,
     )
+
+
+KEY = "agent:main:webchat:direct:ann"  # the session the helpers below use
+LEASE_MS = 3000
+
+
+def accept(store: Store, config: Config, text: str = "hi", key: str = KEY) -> Accepted:
+    """A chat run of ``key`` with ``text``, accepted (its session made if new)."""
+    run_id = str(uuid.uuid4())
+    message = Message.of("user", text, timestamp=store.clock.now_ms(), run_id=run_id)
+    new = NewRun(run_id=run_id, session_key=key, agent_id="main", kind="chat", input=message)
+    return store.runs.accept(new_entry(config, key, store.clock.now_ms()), {}, new)
+
+
+def claim(store: Store, run_id: str, owner: str = "task-1", attempt: int = 0, max_attempts: int = 3) -> Claim:
+    """A claim of a run of ``KEY`` by ``owner``'s ``attempt``."""
+    return store.runs.claim(
+        run_id, KEY, owner=owner, attempt=attempt, lease_ms=LEASE_MS, max_attempts=max_attempts
+    )
+
+
+def ok(store: Store, run_id: str, token: str, reply: str = "done") -> Committed:
+    """The run of ``KEY`` holding ``token`` ends ok with ``reply``."""
+    run = store.runs.get(run_id)
+    assert run is not None
+    message = Message.of("assistant", reply, timestamp=store.clock.now_ms(), run_id=run_id)
+    outcome = Outcome(RunStatus.OK, reply=reply, usage=Usage(input_tokens=3, output_tokens=2, cost_usd=0.5))
+    return store.runs.commit(run, store.sessions.get(KEY), token, outcome, [message])

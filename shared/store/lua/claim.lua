@@ -9,8 +9,10 @@
 -- again when a place frees ({'gated'}); a place whose lease lapsed (its worker died) is free.
 -- KEYS: 1 run, 2 lane, 3 lease, 4 transcript, 5 run events, 6 lanes due, 7 fence counter, 8 session,
 --       9 gate running, 10 gate queue
+-- A claim sent again by the client's retry, its reply lost with the connection (ARGV 10, the claim's own id,
+-- names it), answers as the first one did: the attempt it began is this caller's, not someone else's.
 -- ARGV: 1 run id, 2 owner (task id), 3 attempt (task retries), 4 now ms, 5 lease ms, 6 max attempts,
---       7 session key, 8 gate places, 9 run key prefix
+--       7 session key, 8 gate places, 9 run key prefix, 10 claim id
 local run = redis.call('HMGET', KEYS[1], 'status', 'sessionKey', 'inputAppended', 'kind')
 local status = run[1]
 if not status or run[2] ~= ARGV[7] then
@@ -30,7 +32,12 @@ if run[4] == 'collect' and status == 'queued' then
     return {'early', tostring(until_ms - now)}
   end
 end
-local lease = redis.call('HMGET', KEYS[3], 'owner', 'attempt', 'expiresAt')
+local lease = redis.call('HMGET', KEYS[3], 'owner', 'attempt', 'expiresAt', 'claim', 'token')
+if lease[4] == ARGV[10] then
+  local attempts = tonumber(redis.call('HGET', KEYS[1], 'attempts'))
+  return {attempts > tonumber(ARGV[6]) and 'exhausted' or 'claimed', lease[5], tostring(attempts),
+    redis.call('HGETALL', KEYS[1]), redis.call('HGETALL', KEYS[8])}
+end
 -- A run suspended on a wait (its lease parked until the wait's deadline) is resumed by anyone, and its
 -- resumption is not a new attempt.
 local resuming = lease[1] == 'suspended'
@@ -63,7 +70,7 @@ end
 local token = redis.call('INCR', KEYS[7])
 redis.call('DEL', KEYS[3])
 redis.call('HSET', KEYS[3], 'runId', ARGV[1], 'owner', ARGV[2], 'attempt', ARGV[3],
-  'token', token, 'expiresAt', expires)
+  'token', token, 'expiresAt', expires, 'claim', ARGV[10])
 redis.call('ZADD', KEYS[6], expires, ARGV[7])
 if attempts > tonumber(ARGV[6]) then
   return {'exhausted', tostring(token), tostring(attempts), redis.call('HGETALL', KEYS[1]),

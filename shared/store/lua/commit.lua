@@ -8,15 +8,23 @@
 --       waiter)
 -- ARGV: 1 run id, 2 token, 3 now ms, 4 status, 5 run fields (json), 6 context tokens ('' unknown),
 --       7 retention s, 8 completion channel, 9 dispatch grace ms, 10 run key prefix, 11 session key,
---       12 input tokens, 13 output tokens, 14 cost usd, 15.. the messages to append (json), in order
+--       12 input tokens, 13 output tokens, 14 cost usd, 15 commit id, 16.. the messages to append (json),
+--       in order
+-- A commit sent again by the client's retry, its reply lost with the connection, answers as the first one
+-- did (kept on the run under the commit's id): its caller still hands on the lane's next run and the
+-- waiters.
 if redis.call('HGET', KEYS[2], 'token') ~= ARGV[2] then
+  local kept = redis.call('HMGET', KEYS[1], 'committedBy', 'commitReply')
+  if kept[1] == ARGV[15] then
+    return cjson.decode(kept[2])
+  end
   return {'fenced'}
 end
 if not is_active(redis.call('HGET', KEYS[1], 'status')) then
   return {'fenced'}
 end
 local now = tonumber(ARGV[3])
-for i = 15, #ARGV do
+for i = 16, #ARGV do
   redis.call('XADD', KEYS[5], '*', 'm', ARGV[i])
 end
 hset_object(KEYS[1], ARGV[5])
@@ -56,4 +64,6 @@ if ended['flowId'] then
 end
 local result = advance_lane('committed', KEYS[3], KEYS[7], ARGV[10], ARGV[11], now, tonumber(ARGV[9]))
 result = leave_gate(result, KEYS[14], KEYS[15], ARGV[10], ARGV[1])
-return take_waiters(result, KEYS[12], ARGV[10])
+result = take_waiters(result, KEYS[12], ARGV[10])
+redis.call('HSET', KEYS[1], 'committedBy', ARGV[15], 'commitReply', cjson.encode(result))
+return result

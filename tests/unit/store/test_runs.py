@@ -4,39 +4,20 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Callable
+from typing import Any
 
 import fakeredis
+import pytest
 
 from shared.clock import FixedClock
 from shared.config import Config
-from shared.models import Message, RunStatus, Usage
+from shared.models import Message, RunStatus
 from shared.runs import Accepted, ClaimOutcome, NewRun, Outcome
 from shared.sessions import new_entry
 from shared.store import Store
-
-KEY = "agent:main:webchat:direct:ann"
-LEASE_MS = 3000
-
-
-def accept(store: Store, config: Config, text: str = "hi", key: str = KEY):
-    run_id = str(uuid.uuid4())
-    message = Message.of("user", text, timestamp=store.clock.now_ms(), run_id=run_id)
-    new = NewRun(run_id=run_id, session_key=key, agent_id="main", kind="chat", input=message)
-    return store.runs.accept(new_entry(config, key, store.clock.now_ms()), {}, new)
-
-
-def claim(store: Store, run_id: str, owner: str = "task-1", attempt: int = 0, max_attempts: int = 3):
-    return store.runs.claim(
-        run_id, KEY, owner=owner, attempt=attempt, lease_ms=LEASE_MS, max_attempts=max_attempts
-    )
-
-
-def ok(store: Store, run_id: str, token: str, reply: str = "done"):
-    run = store.runs.get(run_id)
-    assert run is not None
-    message = Message.of("assistant", reply, timestamp=store.clock.now_ms(), run_id=run_id)
-    outcome = Outcome(RunStatus.OK, reply=reply, usage=Usage(input_tokens=3, output_tokens=2, cost_usd=0.5))
-    return store.runs.commit(run, store.sessions.get(KEY), token, outcome, [message])
+from shared.store import runs as store_runs
+from tests.support.runs import KEY, LEASE_MS, accept, claim, ok
 
 
 def test_accept_creates_the_session_and_queues_the_first_run_as_head(store: Store, config: Config) -> None:
@@ -101,6 +82,52 @@ def test_a_retry_after_worker_loss_takes_the_lease_over_at_once(store: Store, co
     assert retried.outcome is ClaimOutcome.CLAIMED
     assert retried.token != first.token
     assert [m.text for m in store.transcripts.last(KEY, 10)] == ["only once"]
+
+
+def reply_lost(call: Callable[..., Any]) -> Callable[..., Any]:
+    """``call`` as redis-py's retry makes it when the first reply was lost with its connection (Redis killed
+    right after it ran): it runs, then runs again with the same arguments, and the caller sees the second
+    answer."""
+
+    def twice(*args: Any, **kwargs: Any) -> Any:
+        call(*args, **kwargs)
+        return call(*args, **kwargs)
+
+    return twice
+
+
+def test_a_claim_sent_again_after_its_reply_was_lost_is_still_the_callers(
+    store: Store, config: Config, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    accepted = accept(store, config, "only once")
+    monkeypatch.setattr(store.redis, "evalsha", reply_lost(store.redis.evalsha))
+    claimed = claim(store, accepted.run_id, owner="task-1", attempt=0)
+    monkeypatch.undo()
+    assert claimed.outcome is ClaimOutcome.CLAIMED
+    assert claimed.attempts == 1
+    assert store.runs.heartbeat(KEY, claimed.token, LEASE_MS)  # the lease is this claim's
+    assert [m.text for m in store.transcripts.last(KEY, 10)] == ["only once"]
+    # Another delivery of the same message is a claim of its own: still busy.
+    assert claim(store, accepted.run_id, owner="task-1", attempt=0).outcome is ClaimOutcome.BUSY
+
+
+def test_a_commit_sent_again_after_its_reply_was_lost_still_hands_on_the_next_head(
+    store: Store, config: Config, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first, second = accept(store, config, "one"), accept(store, config, "two")
+    token = claim(store, first.run_id).token
+    monkeypatch.setattr(store_runs, "run_pipelined", reply_lost(store_runs.run_pipelined))
+    committed = ok(store, first.run_id, token, "reply one")
+    monkeypatch.undo()
+    assert committed.committed
+    assert committed.next_head is not None
+    assert committed.next_head.run_id == second.run_id
+    assert [m.text for m in store.transcripts.last(KEY, 10)] == ["one", "reply one"]
+    entry = store.sessions.get(KEY)
+    assert entry is not None
+    assert entry.total_tokens == 5  # counted once
+    # Another commit holding the same token is not a repeat of this one: it changes nothing.
+    assert not ok(store, first.run_id, token, "again").committed
 
 
 def test_a_lapsed_lease_can_be_claimed_by_anyone(store: Store, config: Config, clock: FixedClock) -> None:

@@ -1,0 +1,93 @@
+"""A TCP proxy in front of a real Redis that can lose one reply: the command reaches Redis and runs, then
+the client's connection closes before the answer comes back, as when Redis is killed right after a write.
+redis-py then sends the command again on a new connection (its retry), which is what the tests watch."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import threading
+
+CHUNK = 65536
+
+
+class ReplyLosingProxy:
+    def __init__(self, upstream_port: int) -> None:
+        self._upstream_port = upstream_port
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.port: int = self._listener.getsockname()[1]
+        self._lock = threading.Lock()
+        self._marker: bytes | None = None
+        self._sockets: list[socket.socket] = []
+        self.lost = 0  # replies lost so far
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def lose_the_reply_to(self, marker: bytes) -> None:
+        """The next request holding ``marker`` (a script's SHA, say) runs; its reply is not passed on."""
+        with self._lock:
+            self._marker = marker
+
+    def close(self) -> None:
+        self._listener.close()
+        with self._lock:
+            for sock in self._sockets:
+                _close(sock)
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return  # closed
+            upstream = socket.create_connection(("127.0.0.1", self._upstream_port))
+            with self._lock:
+                self._sockets += [client, upstream]
+            losing = threading.Event()  # set once this connection carried the marked request
+            threading.Thread(target=self._requests, args=(client, upstream, losing), daemon=True).start()
+            threading.Thread(target=self._replies, args=(upstream, client, losing), daemon=True).start()
+
+    def _requests(self, client: socket.socket, upstream: socket.socket, losing: threading.Event) -> None:
+        while data := _recv(client):
+            with self._lock:
+                if self._marker is not None and self._marker in data:
+                    self._marker = None
+                    losing.set()  # before the request goes on: its reply cannot come back first
+            if not _send(upstream, data):
+                break
+        _close(upstream)
+
+    def _replies(self, upstream: socket.socket, client: socket.socket, losing: threading.Event) -> None:
+        while data := _recv(upstream):
+            if losing.is_set():
+                with self._lock:
+                    self.lost += 1
+                break
+            if not _send(client, data):
+                break
+        _close(client)
+        _close(upstream)
+
+
+def _recv(sock: socket.socket) -> bytes:
+    try:
+        return sock.recv(CHUNK)
+    except OSError:
+        return b""
+
+
+def _send(sock: socket.socket, data: bytes) -> bool:
+    try:
+        sock.sendall(data)
+    except OSError:
+        return False
+    return True
+
+
+def _close(sock: socket.socket) -> None:
+    with contextlib.suppress(OSError):
+        sock.shutdown(socket.SHUT_RDWR)
+    sock.close()

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Callable
-from typing import Any
 
 import fakeredis
 import pytest
@@ -17,6 +15,7 @@ from shared.runs import Accepted, ClaimOutcome, NewRun, Outcome
 from shared.sessions import new_entry
 from shared.store import Store
 from shared.store import runs as store_runs
+from tests.support.replies import reply_lost
 from tests.support.runs import KEY, LEASE_MS, accept, claim, ok
 
 
@@ -82,18 +81,6 @@ def test_a_retry_after_worker_loss_takes_the_lease_over_at_once(store: Store, co
     assert retried.outcome is ClaimOutcome.CLAIMED
     assert retried.token != first.token
     assert [m.text for m in store.transcripts.last(KEY, 10)] == ["only once"]
-
-
-def reply_lost(call: Callable[..., Any]) -> Callable[..., Any]:
-    """``call`` as redis-py's retry makes it when the first reply was lost with its connection (Redis killed
-    right after it ran): it runs, then runs again with the same arguments, and the caller sees the second
-    answer."""
-
-    def twice(*args: Any, **kwargs: Any) -> Any:
-        call(*args, **kwargs)
-        return call(*args, **kwargs)
-
-    return twice
 
 
 def test_a_claim_sent_again_after_its_reply_was_lost_is_still_the_callers(

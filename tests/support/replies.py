@@ -1,0 +1,19 @@
+"""A script call whose reply was lost, for tests that a state-changing Lua script answers a repeat of itself
+as it answered the first call (docs/architecture.md, "Reliability")."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+
+def reply_lost(call: Callable[..., Any]) -> Callable[..., Any]:
+    """``call`` as redis-py's retry makes it when the first reply was lost with its connection (Redis killed
+    right after it ran): it runs, then runs again with the same arguments, and the caller sees the second
+    answer."""
+
+    def twice(*args: Any, **kwargs: Any) -> Any:
+        call(*args, **kwargs)
+        return call(*args, **kwargs)
+
+    return twice

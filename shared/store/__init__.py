@@ -35,9 +35,9 @@ __all__ = [
 ]
 
 
-# A stale connection after a Redis restart or failover fails once; retrying reconnects. The scripts that
-# change state are idempotent under a retry, even of a call that ran but whose reply was lost: accept checks
-# the run id, a claim or commit repeated under its own id answers as the first did.
+# A stale connection after a Redis restart or failover fails once; retrying reconnects. Every script that
+# changes state answers a repeat of a call (one that ran, its reply lost) as it answered the call
+# (docs/architecture.md, "Reliability").
 RETRIES = 3
 # A worker rides out a Redis restart or failover of this many retries (about 15 s with the backoff): a run
 # that was committing then still commits, rather than waiting for its lease to lapse.

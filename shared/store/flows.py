@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Sequence
 from typing import Any
 
@@ -12,7 +13,7 @@ from shared.clock import Clock
 from shared.models import Delivery, DeliveryClaim, DeliveryState, Flow, FlowEndReason, Run, Snapshot
 from shared.store.codec import decode, encode, encode_values
 from shared.store.keys import RedisKeys
-from shared.store.scripts import Scripts
+from shared.store.scripts import REPEAT_WINDOW_MS, Scripts
 
 
 class FlowStore:
@@ -88,7 +89,13 @@ class FlowStore:
         k = self._keys
         ended = self._scripts.end_flow(
             keys=[k.flow(flow_id), k.flows_due(), k.metrics_flows_ended(), k.metrics_deliveries()],
-            args=[flow_id, reason, json.dumps(encode_values(fields or {})), self._clock.now_ms()],
+            args=[
+                flow_id,
+                reason,
+                json.dumps(encode_values(fields or {})),
+                self._clock.now_ms(),
+                uuid.uuid4().hex,  # names this end, so the client's retry after a lost reply is known for it
+            ],
         )
         return bool(ended)
 
@@ -99,9 +106,11 @@ class FlowStore:
     def reap(self, limit: int = 500, everything: bool = False) -> list[str]:
         """Flows past their deadline; each is rescheduled by the grace so it is reported once per grace.
         With ``everything`` (a recovery pass), every flow in progress: its step's message may be lost."""
-        now = self._clock.now_ms()
+        k, now = self._keys, self._clock.now_ms()
+        # The pass's own id names the reply it keeps, so the client's retry after a lost reply gets it again.
         due: list[str] = self._scripts.reap_flows(
-            keys=[self._keys.flows_due()], args=[now, limit, self._grace_ms, "+inf" if everything else now]
+            keys=[k.flows_due(), k.reaped_flows(uuid.uuid4().hex)],
+            args=[now, limit, self._grace_ms, "+inf" if everything else now, REPEAT_WINDOW_MS],
         )
         return due
 
@@ -124,7 +133,9 @@ class FlowStore:
 
     def claim_delivery(self, delivery_id: str, *, owner: str, lease_ms: int) -> tuple[DeliveryClaim, int]:
         result = self._scripts.claim_delivery(
-            keys=[self._keys.delivery(delivery_id)], args=[self._clock.now_ms(), lease_ms, owner]
+            keys=[self._keys.delivery(delivery_id)],
+            # The claim's own id: the client's retry after a lost reply is this claim, not another attempt.
+            args=[self._clock.now_ms(), lease_ms, owner, uuid.uuid4().hex],
         )
         outcome = DeliveryClaim(result[0])
         return outcome, int(result[1]) if outcome is DeliveryClaim.CLAIMED else 0

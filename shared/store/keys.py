@@ -61,6 +61,11 @@ class RedisKeys:
         """ZSET: ended sub-agent sessions, scored by when they are to be archived."""
         return f"{self.prefix}archive:due"
 
+    def archive_taken(self, sweep_id: str) -> str:
+        """STRING: the sessions one archive sweep took off ``archive:due`` (JSON), for a few minutes: the
+        same call sent again after its reply was lost answers with them, not with none."""
+        return f"{self.prefix}archive:taken:{sweep_id}"
+
     # A2A (docs/contract.md §12)
     def a2a_tasks(self, agent_id: str, owner: str) -> str:
         """ZSET: the A2A tasks (run ids) one token's principal gave one agent, by creation (ms): ListTasks,
@@ -121,6 +126,11 @@ class RedisKeys:
     def run_events(self, run_id: str) -> str:
         """STREAM: the run's progress events (queued, started, ended)."""
         return f"{self.prefix}run-events:{run_id}"
+
+    def folded(self, run_id: str) -> str:
+        """STRING: the collect run a message's run was folded into instead of being queued (a few minutes:
+        a repeat of its accept answers the same)."""
+        return f"{self.prefix}folded:{run_id}"
 
     def absorbed(self, run_id: str) -> str:
         """LIST: the steer runs a running run took in (their messages reached its next model step)."""
@@ -208,6 +218,16 @@ class RedisKeys:
         """STRING: the run id of the Redis server (``INFO server``) the reaper last saw: another one means
         Redis restarted or failed over, and queue messages may be lost."""
         return f"{self.prefix}reaper:redis-server"
+
+    def reaped_lanes(self, pass_id: str) -> str:
+        """STRING: the lane heads one reaper pass found stalled and marked dispatched again (JSON), for a
+        few minutes: the same call sent again after its reply was lost answers with them, not with none."""
+        return f"{self.prefix}reaper:lanes:{pass_id}"
+
+    def reaped_flows(self, pass_id: str) -> str:
+        """STRING: the flows one reaper pass found due (JSON), for a few minutes: the same call sent again
+        after its reply was lost answers with them, not with none."""
+        return f"{self.prefix}reaper:flows:{pass_id}"
 
     def worker_heartbeat(self, hostname: str) -> str:
         """STRING with TTL: a worker is alive and consuming."""

@@ -46,7 +46,7 @@ from shared.runs import (
 from shared.store.codec import decode, encode, encode_values
 from shared.store.errors import NotReplicated
 from shared.store.keys import RedisKeys
-from shared.store.scripts import Scripts, run_pipelined
+from shared.store.scripts import REPEAT_WINDOW_MS, Scripts, run_pipelined
 
 
 class RunStore:
@@ -110,6 +110,7 @@ class RunStore:
             k.metrics_runs_created(),
             k.session_runs(session.key),
             enqueue.queue if enqueue else k.session_runs(session.key),  # unused without a message
+            k.folded(new.run_id),
         ]
         args = [
             now,
@@ -128,6 +129,7 @@ class RunStore:
             when_busy.action if when_busy else "",
             new.input.text,
             k.run(""),
+            REPEAT_WINDOW_MS,
         ]
         found = self._replicated(self._scripts.accept, keys, args)
         if found[0] == "busy":
@@ -239,7 +241,7 @@ class RunStore:
                 k.waiters(awaited_run_id),
                 k.run(awaited_run_id),
             ],
-            args=[token, memo, deadline_ms, run.session_key, run.run_id],
+            args=[token, memo, deadline_ms, run.session_key, run.run_id, uuid.uuid4().hex],
         )
         return SuspendOutcome(result)
 
@@ -341,6 +343,7 @@ class RunStore:
                 k.run(""),
                 run.session_key,
                 reason,
+                uuid.uuid4().hex,  # names this cancel, so a repeat of it answers as it did
             ],
         )
         outcome = CancelOutcome(result[0])
@@ -418,8 +421,9 @@ class RunStore:
         k = self._keys
         now = self._clock.now_ms()
         # Scripts learn session keys and run ids as they go, so they get the key prefixes (``x("")``).
+        # The pass's own id names the reply it keeps, so the client's retry after a lost reply gets it again.
         flat = self._scripts.reap(
-            keys=[k.lanes_due(), k.reaper_ran()],
+            keys=[k.lanes_due(), k.reaper_ran(), k.reaped_lanes(uuid.uuid4().hex)],
             args=[
                 now,
                 limit,
@@ -428,6 +432,7 @@ class RunStore:
                 k.lease(""),
                 k.run(""),
                 "+inf" if everything else now,
+                REPEAT_WINDOW_MS,
             ],
         )
         return [

@@ -15,6 +15,10 @@ from redis.exceptions import ConnectionError, NoScriptError, ReadOnlyError, Resp
 
 _LUA = resources.files("shared.store") / "lua"
 
+# How long a script keeps what answers a repeat of a call when it has no record of its own to keep it on
+# (a fold, what a sweep or a reaper pass took): far beyond the clients' retries, which end within seconds.
+REPEAT_WINDOW_MS = 300_000
+
 
 def _source(name: str) -> str:
     return (_LUA / "_lib.lua").read_text() + "\n" + (_LUA / f"{name}.lua").read_text()

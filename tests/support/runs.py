@@ -38,17 +38,24 @@ def accept(store: Store, config: Config, text: str = "hi", key: str = KEY) -> Ac
     return store.runs.accept(new_entry(config, key, store.clock.now_ms()), {}, new)
 
 
-def claim(store: Store, run_id: str, owner: str = "task-1", attempt: int = 0, max_attempts: int = 3) -> Claim:
-    """A claim of a run of ``KEY`` by ``owner``'s ``attempt``."""
+def claim(
+    store: Store,
+    run_id: str,
+    owner: str = "task-1",
+    attempt: int = 0,
+    max_attempts: int = 3,
+    key: str = KEY,
+) -> Claim:
+    """A claim of a run of ``key`` by ``owner``'s ``attempt``."""
     return store.runs.claim(
-        run_id, KEY, owner=owner, attempt=attempt, lease_ms=LEASE_MS, max_attempts=max_attempts
+        run_id, key, owner=owner, attempt=attempt, lease_ms=LEASE_MS, max_attempts=max_attempts
     )
 
 
 def ok(store: Store, run_id: str, token: str, reply: str = "done") -> Committed:
-    """The run of ``KEY`` holding ``token`` ends ok with ``reply``."""
+    """The run holding ``token`` ends ok with ``reply``."""
     run = store.runs.get(run_id)
     assert run is not None
     message = Message.of("assistant", reply, timestamp=store.clock.now_ms(), run_id=run_id)
     outcome = Outcome(RunStatus.OK, reply=reply, usage=Usage(input_tokens=3, output_tokens=2, cost_usd=0.5))
-    return store.runs.commit(run, store.sessions.get(KEY), token, outcome, [message])
+    return store.runs.commit(run, store.sessions.get(run.session_key), token, outcome, [message])

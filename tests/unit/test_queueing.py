@@ -13,6 +13,7 @@ from shared.sessions import SessionPatch
 from shared.tools.context import ToolContext
 from shared.tools.registry import TOOLS
 from shared.tools.send_schema import SendResult
+from tests.support.replies import reply_lost
 from workers.testing import World, world
 
 KEY = "agent:main:webchat:direct:ann"
@@ -68,6 +69,20 @@ def test_collect_keeps_folding_while_the_session_is_busy_past_its_window() -> No
     say(w, "a")
     w.clock.advance(10)  # long past the window, but the collect run still waits behind "first"
     say(w, "b")
+    assert lane_inputs(w) == ["first", "a\nb"]
+
+
+def test_a_message_folded_in_is_folded_once_when_its_accept_is_sent_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The accept's reply lost with the connection: redis-py sends it again, and the repeat answers
+    ``folded`` as the first did instead of folding the text a second time."""
+    w = busy_world(mode="collect", debounceMs=100)
+    opened = say(w, "a")
+    monkeypatch.setattr(w.store.redis, "evalsha", reply_lost(w.store.redis.evalsha))
+    folded = say(w, "b")
+    monkeypatch.undo()
+    assert folded.run_id == opened.run_id
     assert lane_inputs(w) == ["first", "a\nb"]
 
 

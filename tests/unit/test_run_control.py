@@ -14,9 +14,11 @@ from shared.models import RunStatus
 from shared.runs import CancelOutcome, ClaimOutcome
 from shared.runtime.base import RunCancelled, StepRequest, StepResult
 from shared.store import Store
+from shared.store.scripts import Scripts
 from shared.tools.context import ToolContext
 from shared.tools.registry import TOOLS
 from shared.tools.send_schema import SendResult
+from tests.support.replies import reply_lost
 from workers.testing import InlineDispatcher, drain, drain_runs
 
 TARGET = "agent:research:cron:job"
@@ -192,3 +194,29 @@ def test_a_cancelled_flow_ends_canceled_and_starts_no_further_step(
     again = run_control.cancel_flow(config, store, dispatcher, sent.flow_id)
     assert again == run_control.FlowCancelled(ended_here=False, aborted=[])
     assert run_control.cancel_flow(config, store, dispatcher, "0" * 8 + "-0000-0000-0000-" + "0" * 12) is None
+
+
+def test_a_flow_cancel_whose_end_was_sent_again_after_its_reply_was_lost_still_stops_the_flows_run(
+    ctx: ToolContext,
+    store: Store,
+    config: Config,
+    dispatcher: InlineDispatcher,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The end's repeat answered that the flow had already ended, and the cancel, taking it for someone
+    else's end, left the flow's run to go on."""
+    sent = send(ctx, "talk")
+    assert sent.flow_id is not None
+    end_flow = Scripts(store.redis).end_flow.sha
+    evalsha, lost = store.redis.evalsha, reply_lost(store.redis.evalsha)
+
+    def only_the_ends_reply_lost(sha: str, *args: object) -> object:
+        return (lost if sha == end_flow else evalsha)(sha, *args)
+
+    monkeypatch.setattr(store.redis, "evalsha", only_the_ends_reply_lost)
+    flow = run_control.cancel_flow(config, store, dispatcher, sent.flow_id)
+    monkeypatch.undo()
+    assert flow == run_control.FlowCancelled(ended_here=True, aborted=[sent.run_id])
+    run = store.runs.get(sent.run_id)
+    assert run is not None
+    assert run.status is RunStatus.ABORTED

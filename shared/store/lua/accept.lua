@@ -5,15 +5,21 @@
 -- A sessions_send's flow record is created in the same step as its primary run.
 -- KEYS: 1 session, 2 index all, 3 index agent, 4 index kind, 5 sessionId lookup, 6 lane, 7 run,
 --       8 run events, 9 lanes due, 10 flow, 11 flows due, 12 runs created (metrics), 13 the session's runs,
---       14 the broker queue of the task message
+--       14 the broker queue of the task message, 15 this run's fold (the collect run's id, for a while:
+--       a repeat of this call, its reply lost with the connection, answers 'folded' again, not folding twice)
 -- ARGV: 1 now ms, 2 run id, 3 session key, 4 session fields on create (json), 5 session fields to set (json),
 --       6 run fields (json), 7 dispatch grace ms, 8 flow fields (json, '' for none), 9 the reaper's first look at the flow (ms),
 --       10 run kind, 11 the task message ('' none), 12 its event's channel ('' none), 13 the event,
 --       14 what a busy session does with it (messages.queue): '' queue it, 'reject' refuse it, 'collect'
---       fold it into the collect run still open at the lane's end, 15 its text (to fold), 16 run key prefix
+--       fold it into the collect run still open at the lane's end, 15 its text (to fold), 16 run key prefix,
+--       17 how long a fold is remembered (ms)
 -- Returns {seq, position in the lane, 1 if the task message was pushed}; {'busy', the head's id} when a
 -- busy session refuses it; {'folded', the collect run's id} when it joined one.
 local now = tonumber(ARGV[1])
+local folded = redis.call('GET', KEYS[15])
+if folded then
+  return {'folded', folded}
+end
 -- A retried call (the reply to the first one was lost) must not queue the run twice.
 if redis.call('EXISTS', KEYS[7]) == 1 then
   local head = redis.call('LINDEX', KEYS[6], 0) == ARGV[2] and redis.call('HGET', KEYS[7], 'status') == 'queued'
@@ -36,6 +42,7 @@ elseif ARGV[14] == 'collect' then
       message['content'][1]['text'] = message['content'][1]['text'] .. '\n' .. ARGV[15]
       redis.call('HSET', run_key, 'input', cjson.encode(message), 'collected', tonumber(open[5] or '1') + 1)
       redis.call('HSET', KEYS[1], 'updatedAt', now)
+      redis.call('SET', KEYS[15], last, 'PX', ARGV[17])
       return {'folded', last}
     end
   end

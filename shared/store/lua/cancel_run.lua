@@ -7,8 +7,13 @@
 -- KEYS: 1 run, 2 lane, 3 lease, 4 session, 5 run events, 6 lanes due, 7 flows due, 8 runs waiting for this
 --       one, 9 runs finished (metrics)
 -- ARGV: 1 run id, 2 now ms, 3 retention s, 4 completion channel, 5 cancel channel, 6 dispatch grace ms,
---       7 run key prefix, 8 session key, 9 the error it ends with
-local run = redis.call('HMGET', KEYS[1], 'status', 'kind', 'flowId')
+--       7 run key prefix, 8 session key, 9 the error it ends with, 10 cancel id
+-- A repeat of a cancel that ended the run (its reply lost with the connection) answers as the first did,
+-- kept on the run under the cancel's id: its caller still hands on the lane's next run and the waiters.
+local run = redis.call('HMGET', KEYS[1], 'status', 'kind', 'flowId', 'cancelledBy', 'cancelReply')
+if run[4] == ARGV[10] then
+  return cjson.decode(run[5])
+end
 local status = run[1]
 if not status then
   return {'missing'}
@@ -45,4 +50,6 @@ if was_head then
   redis.call('DEL', KEYS[3])
   result = advance_lane('aborted', KEYS[2], KEYS[6], ARGV[7], ARGV[8], now, tonumber(ARGV[6]))
 end
-return take_waiters(result, KEYS[8], ARGV[7])
+result = take_waiters(result, KEYS[8], ARGV[7])
+redis.call('HSET', KEYS[1], 'cancelledBy', ARGV[10], 'cancelReply', cjson.encode(result))
+return result

@@ -3,8 +3,16 @@
 -- (and flowId) for the caller to enqueue. Lanes with a live lease are rescheduled to their lease expiry.
 -- A recovery pass (after Redis restarted or failed over: a head's message may be lost) looks at every lane
 -- up to its horizon (ARGV 7), not only the due ones.
--- KEYS: 1 lanes due, 2 reaper ran   ARGV: 1 now ms, 2 limit, 3 dispatch grace ms, 4 lane prefix,
---                                        5 lease prefix, 6 run prefix, 7 horizon (score or '+inf')
+-- What a pass found is kept a while under its own key (KEYS 3, named by the pass's id): the same call sent
+-- again by the client's retry, its reply lost with the connection, finds the heads marked dispatched and
+-- would answer none, leaving them to the grace; it answers with what the first one found.
+-- KEYS: 1 lanes due, 2 reaper ran, 3 this pass's kept reply
+-- ARGV: 1 now ms, 2 limit, 3 dispatch grace ms, 4 lane prefix, 5 lease prefix, 6 run prefix,
+--       7 horizon (score or '+inf'), 8 how long the reply is kept (ms)
+local kept = redis.call('GET', KEYS[3])
+if kept then
+  return cjson.decode(kept)
+end
 local now = tonumber(ARGV[1])
 redis.call('SET', KEYS[2], now)
 local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[7], 'LIMIT', 0, tonumber(ARGV[2]))
@@ -27,5 +35,8 @@ for _, session_key in ipairs(due) do
       stalled[#stalled + 1] = fields[2] or ''
     end
   end
+end
+if #stalled > 0 then
+  redis.call('SET', KEYS[3], cjson.encode(stalled), 'PX', ARGV[8])
 end
 return stalled

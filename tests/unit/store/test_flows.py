@@ -1,13 +1,17 @@
 """shared/store/flows.py: a delivery is created once, together with its flow's pending state; a flow that is
-gone is never written in part."""
+gone is never written in part; a script call sent again after its reply was lost answers as the first did."""
 
 from __future__ import annotations
 
+import pytest
+
+from shared.clock import FixedClock
 from shared.config import Config
 from shared.flows.ids import delivery_id
-from shared.models import Delivery
+from shared.models import Delivery, DeliveryClaim
 from shared.store import Store
 from tests.support.flows import stored_flow
+from tests.support.replies import reply_lost
 
 FLOW = "6f1c1a9e-0000-4000-8000-0000000000aa"
 
@@ -65,3 +69,50 @@ def test_a_step_that_read_a_flow_before_it_was_lost_leaves_no_partial_flow(store
     assert not store.flows.create_delivery(a_delivery(), due_in_ms=5_000)
     assert store.redis.exists(store.keys.flow(FLOW), store.keys.delivery(delivery_id(FLOW))) == 0
     assert store.redis.zscore(store.keys.flows_due(), FLOW) is None
+
+
+def test_an_end_sent_again_after_its_reply_was_lost_still_ended_the_flow_here(
+    config: Config, store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cancel that took the repeat's 0 for someone else's end left the flow's runs running."""
+    stored_flow(config, store, FLOW)
+    monkeypatch.setattr(store.redis, "evalsha", reply_lost(store.redis.evalsha))
+    assert store.flows.end(FLOW, "canceled", {"stopReason": "canceled"})
+    monkeypatch.undo()
+    assert store.redis.hget(store.keys.metrics_flows_ended(), "canceled") == "1"  # counted once
+    # Another end is not a repeat of this one: the flow had already ended.
+    assert not store.flows.end(FLOW, "canceled", {"stopReason": "canceled"})
+
+
+def test_a_reap_sent_again_after_its_reply_was_lost_still_finds_the_due_flows(
+    config: Config, store: Store, clock: FixedClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first call rescheduled them: the repeat found none, and they waited for the next pass."""
+    stored_flow(config, store, FLOW)
+    store.flows.create_delivery(a_delivery(), due_in_ms=5_000)
+    clock.advance(5)
+    monkeypatch.setattr(store.redis, "evalsha", reply_lost(store.redis.evalsha))
+    assert store.flows.reap() == [FLOW]
+    monkeypatch.undo()
+    assert store.flows.reap() == []  # rescheduled by the grace, as after any pass
+
+
+def test_a_delivery_claim_sent_again_after_its_reply_was_lost_counts_one_attempt(
+    config: Config, store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The repeat counted a second attempt, and the delivery could fail one attempt early."""
+    stored_flow(config, store, FLOW)
+    store.flows.create_delivery(a_delivery(), due_in_ms=5_000)
+    monkeypatch.setattr(store.redis, "evalsha", reply_lost(store.redis.evalsha))
+    claimed = store.flows.claim_delivery(delivery_id(FLOW), owner="task-1", lease_ms=60_000)
+    monkeypatch.undo()
+    assert claimed == (DeliveryClaim.CLAIMED, 1)
+    # The same owner's task delivered again is another attempt, and anyone else is still kept out.
+    assert store.flows.claim_delivery(delivery_id(FLOW), owner="task-1", lease_ms=60_000) == (
+        DeliveryClaim.CLAIMED,
+        2,
+    )
+    assert store.flows.claim_delivery(delivery_id(FLOW), owner="task-2", lease_ms=60_000) == (
+        DeliveryClaim.BUSY,
+        0,
+    )

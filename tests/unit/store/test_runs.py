@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from typing import Any
 
 import fakeredis
 import pytest
@@ -11,12 +12,14 @@ import pytest
 from shared.clock import FixedClock
 from shared.config import Config
 from shared.models import Message, RunStatus
-from shared.runs import Accepted, ClaimOutcome, NewRun, Outcome
+from shared.runs import Accepted, CancelOutcome, ClaimOutcome, Committed, NewRun, Outcome, SuspendOutcome
 from shared.sessions import new_entry
 from shared.store import Store
 from shared.store import runs as store_runs
 from tests.support.replies import reply_lost
 from tests.support.runs import KEY, LEASE_MS, accept, claim, ok
+
+OTHER = "agent:main:webchat:direct:bob"
 
 
 def test_accept_creates_the_session_and_queues_the_first_run_as_head(store: Store, config: Config) -> None:
@@ -115,6 +118,44 @@ def test_a_commit_sent_again_after_its_reply_was_lost_still_hands_on_the_next_he
     assert entry.total_tokens == 5  # counted once
     # Another commit holding the same token is not a repeat of this one: it changes nothing.
     assert not ok(store, first.run_id, token, "again").committed
+
+
+def test_a_suspend_sent_again_after_the_awaited_run_ended_meanwhile_still_parks(
+    store: Store, config: Config, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The awaited run ends between the call and its repeat (waking the parked run): the repeat must not
+    answer ``ready``, or the attempt goes on beside the resumed one."""
+    waiting = accept(store, config, "wait for it")
+    awaited = accept(store, config, "slow", key=OTHER)
+    token = claim(store, waiting.run_id).token
+    awaited_token = claim(store, awaited.run_id, key=OTHER).token
+    run = store.runs.get(waiting.run_id)
+    assert run is not None
+    woken: list[Committed] = []
+    first_call = store.redis.evalsha
+
+    def awaited_ends_before_the_repeat(*args: Any) -> Any:
+        first_call(*args)
+        woken.append(ok(store, awaited.run_id, awaited_token))  # its commit is pipelined, not evalsha
+        return first_call(*args)
+
+    monkeypatch.setattr(store.redis, "evalsha", awaited_ends_before_the_repeat)
+    parked = store.runs.suspend(run, token, "{}", awaited.run_id, store.clock.now_ms() + 60_000)
+    monkeypatch.undo()
+    assert parked is SuspendOutcome.SUSPENDED
+    assert [w.run_id for w in woken[0].waiters] == [waiting.run_id]  # the resume is the woken one's
+
+
+def test_a_cancel_sent_again_after_its_reply_was_lost_still_hands_on_the_next_head(
+    store: Store, config: Config, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first, second = accept(store, config, "one"), accept(store, config, "two")
+    monkeypatch.setattr(store.redis, "evalsha", reply_lost(store.redis.evalsha))
+    cancelled = store.runs.cancel(first.run_id)
+    monkeypatch.undo()
+    assert cancelled.outcome is CancelOutcome.ABORTED
+    assert cancelled.next_head is not None
+    assert cancelled.next_head.run_id == second.run_id
 
 
 def test_a_lapsed_lease_can_be_claimed_by_anyone(store: Store, config: Config, clock: FixedClock) -> None:
@@ -269,6 +310,18 @@ def test_reap_finds_heads_never_claimed_within_the_grace(
     heads = store.runs.reap()
     assert [(h.run_id, h.session_key, h.kind) for h in heads] == [(accepted.run_id, KEY, "chat")]
     assert store.runs.reap() == []  # rescheduled, not reported twice
+
+
+def test_a_reap_sent_again_after_its_reply_was_lost_still_finds_the_stalled_heads(
+    store: Store, config: Config, clock: FixedClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    accepted = accept(store, config)
+    clock.advance(config.runs.dispatch_grace_seconds + 1)
+    monkeypatch.setattr(store.redis, "evalsha", reply_lost(store.redis.evalsha))
+    heads = store.runs.reap()
+    monkeypatch.undo()
+    assert [h.run_id for h in heads] == [accepted.run_id]
+    assert store.runs.reap() == []  # another pass is not the same call: still reported once
 
 
 def test_a_recovery_reap_dispatches_every_head_not_under_a_live_lease_at_once(

@@ -1,4 +1,5 @@
-"""shared/store/sessions.py: entries, indexes merged newest-first, id and label lookups, atomic patch."""
+"""shared/store/sessions.py: entries, indexes merged newest-first, id and label lookups, atomic patch; a script
+call sent again after its reply was lost answers as the first did."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from shared.clock import FixedClock
 from shared.config import Config
 from shared.sessions import LabelTaken, SessionPatch, new_entry
 from shared.store import Store
+from tests.support.replies import reply_lost
 
 
 def create(store: Store, config: Config, key: str) -> None:
@@ -96,3 +98,38 @@ def test_patch_of_a_vanished_session_is_none(store: Store, config: Config) -> No
     store.redis.delete(store.keys.session("agent:main:main"))
     assert entry is not None
     assert store.sessions.patch(entry, SessionPatch({"label": "x"})) is None
+
+
+def test_taking_due_archives_sent_again_after_its_reply_was_lost_still_hands_them_over(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first call took them off the schedule: the repeat found none, and they were never archived."""
+    now = store.clock.now_ms()
+    store.sessions.schedule_archive("agent:main:subagent:a", now - 1)
+    store.sessions.schedule_archive("agent:main:subagent:later", now + 60_000)
+    monkeypatch.setattr(store.redis, "evalsha", reply_lost(store.redis.evalsha))
+    assert store.sessions.take_due_archives(now) == ["agent:main:subagent:a"]
+    monkeypatch.undo()
+    assert store.sessions.take_due_archives(now) == []  # taken once: another sweep does not get it too
+
+
+def test_a_yield_sent_again_after_a_child_ended_its_wait_answers_as_the_first_did(
+    store: Store, config: Config
+) -> None:
+    """The script's call is named by the yielding run alone, so a repeat is the same call again. Without the
+    answer kept, it found the wait ended and answered none: the agent was told it had nothing to wait for."""
+    create(store, config, "agent:main:main")
+    store.sessions.add_child("agent:main:main", "agent:main:subagent:a")
+    first = store.sessions.yield_children("agent:main:main", "run-1")
+    assert first == (1, 1)
+    # Before the client's retry reaches Redis, the child reports and the run that wakes the session is in.
+    recorded = store.sessions.record_report("agent:main:main", "flow-a", "done")
+    assert recorded is not None
+    assert recorded.awaited == 1
+    store.sessions.end_wait("agent:main:main", 1)
+    assert store.sessions.yield_children("agent:main:main", "run-1") == first
+    entry = store.sessions.get("agent:main:main")
+    assert entry is not None
+    assert entry.waiting is None  # no second wait began
+    # Another run's yield is its own: nothing is pending now.
+    assert store.sessions.yield_children("agent:main:main", "run-2") is None

@@ -103,7 +103,7 @@ class RedisKeys:
         return f"{self.prefix}cold:{session_key}"
 
     def cold_lease(self, session_key: str) -> str:
-        """STRING: the move of the session's older messages running now (its owner), a minute at most."""
+        """STRING: the move of the session's older messages running now (its owner), renewed while it runs."""
         return f"{self.prefix}cold-lease:{session_key}"
 
     def cold_idle_cursor(self) -> str:

@@ -52,6 +52,7 @@ class Scripts:
         self.absorb_steers: Script = client.register_script(_source("absorb_steers"))
         self.reap_gate: Script = client.register_script(_source("reap_gate"))
         self.release_lease: Script = client.register_script(_source("release_lease"))
+        self.extend_lease: Script = client.register_script(_source("extend_lease"))
 
 
 def run_pipelined(

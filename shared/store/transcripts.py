@@ -12,7 +12,6 @@ so the entries still in the stream are read once, and the next move sees the lon
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -21,9 +20,11 @@ from redis import Redis
 from shared.models import Message
 from shared.store.cold import ColdTranscripts
 from shared.store.keys import RedisKeys
+from shared.store.leases import held_lease
 from shared.store.scripts import Scripts
 
-MOVE_LEASE_MS = 60_000
+# A move's lease, renewed while it runs: a worker killed mid-move holds the session's moves up this long.
+MOVE_LEASE_MS = 10_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,15 +147,13 @@ class TranscriptStore:
     def move(self, session_key: str, agent_id: str, session_id: str, keep: int) -> int:
         """Move all but the newest ``keep`` messages of the hot stream to the cold file; how many moved
         (0 also when another move of this session is running)."""
-        lease = self._keys.cold_lease(session_key)
-        owner = uuid.uuid4().hex
-        if not self._redis.set(lease, owner, nx=True, px=MOVE_LEASE_MS):
-            return 0
-        try:
+        with held_lease(
+            self._redis, self._scripts, self._keys.cold_lease(session_key), MOVE_LEASE_MS
+        ) as ours:
+            if not ours:
+                return 0
             self._finish_crashed(session_key)
             return self._move(session_key, agent_id, session_id, keep)
-        finally:
-            self._scripts.release_lease(keys=[lease], args=[owner])
 
     def _finish_crashed(self, session_key: str) -> None:
         """A move that crashed after recording its intent: trim if its file was written, else write it."""

@@ -1,0 +1,113 @@
+"""Every Lua script call made twice, as redis-py's retry makes a call whose reply was lost with its
+connection (docs/architecture.md, "Reliability"): a reply-back exchange, a spawn's report and an
+orchestration end exactly as they end when no reply is lost. A superset of what a Redis killed mid-load
+does (there, only the calls in flight are repeated), on every script of the run's path at once."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from shared.inbound import receive
+from shared.models import InboundMessageParams, RunStatus
+from shared.store import scripts
+from shared.tools.context import ToolContext
+from shared.tools.registry import TOOLS
+from shared.tools.send_schema import SendResult
+from shared.tools.spawn_schema import SpawnResult
+from tests.support.replies import reply_lost
+from tests.unit.test_orchestration import MAIN, runs_of, spawn_orchestrator
+from tests.unit.test_orchestration import config as orchestra_config
+from workers.testing import World, world
+
+UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+REQUESTER = "agent:main:webchat:direct:ann"
+TARGET = "agent:research:cron:job"
+EXCHANGE = {
+    "session": {"agentToAgent": {"maxPingPongTurns": 2}},
+    "tools": {"sessions": {"visibility": "all"}, "agentToAgent": {"enabled": True}},
+    "agents": {"list": [{"id": "main", "default": True}, {"id": "research"}]},
+}
+
+
+def repeating(monkeypatch: pytest.MonkeyPatch, w: World) -> None:
+    """From now on every script call of ``w`` runs twice, and its caller sees the second answer."""
+    monkeypatch.setattr(w.store.redis, "evalsha", reply_lost(w.store.redis.evalsha))
+    monkeypatch.setattr(scripts, "_send", reply_lost(scripts._send))  # pipelined calls (a commit)
+
+
+def outcome(w: World, keys: Callable[[World], list[str]]) -> list[Any]:
+    """What a user sees, without the ids that differ between worlds: each session's transcript (role,
+    text) and its runs (kind, status), in order."""
+    seen: list[Any] = []
+    for key in keys(w):
+        seen.append([(m.role, UUID.sub("<id>", m.text)) for m in w.store.transcripts.all(key)])
+        seen.append([(run.kind, run.status) for run in runs_of(w, key) if run])
+    return seen
+
+
+def an_exchange(w: World) -> None:
+    ctx = ToolContext.for_caller(w.config, w.store, w.dispatcher, REQUESTER)
+    # Someone wrote in the requester's session first: it has a route, so reply turns come back to it.
+    said = receive(ctx, InboundMessageParams.model_validate({"message": "hello", "timeoutSeconds": 0}))
+    assert isinstance(said, SendResult), said
+    sent = TOOLS["sessions_send"].invoke(ctx, {"sessionKey": TARGET, "message": "ping", "timeoutSeconds": 0})
+    assert isinstance(sent, SendResult), sent
+    w.drain()
+
+
+def a_spawn(w: World) -> None:
+    ctx = ToolContext.for_caller(w.config, w.store, w.dispatcher, REQUESTER)
+    spawned = TOOLS["sessions_spawn"].invoke(ctx, {"task": "count to three", "label": "counter"})
+    assert isinstance(spawned, SpawnResult), spawned
+    w.drain(follow_inline=True)
+
+
+def an_orchestration(w: World) -> None:
+    spawn_orchestrator(w)
+    w.drain(follow_inline=True)
+
+
+def exchange_sessions(w: World) -> list[str]:
+    return [REQUESTER, TARGET]
+
+
+def spawn_sessions(w: World) -> list[str]:
+    return [REQUESTER, *w.store.sessions.children(REQUESTER)]
+
+
+def orchestra_sessions(w: World) -> list[str]:
+    [boss] = w.store.sessions.children(MAIN)
+    return [MAIN, boss, *sorted(w.store.sessions.children(boss), key=lambda k: str(w.store.sessions.get(k)))]
+
+
+SCENARIOS = {
+    "exchange": (EXCHANGE, an_exchange, exchange_sessions),
+    "spawn": (EXCHANGE, a_spawn, spawn_sessions),
+    "orchestration": (orchestra_config(), an_orchestration, orchestra_sessions),
+}
+
+
+@pytest.fixture(params=SCENARIOS)
+def scenario(request: pytest.FixtureRequest) -> tuple[Any, ...]:
+    return SCENARIOS[request.param]
+
+
+def test_a_flow_with_every_script_call_repeated_ends_as_it_does_without(
+    scenario: tuple[Any, ...], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings, act, keys = scenario
+    plain = world(settings)
+    act(plain)
+    expected = outcome(plain, keys)
+    assert expected[1]  # the scenario ran, and ran well
+    assert all(status is RunStatus.OK for _kind, status in expected[1])
+
+    repeated = world(settings)
+    repeating(monkeypatch, repeated)
+    act(repeated)
+    monkeypatch.undo()
+    assert outcome(repeated, keys) == expected

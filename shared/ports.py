@@ -265,7 +265,8 @@ class Flows(Protocol):
     def finish_delivery(self, delivery: Delivery, status: DeliveryState, error: str | None = None) -> None:
         """``pending`` releases it for a retry; a final state also ends the flow."""
 
-    def append_outbox(self, channel: str, to: str, entry: dict[str, str]) -> str: ...
+    def append_outbox(self, channel: str, to: str, delivery_id: str, entry: dict[str, str]) -> str:
+        """Once per delivery: a second call for it answers the entry the first made."""
 
     def read_outbox(
         self, channel: str, to: str, after: str = "-", count: int = 100

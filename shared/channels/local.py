@@ -27,7 +27,7 @@ class LogAdapter:
         self._flows = flows
 
     def send(self, delivery: Delivery) -> None:
-        self._flows.append_outbox("log", delivery.session_key, outbox_entry(delivery))
+        self._flows.append_outbox("log", delivery.session_key, delivery.delivery_id, outbox_entry(delivery))
         log.info(
             "delivery %s to %s (%s): %s",
             delivery.delivery_id,
@@ -42,4 +42,5 @@ class WebchatAdapter:
         self._flows = flows
 
     def send(self, delivery: Delivery) -> None:
-        self._flows.append_outbox("webchat", delivery.to or delivery.session_key, outbox_entry(delivery))
+        to = delivery.to or delivery.session_key
+        self._flows.append_outbox("webchat", to, delivery.delivery_id, outbox_entry(delivery))

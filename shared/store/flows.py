@@ -15,6 +15,9 @@ from shared.store.codec import decode, encode, encode_values
 from shared.store.keys import RedisKeys
 from shared.store.scripts import REPEAT_WINDOW_MS, Scripts
 
+# An outbox keeps about this many messages (trimmed approximately): a reader further behind misses some.
+OUTBOX_CAP = 10_000
+
 
 class FlowStore:
     def __init__(
@@ -154,9 +157,12 @@ class FlowStore:
             args=[status, error or "", self._clock.now_ms(), delivery.flow_id],
         )
 
-    def append_outbox(self, channel: str, to: str, entry: dict[str, str]) -> str:
-        entry_id: str = self._redis.xadd(
-            self._keys.outbox(channel, to), entry, maxlen=10_000, approximate=True
+    def append_outbox(self, channel: str, to: str, delivery_id: str, entry: dict[str, str]) -> str:
+        """The delivery's entry in the outbox, appended once however often this is called for it."""
+        fields = [item for pair in entry.items() for item in pair]
+        entry_id: str = self._scripts.append_outbox(
+            keys=[self._keys.outbox(channel, to), self._keys.delivery(delivery_id)],
+            args=[OUTBOX_CAP, *fields],
         )
         return entry_id
 

@@ -53,6 +53,7 @@ class Scripts:
         self.reap_gate: Script = client.register_script(_source("reap_gate"))
         self.release_lease: Script = client.register_script(_source("release_lease"))
         self.extend_lease: Script = client.register_script(_source("extend_lease"))
+        self.append_outbox: Script = client.register_script(_source("append_outbox"))
 
 
 def run_pipelined(

@@ -116,3 +116,18 @@ def test_a_delivery_claim_sent_again_after_its_reply_was_lost_counts_one_attempt
         DeliveryClaim.BUSY,
         0,
     )
+
+
+def test_a_delivery_is_appended_to_its_outbox_once_however_often_it_is_sent(
+    config: Config, store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A retried attempt (its worker died after the append) or the call repeated after a lost reply: the
+    recipient still reads the message once."""
+    stored_flow(config, store, FLOW)
+    store.flows.create_delivery(a_delivery(), due_in_ms=5_000)
+    entry = {"deliveryId": delivery_id(FLOW), "text": "hello"}
+    monkeypatch.setattr(store.redis, "evalsha", reply_lost(store.redis.evalsha))
+    first = store.flows.append_outbox("webchat", "ann", delivery_id(FLOW), entry)
+    monkeypatch.undo()
+    assert store.flows.append_outbox("webchat", "ann", delivery_id(FLOW), entry) == first
+    assert store.flows.read_outbox("webchat", "ann") == [(first, entry)]

@@ -98,7 +98,9 @@ def _active_waits(url: str) -> float:
 
 
 def test_ctrl_c_during_a_send_detaches_and_says_how_to_wait_again(stack: Stack, client: Client) -> None:
-    key = f"agent:slow:cron:{uuid.uuid4().hex[:8]}"
+    # Still running at the Ctrl-C however long the CLI and the poll of its wait take on a loaded machine
+    # (a 3 s model once answered first, and the CLI exited 0).
+    key = f"agent:stalled:cron:{uuid.uuid4().hex[:8]}"
     waits_before = _active_waits(stack.url)
     process = subprocess.Popen(
         [sys.executable, "-m", "api.cli", "send", key, "take a while", "--timeout", "60"],
@@ -118,9 +120,9 @@ def test_ctrl_c_during_a_send_detaches_and_says_how_to_wait_again(stack: Stack, 
         process.kill()
     assert process.returncode == 130
     assert f"clawbus runs wait {run_id}" in out + err
-    ended = client.wait_run(run_id, timeout=30)  # the run went on: Ctrl-C stopped the waiting only
-    assert ended is not None
-    assert ended.status == "ok"
+    # The run goes on: Ctrl-C stopped the waiting only.
+    assert client.get_run(run_id).status in {"queued", "running"}
+    assert client.cancel_run(run_id).status == "aborted"  # not left holding a worker's slot for 2 minutes
 
 
 def test_runs_cancel_stops_a_run_and_send_stream_prints_the_reply(stack: Stack, client: Client) -> None:

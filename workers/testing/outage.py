@@ -18,6 +18,7 @@ from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -83,6 +84,11 @@ class Load:
             thread.start()
             self._threads.append(thread)
         return self
+
+    def accepted_since(self, at: float) -> bool:
+        """A call was accepted after ``at`` (``time.time()``)."""
+        with self._lock:
+            return any(a.at > at for a in self.accepted)
 
     def stop(self) -> None:
         self._stop.set()
@@ -306,8 +312,10 @@ def _fleet(env: dict[str, str], root: Path, concurrency: int) -> Iterator[list[s
             role.kill()
 
 
-def restart_under_load(root: Path, token: str, down_s: float = 2.0) -> Outage:
-    """kill -9 of a lone Redis (AOF, fsync always) under load, started again ``down_s`` later."""
+def restart_under_load(root: Path, token: str, down_s: float = 2.0, restarts: int = 1) -> Outage:
+    """kill -9 of a lone Redis (AOF, fsync always) under load, started again ``down_s`` later; ``restarts``
+    times, each kill once the load is accepted again. The outage runs from the first kill to the last
+    restart."""
     server = RedisServer(root / "redis", appendonly=True).start()
     try:
         env = role_env(server.url, write_config(root, OUTAGE_CONFIG), root / "home", token)
@@ -315,16 +323,15 @@ def restart_under_load(root: Path, token: str, down_s: float = 2.0) -> Outage:
             load = Load(urls, token).start()
             try:
                 wait_for(lambda: len(load.accepted) >= 100, 60, what="the load to get going")
-                assert server.child is not None
                 killed = time.time()
-                server.child.kill()
-                time.sleep(down_s)
-                server.start()
-                back = time.time()
-                wait_for(
-                    lambda: any(a.at > back for a in load.accepted), 30, what="an accept after the restart"
-                )
-                time.sleep(2)
+                for _ in range(restarts):
+                    assert server.child is not None
+                    server.child.kill()
+                    time.sleep(down_s)
+                    server.start()
+                    back = time.time()
+                    wait_for(partial(load.accepted_since, back), 30, what="an accept after the restart")
+                    time.sleep(2)
             finally:
                 load.stop()
             settled = settle(urls[0], token, load.accepted, timeout_s=60)
@@ -370,9 +377,7 @@ def failover_under_load(root: Path, token: str, waits: int = 50) -> Outage:
                 # Back as a replica of the new master (the sentinels reconfigure it): accepts that wait for a
                 # replica find one again.
                 sentinels.start_server(old_master)
-                wait_for(
-                    lambda: any(a.at > back for a in load.accepted), 60, what="an accept on the new master"
-                )
+                wait_for(lambda: load.accepted_since(back), 60, what="an accept on the new master")
                 time.sleep(2)
             finally:
                 load.stop()

@@ -443,7 +443,11 @@ class RunStore:
         return list(self._redis.lrange(self._keys.lane(session_key), 0, -1))
 
     def add_event(self, run_id: str, fields: dict[str, str]) -> None:
-        self._redis.xadd(self._keys.run_events(run_id), fields)
+        """Appended once, even when the call is sent again after its reply was lost."""
+        self._scripts.add_event(
+            keys=[self._keys.run_events(run_id), self._keys.run(run_id)],
+            args=[uuid.uuid4().hex, *(item for pair in fields.items() for item in pair)],
+        )
 
     def events(self, run_id: str) -> list[dict[str, str]]:
         return [fields for _id, fields in self._redis.xrange(self._keys.run_events(run_id))]

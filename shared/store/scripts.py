@@ -54,6 +54,7 @@ class Scripts:
         self.release_lease: Script = client.register_script(_source("release_lease"))
         self.extend_lease: Script = client.register_script(_source("extend_lease"))
         self.append_outbox: Script = client.register_script(_source("append_outbox"))
+        self.add_event: Script = client.register_script(_source("add_event"))
 
 
 def run_pipelined(

@@ -158,6 +158,20 @@ def test_a_cancel_sent_again_after_its_reply_was_lost_still_hands_on_the_next_he
     assert cancelled.next_head.run_id == second.run_id
 
 
+def test_an_event_sent_again_after_its_reply_was_lost_is_in_the_runs_stream_once(
+    store: Store, config: Config, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A follower of the run's stream would show that piece of streamed text twice."""
+    accepted = accept(store, config)
+    claim(store, accepted.run_id)
+    monkeypatch.setattr(store.redis, "evalsha", reply_lost(store.redis.evalsha))
+    store.runs.add_event(accepted.run_id, {"type": "text", "text": "Hel"})
+    monkeypatch.undo()
+    store.runs.add_event(accepted.run_id, {"type": "text", "text": "Hel"})  # the model said it again
+    texts = [e["text"] for e in store.runs.events(accepted.run_id) if e["type"] == "text"]
+    assert texts == ["Hel", "Hel"]
+
+
 def test_a_lapsed_lease_can_be_claimed_by_anyone(store: Store, config: Config, clock: FixedClock) -> None:
     accepted = accept(store, config)
     claim(store, accepted.run_id, owner="task-1")

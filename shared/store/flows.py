@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import Sequence
 from typing import Any
 
@@ -13,7 +12,7 @@ from shared.clock import Clock
 from shared.models import Delivery, DeliveryClaim, DeliveryState, Flow, FlowEndReason, Run, Snapshot
 from shared.store.codec import decode, encode, encode_values
 from shared.store.keys import RedisKeys
-from shared.store.scripts import REPEAT_WINDOW_MS, Scripts
+from shared.store.scripts import REPEAT_WINDOW_MS, Scripts, call_id
 
 # An outbox keeps about this many messages (trimmed approximately): a reader further behind misses some.
 OUTBOX_CAP = 10_000
@@ -97,7 +96,7 @@ class FlowStore:
                 reason,
                 json.dumps(encode_values(fields or {})),
                 self._clock.now_ms(),
-                uuid.uuid4().hex,  # names this end, so the client's retry after a lost reply is known for it
+                call_id(),
             ],
         )
         return bool(ended)
@@ -110,9 +109,8 @@ class FlowStore:
         """Flows past their deadline; each is rescheduled by the grace so it is reported once per grace.
         With ``everything`` (a recovery pass), every flow in progress: its step's message may be lost."""
         k, now = self._keys, self._clock.now_ms()
-        # The pass's own id names the reply it keeps, so the client's retry after a lost reply gets it again.
         due: list[str] = self._scripts.reap_flows(
-            keys=[k.flows_due(), k.reaped_flows(uuid.uuid4().hex)],
+            keys=[k.flows_due(), k.reaped_flows(call_id())],
             args=[now, limit, self._grace_ms, "+inf" if everything else now, REPEAT_WINDOW_MS],
         )
         return due
@@ -137,8 +135,7 @@ class FlowStore:
     def claim_delivery(self, delivery_id: str, *, owner: str, lease_ms: int) -> tuple[DeliveryClaim, int]:
         result = self._scripts.claim_delivery(
             keys=[self._keys.delivery(delivery_id)],
-            # The claim's own id: the client's retry after a lost reply is this claim, not another attempt.
-            args=[self._clock.now_ms(), lease_ms, owner, uuid.uuid4().hex],
+            args=[self._clock.now_ms(), lease_ms, owner, call_id()],
         )
         outcome = DeliveryClaim(result[0])
         return outcome, int(result[1]) if outcome is DeliveryClaim.CLAIMED else 0

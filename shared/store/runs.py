@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -46,7 +45,7 @@ from shared.runs import (
 from shared.store.codec import decode, encode, encode_values
 from shared.store.errors import NotReplicated
 from shared.store.keys import RedisKeys
-from shared.store.scripts import REPEAT_WINDOW_MS, Scripts, run_pipelined
+from shared.store.scripts import REPEAT_WINDOW_MS, Scripts, call_id, run_pipelined
 
 
 class RunStore:
@@ -194,8 +193,7 @@ class RunStore:
                 session_key,
                 gate_places,
                 k.run(""),
-                # Names this claim, so the client's retry after a lost reply is known for the same one.
-                uuid.uuid4().hex,
+                call_id(),
             ],
         )
         outcome = ClaimOutcome(result[0])
@@ -241,7 +239,7 @@ class RunStore:
                 k.waiters(awaited_run_id),
                 k.run(awaited_run_id),
             ],
-            args=[token, memo, deadline_ms, run.session_key, run.run_id, uuid.uuid4().hex],
+            args=[token, memo, deadline_ms, run.session_key, run.run_id, call_id()],
         )
         return SuspendOutcome(result)
 
@@ -303,7 +301,7 @@ class RunStore:
             usage.input_tokens or 0,
             usage.output_tokens or 0,
             repr(usage.cost_usd or 0.0),
-            uuid.uuid4().hex,  # names this commit, as a claim's id names the claim
+            call_id(),
             *(message.model_dump_json(by_alias=True, exclude_none=True) for message in messages),
         ]
         calls.append((self._scripts.commit, commit_keys, commit_args))
@@ -343,7 +341,7 @@ class RunStore:
                 k.run(""),
                 run.session_key,
                 reason,
-                uuid.uuid4().hex,  # names this cancel, so a repeat of it answers as it did
+                call_id(),
             ],
         )
         outcome = CancelOutcome(result[0])
@@ -421,9 +419,8 @@ class RunStore:
         k = self._keys
         now = self._clock.now_ms()
         # Scripts learn session keys and run ids as they go, so they get the key prefixes (``x("")``).
-        # The pass's own id names the reply it keeps, so the client's retry after a lost reply gets it again.
         flat = self._scripts.reap(
-            keys=[k.lanes_due(), k.reaper_ran(), k.reaped_lanes(uuid.uuid4().hex)],
+            keys=[k.lanes_due(), k.reaper_ran(), k.reaped_lanes(call_id())],
             args=[
                 now,
                 limit,
@@ -446,7 +443,7 @@ class RunStore:
         """Appended once, even when the call is sent again after its reply was lost."""
         self._scripts.add_event(
             keys=[self._keys.run_events(run_id), self._keys.run(run_id)],
-            args=[uuid.uuid4().hex, *(item for pair in fields.items() for item in pair)],
+            args=[call_id(), *(item for pair in fields.items() for item in pair)],
         )
 
     def events(self, run_id: str) -> list[dict[str, str]]:

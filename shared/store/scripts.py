@@ -5,6 +5,7 @@ redis-py's ``Script`` runs EVALSHA and reloads the script by itself after a Redi
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
 from importlib import resources
 from typing import Any
@@ -18,6 +19,13 @@ _LUA = resources.files("shared.store") / "lua"
 # How long a script keeps what answers a repeat of a call when it has no record of its own to keep it on
 # (a fold, what a sweep or a reaper pass took): far beyond the clients' retries, which end within seconds.
 REPEAT_WINDOW_MS = 300_000
+
+
+def call_id() -> str:
+    """A new id for one call of a script that changes state. redis-py's retry of a call whose reply was lost
+    sends the same arguments, id included, so the script knows the repeat for its own and answers as it did
+    the first time (docs/architecture.md, "Reliability")."""
+    return uuid.uuid4().hex
 
 
 def _source(name: str) -> str:

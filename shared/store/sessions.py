@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import heapq
 import json
-import uuid
 from collections.abc import Iterator, Sequence
 
 from redis import Redis
@@ -13,7 +12,7 @@ from shared.models import SessionEntry
 from shared.sessions import LabelTaken, ReportRecorded, SessionPatch
 from shared.store.codec import decode, encode, encode_values
 from shared.store.keys import RedisKeys
-from shared.store.scripts import REPEAT_WINDOW_MS, Scripts
+from shared.store.scripts import REPEAT_WINDOW_MS, Scripts, call_id
 
 
 class SessionStore:
@@ -125,10 +124,9 @@ class SessionStore:
         self._redis.zadd(self._keys.archive_due(), {session_key: at_ms})
 
     def take_due_archives(self, now_ms: int, limit: int = 200) -> list[str]:
-        # The sweep's own id names the reply it keeps, so the client's retry after a lost reply gets it again.
         k = self._keys
         due: list[str] = self._scripts.take_due(
-            keys=[k.archive_due(), k.archive_taken(uuid.uuid4().hex)], args=[now_ms, limit, REPEAT_WINDOW_MS]
+            keys=[k.archive_due(), k.archive_taken(call_id())], args=[now_ms, limit, REPEAT_WINDOW_MS]
         )
         return due
 

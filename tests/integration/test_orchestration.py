@@ -196,6 +196,39 @@ def test_ten_trees_at_once_survive_a_worker_killed_mid_tree(fresh: Fresh) -> Non
             assert sum(text.startswith("Your sub-agents reported") for text in taken_in) <= 1
 
 
+def test_ten_trees_at_once_survive_redis_restarted_twice_mid_tree(fresh: Fresh) -> None:
+    """kill -9 of the only Redis (AOF, fsync always) while leaves run, twice: each kill may take a claim's,
+    a commit's, a yield's or a report's reply with it, and the call repeated by the client's retry must
+    answer as the first one did. Every tree still reports once, every orchestrator is woken at most once
+    with every one of its leaves' reports."""
+    server = fresh.start_redis(appendonly=True, config=orchestra(maxConcurrent=16))
+    fresh.worker(concurrency=8)
+    fresh.worker(concurrency=8)
+    fresh.beat()
+    _, url = fresh.api()
+    with Client(url, TOKEN) as client:
+        callers = [requester(client) for _ in range(10)]
+        bosses = [spawn_orchestrator(client, caller) for caller in callers]
+
+        def leaves_running() -> bool:
+            rows = [row for boss in bosses for row in children_of(client, boss.child_session_key)]
+            return sum(row["status"] == "running" for row in rows) >= 5
+
+        for _ in range(2):
+            wait_for(leaves_running, 60, what="leaves running in several trees")
+            assert server.child is not None
+            server.child.kill()
+            server.start()
+        for caller in callers:
+            report = finished(client, caller, timeout=120)
+            assert report.startswith("Status: success\nResult: synthesized"), report
+        for caller, boss in zip(callers, bosses, strict=True):
+            assert len(reports_to(client, caller)) == 1
+            taken_in = reports_to(client, boss.child_session_key)
+            assert sum(text.count("Status: success") for text in taken_in) == LEAVES, taken_in
+            assert sum(text.startswith("Your sub-agents reported") for text in taken_in) <= 1
+
+
 def test_spawn_limits_are_refused_with_the_limit_named(fresh: Fresh) -> None:
     fresh.start_redis(config=orchestra(maxChildrenPerAgent=2, requireAgentId=True))
     fresh.worker(concurrency=8)

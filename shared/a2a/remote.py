@@ -16,7 +16,7 @@ import os
 import uuid
 
 import httpx
-from a2a.client import Client, ClientConfig, ClientFactory
+from a2a.client import A2ACardResolver, Client, ClientConfig, ClientFactory
 from a2a.helpers import get_artifact_text, get_message_text
 from a2a.types import (
     CancelTaskRequest,
@@ -32,6 +32,7 @@ from a2a.types import (
 )
 from a2a.utils.errors import A2AError
 
+from shared.a2a.remote_cards import CARDS
 from shared.config import A2ARemote, Config
 from shared.runtime.base import RunCancelled, RunTimedOut, StepRequest, StepResult
 
@@ -94,12 +95,17 @@ class A2ARuntime:
         remote = self._remote
         token = os.environ.get(remote.token_env, "") if remote.token_env else ""
         headers = {"Authorization": f"Bearer {token}"} if token else {}
+        url = str(remote.url)
         async with httpx.AsyncClient(headers=headers, timeout=httpx.Timeout(30.0)) as http:
             try:
-                factory = ClientFactory(ClientConfig(httpx_client=http, streaming=False))
-                client = await factory.create_from_url(remote.url)
+                card = CARDS.get(url)
+                if card is None:
+                    card = await A2ACardResolver(http, url).get_agent_card()
+                    CARDS.put(url, card)
+                client = ClientFactory(ClientConfig(httpx_client=http, streaming=False)).create(card)
             except Exception as exc:  # the SDK's card errors share no base class but Exception
-                raise RemoteFailed(f"A2A remote {remote.id}: no agent card at {remote.url}: {exc}") from None
+                CARDS.forget(url)
+                raise RemoteFailed(f"A2A remote {remote.id}: no agent card at {url}: {exc}") from None
             try:
                 message = Message(
                     role=Role.ROLE_USER,
@@ -119,7 +125,11 @@ class A2ARuntime:
                     return _reply(remote, answer[0])
                 return _reply(remote, await _followed(client, answer[0].task, limit, request))
             except A2AError as exc:
+                CARDS.forget(url)  # the remote may have moved: the next step reads its card again
                 raise RemoteFailed(f"A2A remote {remote.id}: {type(exc).__name__}: {exc}") from None
+            except httpx.HTTPError:
+                CARDS.forget(url)
+                raise
             finally:
                 await client.close()
 

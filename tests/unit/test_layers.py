@@ -58,6 +58,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "shared.runtime.*",
             "shared.a2a",
             "shared.a2a.remote",
+            "shared.a2a.remote_cards",
             "shared.http_clients",
         ),
     ),

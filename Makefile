@@ -42,7 +42,7 @@ test: lint typecheck validate
 
 # No unit test uses schemathesis or hypothesis: their plugins' imports (2.5 s a process) are skipped.
 unit: $(STAMP)
-	$(BIN)/pytest tests/unit -n 2 --dist loadgroup -p no:schemathesis -p no:hypothesispytest
+	$(BIN)/pytest tests/unit -n 3 --dist loadgroup -p no:schemathesis -p no:hypothesispytest
 
 integration: $(STAMP)
 	$(BIN)/pytest tests/integration $(PARALLEL)

@@ -166,6 +166,32 @@ def test_a_tree_of_an_orchestrator_and_three_leaves_reports_once_after_one_wake(
     assert len(reports_to(fleet, caller)) == 1
 
 
+def ten_trees(client: Client) -> list[tuple[str, SpawnResult]]:
+    """Ten requesters, each with an orchestrator spawned: (requester, its orchestrator)."""
+    callers = [requester(client) for _ in range(10)]
+    return [(caller, spawn_orchestrator(client, caller)) for caller in callers]
+
+
+def leaves_running(client: Client, trees: list[tuple[str, SpawnResult]]) -> bool:
+    """Leaves of several trees are running (at least five)."""
+    rows = [row for _, boss in trees for row in children_of(client, boss.child_session_key)]
+    return sum(row["status"] == "running" for row in rows) >= 5
+
+
+def each_tree_reported_once(client: Client, trees: list[tuple[str, SpawnResult]]) -> None:
+    for caller, _ in trees:
+        report = finished(client, caller, timeout=120)
+        assert report.startswith("Status: success\nResult: synthesized"), report
+    for caller, boss in trees:
+        assert len(reports_to(client, caller)) == 1
+        # Every leaf's report reached its orchestrator once, none lost or doubled: in one wake after its
+        # yield, or, where a leaf ended before the yield (a run retried after the outage is late), as a run
+        # of its own. Never two wakes.
+        taken_in = reports_to(client, boss.child_session_key)
+        assert sum(text.count("Status: success") for text in taken_in) == LEAVES, taken_in
+        assert sum(text.startswith("Your sub-agents reported") for text in taken_in) <= 1
+
+
 def test_ten_trees_at_once_survive_a_worker_killed_mid_tree(fresh: Fresh) -> None:
     fresh.start_redis(config=orchestra(maxConcurrent=16))
     doomed = fresh.worker(concurrency=8)
@@ -173,27 +199,11 @@ def test_ten_trees_at_once_survive_a_worker_killed_mid_tree(fresh: Fresh) -> Non
     fresh.beat()
     _, url = fresh.api()
     with Client(url, TOKEN) as client:
-        callers = [requester(client) for _ in range(10)]
-        bosses = [spawn_orchestrator(client, caller) for caller in callers]
-
-        def leaves_running() -> bool:
-            rows = [row for boss in bosses for row in children_of(client, boss.child_session_key)]
-            return sum(row["status"] == "running" for row in rows) >= 5
-
-        wait_for(leaves_running, 60, what="leaves running in several trees")
+        trees = ten_trees(client)
+        wait_for(lambda: leaves_running(client, trees), 60, what="leaves running in several trees")
         doomed.kill()  # SIGKILL: its runs' leases lapse and are taken over
         fresh.worker(concurrency=8)
-        for caller in callers:
-            report = finished(client, caller, timeout=120)
-            assert report.startswith("Status: success\nResult: synthesized"), report
-        for caller, boss in zip(callers, bosses, strict=True):
-            assert len(reports_to(client, caller)) == 1
-            # Every leaf's report reached its orchestrator once, none lost or doubled: in one wake after its
-            # yield, or, where a leaf ended before the yield (a run retried after the kill is late), as a
-            # run of its own. Never two wakes.
-            taken_in = reports_to(client, boss.child_session_key)
-            assert sum(text.count("Status: success") for text in taken_in) == LEAVES, taken_in
-            assert sum(text.startswith("Your sub-agents reported") for text in taken_in) <= 1
+        each_tree_reported_once(client, trees)
 
 
 def test_ten_trees_at_once_survive_redis_restarted_twice_mid_tree(fresh: Fresh) -> None:
@@ -207,26 +217,13 @@ def test_ten_trees_at_once_survive_redis_restarted_twice_mid_tree(fresh: Fresh) 
     fresh.beat()
     _, url = fresh.api()
     with Client(url, TOKEN) as client:
-        callers = [requester(client) for _ in range(10)]
-        bosses = [spawn_orchestrator(client, caller) for caller in callers]
-
-        def leaves_running() -> bool:
-            rows = [row for boss in bosses for row in children_of(client, boss.child_session_key)]
-            return sum(row["status"] == "running" for row in rows) >= 5
-
+        trees = ten_trees(client)
         for _ in range(2):
-            wait_for(leaves_running, 60, what="leaves running in several trees")
+            wait_for(lambda: leaves_running(client, trees), 60, what="leaves running in several trees")
             assert server.child is not None
             server.child.kill()
             server.start()
-        for caller in callers:
-            report = finished(client, caller, timeout=120)
-            assert report.startswith("Status: success\nResult: synthesized"), report
-        for caller, boss in zip(callers, bosses, strict=True):
-            assert len(reports_to(client, caller)) == 1
-            taken_in = reports_to(client, boss.child_session_key)
-            assert sum(text.count("Status: success") for text in taken_in) == LEAVES, taken_in
-            assert sum(text.startswith("Your sub-agents reported") for text in taken_in) <= 1
+        each_tree_reported_once(client, trees)
 
 
 def test_spawn_limits_are_refused_with_the_limit_named(fresh: Fresh) -> None:

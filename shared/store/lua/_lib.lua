@@ -84,3 +84,19 @@ local function take_waiters(result, waiters, run_prefix)
   redis.call('DEL', waiters)
   return result
 end
+
+-- What a call that takes members off a schedule answers a repeat of itself with (the call repeated by the
+-- client's retry after its reply was lost would find them taken already): its reply, kept under the call's
+-- own key for ``ms`` when it took any (docs/architecture.md, "Reliability"). ``kept_reply`` is nil for a
+-- call not made before.
+local function kept_reply(key)
+  local kept = redis.call('GET', key)
+  return kept and cjson.decode(kept)
+end
+
+local function keep_reply(key, reply, ms)
+  if #reply > 0 then
+    redis.call('SET', key, cjson.encode(reply), 'PX', ms)
+  end
+  return reply
+end

@@ -9,9 +9,9 @@
 -- KEYS: 1 lanes due, 2 reaper ran, 3 this pass's kept reply
 -- ARGV: 1 now ms, 2 limit, 3 dispatch grace ms, 4 lane prefix, 5 lease prefix, 6 run prefix,
 --       7 horizon (score or '+inf'), 8 how long the reply is kept (ms)
-local kept = redis.call('GET', KEYS[3])
+local kept = kept_reply(KEYS[3])
 if kept then
-  return cjson.decode(kept)
+  return kept
 end
 local now = tonumber(ARGV[1])
 redis.call('SET', KEYS[2], now)
@@ -36,7 +36,4 @@ for _, session_key in ipairs(due) do
     end
   end
 end
-if #stalled > 0 then
-  redis.call('SET', KEYS[3], cjson.encode(stalled), 'PX', ARGV[8])
-end
-return stalled
+return keep_reply(KEYS[3], stalled, ARGV[8])

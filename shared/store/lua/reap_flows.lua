@@ -6,15 +6,12 @@
 -- none, leaving them to the next pass; it answers with what the first one found.
 -- KEYS: 1 flows due, 2 this pass's kept reply
 -- ARGV: 1 now ms, 2 limit, 3 grace ms, 4 horizon (score or '+inf'), 5 how long the reply is kept (ms)
-local kept = redis.call('GET', KEYS[2])
+local kept = kept_reply(KEYS[2])
 if kept then
-  return cjson.decode(kept)
+  return kept
 end
 local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[4], 'LIMIT', 0, tonumber(ARGV[2]))
 for _, flow_id in ipairs(due) do
   redis.call('ZADD', KEYS[1], tonumber(ARGV[1]) + tonumber(ARGV[3]), flow_id)
 end
-if #due > 0 then
-  redis.call('SET', KEYS[2], cjson.encode(due), 'PX', ARGV[5])
-end
-return due
+return keep_reply(KEYS[2], due, ARGV[5])

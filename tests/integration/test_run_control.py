@@ -184,7 +184,14 @@ def test_a_run_parked_on_a_wait_ends_at_once_and_the_run_it_waited_for_goes_on(
             tool_calls=[("sessions_send", {"sessionKey": target, "message": "work", "timeoutSeconds": 60})]
         ),
     )
-    stack = start(fresh, model, tools={"sessions": {"visibility": "all"}, "agentToAgent": {"enabled": True}})
+    # No reply-back turns: the first would be a model call on the parked run's own session, made as soon
+    # as the awaited run ends, and it is not the parked run coming back.
+    stack = start(
+        fresh,
+        model,
+        tools={"sessions": {"visibility": "all"}, "agentToAgent": {"enabled": True}},
+        session={"agentToAgent": {"maxPingPongTurns": 0}},
+    )
     with stack.client as client:
         session_key = key()
         parked = send(client, session_key)

@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
@@ -48,6 +49,7 @@ from shared.text import token_digest
 from shared.tools.history_schema import SessionsHistoryResult
 from shared.tools.send_schema import SendResult
 from tests.integration.conftest import TOKEN, Fresh
+from tests.support.tcp_proxy import TcpProxy
 from workers.testing.fake_openai import FakeOpenAI, fake_openai, planned
 from workers.testing.processes import wait_for
 
@@ -433,10 +435,12 @@ def test_sessions_send_to_a_configured_remote_talks_to_another_clawbus_over_a2a(
     stack: A2AStack, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     """Instance A's agent messages ``a2a:peer``, which is this module's stack (B) through its A2A
-    endpoint: the reply comes back as any session's, and A's session is one A2A context on B."""
+    endpoint: the reply comes back as any session's, and A's session is one A2A context on B. A reaches B
+    through a proxy that counts what A asks for: B's card once, for every step that talks to B."""
     caller = Fresh(tmp_path_factory.mktemp("a2a-caller"))
+    proxy = TcpProxy(urlsplit(stack.urls[0]).port or 80)
     try:
-        remote = {"id": "peer", "url": agent_url(stack, "main"), "tokenEnv": "PEER_TOKEN"}
+        remote = {"id": "peer", "url": f"http://127.0.0.1:{proxy.port}/a2a/main", "tokenEnv": "PEER_TOKEN"}
         caller.start_redis(
             config={"a2a": {"remotes": [remote]}, "session": {"agentToAgent": {"maxPingPongTurns": 0}}}
         )
@@ -454,6 +458,10 @@ def test_sessions_send_to_a_configured_remote_talks_to_another_clawbus_over_a2a(
             assert api.get_session("agent:main:a2a-remote:peer").model == "a2a/peer"
             # The announce step is the remote's too, as for any session's target.
             wait_for(lambda: api.get_flow(second.run_id).status == "done", 60, what="the exchange's end")
+        # Steps talked to B (the two sends, then their announces), each with its message; the worker kept
+        # the card it fetched for the first (without it, one fetch a step: four).
+        assert proxy.requests_holding(b"POST /a2a/main ") >= 3
+        assert proxy.requests_holding(b"GET /a2a/main/.well-known/agent-card.json ") == 1
         with ClawbusClient(stack.urls[0], TOKEN) as peer:
             heard = [_user_texts(peer, row.key) for row in peer.sessions_list(limit=200).sessions]
         [conversation] = [texts for texts in heard if "hello" in texts]
@@ -461,6 +469,7 @@ def test_sessions_send_to_a_configured_remote_talks_to_another_clawbus_over_a2a(
         assert ANNOUNCE_MESSAGE in conversation
     finally:
         caller.close()
+        proxy.close()
 
 
 def _user_texts(api: ClawbusClient, session_key: str) -> list[str]:

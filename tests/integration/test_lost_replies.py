@@ -15,15 +15,15 @@ from shared.runs import ClaimOutcome
 from shared.store import Store
 from shared.store.scripts import Scripts
 from tests.conftest import make_config
-from tests.support.lossy_proxy import ReplyLosingProxy
 from tests.support.runs import KEY, accept, claim, ok
+from tests.support.tcp_proxy import TcpProxy
 from workers.testing.processes import RedisServer
 
 
 @pytest.fixture
-def proxy(tmp_path: Path) -> Iterator[ReplyLosingProxy]:
+def proxy(tmp_path: Path) -> Iterator[TcpProxy]:
     server = RedisServer(tmp_path / "redis").start()
-    lossy = ReplyLosingProxy(server.port)
+    lossy = TcpProxy(server.port)
     try:
         yield lossy
     finally:
@@ -32,7 +32,7 @@ def proxy(tmp_path: Path) -> Iterator[ReplyLosingProxy]:
 
 
 @pytest.fixture
-def config(proxy: ReplyLosingProxy) -> Config:
+def config(proxy: TcpProxy) -> Config:
     return make_config({"redis": {"url": proxy.url}})
 
 
@@ -55,7 +55,7 @@ def store(config: Config, scripts: Scripts) -> Iterator[Store]:
 
 
 def test_a_claim_whose_reply_was_lost_is_still_the_callers(
-    proxy: ReplyLosingProxy, store: Store, config: Config, scripts: Scripts
+    proxy: TcpProxy, store: Store, config: Config, scripts: Scripts
 ) -> None:
     accepted = accept(store, config, "only once")
     proxy.lose_the_reply_to(scripts.claim.sha.encode())
@@ -67,7 +67,7 @@ def test_a_claim_whose_reply_was_lost_is_still_the_callers(
 
 
 def test_a_commit_whose_reply_was_lost_still_hands_on_the_next_run(
-    proxy: ReplyLosingProxy, store: Store, config: Config, scripts: Scripts
+    proxy: TcpProxy, store: Store, config: Config, scripts: Scripts
 ) -> None:
     first, second = accept(store, config, "one"), accept(store, config, "two")
     token = claim(store, first.run_id).token

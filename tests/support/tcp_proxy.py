@@ -1,6 +1,9 @@
-"""A TCP proxy in front of a real Redis that can lose one reply: the command reaches Redis and runs, then
-the client's connection closes before the answer comes back, as when Redis is killed right after a write.
-redis-py then sends the command again on a new connection (its retry), which is what the tests watch."""
+"""A TCP proxy in front of a real server (Redis, an API) that watches the requests going through it.
+
+It can lose one reply: the command reaches Redis and runs, then the client's connection closes before the
+answer comes back, as when Redis is killed right after a write. redis-py then sends the command again on a
+new connection (its retry), which is what the tests watch. And it counts the requests holding a marker (an
+HTTP path, say), for tests of what a client asks for and how often."""
 
 from __future__ import annotations
 
@@ -9,9 +12,11 @@ import socket
 import threading
 
 CHUNK = 65536
+# What of each read from a client is kept for ``requests_holding``: a request's first line and headers.
+HEAD = 2048
 
 
-class ReplyLosingProxy:
+class TcpProxy:
     def __init__(self, upstream_port: int) -> None:
         self._upstream_port = upstream_port
         self._listener = socket.create_server(("127.0.0.1", 0))
@@ -20,6 +25,7 @@ class ReplyLosingProxy:
         self._marker: bytes | None = None
         self._sockets: list[socket.socket] = []
         self.lost = 0  # replies lost so far
+        self._requests_seen: list[bytes] = []
         threading.Thread(target=self._serve, daemon=True).start()
 
     @property
@@ -30,6 +36,12 @@ class ReplyLosingProxy:
         """The next request holding ``marker`` (a script's SHA, say) runs; its reply is not passed on."""
         with self._lock:
             self._marker = marker
+
+    def requests_holding(self, marker: bytes) -> int:
+        """How many of the requests sent so far hold ``marker`` (one read from the client: a request's
+        head, as an HTTP client writes it at once)."""
+        with self._lock:
+            return sum(marker in data for data in self._requests_seen)
 
     def close(self) -> None:
         self._listener.close()
@@ -53,6 +65,7 @@ class ReplyLosingProxy:
     def _requests(self, client: socket.socket, upstream: socket.socket, losing: threading.Event) -> None:
         while data := _recv(client):
             with self._lock:
+                self._requests_seen.append(data[:HEAD])
                 if self._marker is not None and self._marker in data:
                     self._marker = None
                     losing.set()  # before the request goes on: its reply cannot come back first

@@ -9,7 +9,7 @@ import sys
 
 from shared.config import ConfigError, load_config
 from shared.logs import keep_secrets_out
-from workers import signals
+from workers import connection_loss, signals
 from workers.celery_app import create_app
 from workers.reaper import ReapOnConnect
 
@@ -23,3 +23,4 @@ app = create_app(config, include=["workers.tasks"])
 app.steps["consumer"].add(ReapOnConnect)
 signals.register(config)
 signals.route_logs(config)
+connection_loss.install()

@@ -13,7 +13,7 @@ import pytest
 from api.client import Client
 from shared.tools.send_schema import SendResult
 from tests.integration.conftest import STACK_CONFIG, TOKEN, Fresh
-from workers.testing.outage import OUTAGE_CONFIG, failover_under_load, restart_under_load
+from workers.testing.outage import OUTAGE_CONFIG, failover_under_load, restart_under_load, worker_logs
 from workers.testing.processes import wait_for
 
 # The outages' fleet configuration, runs at their defaults (a 60 s dispatch grace): what brings a lost
@@ -49,6 +49,7 @@ def test_every_accepted_run_ends_within_15s_of_a_redis_restart_under_load(
     assert outage.slowest_run_beyond_outage_s <= RECOVERY_BOUND_S, str(outage.figures())
     if restarts > 1:  # no run waits out more than the bound, however many restarts it saw
         assert outage.slowest_run_s <= RECOVERY_BOUND_S, str(outage.figures())
+    said_no_traceback_for_runs_in_flight(tmp_path)
 
 
 @pytest.mark.parametrize("down_s", [0, LONG_OUTAGE_S])
@@ -115,3 +116,14 @@ def test_a_sentinel_failover_under_load_loses_no_accepted_run(tmp_path: Path) ->
     assert outage.reaped_at is not None  # beat goes on: its reaper still runs on the new master
     # No run waits out a lease or the dispatch grace: the runs in flight at the kill go on at once.
     assert outage.slowest_run_beyond_outage_s <= RECOVERY_BOUND_S, str(outage.figures())
+    said_no_traceback_for_runs_in_flight(tmp_path)
+    # The 50 waits' runs on the slow agent were in flight: their workers said that they go on.
+    assert "goes on after the broker connection was lost" in worker_logs(tmp_path)
+
+
+def said_no_traceback_for_runs_in_flight(root: Path) -> None:
+    """A run in flight when the broker connection went goes on: the workers (thread pool) say so in a line
+    each, without Celery's traceback of the pool refusing to stop it (workers/connection_loss.py)."""
+    logged = worker_logs(root)
+    assert "Failed to cancel active request" not in logged
+    assert "Terminating it instead" not in logged

@@ -409,6 +409,11 @@ def _waits_begun(urls: list[str]) -> int:
     return int(total)
 
 
+def worker_logs(root: Path) -> str:
+    """What the worker processes under ``root`` logged."""
+    return "".join(log.read_text(errors="replace") for log in sorted(root.glob("test-*.log")))
+
+
 def server_errors(root: Path) -> list[str]:
     """Every log record of the API processes under ``root`` that carries a traceback, with its message."""
     found = []

@@ -1,5 +1,6 @@
 """workers/connection_loss.py: on a pool that cannot stop a running task, the consumer's two warnings a task
-after a lost broker connection become one line without a traceback; a pool that can keeps Celery's."""
+after a lost broker connection become one line without a traceback; a pool that can keeps Celery's. On
+any pool, an acknowledgement lost with the connection is a one-line warning, not a critical traceback."""
 
 from __future__ import annotations
 
@@ -10,10 +11,13 @@ from types import SimpleNamespace
 import pytest
 from celery.concurrency.thread import TaskPool as ThreadPool
 from celery.worker.consumer.consumer import TERMINATING_TASK_ON_RESTART_AFTER_A_CONNECTION_LOSS
+from kombu.message import Message
+from redis.exceptions import ConnectionError as RedisConnectionError
 
 from workers.connection_loss import (
     CANCEL_FAILED,
     CONSUMER_LOGGER,
+    REQUEST_LOGGER,
     KeptRunning,
     can_stop_tasks,
     on_worker_init,
@@ -24,11 +28,30 @@ REQUEST = "<Request: clawbus.run[6f1c1a9e] ['6f1c1a9e', 'agent:main:main'] {}>"
 
 @pytest.fixture
 def consumer_log(caplog: pytest.LogCaptureFixture) -> Iterator[logging.Logger]:
-    logger = logging.getLogger(CONSUMER_LOGGER)
+    yield from _log_of(CONSUMER_LOGGER, caplog)
+
+
+@pytest.fixture
+def request_log(caplog: pytest.LogCaptureFixture) -> Iterator[logging.Logger]:
+    yield from _log_of(REQUEST_LOGGER, caplog)
+
+
+def _log_of(name: str, caplog: pytest.LogCaptureFixture) -> Iterator[logging.Logger]:
+    """The logger, its lines captured; the filters a test adds are gone after it."""
+    logger = logging.getLogger(name)
     kept = list(logger.filters)
-    caplog.set_level(logging.WARNING, logger=CONSUMER_LOGGER)
+    caplog.set_level(logging.WARNING, logger=name)
     yield logger
     logger.filters[:] = kept
+
+
+class _ClosedChannel:
+    """The channel a message came on, once the broker connection is gone."""
+
+    no_ack_consumers = None
+
+    def basic_ack(self, delivery_tag: object, multiple: bool = False) -> None:
+        raise RedisConnectionError("Connection closed by server.")
 
 
 def lose_connection(logger: logging.Logger) -> None:
@@ -81,3 +104,30 @@ def test_other_lines_of_the_consumer_pass_unchanged(
     consumer_log.warning("consumer: Connection to broker lost. Trying to re-establish the connection...")
     assert len(caplog.records) == 2
     assert caplog.records[0].exc_info is not None
+
+
+def test_an_ack_lost_with_the_connection_is_one_warning_without_a_traceback(
+    request_log: logging.Logger, caplog: pytest.LogCaptureFixture
+) -> None:
+    on_worker_init(sender=SimpleNamespace(pool_cls="prefork"))  # any pool
+    message = Message(body=b"{}", delivery_tag="7", channel=_ClosedChannel())
+    message.ack_log_error(request_log, (RedisConnectionError,))  # as a task's request acknowledges
+    [line] = caplog.records
+    assert line.levelno == logging.WARNING
+    assert line.getMessage().startswith("message '7' was not acknowledged (Connection closed by server.)")
+    assert "redelivery will find its run leased or ended" in line.getMessage()
+    assert line.exc_info is None
+
+
+def test_a_worker_logging_errors_only_does_not_print_the_lost_ack(
+    request_log: logging.Logger, caplog: pytest.LogCaptureFixture
+) -> None:
+    on_worker_init(sender=SimpleNamespace(pool_cls="threads"))
+    request_log.setLevel(logging.ERROR)
+    try:
+        Message(body=b"{}", delivery_tag="7", channel=_ClosedChannel()).ack_log_error(
+            request_log, (RedisConnectionError,)
+        )
+    finally:
+        request_log.setLevel(logging.NOTSET)
+    assert caplog.records == []

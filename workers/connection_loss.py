@@ -21,12 +21,16 @@ from typing import Any
 from celery.concurrency import get_implementation
 from celery.signals import worker_init
 from celery.worker.consumer.consumer import TERMINATING_TASK_ON_RESTART_AFTER_A_CONNECTION_LOSS
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 CONSUMER_LOGGER = "celery.worker.consumer.consumer"
 REQUEST_LOGGER = "celery.worker.request"
 # Celery's and kombu's own texts (not exported): the pool's refusal, a lost acknowledgement.
 CANCEL_FAILED = "Failed to cancel active request %r after connection loss"
 ACK_FAILED = "Couldn't ack %r, reason:%r"
+# What a lost broker connection raises when a message is acknowledged (workers/broker.py raises the first).
+CONNECTION_LOST = (RedisConnectionError, RedisTimeoutError, OSError)
 KEPT_RUNNING = (
     "%r goes on after the broker connection was lost: this pool cannot stop a running task, and the "
     "message's redelivery will find its run leased or ended"
@@ -50,11 +54,13 @@ class KeptRunning(logging.Filter):
 
 
 class AckLost(logging.Filter):
-    """kombu's critical "Couldn't ack" becomes a warning without the traceback."""
+    """kombu's critical "Couldn't ack", when the connection was lost, becomes a warning without the
+    traceback."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if record.msg != ACK_FAILED:
-            return True
+        reason = record.args[1] if isinstance(record.args, tuple) and len(record.args) == 2 else None
+        if record.msg != ACK_FAILED or not isinstance(reason, CONNECTION_LOST):
+            return True  # an ack refused on a live connection stays what kombu says it is
         record.msg, record.exc_info, record.exc_text = ACK_LOST, None, None
         record.levelno, record.levelname = logging.WARNING, logging.getLevelName(logging.WARNING)
         # Logged at critical, it passed the logger's level; as a warning it must pass it again.

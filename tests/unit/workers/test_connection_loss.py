@@ -13,6 +13,7 @@ from celery.concurrency.thread import TaskPool as ThreadPool
 from celery.worker.consumer.consumer import TERMINATING_TASK_ON_RESTART_AFTER_A_CONNECTION_LOSS
 from kombu.message import Message
 from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import ResponseError
 
 from workers.connection_loss import (
     CANCEL_FAILED,
@@ -46,12 +47,16 @@ def _log_of(name: str, caplog: pytest.LogCaptureFixture) -> Iterator[logging.Log
 
 
 class _ClosedChannel:
-    """The channel a message came on, once the broker connection is gone."""
+    """The channel a message came on, once the broker connection is gone (or refusing the ack, with
+    ``error``)."""
 
     no_ack_consumers = None
 
+    def __init__(self, error: Exception | None = None) -> None:
+        self.error = error or RedisConnectionError("Connection closed by server.")
+
     def basic_ack(self, delivery_tag: object, multiple: bool = False) -> None:
-        raise RedisConnectionError("Connection closed by server.")
+        raise self.error
 
 
 def lose_connection(logger: logging.Logger) -> None:
@@ -131,3 +136,16 @@ def test_a_worker_logging_errors_only_does_not_print_the_lost_ack(
     finally:
         request_log.setLevel(logging.NOTSET)
     assert caplog.records == []
+
+
+def test_an_ack_refused_on_a_live_connection_stays_critical_with_its_traceback(
+    request_log: logging.Logger, caplog: pytest.LogCaptureFixture
+) -> None:
+    on_worker_init(sender=SimpleNamespace(pool_cls="threads"))
+    refused = _ClosedChannel(
+        ResponseError("WRONGTYPE Operation against a key holding the wrong kind of value")
+    )
+    Message(body=b"{}", delivery_tag="7", channel=refused).ack_log_error(request_log, (ResponseError,))
+    [line] = caplog.records
+    assert line.levelno == logging.CRITICAL
+    assert line.exc_info is not None

@@ -16,6 +16,9 @@ from shared.store.scripts import REPEAT_WINDOW_MS, Scripts, call_id
 
 # An outbox keeps about this many messages (trimmed approximately): a reader further behind misses some.
 OUTBOX_CAP = 10_000
+# The ids of a flow's last updates kept on it, for a repeated call to know itself (update_flow.lua): more
+# than can land on one flow between a call and its client's retry, which follows within seconds.
+UPDATES_KEPT = 8
 
 
 class FlowStore:
@@ -80,6 +83,8 @@ class FlowStore:
                 json.dumps(encode_values(fields)),
                 now,
                 "" if due_in_ms is None else now + due_in_ms,
+                call_id(),
+                UPDATES_KEPT,
             ],
         )
         return bool(updated)

@@ -3,6 +3,9 @@ gone is never written in part; a script call sent again after its reply was lost
 
 from __future__ import annotations
 
+import json
+from functools import partial
+
 import pytest
 
 from shared.clock import FixedClock
@@ -10,6 +13,7 @@ from shared.config import Config
 from shared.flows.ids import delivery_id
 from shared.models import Delivery, DeliveryClaim
 from shared.store import Store
+from shared.store.flows import UPDATES_KEPT
 from tests.support.flows import stored_flow
 from tests.support.replies import reply_lost
 
@@ -61,6 +65,28 @@ def test_an_update_sets_fields_and_the_reapers_next_look(config: Config, store: 
     assert flow is not None
     assert (flow.stop_reason, flow.updated_at) == ("max_turns", store.clock.now_ms())
     assert store.redis.zscore(store.keys.flows_due(), FLOW) == store.clock.now_ms() + 7_000
+
+
+def test_an_update_sent_again_after_its_reply_was_lost_keeps_an_update_made_meanwhile(
+    config: Config, store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The repeat wrote its fields again over the newer ones: an orchestrator's flow went back to an older
+    report run, ended already, and would report before the newer one was done."""
+    stored_flow(config, store, FLOW)
+    newer = partial(store.flows.update, FLOW, {"lastRunId": "report-2"})
+    monkeypatch.setattr(store.redis, "evalsha", reply_lost(store.redis.evalsha, meanwhile=newer))
+    assert store.flows.update(FLOW, {"lastRunId": "report-1"})
+    monkeypatch.undo()
+    flow = store.flows.get(FLOW)
+    assert flow is not None
+    assert flow.last_run_id == "report-2"
+
+
+def test_a_flow_keeps_the_ids_of_its_last_updates_only(config: Config, store: Store) -> None:
+    stored_flow(config, store, FLOW)
+    for turn in range(UPDATES_KEPT + 3):
+        assert store.flows.update(FLOW, {"blockedTurn": turn})
+    assert len(json.loads(store.redis.hget(store.keys.flow(FLOW), "updateIds") or "[]")) == UPDATES_KEPT
 
 
 def test_a_step_that_read_a_flow_before_it_was_lost_leaves_no_partial_flow(store: Store) -> None:

@@ -15,7 +15,7 @@ from shared.dispatch import Dispatcher
 from shared.models import QueueMode, RunKind, SessionEntry
 from shared.ports import Storage
 from shared.run_control import cancel_run
-from shared.runs import WhenBusy
+from shared.runs import CancelOutcome, WhenBusy
 from shared.tools.send_schema import SendResult
 
 # People's messages: what a queue mode and the cap act on.
@@ -107,10 +107,16 @@ def make_room(
             refused=f"dropped: {session_key} has {len(queued)} messages queued, the most it may "
             f"(messages.queue.cap={queue.cap}, drop=new)"
         )
-    dropped = queued[:over]
     reason = f"dropped: a newer message came while the queue was full (messages.queue.cap={queue.cap})"
-    for run in dropped:
-        cancel_run(config, store, dispatcher, run.run_id, reason)
+    # Only what this message's cancels ended is dropped (counted, summarized): a run another client ended
+    # meanwhile (a cancel, another message at the cap at the same time) was not dropped here.
+    dropped = [
+        run
+        for run in queued[:over]
+        if cancel_run(config, store, dispatcher, run.run_id, reason).outcome is CancelOutcome.ABORTED
+    ]
+    if not dropped:
+        return Room()
     store.fleet.count_dropped(queue.drop, len(dropped))
     if queue.drop == "old":
         return Room()

@@ -143,6 +143,27 @@ def test_a_dropped_run_says_so() -> None:
     assert dropped.error == "dropped: a newer message came while the queue was full (messages.queue.cap=1)"
 
 
+def test_a_queued_run_another_client_ended_meanwhile_is_neither_counted_nor_summarized_as_dropped(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    w = busy_world(cap=1, drop="summarize")
+    b = say(w, "b")
+    cancel = w.store.runs.cancel
+
+    def cancelled_first(run_id: str, reason: str) -> Any:
+        cancel(run_id, "cancelled by its sender")  # another client's cancel lands just before the drop's
+        return cancel(run_id, reason)
+
+    monkeypatch.setattr(w.store.runs, "cancel", cancelled_first)
+    say(w, "c")
+    monkeypatch.undo()
+    assert w.store.fleet.figures([]).messages_dropped == {}
+    assert lane_inputs(w) == ["first", "c"]  # no "1 earlier messages: b" in it
+    ended = w.store.runs.get(b.run_id)
+    assert ended is not None
+    assert ended.error == "cancelled by its sender"
+
+
 def test_the_mode_comes_from_the_message_then_the_session_then_the_channel_then_the_default() -> None:
     w = busy_world(mode="followup", byChannel={"discord": "reject"})
     assert say(w, "x", channel="discord", to="d").status == "busy"

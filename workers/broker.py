@@ -33,12 +33,15 @@ class _OnePublisher:
         if client:
             yield client
             return
-        if self.connection.client is None:
+        if self.connection is None or self.connection.client is None:
             # A broker outage can close the connection under the channel before the channel itself closes
             # and tries to put its unacknowledged messages back: no pool can be built any more, and kombu's
             # own attempt raised an AttributeError that stopped the worker for good. A connection error is
             # what closing code ignores; the messages stay in the unacked hash, from which kombu restores
-            # them after the visibility timeout.
+            # them after the visibility timeout. A channel already closed (no connection at all) is one a
+            # pooled producer may still hold after a reconnect: a connection error makes the publish's retry
+            # revive it on a new channel (an AttributeError here stopped a worker whose consumer published
+            # its reaper request as it came back).
             raise RedisConnectionError("the broker connection is already closed")
         publisher = self._publisher
         if publisher is None or publisher.connection_pool is not self.pool:

@@ -212,8 +212,7 @@ def test_ten_trees_at_once_survive_redis_restarted_twice_mid_tree(fresh: Fresh) 
     answer as the first one did. Every tree still reports once, every orchestrator is woken at most once
     with every one of its leaves' reports."""
     server = fresh.start_redis(appendonly=True, config=orchestra(maxConcurrent=16))
-    fresh.worker(concurrency=8)
-    fresh.worker(concurrency=8)
+    workers = [fresh.worker(concurrency=8), fresh.worker(concurrency=8)]
     fresh.beat()
     _, url = fresh.api()
     with Client(url, TOKEN) as client:
@@ -224,6 +223,8 @@ def test_ten_trees_at_once_survive_redis_restarted_twice_mid_tree(fresh: Fresh) 
             server.child.kill()
             server.start()
         each_tree_reported_once(client, trees)
+    # Both workers rode the restarts out (one once stopped for good as its consumer reconnected).
+    assert [worker.process.poll() for worker in workers if worker.process] == [None, None]
 
 
 def test_spawn_limits_are_refused_with_the_limit_named(fresh: Fresh) -> None:

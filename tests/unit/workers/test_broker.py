@@ -43,3 +43,13 @@ def test_a_channel_closing_after_its_connection_fails_as_a_lost_connection() -> 
         RedisConnectionError
         in kombu_redis.Transport(client=SimpleNamespace(transport_options={})).connection_errors
     )
+
+
+def test_a_publish_on_a_channel_already_closed_fails_as_a_lost_connection() -> None:
+    """Seen in a Redis restart: a pooled producer kept a channel kombu had closed (its connection None), and
+    the reaper request a consumer publishes as it reconnects stopped the worker with an AttributeError. A
+    connection error is one the publish's retry recovers from, on a new channel."""
+    channel = _Channel(client=object())
+    channel.connection = None
+    with pytest.raises(RedisConnectionError), channel.conn_or_acquire():
+        pass

@@ -83,13 +83,18 @@ def submit(
     enqueue = dispatcher.render_run(head) if dispatch else None
     accepted = store.runs.accept(session, updates, new, flow, enqueue, when_busy)
     if accepted.is_head and dispatch and not accepted.enqueued:
-        try:
-            dispatcher.dispatch_run(head)
-        except Exception:
-            # The run is stored and its lane is on the reaper's schedule: it is dispatched again after
-            # runs.dispatchGraceSeconds, so the caller's run is late, not lost.
-            log.exception("run %s accepted but not enqueued; the reaper will dispatch it", new.run_id)
+        enqueue_accepted(dispatcher, head)
     return accepted
+
+
+def enqueue_accepted(dispatcher: Dispatcher, head: LaneHead) -> None:
+    """Enqueue a run already accepted. One that cannot be (Redis away past the dispatcher's retries) is
+    stored, and its lane is on the reaper's schedule: it is dispatched again after
+    runs.dispatchGraceSeconds, so the run is late, not lost, and its caller goes on."""
+    try:
+        dispatcher.dispatch_run(head)
+    except Exception:
+        log.exception("run %s accepted but not enqueued; the reaper will dispatch it", head.run_id)
 
 
 def send_outcome(

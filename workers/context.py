@@ -43,5 +43,6 @@ def worker_context() -> WorkerContext:
                 # again when the flow is advanced (docs/architecture.md, "Redis under Sentinel"), so they
                 # do not wait for replicas, and a replica that is away stalls no flow.
                 store = Store.from_config(config, retries=WORKER_RETRIES, replica_acks=0)
-                context = _contexts[pid] = WorkerContext(config, store, CeleryDispatcher(current_app))
+                dispatcher = CeleryDispatcher(current_app, retries=WORKER_RETRIES)
+                context = _contexts[pid] = WorkerContext(config, store, dispatcher)
     return context

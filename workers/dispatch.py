@@ -2,24 +2,44 @@
 
 Task ids are run ids (a run's dispatches, retries and reaper re-dispatches share one id, so Flower shows
 a run as one task), and every task of a sessions_send exchange has the flow (the primary run) as its root.
+
+A publish that fails while Redis is away is sent again, with the backoff and as many times as the
+process's Redis commands are retried (a worker rides out a restart or a failover): a batch whose delivery
+kombu calls uncertain may so be sent twice, and a duplicate is harmless (``shared.dispatch.Dispatcher``).
 """
 
 from __future__ import annotations
 
+import logging
+import time
 from typing import Any
 
 from celery import Celery
+from kombu.exceptions import BatchPublishError, OperationalError
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from shared import backoff
 from shared.dispatch import StepTask
 from shared.runs import Enqueue, LaneHead
+from shared.store import RETRIES
 from workers import queues
 from workers.messages import RunMessages
 
+log = logging.getLogger(__name__)
+
+# What a publish raises while Redis is away: a batch's uncertain delivery, kombu's give-up after its own
+# retries, the connection's errors.
+PUBLISH_FAILED = (BatchPublishError, OperationalError, RedisConnectionError, RedisTimeoutError)
+# The delays between attempts: those of the store's Redis retries (shared.store.Backoff).
+RETRY_BASE_S, RETRY_CAP_S = 0.1, 2.0
+
 
 class CeleryDispatcher:
-    def __init__(self, app: Celery) -> None:
+    def __init__(self, app: Celery, retries: int = RETRIES) -> None:
         self._app = app
         self._messages = RunMessages(app)
+        self._retries = retries
 
     def render_run(self, head: LaneHead) -> Enqueue:
         return self._messages.render(head)
@@ -42,8 +62,16 @@ class CeleryDispatcher:
         self._send(queues.STEP_TASKS[task], args, queues.STEP_QUEUES[task], root_id=flow_id)
 
     def _send(self, name: str, args: list[Any], queue: str, **options: Any) -> None:
-        # One batch: the message and its task-sent event (for Flower) go to Redis in one round trip.
-        with self._app.producer_or_acquire() as producer, producer.batch():
-            self._app.send_task(
-                name, args=args, queue=queue, ignore_result=True, producer=producer, **options
-            )
+        for retry in range(1, self._retries + 2):
+            try:
+                # One batch: the message and its task-sent event (for Flower) go to Redis in one round trip.
+                with self._app.producer_or_acquire() as producer, producer.batch():
+                    self._app.send_task(
+                        name, args=args, queue=queue, ignore_result=True, producer=producer, **options
+                    )
+                return
+            except PUBLISH_FAILED as exc:
+                if retry > self._retries:
+                    raise
+                log.warning("sending %s %s failed (%s); sending it again", name, args, exc)
+                time.sleep(backoff.delay(retry, RETRY_BASE_S, RETRY_CAP_S))

@@ -25,7 +25,7 @@ from shared.models import (
 )
 from shared.runs import LaneHead, new_run
 from shared.sessions import THREADED_CHANNELS, Route, SessionPatch, new_entry, route_of
-from shared.submit import submit
+from shared.submit import enqueue_accepted, submit
 from shared.tools.context import ToolContext
 from shared.tools.spawn_schema import SessionsSpawnParams, SpawnResult
 
@@ -304,7 +304,8 @@ def _start(
         threads.bind(store, config, bound, child_key, ctx.caller_key)
     # Enqueued once the parent knows its child (visibility) and the label is set; its run task then
     # carries the spawn through its announce and delivery (``flows.engine.follow``).
-    ctx.dispatcher.dispatch_run(LaneHead(run_id, child_key, "subagent", run_id))
+    # A child whose enqueue fails is still accepted (the reaper enqueues it after the grace): the spawn is.
+    enqueue_accepted(ctx.dispatcher, LaneHead(run_id, child_key, "subagent", run_id))
     return caller
 
 

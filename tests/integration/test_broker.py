@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import logging
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,10 +13,11 @@ from kombu import Connection
 
 from shared.config import Config
 from shared.runs import LaneHead
+from shared.store import WORKER_RETRIES
 from workers import broker, queues
 from workers.celery_app import create_app
 from workers.dispatch import CeleryDispatcher
-from workers.testing.processes import RedisServer
+from workers.testing.processes import RedisServer, wait_for
 
 
 @pytest.fixture
@@ -55,4 +58,37 @@ def test_a_dispatched_run_lands_on_its_queue_with_its_task_sent_event(server: Re
         assert "task.sent" in published["channel"]
     finally:
         events.close()
+        app.close()
+
+
+def test_a_dispatch_made_while_redis_restarts_is_sent_once_redis_is_back(
+    server: RedisServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A worker's enqueue (an orchestrator's spawn, a lane's next run) rides out a Redis restart as its
+    store calls do, instead of failing its task: kombu's batch publish does not retry on its own."""
+    app = create_app(Config.model_validate({"redis": {"url": server.url}}))
+    dispatcher = CeleryDispatcher(app, retries=WORKER_RETRIES)
+    caplog.set_level(logging.WARNING, logger="workers.dispatch")
+    try:
+        dispatcher.dispatch_run(LaneHead("run-1", "agent:main:main", "chat"))  # the producer is connected
+        assert server.child is not None
+        server.child.kill()
+        failed: list[BaseException] = []
+
+        def dispatch() -> None:
+            try:
+                dispatcher.dispatch_run(LaneHead("run-2", "agent:main:main", "chat"))
+            except BaseException as exc:
+                failed.append(exc)
+
+        sender = threading.Thread(target=dispatch)
+        sender.start()
+        wait_for(lambda: "sending it again" in caplog.text, 10, what="a publish to fail while Redis is away")
+        server.start()
+        sender.join(30)
+        assert not sender.is_alive()
+        assert failed == []
+        sent = [json.loads(m)["headers"]["id"] for m in server.client().lrange(queues.RUNS, 0, -1)]
+        assert "run-2" in sent
+    finally:
         app.close()

@@ -87,6 +87,24 @@ def test_spawn_returns_at_once_with_the_child_session(world: WorldFactory) -> No
     assert [h.kind for h in dispatcher.heads] == ["subagent"]
 
 
+def test_a_child_whose_enqueue_fails_is_still_accepted_and_the_reaper_enqueues_it(
+    world: WorldFactory, clock: FixedClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Seen with Redis restarted as an orchestrator spawned its leaves: the enqueue failed, the tool call
+    raised, and the orchestrator's run ended in error while its child, accepted, ran on without it."""
+    config, store, dispatcher = world()
+
+    def redis_away(head: Any, delay_s: float = 0.0) -> None:
+        raise ConnectionError("Redis is away")
+
+    monkeypatch.setattr(dispatcher, "dispatch_run", redis_away)
+    result = spawn(config, store, dispatcher)
+    assert isinstance(result, SpawnResult)
+    assert result.status == "accepted"
+    clock.advance(config.runs.dispatch_grace_seconds + 1)
+    assert [head.run_id for head in store.runs.reap()] == [result.run_id]
+
+
 @pytest.mark.parametrize("key", ["target", "channel", "to", "threadId", "replyTo"])
 def test_channel_routing_keys_are_refused(key: str, world: WorldFactory) -> None:
     config, store, dispatcher = world()

@@ -72,6 +72,7 @@ class CeleryDispatcher:
                 return
             except PUBLISH_FAILED as exc:
                 if retry > self._retries:
-                    raise
+                    # As the store's commands fail when Redis is away: the API answers it with a 503.
+                    raise RedisConnectionError(f"enqueue of {name} failed: {exc}") from exc
                 log.warning("sending %s %s failed (%s); sending it again", name, args, exc)
                 time.sleep(backoff.delay(retry, RETRY_BASE_S, RETRY_CAP_S))

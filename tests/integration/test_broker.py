@@ -13,7 +13,7 @@ from kombu import Connection
 
 from shared.config import Config
 from shared.runs import LaneHead
-from shared.store import WORKER_RETRIES
+from shared.store import UNAVAILABLE, WORKER_RETRIES
 from workers import broker, queues
 from workers.celery_app import create_app
 from workers.dispatch import CeleryDispatcher
@@ -90,5 +90,18 @@ def test_a_dispatch_made_while_redis_restarts_is_sent_once_redis_is_back(
         assert failed == []
         sent = [json.loads(m)["headers"]["id"] for m in server.client().lrange(queues.RUNS, 0, -1)]
         assert "run-2" in sent
+    finally:
+        app.close()
+
+
+def test_a_dispatch_that_finds_redis_away_past_its_retries_fails_as_redis_unavailable(
+    server: RedisServer,
+) -> None:
+    """What the API answers with a 503, as any call made while Redis is away; not kombu's own error."""
+    app = create_app(Config.model_validate({"redis": {"url": server.url}}))
+    try:
+        server.stop()
+        with pytest.raises(UNAVAILABLE):
+            CeleryDispatcher(app, retries=1).dispatch_run(LaneHead("run-1", "agent:main:main", "chat"))
     finally:
         app.close()

@@ -21,16 +21,17 @@ from typing import Any
 from celery.concurrency import get_implementation
 from celery.signals import worker_init
 from celery.worker.consumer.consumer import TERMINATING_TASK_ON_RESTART_AFTER_A_CONNECTION_LOSS
-from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from shared.store import RETRY_ON
 
 CONSUMER_LOGGER = "celery.worker.consumer.consumer"
 REQUEST_LOGGER = "celery.worker.request"
 # Celery's and kombu's own texts (not exported): the pool's refusal, a lost acknowledgement.
 CANCEL_FAILED = "Failed to cancel active request %r after connection loss"
 ACK_FAILED = "Couldn't ack %r, reason:%r"
-# What a lost broker connection raises when a message is acknowledged (workers/broker.py raises the first).
-CONNECTION_LOST = (RedisConnectionError, RedisTimeoutError, OSError)
+# What a lost broker connection raises when a message is acknowledged (workers/broker.py raises Redis's
+# ConnectionError; a socket's own errors are OSErrors).
+CONNECTION_LOST = (*RETRY_ON, OSError)
 KEPT_RUNNING = (
     "%r goes on after the broker connection was lost: this pool cannot stop a running task, and the "
     "message's redelivery will find its run leased or ended"

@@ -17,22 +17,18 @@ from typing import Any
 from celery import Celery
 from kombu.exceptions import BatchPublishError, OperationalError
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from shared import backoff
 from shared.dispatch import StepTask
 from shared.runs import Enqueue, LaneHead
-from shared.store import RETRIES
+from shared.store import RETRIES, RETRY_ON, Backoff
 from workers import queues
 from workers.messages import RunMessages
 
 log = logging.getLogger(__name__)
 
 # What a publish raises while Redis is away: a batch's uncertain delivery, kombu's give-up after its own
-# retries, the connection's errors.
-PUBLISH_FAILED = (BatchPublishError, OperationalError, RedisConnectionError, RedisTimeoutError)
-# The delays between attempts: those of the store's Redis retries (shared.store.Backoff).
-RETRY_BASE_S, RETRY_CAP_S = 0.1, 2.0
+# retries, the errors the store's commands are retried on.
+PUBLISH_FAILED = (BatchPublishError, OperationalError, *RETRY_ON)
 
 
 class CeleryDispatcher:
@@ -40,6 +36,7 @@ class CeleryDispatcher:
         self._app = app
         self._messages = RunMessages(app)
         self._retries = retries
+        self._backoff = Backoff()  # the store's delays between attempts
 
     def render_run(self, head: LaneHead) -> Enqueue:
         return self._messages.render(head)
@@ -75,4 +72,4 @@ class CeleryDispatcher:
                     # As the store's commands fail when Redis is away: the API answers it with a 503.
                     raise RedisConnectionError(f"enqueue of {name} failed: {exc}") from exc
                 log.warning("sending %s %s failed (%s); sending it again", name, args, exc)
-                time.sleep(backoff.delay(retry, RETRY_BASE_S, RETRY_CAP_S))
+                time.sleep(self._backoff.compute(retry))

@@ -102,8 +102,8 @@ class Client:
         """``wait=False``: a call that would wait for a run answers ``accepted`` with its runId at once."""
         body = {"tool": tool, "args": args, "sessionKey": caller, **({} if wait else {"wait": False})}
         data = self._request("POST", "/tools/invoke", json=body, wait_seconds=wait_seconds)
-        result: dict[str, Any] = data["result"]
-        return result
+        details: dict[str, Any] = data["result"]["details"]
+        return details
 
     def sessions_list(
         self,

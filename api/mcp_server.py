@@ -14,7 +14,6 @@ arguments come back as results with ``isError`` set, in the words the HTTP API w
 from __future__ import annotations
 
 import contextlib
-import json
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -33,7 +32,7 @@ from api.client import ClawbusError, Client
 from api.errors import ApiError, error_response
 from api.routes.tools import call_tool, schemas_for
 from api.services import Services
-from shared.models import Wire
+from shared.models import Wire, content_text
 from shared.tools.send_schema import SendResult, result_of
 
 SESSION_HEADER = "x-clawbus-session"
@@ -68,7 +67,7 @@ def build_server(backend: ToolBackend) -> Server[Any]:
     async def call_tool(_ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         outcome = await backend.call(params.name, dict(params.arguments or {}))
         return types.CallToolResult(
-            content=[types.TextContent(type="text", text=json.dumps(outcome.result, ensure_ascii=False))],
+            content=[types.TextContent(type="text", text=content_text(outcome.result))],
             structured_content=outcome.result,
             is_error=outcome.is_error,
         )

@@ -27,9 +27,22 @@ class InvokeRequest(BaseModel):
     wait: bool = True
 
 
+class TextContent(BaseModel):
+    type: str = "text"
+    text: str
+
+
+class ToolResult(BaseModel):
+    """OpenClaw's tool result: ``content``, what a model reads (the details as JSON, or a status card's
+    text), and ``details``, the result itself."""
+
+    content: list[TextContent]
+    details: dict[str, Any]
+
+
 class InvokeResponse(BaseModel):
     ok: bool = True
-    result: dict[str, Any]
+    result: ToolResult
 
 
 class SessionPatchBody(BaseModel):

@@ -76,7 +76,8 @@ def _calls(single: Stack, figure: str, client: object) -> Callable[[int], object
     def send(_: int) -> None:
         key = f"agent:main:cron:profile-{next(sessions)}"
         args = {"sessionKey": key, "message": "ping", "timeoutSeconds": send_latency.WAIT_S}
-        flow_id = poster.post("/tools/invoke", {"tool": "sessions_send", "args": args})["result"]["flowId"]  # type: ignore[index]
+        answer = poster.post("/tools/invoke", {"tool": "sessions_send", "args": args})
+        flow_id = answer["result"]["details"]["flowId"]  # type: ignore[index]
         send_latency._settle(client, str(flow_id))  # type: ignore[arg-type]
 
     return send

@@ -49,7 +49,7 @@ def clawbus_latency(
                 return client.sessions_send(key, "ping", timeout_seconds=WAIT_S)
             args = {"sessionKey": key, "message": "ping", "timeoutSeconds": WAIT_S}
             answer = poster.post("/tools/invoke", {"tool": "sessions_send", "args": args})
-            return SendResult.model_validate(answer["result"])
+            return SendResult.model_validate(answer["result"]["details"])
 
         try:
             for i in range(warmup + count):

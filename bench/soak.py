@@ -121,10 +121,10 @@ def _one(http: httpx.Client, i: int, tally: Tally) -> None:
                 "sessionKey": key,
                 "args": {"sessionKey": f"{key}-peer", "message": f"q {i}", "timeoutSeconds": 30},
             }
-            tally.ran(http.post("/tools/invoke", json=body).json()["result"]["runId"])
+            tally.ran(http.post("/tools/invoke", json=body).json()["result"]["details"]["runId"])
         elif kind == 2:
             body = {"tool": "sessions_spawn", "sessionKey": key, "args": {"task": f"look into {i}"}}
-            result = http.post("/tools/invoke", json=body).json()["result"]
+            result = http.post("/tools/invoke", json=body).json()["result"]["details"]
             if result["status"] == "accepted":
                 tally.ran(result["runId"])
             else:  # a session with maxChildrenPerAgent children not yet ended: refused, as it should be

@@ -12,7 +12,6 @@ finds what the first one made.
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -265,6 +264,6 @@ def _tool_result(env: LoopEnv, call: ToolCallBlock, result: Wire) -> Message:
 
 def tool_result(run_id: str, now_ms: int, call: ToolCallBlock, result: Wire) -> Message:
     """The ``toolResult`` message answering ``call``, as OpenClaw's transcript has it."""
-    message = Message.of("toolResult", json.dumps(result.wire()), timestamp=now_ms, run_id=run_id)
+    message = Message.of("toolResult", result.content_text(), timestamp=now_ms, run_id=run_id)
     failed = isinstance(result, ToolFailure) or getattr(result, "status", None) in ("error", "forbidden")
     return message.model_copy(update={"tool_call_id": call.id, "tool_name": call.name, "is_error": failed})

@@ -6,6 +6,7 @@ the CLI client and the stored hashes all go through them.
 
 from __future__ import annotations
 
+import json
 import math
 import uuid
 from dataclasses import dataclass, field
@@ -33,6 +34,24 @@ class Wire(BaseModel):
     def wire(self) -> dict[str, Any]:
         """The JSON shape callers see: camelCase, absent fields omitted."""
         return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+    def content_text(self) -> str:
+        return content_text(self.wire())
+
+    def tool_result(self) -> dict[str, Any]:
+        """A tool's result as OpenClaw's ``/tools/invoke`` answers it: ``{content, details}``
+        (docs/contract.md, "On the wire")."""
+        details = self.wire()
+        return {"content": [{"type": "text", "text": content_text(details)}], "details": details}
+
+
+def content_text(details: dict[str, Any]) -> str:
+    """The text a model reads of a tool's result, OpenClaw's ``content`` block: a status card's text, else the
+    details as JSON, indented as the release writes it."""
+    status_text = details.get("statusText")
+    if isinstance(status_text, str):
+        return status_text
+    return json.dumps(details, indent=2, ensure_ascii=False)
 
 
 # --- transcript ----------------------------------------------------------------------------------------

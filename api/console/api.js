@@ -42,7 +42,7 @@ export async function tool(name, args, sessionKey) {
   const body = { tool: name, args };
   if (sessionKey) body.sessionKey = sessionKey;
   const answer = await post("/tools/invoke", body);
-  return answer.result;
+  return answer.result.details;
 }
 
 export const sessionPath = (key) => `/v1/sessions/${encodeURIComponent(key)}`;

@@ -40,7 +40,8 @@ async def invoke(body: InvokeRequest, services: ServicesDep, principal: Principa
     )
     # Encoded here, once: the result is already its wire form, and validating it again against the
     # response model (which only documents it) cost as much as the encoding.
-    payload = json.dumps({"ok": True, "result": result.wire()}, ensure_ascii=False, separators=(",", ":"))
+    answer = {"ok": True, "result": result.tool_result()}
+    payload = json.dumps(answer, ensure_ascii=False, separators=(",", ":"))
     return Response(payload.encode(), media_type="application/json")
 
 

@@ -172,15 +172,15 @@ def test_the_quick_start_calls_of_the_readme(up: Up) -> None:
     assert done.inbound["reply"] == "echo: hello"
 
     assert done.sent["ok"]
-    assert done.sent["result"]["status"] == "ok"
-    assert done.sent["result"]["reply"] == "echo: status?"
+    assert done.sent["result"]["details"]["status"] == "ok"
+    assert done.sent["result"]["details"]["reply"] == "echo: status?"
 
-    rows = {row["key"]: row for row in done.listed["result"]["sessions"]}
+    rows = {row["key"]: row for row in done.listed["result"]["details"]["sessions"]}
     assert set(rows) == {"main", "agent:main:discord:group:ops"}
     assert rows["agent:main:discord:group:ops"]["channel"] == "discord"
 
     # The send's turn opens the transcript; the exchange's later turns and its announce may follow.
-    first, reply = done.history["result"]["messages"][:2]
+    first, reply = done.history["result"]["details"]["messages"][:2]
     assert first["provenance"]["sourceSessionKey"] == "agent:main:main"
     assert (reply["role"], reply["runId"]) == ("assistant", first["runId"])
 
@@ -205,13 +205,13 @@ def test_the_orchestration_example_of_the_readme_reports_once_to_main(up: Up) ->
         spawned = http.post(
             "/tools/invoke",
             json={"tool": "sessions_spawn", "args": {"task": "orchestrate the summaries", "agentId": "lead"}},
-        ).json()["result"]
+        ).json()["result"]["details"]
         assert spawned["status"] == "accepted", spawned
 
         def reports() -> list[str]:
             history = http.post(
                 "/tools/invoke", json={"tool": "sessions_history", "args": {"sessionKey": "main"}}
-            ).json()["result"]
+            ).json()["result"]["details"]
             return [
                 m["content"][0]["text"]
                 for m in history["messages"]
@@ -256,11 +256,14 @@ def test_without_a_config_file_the_quick_start_send_and_history_are_refused_by_t
     assert done.inbound["reply"] == "echo: hello"
 
     assert done.sent["ok"]
-    assert done.sent["result"]["status"] == "forbidden"
-    assert done.sent["result"]["error"] == TREE_REFUSES.format("send")
-    assert done.history["result"] == {"status": "forbidden", "error": TREE_REFUSES.format("history")}
+    assert done.sent["result"]["details"]["status"] == "forbidden"
+    assert done.sent["result"]["details"]["error"] == TREE_REFUSES.format("send")
+    assert done.history["result"]["details"] == {
+        "status": "forbidden",
+        "error": TREE_REFUSES.format("history"),
+    }
     # The refused send made no session and no run: main is all there is to list, and nothing to wait on.
-    assert [row["key"] for row in done.listed["result"]["sessions"]] == ["main"]
+    assert [row["key"] for row in done.listed["result"]["details"]["sessions"]] == ["main"]
     assert done.waited.status_code == 404
 
     assert done.cli_send.returncode == 0, done.cli_send.stderr

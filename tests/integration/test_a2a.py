@@ -165,7 +165,7 @@ def test_a_blocking_send_answers_with_the_reply_and_a_context_is_one_session(sta
         history = http.post(
             "/tools/invoke",
             json={"tool": "sessions_history", "args": {"sessionKey": session}, "sessionKey": session},
-        ).json()["result"]
+        ).json()["result"]["details"]
     assert [m["content"][0]["text"] for m in history["messages"]] == [
         "hello there",
         "echo: hello there",

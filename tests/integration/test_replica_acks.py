@@ -45,7 +45,7 @@ def test_an_accept_no_replica_confirms_answers_503_and_one_a_replica_confirms_is
     with replica_of(server):
         accepted = _send(url, "agent:main:cron:confirmed")
         assert accepted.status_code == 200, accepted.text
-        assert accepted.json()["result"]["status"] == "accepted"
+        assert accepted.json()["result"]["details"]["status"] == "accepted"
 
 
 def test_workers_go_on_with_flows_while_no_replica_confirms(fresh: Fresh) -> None:
@@ -56,7 +56,7 @@ def test_workers_go_on_with_flows_while_no_replica_confirms(fresh: Fresh) -> Non
     with replica_of(server):
         response = _send(url, "agent:main:cron:exchange")
         assert response.status_code == 200, response.text
-        sent = response.json()["result"]
+        sent = response.json()["result"]["details"]
     assert sent["status"] == "accepted"
     fresh.worker(concurrency=4)
     headers = {"Authorization": f"Bearer {TOKEN}"}

@@ -180,9 +180,9 @@ def test_bad_inputs_get_the_spec_error_and_leave_redis_unchanged(
     assert response.status_code == status
     body = response.json()
     if status == 200:
-        assert body["result"]["status"] == "error"
-        assert body["result"]["error"] == expected
-        assert body["result"]["runId"]
+        assert body["result"]["details"]["status"] == "error"
+        assert body["result"]["details"]["error"] == expected
+        assert body["result"]["details"]["runId"]
     else:
         assert body["ok"] is False
         assert body["error"]["message"] == expected

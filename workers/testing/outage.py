@@ -201,7 +201,7 @@ def settle(url: str, token: str, accepted: list[Accepted], timeout_s: float) -> 
             history = client.post(
                 "/tools/invoke",
                 json={"tool": "sessions_history", "args": {"sessionKey": key, "limit": HISTORY_LIMIT}},
-            ).json()["result"]
+            ).json()["result"]["details"]
             if history.get("droppedMessages") or len(history["messages"]) >= HISTORY_LIMIT:
                 unread.append(key)
             replies.update(m["runId"] for m in history["messages"] if m["role"] == "assistant")
@@ -235,7 +235,7 @@ def _invoke(client: httpx.Client, args: dict[str, Any]) -> dict[str, Any] | int 
         return f"{type(exc).__name__}: {exc}"
     if response.status_code != 200:
         return response.status_code if response.status_code == REFUSED else f"HTTP {response.status_code}"
-    result: dict[str, Any] = response.json()["result"]
+    result: dict[str, Any] = response.json()["result"]["details"]
     return result
 
 

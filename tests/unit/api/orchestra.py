@@ -70,7 +70,7 @@ def yielded_boss(http: TestClient, config: Config, store: Store, dispatcher: Inl
     drain(store, config, dispatcher)
     spawned = http.post(
         "/tools/invoke", json={"tool": "sessions_spawn", "args": {"task": "orchestrate", "label": "boss"}}
-    ).json()["result"]
+    ).json()["result"]["details"]
     head = dispatcher.take_head()
     assert head is not None
     assert head.run_id == spawned["runId"]

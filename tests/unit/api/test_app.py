@@ -110,7 +110,7 @@ def test_fire_and_forget_send_is_accepted_and_dispatched(
         },
     )
     assert response.status_code == 200
-    result = response.json()["result"]
+    result = response.json()["result"]["details"]
     assert result["status"] == "accepted"
     assert result["sessionKey"] == "agent:main:cron:x"
     assert [h.run_id for h in recorded.heads] == [result["runId"]]
@@ -221,7 +221,7 @@ def test_runs_and_flows_come_back_with_secrets_redacted(
             "tool": "sessions_send",
             "args": {"sessionKey": "cron:keys", "message": f"my key is {secret}", "timeoutSeconds": 0},
         },
-    ).json()["result"]
+    ).json()["result"]["details"]
     drain(api_store, api_config, recorded)
     run = http.get(f"/v1/runs/{sent['runId']}").json()
     flow = http.get(f"/v1/flows/{sent['flowId']}").json()

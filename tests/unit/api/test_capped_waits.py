@@ -89,7 +89,7 @@ def send(http: TestClient, timeout_seconds: float) -> tuple[dict[str, Any], floa
         },
     )
     assert response.status_code == 200, response.text
-    result: dict[str, Any] = response.json()["result"]
+    result: dict[str, Any] = response.json()["result"]["details"]
     return result, time.monotonic() - started
 
 

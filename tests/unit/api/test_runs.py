@@ -18,7 +18,7 @@ def test_a_runs_events_page_on_from_the_last_id_seen(
             "tool": "sessions_send",
             "args": {"sessionKey": "cron:ev", "message": "hi", "timeoutSeconds": 0},
         },
-    ).json()["result"]
+    ).json()["result"]["details"]
     drain_runs(api_store, api_config, recorded)
     events = http.get(f"/v1/runs/{sent['runId']}/events").json()["events"]
     assert [e["type"] for e in events] == ["queued", "started", "ended"]
@@ -34,7 +34,7 @@ def test_streamed_text_is_redacted(http: TestClient, api_store: Store) -> None:
             "tool": "sessions_send",
             "args": {"sessionKey": "cron:ev2", "message": "x", "timeoutSeconds": 0},
         },
-    ).json()["result"]
+    ).json()["result"]["details"]
     api_store.runs.add_event(sent["runId"], {"type": "text", "text": "key sk-abcdefghijklmnopqrstuvwx1234"})
     [text] = [e for e in http.get(f"/v1/runs/{sent['runId']}/events").json()["events"] if e["type"] == "text"]
     assert text["text"] == "key sk-abc…1234"

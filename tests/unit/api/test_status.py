@@ -25,8 +25,8 @@ def test_work_in_flight_lists_each_busy_lane_and_the_flows_in_progress(http: Tes
     assert lanes[LANE] == [
         run["runId"] for run in runs
     ]  # nothing ran (no worker here): the first is the head
-    assert lanes["agent:main:cron:other"] == [sent["result"]["runId"]]
-    assert view["flows"] == [sent["result"]["flowId"]]
+    assert lanes["agent:main:cron:other"] == [sent["result"]["details"]["runId"]]
+    assert view["flows"] == [sent["result"]["details"]["flowId"]]
     assert len(http.get("/v1/inflight?limit=1", headers=owner).json()["lanes"]) == 1
 
 

@@ -5,13 +5,14 @@ Bad input is a 4xx naming the field; Redis being away is a 503 a client can retr
 
 from __future__ import annotations
 
+import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from fastapi.routing import APIRoute
 from pydantic import BaseModel, Field, ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -22,6 +23,9 @@ from shared.store import UNAVAILABLE
 from shared.store.errors import NotReplicated
 
 log = logging.getLogger(__name__)
+
+# The routes the release has too, whose every answer follows it.
+OPENCLAW_PATHS = frozenset({"/tools/invoke", "/v1/chat/completions", "/v1/responses", "/v1/models"})
 
 
 class ErrorBody(BaseModel):
@@ -41,6 +45,35 @@ class ApiError(Exception):
     def __init__(self, status: int, type_: str, message: str, field: str | None = None) -> None:
         super().__init__(message)
         self.status, self.type, self.message, self.field = status, type_, message, field
+
+
+class GatewayError(Exception):
+    """An error the release answers in its plain gateway envelope, ``{error: {message, type}}`` (no ``ok``):
+    a body that is no JSON, a missing or wrong token, and every error of the OpenAI-compatible routes."""
+
+    def __init__(self, status: int, message: str, type_: str = "invalid_request_error") -> None:
+        super().__init__(message)
+        self.status, self.message, self.type = status, message, type_
+
+
+def gateway_response(
+    status: int, message: str, type_: str, headers: dict[str, str] | None = None
+) -> JSONResponse:
+    return JSONResponse({"error": {"message": message, "type": type_}}, status_code=status, headers=headers)
+
+
+async def openclaw_json(request: Request) -> Any:
+    """A request body read as the release reads one: blank is ``{}``, JSON ``null`` is ``{}``, anything that
+    does not parse is a 400 in the gateway envelope naming the parser's complaint. The content type is
+    not looked at."""
+    text = (await request.body()).strip()
+    if not text:
+        return {}
+    try:
+        data = json.loads(text)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise GatewayError(400, str(exc)) from None
+    return {} if data is None else data
 
 
 def bad_request(field: str, message: str) -> ApiError:
@@ -79,6 +112,10 @@ def install(app: FastAPI) -> None:
     async def _api_error(_: Request, exc: ApiError) -> JSONResponse:
         return error_response(exc.status, exc.type, exc.message, exc.field)
 
+    @app.exception_handler(GatewayError)
+    async def _gateway_error(_: Request, exc: GatewayError) -> JSONResponse:
+        return gateway_response(exc.status, exc.message, exc.type)
+
     @app.exception_handler(RequestValidationError)
     async def _request_invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
         return validation_response(exc.errors())
@@ -88,7 +125,7 @@ def install(app: FastAPI) -> None:
         return validation_response(exc.errors())
 
     @app.exception_handler(StarletteHTTPException)
-    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+    async def _http(request: Request, exc: StarletteHTTPException) -> Response:
         kinds = {
             401: "unauthorized",
             403: "forbidden",
@@ -97,6 +134,13 @@ def install(app: FastAPI) -> None:
             413: "too_large",
         }
         headers = dict(exc.headers) if exc.headers else {}
+        if exc.status_code == 401:
+            # The release's words for a missing or wrong token, on every route.
+            return gateway_response(401, "Unauthorized", "unauthorized", headers)
+        if exc.status_code == 405 and request.url.path in OPENCLAW_PATHS:
+            return PlainTextResponse(
+                "Method Not Allowed", 405, {"Allow": ", ".join(_allowed_methods(request))}
+            )
         if exc.status_code == 405:
             headers["Allow"] = ", ".join(_allowed_methods(request))
         return error_response(
@@ -124,7 +168,17 @@ def install(app: FastAPI) -> None:
 def _allowed_methods(request: Request) -> list[str]:
     """Every method the path answers to, over all its routes: Starlette names only the first route's."""
     methods: set[str] = set()
-    for route in request.app.routes:
-        if isinstance(route, APIRoute) and route.methods and route.path_regex.match(request.url.path):
+    for route in _api_routes(request.app.routes):
+        if route.methods and route.path_regex.match(request.url.path):
             methods |= route.methods
     return sorted(methods)
+
+
+def _api_routes(routes: Sequence[Any]) -> Iterator[APIRoute]:
+    """Every route of the app, those of included routers too (FastAPI keeps an included router whole, as
+    an entry holding ``original_router``)."""
+    for route in routes:
+        if isinstance(route, APIRoute):
+            yield route
+        elif (router := getattr(route, "original_router", None)) is not None:
+            yield from _api_routes(router.routes)

@@ -7,16 +7,16 @@ import json
 from typing import Annotated, Any
 
 import anyio
-from fastapi import APIRouter, Query, Response
+from fastapi import APIRouter, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from pydantic import ValidationError
 
 from api.auth import Principal
 from api.deps import PrincipalDep, ServicesDep
-from api.errors import ApiError, ErrorResponse, bad_request
+from api.errors import ApiError, ErrorResponse, bad_request, openclaw_json
 from api.params import SESSION_KEY_CONSTRAINTS
 from api.routes.resolve import acting_as
-from api.schemas import InvokeRequest, InvokeResponse
+from api.schemas import INVOKE_BODY, InvokeRequest, InvokeResponse
 from api.services import Services
 from shared import logs, run_control, session_keys, subagents
 from shared.errors import first_invalid
@@ -32,17 +32,47 @@ router = APIRouter(tags=["tools"])
 @router.post(
     "/tools/invoke",
     response_model=InvokeResponse,
-    responses={400: {"model": ErrorResponse}, 401: {"model": ErrorResponse}, 404: {"model": ErrorResponse}},
+    responses={code: {"model": ErrorResponse} for code in (400, 401, 403, 404, 413)},
+    openapi_extra={
+        "requestBody": {"required": True, "content": {"application/json": {"schema": INVOKE_BODY}}}
+    },
 )
-async def invoke(body: InvokeRequest, services: ServicesDep, principal: PrincipalDep) -> Response:
-    result = await call_tool(
-        services, principal, body.tool, body.args, body.session_key, body.run_id, wait=body.wait
-    )
+async def invoke(request: Request, services: ServicesDep, principal: PrincipalDep) -> Response:
+    data = await openclaw_json(request)
+    body = InvokeRequest.model_validate(data if isinstance(data, dict) else {})
+    if body.tool is None:
+        raise ApiError(400, "invalid_request", "tools.invoke requires name")
+    args = dict(body.args or {})
+    tool = TOOLS.get(body.tool)
+    if body.action is not None and tool is not None and "action" in tool.params.model_fields:
+        args.setdefault("action", body.action)
+    caller = _caller_key(services, body.session_key, body.agent_id)
+    result = await call_tool(services, principal, body.tool, args, caller, body.run_id, wait=body.wait)
     # Encoded here, once: the result is already its wire form, and validating it again against the
     # response model (which only documents it) cost as much as the encoding.
     answer = {"ok": True, "result": result.tool_result()}
     payload = json.dumps(answer, ensure_ascii=False, separators=(",", ":"))
     return Response(payload.encode(), media_type="application/json")
+
+
+def _caller_key(services: Services, session_key: str | None, agent_id: str | None) -> str:
+    """The calling session as the release resolves ``sessionKey`` with ``agentId``: the key under that
+    agent, refused when the key names another one."""
+    raw = session_key or "main"
+    if agent_id is None:
+        return raw
+    agent = agent_id.lower()
+    if agent not in services.config.agent_ids():
+        raise ApiError(400, "invalid_request", f'Unknown agent id "{agent_id}"')
+    if raw.lower().startswith("agent:"):
+        named = raw.split(":")[1].lower()
+        if named != agent:
+            raise ApiError(
+                400, "invalid_request", f'agent "{agent}" does not match session key agent "{named}"'
+            )
+        return raw
+    rest = services.config.session.main_key if raw.lower() == "main" else raw
+    return f"agent:{agent}:{rest}"
 
 
 async def call_tool(

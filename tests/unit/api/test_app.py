@@ -24,10 +24,8 @@ def test_tools_need_a_valid_bearer_token(http: TestClient, header: str | None) -
     headers = {"Authorization": header} if header else {}
     response = http.post("/tools/invoke", json={"tool": "sessions_list"}, headers=headers)
     assert response.status_code == 401
-    assert response.json() == {
-        "ok": False,
-        "error": {"type": "unauthorized", "message": "missing or invalid bearer token"},
-    }
+    # The release's words (docs/contract.md, "On the wire").
+    assert response.json() == {"error": {"message": "Unauthorized", "type": "unauthorized"}}
     assert response.headers["www-authenticate"] == "Bearer"
 
 
@@ -78,10 +76,39 @@ def test_a_bad_caller_key_is_400_naming_session_key(http: TestClient) -> None:
     assert response.json()["error"]["field"] == "sessionKey"
 
 
-def test_malformed_json_is_400_not_500(http: TestClient) -> None:
+def test_malformed_json_is_400_in_the_gateway_envelope(http: TestClient) -> None:
     response = http.post("/tools/invoke", content=b"{nope", headers={"content-type": "application/json"})
     assert response.status_code == 400
-    assert response.json()["error"]["field"] == "body"
+    error = response.json()["error"]
+    assert error["type"] == "invalid_request_error"
+    assert error["message"].startswith("Expecting property name")
+
+
+@pytest.mark.parametrize(
+    "body", [b"", b"  ", b"null", b"[1]", b'"x"', b"{}", b'{"tool": 5}', b'{"name": 5, "tool": "x"}']
+)
+def test_a_body_without_a_tool_name_is_400_tools_invoke_requires_name(http: TestClient, body: bytes) -> None:
+    response = http.post("/tools/invoke", content=body)
+    assert response.status_code == 400
+    assert response.json() == {
+        "ok": False,
+        "error": {"type": "invalid_request", "message": "tools.invoke requires name"},
+    }
+
+
+def test_name_wins_over_tool_and_args_that_are_no_object_are_none(http: TestClient) -> None:
+    response = http.post("/tools/invoke", json={"name": " agents_list ", "tool": "nope", "args": [1, 2]})
+    assert response.status_code == 200
+    assert response.json()["result"]["details"]["requester"] == "main"
+
+
+def test_get_on_tools_invoke_is_a_plain_405(http: TestClient) -> None:
+    response = http.get("/tools/invoke")
+    assert (response.status_code, response.text, response.headers["allow"]) == (
+        405,
+        "Method Not Allowed",
+        "POST",
+    )
 
 
 def test_an_oversized_message_names_the_field(http: TestClient, api_store: Store) -> None:

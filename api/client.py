@@ -133,7 +133,7 @@ class Client:
         session_key: str | None,
         message: str,
         *,
-        timeout_seconds: float = 30,
+        timeout_seconds: int = 30,
         label: str | None = None,
         agent_id: str | None = None,
         caller: str = "main",

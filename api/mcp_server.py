@@ -183,7 +183,7 @@ class RemoteBackend:
             with anyio.CancelScope(shield=True), contextlib.suppress(ClawbusError):  # 409: it had ended
                 await anyio.to_thread.run_sync(self._client.cancel_run, sent.run_id)
             raise
-        waited = result_of(sent.run_id, sent.session_key, seconds, run)
+        waited = result_of(sent.run_id, sent.session_key, run)
         return waited.model_copy(update={"flow_id": sent.flow_id}).wire()
 
 

@@ -22,7 +22,7 @@ from pydantic import BaseModel, Field, ValidationError
 from shared import attachments
 from shared.config import Config
 from shared.dispatch import Dispatcher
-from shared.errors import ToolError, first_invalid
+from shared.errors import ToolError, tool_input_error
 from shared.models import Message, Run, RunKind, TextBlock, ToolCallBlock, ToolFailure, Usage, Wire
 from shared.ports import Storage
 from shared.redaction import redact
@@ -179,6 +179,7 @@ def _step(env: LoopEnv, state: LoopState) -> None:
         )
     now = env.store.clock.now_ms()
     message = Message.of("assistant", result.reply, timestamp=now, run_id=env.run.run_id)
+    _record_model(env, message, result.response_id)
     if result.tool_calls:
         texts = [TextBlock(text=result.reply)] if result.reply else []
         stored = [_storable(env, call) for call in result.tool_calls]
@@ -188,6 +189,20 @@ def _step(env: LoopEnv, state: LoopState) -> None:
         return
     state.final = result.reply
     state.messages.append(message)
+
+
+# The release's names of the APIs a provider speaks (``api`` on an assistant message).
+_API_OF_TYPE = {"openai": "openai-completions"}
+
+
+def _record_model(env: LoopEnv, message: Message, response_id: str | None) -> None:
+    """Which model answered, on the assistant message, as the release's transcript records it."""
+    provider, _, model_id = env.model.partition("/")
+    kind = getattr(env.config.models.all_providers().get(provider), "type", provider)
+    message.api = _API_OF_TYPE.get(kind, kind)
+    message.provider = provider
+    message.model = model_id or provider
+    message.response_id = response_id
 
 
 def _take_steers(env: LoopEnv, state: LoopState) -> None:
@@ -252,8 +267,7 @@ def _call(env: LoopEnv, call: ToolCallBlock, step: int) -> Wire | AwaitRun:
     try:
         return tool.invoke(ctx, env.raw_arguments.get(call.id, call.arguments))
     except ValidationError as exc:
-        field, message = first_invalid(exc.errors())
-        return ToolFailure(status="error", error=f"{field}: {message}")
+        return ToolFailure(status="error", error=tool_input_error(exc.errors())[1])
     except ToolError as exc:
         return ToolFailure(status="forbidden" if exc.status == "forbidden" else "error", error=exc.error)
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pydantic.alias_generators import to_camel
+
 
 class ToolError(Exception):
     """A refusal with contract's text; tools turn it into ``{status, error}``, never into an exception."""
@@ -13,6 +15,11 @@ class ToolError(Exception):
         super().__init__(error)
         self.error = error
         self.status = status
+
+
+# A validation error whose message is the release's own text for a bad tool argument, whole
+# (``limit must be a positive integer``), raised by ``shared.tool_args``.
+TOOL_INPUT = "tool_input"
 
 
 def field_path(loc: Sequence[int | str]) -> str:
@@ -32,3 +39,14 @@ def first_invalid(errors: Sequence[Mapping[str, Any]], prefix: str = "") -> tupl
     if first["type"] == "extra_forbidden":
         message = "unknown field"
     return field, message
+
+
+def tool_input_error(errors: Sequence[Mapping[str, Any]]) -> tuple[str, str]:
+    """A tool's bad argument as (argument, text): the release's text where it has one, else the argument
+    and what is wrong with it (``attachments[0].name: Field required``)."""
+    first = errors[0]
+    # Named as the caller writes it, whichever spelling it used (a default's location is pydantic's name).
+    field = field_path([to_camel(part) if isinstance(part, str) else part for part in first["loc"]])
+    if first["type"] == TOOL_INPUT:
+        return field, str(first["msg"])
+    return field, f"{field}: {first_invalid(errors)[1]}"

@@ -25,11 +25,14 @@ from pydantic.alias_generators import to_camel
 
 from shared.session_keys import SessionKind
 from shared.text import CONTROL_CLASS, has_control_characters
+from shared.tool_args import list_required
 
 
 class Wire(BaseModel):
     # Shapes we emit: a client reading a newer server's output ignores fields it does not know yet.
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="ignore", json_schema_extra=list_required
+    )
 
     def wire(self) -> dict[str, Any]:
         """The JSON shape callers see: camelCase, absent fields omitted."""
@@ -101,6 +104,12 @@ class Message(Wire):
     is_error: bool | None = None
     # Why an assistant message stopped short: "aborted" when its run was cancelled mid-answer.
     stop_reason: str | None = None
+    # An assistant message's model, as the release records it: the API kind (``openai-completions``),
+    # the provider, the bare model id and the provider's id of the answer.
+    api: str | None = None
+    provider: str | None = None
+    model: str | None = None
+    response_id: str | None = None
 
     @property
     def text(self) -> str:
@@ -445,12 +454,15 @@ class Snapshot:
 
 
 class Params(BaseModel):
-    """Tool arguments: camelCase, unknown keys rejected so a misspelt argument is an error, not ignored."""
+    """Tool arguments: camelCase (snake_case accepted too), unknown ones ignored, as the release reads
+    them (``shared.tool_args``)."""
 
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="ignore", json_schema_extra=list_required
+    )
 
 
-def _message_size(value: str, info: ValidationInfo) -> str:
+def message_size(value: str, info: ValidationInfo) -> str:
     """Bounded by ``gateway.limits.messageBytes`` (passed in the validation context by the edge)."""
     limit = (info.context or {}).get("message_bytes")
     if limit is not None and len(value.encode("utf-8")) > limit:
@@ -461,7 +473,7 @@ def _message_size(value: str, info: ValidationInfo) -> str:
 
 
 # Not empty and not only whitespace; the pattern says so in the published schema too.
-MessageText = Annotated[str, Field(min_length=1, pattern=r"\S"), AfterValidator(_message_size)]
+MessageText = Annotated[str, Field(min_length=1, pattern=r"\S"), AfterValidator(message_size)]
 
 
 def _floored(value: Any) -> Any:
@@ -517,7 +529,10 @@ class CommandReply(Wire):
 
 
 class InboundMessageParams(Params):
-    """A chat message arriving from a channel into a session (``POST /v1/sessions/{key}/messages``)."""
+    """A chat message arriving from a channel into a session (``POST /v1/sessions/{key}/messages``):
+    clawbus's own route, whose body is read strictly (an unknown field is an error)."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
 
     message: MessageText
     # Who wrote it on the channel; owner-only commands compare ``<channel>:<senderId>`` to
@@ -541,9 +556,11 @@ class InboundMessageParams(Params):
 class ToolFailure(Wire):
     """A tool's refusal: returned as a result, never raised into the caller's run."""
 
+    run_id: str | None = None
     status: Literal["error", "forbidden"]
     error: str
-    run_id: str | None = None
+    # The session the refusal concerns, where the release names it.
+    session_key: str | None = None
 
 
 # --- the fleet -----------------------------------------------------------------------------------------

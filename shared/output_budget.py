@@ -73,8 +73,12 @@ def clean(
 
     cleaned = []
     for message in messages:
+        content = message.get("content", [])
+        if isinstance(content, str):  # the release writes a person's message as its text
+            cleaned.append({**message, "content": text(content)})
+            continue
         blocks = []
-        for block in message.get("content", []):
+        for block in content:
             if isinstance(block.get("text"), str):
                 block = {**block, "text": text(block["text"])}
             if "arguments" in block:

@@ -78,6 +78,9 @@ class Sessions(Protocol):
 
     def children(self, parent_key: str) -> list[str]: ...
 
+    def children_of_many(self, parent_keys: Sequence[str]) -> list[list[str]]:
+        """Each session's children (ever spawned), in one round trip."""
+
     def schedule_archive(self, session_key: str, at_ms: int) -> None: ...
 
     def take_due_archives(self, now_ms: int, limit: int = 200) -> list[str]: ...

@@ -73,6 +73,20 @@ def channel_of(entry: SessionEntry | None, session_key: str, main_key: str) -> s
     return entry.channel or "unknown"
 
 
+def display_name(entry: SessionEntry, main_key: str) -> str | None:
+    """The name a listing shows, as the release derives it: the chat's own name, else the label, else
+    ``main`` for a main session and ``<channel>:g-<id>`` for a group."""
+    if entry.display_name or entry.label:
+        return entry.display_name or entry.label
+    if entry.kind == "main":
+        return main_key
+    if entry.kind == "group":
+        rest = session_keys.parse(entry.key).rest.split(":", 2)
+        if len(rest) == 3:
+            return f"{rest[0]}:g-{rest[2].replace(':', '-')}"
+    return None
+
+
 def transcript_path(store: str, entry: SessionEntry) -> str:
     """``store`` is ``config.store_url()``, resolved once by callers that build many paths."""
     return transcript_location(store, entry.agent_id, entry.session_id)

@@ -15,7 +15,7 @@ from shared.dispatch import Dispatcher
 from shared.models import Flow, Run, SessionEntry
 from shared.ports import Storage
 from shared.runs import Accepted, LaneHead, NewRun, WhenBusy
-from shared.tools.send_schema import AnnounceDelivery, SendResult, result_of
+from shared.tools.send_schema import SendResult, accepted, result_of
 
 log = logging.getLogger(__name__)
 
@@ -37,24 +37,12 @@ class AwaitRun(BaseModel):
 
     def accepted(self) -> SendResult:
         """The answer without the wait: the run is under way."""
-        return SendResult(
-            run_id=self.run_id,
-            status="accepted",
-            session_key=self.session_key,
-            delivery=AnnounceDelivery(status="pending"),
-            flow_id=self.flow_id,
-        )
+        return accepted(self.run_id, self.session_key, self.flow_id)
 
     def finish(self, run: Run | None) -> SendResult:
-        """The result of a wait that lasted ``timeout_seconds`` (an agent's run, parked, is not capped)."""
-        result = result_of(self.run_id, self.session_key, self.timeout_seconds, run)
-        return result.model_copy(update={"flow_id": self.flow_id})
-
-    def finish_over_http(self, run: Run | None) -> SendResult:
-        """The result of a wait an HTTP request held for ``wait_seconds``: a timeout says when the cap cut
-        it short."""
-        result = result_of(self.run_id, self.session_key, self.timeout_seconds, run, self.max_wait_seconds)
-        return result.model_copy(update={"flow_id": self.flow_id})
+        """The result of the wait, with ``run`` as it was seen when it ended (or the wait did): a run still
+        going is ``accepted``, as the release answers a wait that ran out."""
+        return result_of(self.run_id, self.session_key, run).model_copy(update={"flow_id": self.flow_id})
 
     def vanished(self) -> SendResult:
         """The awaited run is gone (its session was deleted, or it expired): nothing more will come."""

@@ -105,3 +105,9 @@ def refusal(
 
 def visible(config: Config, caller_key: str, target: SessionEntry) -> bool:
     return refusal(config, caller_key, target.key, target, "list") is None
+
+
+def child_visible(config: Config, caller_key: str, parent_key: str, child_key: str) -> bool:
+    """Whether a row of ``parent_key`` may name its child ``child_key`` to this caller: its own children
+    always, another session's as any session it may see."""
+    return parent_key == caller_key or refusal(config, caller_key, child_key, None, "list") is None

@@ -134,7 +134,9 @@ def sessions_history(
         print_json(result)
         return
     for message in result.messages:
-        text = "".join(block.get("text", "") for block in message.get("content", []))
+        content = message.get("content", [])
+        # A person's message is its text (the release's shape), the others are blocks.
+        text = content if isinstance(content, str) else "".join(block.get("text", "") for block in content)
         source = message.get("provenance", {}).get("sourceSessionKey")
         typer.echo(f"{message['role']}{f' (from {source})' if source else ''}: {text}")
 
@@ -147,7 +149,7 @@ def sessions_send(
     token: TokenOpt = None,
     as_json: JsonOpt = False,
     caller: CallerOpt = "main",
-    timeout: Annotated[float, typer.Option(help="Seconds to wait for the reply; 0 = fire-and-forget.")] = 30,
+    timeout: Annotated[int, typer.Option(help="Seconds to wait for the reply; 0 = fire-and-forget.")] = 30,
     stream: Annotated[bool, typer.Option("--stream", help="Print the reply as the model writes it.")] = False,
 ) -> None:
     """Send a message into a session and wait for its reply (a spinner counts the seconds). Ctrl-C stops
@@ -165,28 +167,37 @@ def sessions_send(
                         run = call(client.wait_run, result.run_id, timeout)
             except KeyboardInterrupt:
                 _detached(result.run_id)
-            waited = result_of(result.run_id, result.session_key, timeout, run)
+            waited = result_of(result.run_id, result.session_key, run)
             result = waited.model_copy(update={"flow_id": result.flow_id})
     if as_json:
         print_json(result)
         return
     if stream and isinstance(result, SendResult) and result.status == "ok":
         return  # its text is out already
-    _show_send(result)
+    _show_send(result, waited_seconds=timeout)
 
 
 app.command("send", help="Shortcut for `clawbus sessions send`.")(sessions_send)
 
 
-def _show_send(result: SendResult | ToolFailure) -> None:
-    if isinstance(result, ToolFailure) or result.status == "error":
-        fail(f"error: {result.error}")
+def _show_send(result: SendResult | ToolFailure, waited_seconds: int) -> None:
+    if isinstance(result, ToolFailure) or result.status in ("error", "timeout"):
+        fail(f"{result.status}: {result.error}")
     if result.status == "ok":
         typer.echo(result.reply)
-    elif result.status == "accepted":
+    elif result.status == "no_reply":
+        typer.echo(f"({result.message})")
+    elif result.status == "accepted" and waited_seconds == 0:
         typer.echo(f"accepted: run {result.run_id} (follow with `clawbus runs wait {result.run_id}`)")
+    elif result.status == "accepted":
+        console.print(
+            f"[yellow]no reply within {waited_seconds}s; the run goes on: "
+            f"`clawbus runs wait {result.run_id}`[/yellow]",
+            highlight=False,
+        )
+        raise typer.Exit(3)
     else:
-        console.print(f"[yellow]{result.error}[/yellow]", highlight=False)
+        console.print(f"[yellow]{result.status}[/yellow]", highlight=False)
         raise typer.Exit(3)
 
 

@@ -20,7 +20,6 @@ from shared import logs, run_control
 from shared.models import Run, RunStatus
 from shared.redaction import scrub, scrubbed_run
 from shared.runs import CancelOutcome
-from shared.tools.send_schema import timed_out
 
 router = APIRouter(prefix="/v1/runs", tags=["runs"])
 RunId = Annotated[str, Path(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_-]+$")]
@@ -136,3 +135,12 @@ async def cancel_run(run_id: RunId, services: ServicesDep, principal: PrincipalD
         if run is None:
             raise not_found(f"Run not found: {run_id}")
         return scrubbed_run(run).wire()
+
+
+def timed_out(asked_seconds: float, cap_seconds: float) -> str:
+    """``timed out after <n>s``, saying when gateway.maxWaitSeconds held the wait shorter than asked, lest
+    the caller believe it waited what it asked for."""
+    return (
+        f"timed out after {cap_seconds:g}s (gateway.maxWaitSeconds={cap_seconds:g} caps a wait over HTTP; "
+        f"{asked_seconds:g}s were asked for)"
+    )

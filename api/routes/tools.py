@@ -19,7 +19,7 @@ from api.routes.resolve import acting_as
 from api.schemas import INVOKE_BODY, InvokeRequest, InvokeResponse
 from api.services import Services
 from shared import logs, run_control, session_keys, subagents
-from shared.errors import first_invalid
+from shared.errors import tool_input_error
 from shared.models import Wire
 from shared.submit import AwaitRun
 from shared.tool_schemas import SchemaFormat, tool_schemas
@@ -88,8 +88,8 @@ async def call_tool(
     """One tool call on behalf of ``principal`` acting as ``session_key``, waits included (the HTTP call and
     MCP share it). Bad input raises ApiError (4xx, naming the field); refusals are results."""
     tool = TOOLS.get(name)
-    if tool is None:
-        raise ApiError(404, "not_found", f"Tool not available: {name}", "tool")
+    if tool is None or services.config.gateway.tools.denied(name):
+        raise ApiError(404, "not_found", f"Tool not available: {name}")
     ctx = _caller(services, principal, session_key, run_id)
     with logs.bound(session_key=ctx.caller_key, run_id=run_id):
         return await _call(services, tool, ctx, args, wait, abandon_cancels)
@@ -105,8 +105,8 @@ async def _call(
     try:
         params = tool.parse(args, ctx)
     except ValidationError as exc:
-        field, message = first_invalid(exc.errors(), prefix="args")
-        raise bad_request(field, message) from None
+        field, message = tool_input_error(exc.errors())
+        raise ApiError(400, "tool_error", message, field) from None
     result = await run_in_threadpool(tool.run, ctx, params)
     if isinstance(result, AwaitRun) and not wait:
         return result.accepted()
@@ -157,7 +157,7 @@ async def settle(
         # A steer taken in by the running run is answered by that run's reply.
         while run is not None and run.steered_into and (left := deadline - anyio.current_time()) > 0:
             run = await services.waiter.wait(run.steered_into, left)
-        return result.finish_over_http(run)
+        return result.finish(run)
     except anyio.get_cancelled_exc_class():
         if abandon_cancels:
             with anyio.CancelScope(shield=True):

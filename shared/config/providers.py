@@ -91,6 +91,9 @@ class OpenAIModel(Section):
     # Whether the model takes ``reasoning_effort``: session thinking levels map onto it.
     reasoning: bool = False
     max_tokens: int | None = Field(None, ge=1)
+    # OpenClaw's keys: the model's context window in tokens (a session row's contextTokens), its name.
+    context_window: int | None = Field(None, ge=1)
+    name: str | None = Field(None, max_length=200)
 
     def cost_usd(self, input_tokens: int | None, output_tokens: int | None) -> float | None:
         if self.cost is None or input_tokens is None or output_tokens is None:

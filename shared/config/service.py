@@ -49,6 +49,63 @@ class McpConfig(Section):
     session_key: str = Field("main", min_length=1, max_length=512)
 
 
+class HttpEndpointConfig(Section):
+    enabled: bool = False
+
+
+class HttpEndpointsConfig(Section):
+    """``gateway.http.endpoints``: OpenClaw's OpenAI-compatible routes (api/routes/openai_compat.py), off
+    unless enabled, as in the release; either one also turns on ``GET /v1/models``."""
+
+    chat_completions: HttpEndpointConfig = HttpEndpointConfig()
+    responses: HttpEndpointConfig = HttpEndpointConfig()
+
+
+class HttpConfig(Section):
+    endpoints: HttpEndpointsConfig = HttpEndpointsConfig()
+
+
+# The release's default deny list for ``POST /tools/invoke`` (tools that run commands, touch files or
+# drive the gateway), without its two session tools: clawbus exists to send and spawn over HTTP
+# (docs/contract.md, differences). Most name tools clawbus does not have; they stay denied should one come.
+DEFAULT_HTTP_TOOL_DENY = (
+    "exec",
+    "spawn",
+    "shell",
+    "fs_write",
+    "fs_delete",
+    "fs_move",
+    "apply_patch",
+    "terminal",
+    "portal",
+    "conversations_list",
+    "conversations_send",
+    "conversations_turn",
+    "automations",
+    "gateway",
+    "plugins",
+    "nodes",
+    "computer",
+    "mobile_ui",
+    "openclaw",
+)
+
+
+class GatewayToolsConfig(Section):
+    """``gateway.tools``: which tools ``POST /tools/invoke`` (and ``/mcp``) may run. ``allow`` takes names off
+    the default deny list, ``deny`` adds to it; a denied tool is not there (404)."""
+
+    allow: list[str] = []
+    deny: list[str] = []
+
+    def denied(self, tool: str) -> bool:
+        name = tool.strip().lower()
+        allowed = {entry.strip().lower() for entry in self.allow}
+        return name in {entry.strip().lower() for entry in self.deny} or (
+            name in DEFAULT_HTTP_TOOL_DENY and name not in allowed
+        )
+
+
 class GatewayConfig(Section):
     bind: str = "127.0.0.1"
     port: int = Field(8787, ge=1, le=65535)
@@ -56,6 +113,8 @@ class GatewayConfig(Section):
     limits: LimitsConfig = LimitsConfig()
     max_wait_seconds: int = Field(600, ge=1)
     mcp: McpConfig = McpConfig()
+    http: HttpConfig = HttpConfig()
+    tools: GatewayToolsConfig = GatewayToolsConfig()
 
 
 def _host_port(value: str) -> str:

@@ -34,7 +34,7 @@ from shared.config.channels import (
     DeliveryConfig,
 )
 from shared.config.messages import MessagesConfig
-from shared.config.providers import AnyProvider, ModelsConfig, UnknownModel
+from shared.config.providers import AnyProvider, ModelsConfig, OpenAIProvider, UnknownModel
 from shared.config.service import (
     AuthConfig,
     FlowerConfig,
@@ -148,6 +148,14 @@ class Config(_Settings):
             raise UnknownModel(f"unknown model: {model_ref} (configured: {', '.join(self.models.refs())})")
         name, _, model = model_ref.partition("/")
         return self.models.all_providers()[name], model
+
+    def context_window(self, model_ref: str) -> int | None:
+        """The model's context window, when its configuration gives one (``contextWindow``)."""
+        try:
+            provider, model_id = self.provider(model_ref)
+        except UnknownModel:
+            return None
+        return provider.model(model_id).context_window if isinstance(provider, OpenAIProvider) else None
 
     def a2a_remote(self, model_ref: str) -> A2ARemote:
         """The remote a session's ``a2a/<remoteId>`` model talks to; UnknownModel once it is unconfigured."""

@@ -95,6 +95,8 @@ class StepResult(BaseModel):
     reply: str
     usage: Usage = Field(default_factory=Usage)
     tool_calls: list[ToolCallBlock] = Field(default_factory=list)
+    # The provider's id of this answer, when it gives one.
+    response_id: str | None = None
 
 
 class AgentRuntime(Protocol):

@@ -138,7 +138,9 @@ class OpenAIRuntime:
                 f"model endpoint unreachable ({type(exc).__name__}: {exc})", streamed=bool(streamed)
             ) from None
 
-    def _result(self, text: str, calls: list[ToolCallBlock], usage: dict[str, Any]) -> StepResult:
+    def _result(
+        self, text: str, calls: list[ToolCallBlock], usage: dict[str, Any], response_id: str | None
+    ) -> StepResult:
         # An endpoint that reports no usage leaves the counts unknown, not zero.
         prompt = _tokens(usage.get("prompt_tokens"))
         completion = _tokens(usage.get("completion_tokens"))
@@ -147,6 +149,7 @@ class OpenAIRuntime:
             reply=text,
             tool_calls=calls,
             usage=Usage(input_tokens=prompt, output_tokens=completion, cost_usd=cost),
+            response_id=response_id,
         )
 
 
@@ -234,7 +237,7 @@ def _assistant(message: Message, answered: set[str | None]) -> dict[str, Any]:
 
 def _parse_whole(
     payload: dict[str, Any], on_text: Callable[[str], None] | None
-) -> tuple[str, list[ToolCallBlock], dict[str, Any]]:
+) -> tuple[str, list[ToolCallBlock], dict[str, Any], str | None]:
     try:
         message = payload["choices"][0]["message"]
     except (KeyError, IndexError, TypeError):
@@ -246,7 +249,7 @@ def _parse_whole(
         _call(raw.get("id"), raw.get("function", {}).get("name"), raw.get("function", {}).get("arguments"))
         for raw in message.get("tool_calls") or []
     ]
-    return text, calls, payload.get("usage") or {}
+    return text, calls, payload.get("usage") or {}, _response_id(payload)
 
 
 def _hanging_up(request: StepRequest, response: httpx.Response) -> AbstractContextManager[None]:
@@ -276,13 +279,14 @@ def _until_cancelled(lines: Iterator[str], request: StepRequest, streamed: list[
 
 def _collect_stream(
     lines: Iterator[str], on_text: Callable[[str], None] | None, deadline: float | None = None
-) -> tuple[str, list[ToolCallBlock], dict[str, Any]]:
+) -> tuple[str, list[ToolCallBlock], dict[str, Any], str | None]:
     """Server-sent chunks: text deltas (passed on as they come), tool call fragments by index, usage.
     Past ``deadline`` (monotonic) the step is cut off: a model that keeps talking does not outlive the
     run's time limit (a silent one is cut by the read timeout)."""
     text: list[str] = []
     parts: dict[int, dict[str, Any]] = {}
     usage: dict[str, Any] = {}
+    response_id: str | None = None
     for line in lines:
         if deadline is not None and time.monotonic() > deadline:
             raise RunTimedOut("the model was still answering when the time limit ran out")
@@ -295,6 +299,7 @@ def _collect_stream(
         if chunk.get("error"):
             raise ModelRequestFailed(f"model stream failed: {json.dumps(chunk['error'])[:300]}")
         usage = chunk.get("usage") or usage
+        response_id = response_id or _response_id(chunk)
         for choice in chunk.get("choices") or []:
             delta = choice.get("delta") or {}
             if delta.get("content"):
@@ -308,7 +313,14 @@ def _collect_stream(
                 part["name"] += function.get("name") or ""
                 part["arguments"] += function.get("arguments") or ""
     calls = [_call(part["id"], part["name"], part["arguments"]) for _, part in sorted(parts.items())]
-    return "".join(text), calls, usage
+    return "".join(text), calls, usage, response_id
+
+
+def _response_id(payload: dict[str, Any]) -> str | None:
+    """The provider's id of its answer (``chatcmpl-...``), kept on the assistant message as the release
+    keeps it (``responseId``)."""
+    found = payload.get("id")
+    return found if isinstance(found, str) and found else None
 
 
 def _call(call_id: str | None, name: str | None, arguments: str | None) -> ToolCallBlock:

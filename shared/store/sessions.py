@@ -120,6 +120,12 @@ class SessionStore:
     def children(self, parent_key: str) -> list[str]:
         return sorted(self._redis.smembers(self._keys.children(parent_key)))
 
+    def children_of_many(self, parent_keys: Sequence[str]) -> list[list[str]]:
+        pipe = self._redis.pipeline(transaction=False)
+        for parent_key in parent_keys:
+            pipe.smembers(self._keys.children(parent_key))
+        return [sorted(found) for found in pipe.execute()]
+
     def schedule_archive(self, session_key: str, at_ms: int) -> None:
         self._redis.zadd(self._keys.archive_due(), {session_key: at_ms})
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from shared import subagents
-from shared.tools.agents_schema import AgentRow, AgentsListParams, AgentsListResult
+from shared.tools.agents_schema import AgentRow, AgentRuntime, AgentsListParams, AgentsListResult
 from shared.tools.context import ToolContext
 
 
@@ -19,5 +19,13 @@ def agents_list(ctx: ToolContext, _params: AgentsListParams) -> AgentsListResult
     rows = []
     for agent_id in [requester, *others]:
         agent = config.agent(agent_id)
-        rows.append(AgentRow(id=agent_id, name=agent.name if agent else None, configured=agent is not None))
+        rows.append(
+            AgentRow(
+                id=agent_id,
+                name=agent.name if agent else None,
+                configured=agent is not None,
+                model=config.model_of(agent_id),
+                agent_runtime=AgentRuntime(),
+            )
+        )
     return AgentsListResult(requester=requester, allow_any=allow_any, agents=rows)

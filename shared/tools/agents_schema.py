@@ -12,10 +12,19 @@ class AgentsListParams(Params):
     pass
 
 
+class AgentRuntime(Wire):
+    """What runs the agent, as the release says it: clawbus picks the runtime from the model's provider."""
+
+    id: str = "auto"
+    source: str = "implicit"
+
+
 class AgentRow(Wire):
     id: str
     name: str | None = None
     configured: bool
+    model: str | None = None
+    agent_runtime: AgentRuntime | None = None
 
 
 class AgentsListResult(Wire):

@@ -83,6 +83,19 @@ class ToolContext:
         require_agent(self.config, key)
         return key
 
+    def main_key_of(self, session_key: str) -> str:
+        """The main session of ``session_key``'s agent."""
+        agent_id = session_keys.parse(session_key).agent_id
+        return session_keys.main_key_of(agent_id, self.config.session.main_key)
+
+    @staticmethod
+    def missing_session(reference: str, key: str) -> str:
+        """The release's words for a session that does not exist: a key names it, anything else was
+        looked up as a key and as a sessionId."""
+        if looks_like_key(reference):
+            return f"No session found: {key}"
+        return f"Session not found: {reference.strip()} (use the full sessionKey from sessions_list)"
+
     def next_hop(self, run_id: str) -> tuple[str, int]:
         """The loop guard: a run's ``hops`` counts the sends and spawns of its chain up to it. A call made
         outside a run starts a chain at one hop, one from inside a run takes that run's chain one hop
@@ -108,8 +121,19 @@ class ToolContext:
 
 
 def require_agent(config: Config, session_key: str) -> None:
-    """Sessions belong to configured agents; a key naming any other agent is refused."""
+    """Sessions belong to configured agents; a key naming any other agent is refused (the release's words)."""
     agent_id = session_keys.parse(session_key).agent_id
     if config.agent(agent_id) is None:
-        configured = ", ".join(config.agent_ids())
-        raise ToolError(f'Unknown agent "{agent_id}" in session key {session_key} (configured: {configured})')
+        raise ToolError(f'Unknown agent id "{agent_id}"')
+
+
+# What the release takes for a session key rather than a name or a sessionId to look up.
+_KEY_PREFIXES = ("agent:", "cron:", "hook:", "node-", "node:", "acp:")
+_KEY_WORDS = frozenset({"main", "global", "unknown", "current"})
+
+
+def looks_like_key(reference: str) -> bool:
+    value = reference.strip().lower()
+    return (
+        value in _KEY_WORDS or value.startswith(_KEY_PREFIXES) or ":group:" in value or ":channel:" in value
+    )

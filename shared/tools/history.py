@@ -1,13 +1,20 @@
-"""sessions_history (docs/contract.md §3): the raw transcript, bounded and redacted for a model to read."""
+"""sessions_history (docs/contract.md §3): the transcript, bounded and redacted for a model to read, in the
+release's message shapes (``history_view``), with the inputs still waiting their turn."""
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 from shared import visibility
 from shared.errors import ToolError
-from shared.models import TOOL_ROLES, ToolFailure
-from shared.output_budget import fit
+from shared.models import TOOL_ROLES, RunStatus, SessionEntry, ToolFailure
+from shared.output_budget import RESULT_BYTES, fit
 from shared.tools.context import ToolContext
-from shared.tools.history_schema import SessionsHistoryParams, SessionsHistoryResult
+from shared.tools.history_schema import PendingInputs, SessionsHistoryParams, SessionsHistoryResult
+from shared.tools.history_view import project, shown, transcript_source
+
+DEFAULT_LIMIT = 200
 
 
 def sessions_history(ctx: ToolContext, params: SessionsHistoryParams) -> SessionsHistoryResult | ToolFailure:
@@ -20,21 +27,51 @@ def sessions_history(ctx: ToolContext, params: SessionsHistoryParams) -> Session
     refused = visibility.refusal(ctx.config, ctx.caller_key, key, entry, "history")
     if refused is not None:
         return ToolFailure(status="forbidden", error=refused)
+    shown_key = params.session_key.strip() if params.session_key.strip() == "main" else ctx.display(key)
     if entry is None:
-        return ToolFailure(
-            status="error",
-            error=f"Session not found: {params.session_key} (use the full sessionKey from sessions_list)",
-        )
-    limit = params.limit or 200
+        # A main session that has had no message yet has an empty history, not none.
+        if key == ctx.main_key_of(key):
+            return _result(shown_key, [], PendingInputs())
+        return ToolFailure(status="error", error=ctx.missing_session(params.session_key, key))
     keep = None if params.include_tools else (lambda role: role not in TOOL_ROLES)
-    messages = ctx.store.transcripts.last(key, limit, keep_role=keep)
-    budget = fit([m.wire() for m in messages])
+    messages = ctx.store.transcripts.last(key, params.limit or DEFAULT_LIMIT, keep_role=keep)
+    first = ctx.store.transcripts.length(key) - len(messages) + 1
+    source = transcript_source(entry.session_id)
+    projected = [project(m, first + i, source) for i, m in enumerate(messages) if shown(m)]
+    return _result(shown_key, projected, _pending(ctx, entry))
+
+
+def _result(
+    session_key: str, messages: list[dict[str, Any]], pending: PendingInputs
+) -> SessionsHistoryResult:
+    pending_bytes = len(json.dumps(pending.wire(), separators=(",", ":")).encode())
+    budget = fit(messages, max_bytes=RESULT_BYTES - pending_bytes)
     return SessionsHistoryResult(
-        session_key=ctx.display(key),
+        session_key=session_key,
         messages=budget.messages,
         truncated=budget.dropped > 0 or budget.content_truncated,
         dropped_messages=budget.dropped > 0,
         content_truncated=budget.content_truncated,
         content_redacted=budget.content_redacted,
-        bytes=budget.bytes,
+        bytes=budget.bytes + pending_bytes,
+        pending_inputs=pending,
     )
+
+
+def _pending(ctx: ToolContext, entry: SessionEntry) -> PendingInputs:
+    """The session's runs accepted and not started yet: their messages are not in the transcript yet."""
+    lane = ctx.store.runs.lane(entry.key)
+    runs = [run for run in (ctx.store.runs.get(run_id) for run_id in lane) if run is not None]
+    queued = [run for run in runs if run.status is RunStatus.QUEUED]
+    inputs = ctx.store.runs.inputs([run.run_id for run in queued])
+    items = [
+        {
+            "id": run.run_id,
+            "state": "queued",
+            "acceptedAt": run.created_at,
+            "message": {"role": "user", "content": message.text},
+        }
+        for run, message in zip(queued, inputs, strict=True)
+        if message is not None
+    ]
+    return PendingInputs(items=items, total=len(items))

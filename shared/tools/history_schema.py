@@ -9,13 +9,26 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from shared.models import Count, Params, SessionRef, Wire, clamped
+from shared.models import Params, Wire
+from shared.tool_args import required, required_text, truthy, whole_number
 
 
 class SessionsHistoryParams(Params):
-    session_key: SessionRef = Field(description="The session's key (from sessions_list) or sessionId.")
-    limit: Annotated[Count | None, clamped(200, 1, 1000)] = Field(None, description="Last N messages.")
-    include_tools: bool = Field(False, description="Include tool calls and tool results.")
+    session_key: Annotated[str, required_text("sessionKey")] = Field(
+        **required(), description="The session's key (from sessions_list) or sessionId."
+    )
+    # Above 1000 the release fails the call; clawbus reads 1000 (docs/contract.md, differences).
+    limit: Annotated[int | None, whole_number("limit", least=1, high=1000)] = Field(
+        None, description="Last N messages (default 200)."
+    )
+    include_tools: Annotated[bool, truthy] = Field(False, description="Include tool calls and tool results.")
+
+
+class PendingInputs(Wire):
+    """Messages accepted into the session that no run has taken in yet (queued behind its running run)."""
+
+    items: list[dict[str, Any]] = Field(default_factory=list)
+    total: int = 0
 
 
 class SessionsHistoryResult(Wire):
@@ -26,3 +39,4 @@ class SessionsHistoryResult(Wire):
     content_truncated: bool
     content_redacted: bool
     bytes: int
+    pending_inputs: PendingInputs = Field(default_factory=PendingInputs)

@@ -5,39 +5,53 @@ from __future__ import annotations
 from collections.abc import Iterator
 from itertools import islice
 
-from shared import visibility
+from shared import session_keys, visibility
 from shared.config import Config
 from shared.dispatch import Dispatcher
-from shared.models import TOOL_ROLES, SessionEntry, SessionFacts
+from shared.models import TOOL_ROLES, SessionEntry
 from shared.output_budget import clean
 from shared.ports import Storage
-from shared.sessions import channel_of, transcript_path
+from shared.sessions import channel_of, display_name, transcript_path
 from shared.tools.context import ToolContext
-from shared.tools.list_schema import SessionRow, SessionsListParams, SessionsListResult
+from shared.tools.list_schema import Actor, Owner, SessionRow, SessionsListParams, SessionsListResult
+
+# The release's page when no limit is given; its largest is the limit's bound in SessionsListParams.
+DEFAULT_LIMIT = 100
 
 
 def sessions_list(ctx: ToolContext, params: SessionsListParams) -> SessionsListResult:
-    """Visibility and kinds are applied before the limit: a caller gets up to ``limit`` rows it may see."""
-    limit = params.limit or 50
+    """Visibility and kinds are applied before the page is cut: a caller pages through the rows it may
+    see, ``limit`` at a time from ``offset``."""
+    limit = params.limit or DEFAULT_LIMIT
+    offset = params.offset or 0
     since = (
         ctx.store.clock.now_ms() - params.active_minutes * 60_000
         if params.active_minutes is not None
         else None
     )
+    # One more than the page, to tell whether there is more.
+    wanted = offset + limit + 1
     entries = [
         entry
-        for entry in _candidates(ctx, params.kinds, since, limit)
+        for entry in _candidates(ctx, params.kinds, since, wanted)
         if (params.kinds is None or entry.kind in params.kinds)
         and (since is None or entry.updated_at >= since)
         and entry.archived_at is None
         and visibility.visible(ctx.config, ctx.caller_key, entry)
     ]
-    entries = sorted(entries, key=lambda e: e.updated_at, reverse=True)[:limit]
-    store = ctx.config.store_url()
-    rows = [_row(ctx, entry, store) for entry in entries]
+    entries = sorted(entries, key=lambda e: e.updated_at, reverse=True)[:wanted]
+    page = entries[offset : offset + limit]
+    has_more = len(entries) > offset + limit
+    rows = _rows(ctx, page)
     if params.message_limit:
-        _attach_messages(ctx, entries, rows, params.message_limit)
-    return SessionsListResult(count=len(rows), sessions=rows)
+        _attach_messages(ctx, page, rows, params.message_limit)
+    return SessionsListResult(
+        count=len(rows),
+        sessions=rows,
+        has_more=has_more,
+        next_offset=offset + len(page) if has_more else None,
+        limit_applied=limit,
+    )
 
 
 def _candidates(
@@ -84,22 +98,54 @@ def every_session(
     return sessions_list(ToolContext.for_caller(seeing, store, dispatcher, "main"), params)
 
 
-_FACTS = frozenset(SessionFacts.model_fields)
+def _rows(ctx: ToolContext, entries: list[SessionEntry]) -> list[SessionRow]:
+    store = ctx.config.store_url()
+    children = ctx.store.sessions.children_of_many([entry.key for entry in entries])
+    return [_row(ctx, entry, store, kids) for entry, kids in zip(entries, children, strict=True)]
 
 
-def _row(ctx: ToolContext, entry: SessionEntry, store: str) -> SessionRow:
-    facts = {name: getattr(entry, name) for name in _FACTS}
-    if entry.delivery_context is not None and entry.delivery_context.is_empty():
-        facts["delivery_context"] = None
-    facts["model"] = entry.model or ctx.config.model_of(entry.agent_id)
+def _row(ctx: ToolContext, entry: SessionEntry, store: str, children: list[str]) -> SessionRow:
+    config = ctx.config
+    model_ref = entry.model or config.model_of(entry.agent_id)
+    spawner = session_keys.parse(entry.spawned_by).agent_id if entry.spawned_by else None
+    workspace = str(config.workspace(entry.agent_id)) if spawner else None
+    visible = [key for key in children if visibility.child_visible(config, ctx.caller_key, entry.key, key)]
     return SessionRow(
-        **facts,
-        key=ctx.display(entry.key),
-        kind=entry.kind,
-        channel=channel_of(entry, entry.key, ctx.config.session.main_key),
-        updated_at=entry.updated_at,
+        key=entry.key,
         session_id=entry.session_id,
+        agent_id=entry.agent_id,
+        kind=entry.kind,
+        channel=channel_of(entry, entry.key, config.session.main_key),
+        label=entry.label,
+        created_actor=Actor.agent(spawner) if spawner else None,
+        owner=Owner(actor=Actor.agent(spawner)) if spawner else None,
+        spawned_workspace_dir=workspace,
+        workspace_dir=workspace,
+        display_name=display_name(entry, config.session.main_key),
+        parent_session_key=entry.spawned_by,
+        updated_at=entry.updated_at,
+        model=model_ref.partition("/")[2] or model_ref,
+        context_tokens=config.context_window(model_ref),
+        total_tokens=entry.context_tokens,
+        status=entry.status,
+        # The release says it of every session that ran but a spawned one.
+        aborted_last_run=bool(entry.aborted_last_run) if entry.status and not spawner else None,
+        child_sessions=visible or None,
         transcript_path=transcript_path(store, entry),
+        thinking_level=entry.thinking_level,
+        system_sent=entry.system_sent,
+        send_policy=entry.send_policy,
+        queue_mode=entry.queue_mode,
+        last_channel=entry.last_channel,
+        last_to=entry.last_to,
+        last_account_id=entry.last_account_id,
+        delivery_context=None
+        if entry.delivery_context is None or entry.delivery_context.is_empty()
+        else entry.delivery_context,
+        spawned_by=entry.spawned_by,
+        spawn_depth=entry.spawn_depth,
+        role=entry.role,
+        estimated_cost_usd=entry.estimated_cost_usd,
     )
 
 

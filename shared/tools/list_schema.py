@@ -5,48 +5,101 @@ Kept apart from the tool's code, which needs the store: a thin client imports th
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator
 
-from shared.models import Count, Params, SessionFacts, Wire, clamped
+from shared.models import DeliveryContext, Params, Wire
 from shared.session_keys import SessionKind
+from shared.tool_args import string_list, whole_number
 
 
 class SessionsListParams(Params):
-    kinds: list[Annotated[str, Field(max_length=32)]] | None = Field(
-        None, max_length=16, description="Only these kinds: main, group, cron, hook, node, other."
+    kinds: Annotated[list[str] | None, string_list] = Field(
+        None, description="Only these kinds: main, group, cron, hook, node, other."
     )
-    limit: Annotated[Count | None, clamped(50, 1, 200)] = Field(
-        None, description="At most this many (1-200)."
+    limit: Annotated[int | None, whole_number("limit", least=1, high=200)] = Field(
+        None, description="At most this many (default 100, at most 200)."
     )
-    active_minutes: Count | None = Field(
-        None, ge=1, description="Only sessions active in the last N minutes."
+    offset: Annotated[int | None, whole_number("offset", least=0)] = Field(
+        None, description="Skip this many (the nextOffset of the page before)."
     )
-    message_limit: Annotated[Count | None, clamped(0, 0, 20)] = Field(
+    active_minutes: Annotated[int | None, whole_number("activeMinutes", least=1)] = Field(
+        None, description="Only sessions active in the last N minutes."
+    )
+    message_limit: Annotated[int | None, whole_number("messageLimit", least=0, high=20)] = Field(
         None, description="Include each session's last N messages (0-20)."
     )
 
     @field_validator("kinds")
     @classmethod
-    def _known_kinds(cls, kinds: list[str] | None) -> list[str] | None:
-        """Unknown kinds are dropped; none left means no filter (docs/contract.md §2)."""
-        if kinds is None:
-            return None
-        wanted = {k.strip().lower() for k in kinds} & {"main", "group", "cron", "hook", "node", "other"}
-        return sorted(wanted) or None
+    def _lowercase(cls, kinds: list[str] | None) -> list[str] | None:
+        """Kinds are matched lowercased; one the release does not know matches no session."""
+        return None if kinds is None else [kind.lower() for kind in kinds]
 
 
-class SessionRow(SessionFacts):
+class Actor(Wire):
+    """Who made or owns a session, as the release writes it (an agent, for a spawned session)."""
+
+    type: Literal["agent"] = "agent"
+    id: str
+    identity: dict[str, str]
+
+    @classmethod
+    def agent(cls, agent_id: str) -> Actor:
+        return cls(id=agent_id, identity={"type": "agent", "id": agent_id})
+
+
+class Owner(Wire):
+    actor: Actor
+
+
+class SessionRow(Wire):
+    """A ``sessions_list`` row: the release's fields (docs/contract.md §2), then clawbus's own."""
+
     key: str
+    session_id: str
+    agent_id: str
     kind: SessionKind
     channel: str
+    archived: bool = False
+    pinned: bool = False
+    label: str | None = None
+    created_actor: Actor | None = None
+    owner: Owner | None = None
+    spawned_workspace_dir: str | None = None
+    workspace_dir: str | None = None
+    display_name: str | None = None
+    parent_session_key: str | None = None
     updated_at: int
-    session_id: str
-    transcript_path: str | None = None
+    # The bare model id (``gpt-4o-mini``), as the release shows it.
+    model: str | None = None
+    # The model's context window, and how much of it the latest context filled.
+    context_tokens: int | None = None
+    total_tokens: int | None = None
+    status: Literal["queued", "running", "done", "failed", "killed", "timeout"] | None = None
+    aborted_last_run: bool | None = None
+    child_sessions: list[str] | None = None
     messages: list[dict[str, Any]] | None = None
+    # clawbus's own, beyond the release's row (docs/contract.md, differences).
+    transcript_path: str | None = None
+    thinking_level: str | None = None
+    system_sent: bool | None = None
+    send_policy: str | None = None
+    queue_mode: str | None = None
+    last_channel: str | None = None
+    last_to: str | None = None
+    last_account_id: str | None = None
+    delivery_context: DeliveryContext | None = None
+    spawned_by: str | None = None
+    spawn_depth: int | None = None
+    role: str | None = None
+    estimated_cost_usd: float | None = None
 
 
 class SessionsListResult(Wire):
     count: int
     sessions: list[SessionRow]
+    has_more: bool = False
+    next_offset: int | None = None
+    limit_applied: int = 100

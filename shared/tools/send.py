@@ -12,6 +12,7 @@ from shared.runs import WhenBusy, new_run
 from shared.sessions import channel_of, new_entry
 from shared.submit import AwaitRun, send_outcome, submit
 from shared.tools.context import ToolContext
+from shared.tools.context import looks_like_key as session_keys_like
 from shared.tools.send_schema import SendResult, SessionsSendParams
 
 
@@ -21,20 +22,45 @@ def sessions_send(ctx: ToolContext, params: SessionsSendParams) -> SendResult | 
         return ToolFailure(
             status="error", error="Provide either sessionKey or label (not both).", run_id=run_id
         )
-    if not params.session_key and not params.label:
+    if not params.session_key and not params.label and not params.agent_id:
         return ToolFailure(status="error", error="Either sessionKey or label is required", run_id=run_id)
+    if params.mode == "resume":
+        return ToolFailure(
+            status="forbidden", error="Task resume requires an admitted parent tool caller.", run_id=run_id
+        )
+    if params.mode in ("notify", "steer"):
+        # docs/contract.md, differences: a send is always a turn of its own.
+        error = f"mode={params.mode} is not supported by clawbus: a send is a turn of its own (mode=followup)"
+        return ToolFailure(status="error", error=error, run_id=run_id)
     # ``a2a:<remoteId>`` of a configured remote is the caller agent's own session with that agent.
     remote_key = remote.target_key(ctx.config, ctx.caller_agent, params.session_key or "")
+    # The release names the target in a refusal that concerns a key.
+    named = params.session_key.strip() if params.session_key else None
     try:
         if remote_key:
             target = remote_key
+        elif params.session_key:
+            target = ctx.resolve(params.session_key)
         else:
-            target = ctx.resolve(params.session_key) if params.session_key else _by_label(ctx, params)
+            target = _by_label(ctx, params) if params.label else _main_of(ctx, params.agent_id or "")
     except ToolError as exc:
         return ToolFailure(
-            status="error" if exc.status == "error" else "forbidden", error=exc.error, run_id=run_id
+            status="error" if exc.status == "error" else "forbidden",
+            error=exc.error,
+            run_id=run_id,
+            session_key=named if named and session_keys_like(named) else None,
+        )
+    if named is not None and named != "main" and target == ctx.caller_key and params.wait_seconds:
+        return ToolFailure(
+            status="error",
+            error="sessions_send cannot target the calling session; use your own reply instead",
+            run_id=run_id,
+            session_key=target,
         )
     caller, existing = ctx.store.sessions.get_many([ctx.caller_key, target])
+    # A key names a session to create on first use; a bare name must be one that exists.
+    if existing is None and named is not None and not remote_key and not session_keys_like(named):
+        return ToolFailure(status="error", error=ctx.missing_session(named, target), run_id=run_id)
     refused = None if remote_key else visibility.refusal(ctx.config, ctx.caller_key, target, existing, "send")
     if refused is not None:
         return ToolFailure(status="forbidden", error=refused, run_id=run_id)
@@ -79,7 +105,7 @@ def sessions_send(ctx: ToolContext, params: SessionsSendParams) -> SendResult | 
         target_key=target,
         target=existing,
         message=params.message,
-        timeout_seconds=params.timeout_seconds,
+        timeout_seconds=params.wait_seconds,
         chain_id=chain_id,
         hops=hops,
         now=now,
@@ -89,15 +115,25 @@ def sessions_send(ctx: ToolContext, params: SessionsSendParams) -> SendResult | 
         queueing.interrupt(ctx.config, ctx.store, ctx.dispatcher, target)
     when_busy = WhenBusy("reject") if params.queue_mode == "reject" else None
     accepted = submit(ctx.store, ctx.dispatcher, entry, {}, new, flow, when_busy=when_busy)
+    # Named as the caller named it when that was ``main``, else by its key, as the release echoes it.
+    shown = "main" if named == "main" else target
     if accepted.busy_with is not None:
-        return queueing.busy(ctx.display(target), accepted.busy_with)
+        return queueing.busy(shown, accepted.busy_with)
     return send_outcome(
         run_id,
-        ctx.display(target),
-        params.timeout_seconds,
+        shown,
+        params.wait_seconds,
         ctx.config.gateway.max_wait_seconds,
         flow_id=run_id,
     )
+
+
+def _main_of(ctx: ToolContext, agent_id: str) -> str:
+    """``agentId`` alone names that agent's main session."""
+    agent = agent_id.strip().lower()
+    if ctx.config.agent(agent) is None:
+        raise ToolError(f'Agent "{agent_id}" not found. Run openclaw agents list to see configured agents.')
+    return ctx.main_key_of(f"agent:{agent}:{ctx.config.session.main_key}")
 
 
 def _by_label(ctx: ToolContext, params: SessionsSendParams) -> str:

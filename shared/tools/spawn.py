@@ -29,21 +29,10 @@ from shared.submit import enqueue_accepted, submit
 from shared.tools.context import ToolContext
 from shared.tools.spawn_schema import SessionsSpawnParams, SpawnResult
 
-ROUTING_KEYS = {
-    "target": "target",
-    "channel": "channel",
-    "to": "to",
-    "thread_id": "threadId",
-    "reply_to": "replyTo",
-}
 # Reports of a session's children that no turn of it has read yet: a warning from the first, a refusal
 # from the second (a fan-out that outruns its reader).
 UNREAD_WARNED = 25
 UNREAD_REFUSED = 50
-NOTE = (
-    "The sub-agent runs on its own. When it ends, its result is announced to this session's channel and "
-    "recorded in this transcript; do not poll for it."
-)
 
 
 def sessions_spawn(ctx: ToolContext, params: SessionsSpawnParams) -> SpawnResult | ToolFailure:
@@ -52,7 +41,11 @@ def sessions_spawn(ctx: ToolContext, params: SessionsSpawnParams) -> SpawnResult
     if earlier is not None:  # an agent's call repeated after its worker was lost: the spawn it already made
         entry = ctx.store.sessions.get(earlier.session_key)
         mode = (entry.mode if entry else None) or "run"
-        return SpawnResult(run_id=run_id, child_session_key=earlier.session_key, mode=mode, note=NOTE)
+        return SpawnResult(run_id=run_id, child_session_key=earlier.session_key, mode=mode)
+    if params.model is not None and "/" not in params.model:
+        # A bare model id is the default provider's, as the release reads it.
+        provider = ctx.config.model_of(ctx.config.default_agent.id).partition("/")[0]
+        params = params.model_copy(update={"model": f"{provider}/{params.model}"})
     try:
         agent_id, mode = _check(ctx, params)
         files = (
@@ -87,21 +80,28 @@ def sessions_spawn(ctx: ToolContext, params: SessionsSpawnParams) -> SpawnResult
         if unread >= UNREAD_WARNED
         else None
     )
+    model_ref = params.model or subagents.rules(ctx.config, agent_id).model or ctx.config.model_of(agent_id)
     return SpawnResult(
-        run_id=run_id, child_session_key=child_key, mode=mode, note=NOTE, attachments=receipt, warning=warning
+        run_id=run_id,
+        child_session_key=child_key,
+        mode=mode,
+        resolved_model=model_ref,
+        resolved_provider=model_ref.partition("/")[0],
+        model_applied=True,
+        attachments=receipt,
+        warning=warning,
     )
 
 
 def _check(ctx: ToolContext, params: SessionsSpawnParams) -> tuple[str, Literal["run", "session"]]:
     """docs/contract.md §6's checks, in its order; the agent id and the mode to use."""
-    for field, name in ROUTING_KEYS.items():
-        if getattr(params, field) is not None:
-            raise ToolError(
-                f'sessions_spawn does not support "{name}". Use "sessions_send" for channel delivery.'
-            )
     mode: Literal["run", "session"] = params.mode or ("session" if params.thread else "run")
     if mode == "session" and not params.thread:
-        raise ToolError('mode="session" requires thread=true so the subagent can stay bound to a thread.')
+        raise ToolError(
+            'sessions_spawn(mode="session") requires thread=true so the subagent can stay bound to a channel '
+            'thread. Retry with { mode: "session", thread: true } on a channel that supports threads, or use '
+            'mode="run" for one-shot work.'
+        )
     config, requester = ctx.config, ctx.caller_agent
     spawning = subagents.rules(config, requester)
     if spawning.require_agent_id and params.agent_id is None:
@@ -144,7 +144,11 @@ def _check(ctx: ToolContext, params: SessionsSpawnParams) -> tuple[str, Literal[
             "forbidden",
         )
     if params.model is not None and params.model not in config.models.refs():
-        raise ToolError(f"invalid model: {params.model}")
+        configured = ", ".join(config.models.refs())
+        raise ToolError(
+            f'sessions_spawn model "{params.model}" is not usable: Unknown model: {params.model} '
+            f"(configured: {configured})"
+        )
     if params.thinking is not None and params.thinking not in THINKING_LEVELS:
         raise ToolError(
             f'Invalid thinking level "{params.thinking}". Use one of: {", ".join(THINKING_LEVELS)}.'
@@ -237,7 +241,7 @@ def _start(
     """Create the child and its flow, and enqueue its run; the caller's entry (None: it has none yet)."""
     config, store = ctx.config, ctx.store
     now = store.clock.now_ms()
-    cleanup: Literal["delete", "keep"] = "keep" if mode == "session" else params.cleanup
+    cleanup: Literal["delete", "keep"] = "keep" if mode == "session" else params.cleanup or "keep"
     caller = store.sessions.get(ctx.caller_key)
     child_rules = subagents.rules(config, agent_id)
     depth = depth_of(caller, ctx.caller_key) + 1

@@ -8,12 +8,16 @@ from shared.tools.context import ToolContext
 from shared.tools.yielding_schema import SessionsYieldParams, YieldResult
 
 
-def sessions_yield(ctx: ToolContext, _params: SessionsYieldParams) -> YieldResult | ToolFailure:
+def sessions_yield(ctx: ToolContext, params: SessionsYieldParams) -> YieldResult | ToolFailure:
     """The calling run ends ``ok`` once this returns (the agent loop stops at a ``YieldResult``), its reply
     the ``message`` given. A repeated call of the same run yields once."""
+    if params.wait_for is not None and params.wait_for != "message":
+        return ToolFailure(status="error", error='waitFor must be "message" when provided.')
     if ctx.origin_run_id is None:
+        # Outside an agent's run there is no turn to end: the release's words for each case.
+        context = ctx.store.sessions.exists(ctx.caller_key)
         return ToolFailure(
-            status="error", error="sessions_yield ends an agent's turn: only a run of the session can call it"
+            status="error", error="Yield not supported in this context" if context else "No session context"
         )
     found = ctx.store.sessions.yield_children(ctx.caller_key, ctx.origin_run_id)
     if found is None:

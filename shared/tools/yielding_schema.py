@@ -5,17 +5,19 @@ Kept apart from the tool's code, which needs the store: a thin client imports th
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 
 from shared.models import Params, Wire
+from shared.tool_args import optional_text
 
 
 class SessionsYieldParams(Params):
-    message: str | None = Field(
+    message: Annotated[str | None, optional_text] = Field(
         None, max_length=20_000, description="This turn's reply, if any (the turn ends with it)."
     )
+    wait_for: Annotated[str | None, optional_text] = Field(None, description='What to wait for: "message".')
 
 
 class YieldResult(Wire):

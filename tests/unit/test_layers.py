@@ -26,6 +26,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "shared.processes",
             "shared.contexts",
             "shared.session_keys",
+            "shared.tool_args",
             "shared.flows.ids",
         ),
     ),

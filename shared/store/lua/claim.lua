@@ -79,6 +79,10 @@ end
 if status == 'queued' then
   redis.call('HSET', KEYS[1], 'status', 'running', 'startedAt', now)
 end
+-- A session nobody spawned shows how its latest run goes (a spawned one, how its task went).
+if redis.call('EXISTS', KEYS[8]) == 1 and redis.call('HEXISTS', KEYS[8], 'spawnedBy') == 0 then
+  redis.call('HSET', KEYS[8], 'status', 'running')
+end
 -- An agent run takes in what the session had not read yet (the fan-out guard counts unread reports).
 if run[4] ~= 'note' then
   redis.call('HDEL', KEYS[8], 'unreadReports')

@@ -45,6 +45,10 @@ if redis.call('EXISTS', KEYS[4]) == 1 then
   elseif ARGV[4] == 'ok' then
     redis.call('HDEL', KEYS[4], 'abortedLastRun')
   end
+  if redis.call('HEXISTS', KEYS[4], 'spawnedBy') == 0 then
+    local shown = {ok = 'done', error = 'failed', timeout = 'timeout', aborted = 'killed'}
+    redis.call('HSET', KEYS[4], 'status', shown[ARGV[4]] or ARGV[4])
+  end
   local input_tokens = redis.call('HINCRBY', KEYS[4], 'inputTokens', ARGV[12])
   local output_tokens = redis.call('HINCRBY', KEYS[4], 'outputTokens', ARGV[13])
   redis.call('HSET', KEYS[4], 'totalTokens', input_tokens + output_tokens)

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 from fastapi.testclient import TestClient
 
 from api.app import create_app
+from api.services import Services
 from shared.config import Config, ConfigError
 from shared.store import Store
 from tests.conftest import make_config
+from tests.unit.api.conftest import TOKEN
 from workers.testing import InlineDispatcher, drain
 
 
@@ -41,32 +45,33 @@ def test_an_unknown_tool_is_404(http: TestClient) -> None:
     assert response.json()["error"]["message"] == "Tool not available: rm_rf"
 
 
-def test_bad_args_are_400_naming_the_field(http: TestClient) -> None:
+def test_a_missing_argument_is_a_400_tool_error_in_the_releases_words(http: TestClient) -> None:
     response = http.post("/tools/invoke", json={"tool": "sessions_send", "args": {"sessionKey": "main"}})
     assert response.status_code == 400
-    assert response.json()["error"] == {
-        "type": "invalid_request",
-        "message": "args.message: Field required",
-        "field": "args.message",
+    assert response.json() == {
+        "ok": False,
+        "error": {"type": "tool_error", "message": "message required", "field": "message"},
     }
 
 
 @pytest.mark.parametrize(
-    ("tool", "args", "field"),
+    ("tool", "args", "error"),
     [
-        ("sessions_history", {"sessionKey": "agent:main:main\n"}, "args.sessionKey"),
-        ("sessions_history", {"sessionKey": "x" * 513}, "args.sessionKey"),
-        ("sessions_send", {"sessionKey": "cron:\x1b[2Jjob", "message": "m"}, "args.sessionKey"),
-        ("sessions_send", {"label": "ops\x00", "message": "m"}, "args.label"),
-        ("sessions_spawn", {"task": "t", "agentId": "re\u0085search"}, "args.agentId"),
+        ("sessions_history", {"sessionKey": "agent:main:ma\x01in"}, "Invalid session key"),
+        ("sessions_history", {"sessionKey": "x" * 513}, "Invalid session key"),
+        ("sessions_send", {"sessionKey": "cron:\x1b[2Jjob", "message": "m"}, "Invalid session key"),
+        ("sessions_send", {"label": "ops\x00", "message": "m"}, "No session found with label"),
+        ("sessions_spawn", {"task": "t", "agentId": "re\u0085search"}, 'Invalid agentId "re\u0085search"'),
     ],
 )
-def test_keys_labels_and_agent_ids_with_control_characters_or_too_long_are_400(
-    http: TestClient, api_store: Store, tool: str, args: dict[str, object], field: str
+def test_keys_labels_and_agent_ids_with_control_characters_or_too_long_are_refused(
+    http: TestClient, api_store: Store, tool: str, args: dict[str, object], error: str
 ) -> None:
     response = http.post("/tools/invoke", json={"tool": tool, "args": args})
-    assert response.status_code == 400
-    assert response.json()["error"]["field"] == field
+    assert response.status_code == 200
+    details = response.json()["result"]["details"]
+    assert details["status"] == "error"
+    assert details["error"].startswith(error)
     assert api_store.redis.keys("*") == []
 
 
@@ -116,7 +121,11 @@ def test_an_oversized_message_names_the_field(http: TestClient, api_store: Store
         "/tools/invoke", json={"tool": "sessions_send", "args": {"sessionKey": "main", "message": "x" * 2000}}
     )
     assert response.status_code == 400
-    assert response.json()["error"]["message"] == "args.message: too large: 2000 bytes (limit 1024)"
+    assert response.json()["error"] == {
+        "type": "tool_error",
+        "message": "message: too large: 2000 bytes (limit 1024)",
+        "field": "message",
+    }
     assert api_store.redis.keys("clawbus:*") == []
 
 
@@ -262,3 +271,28 @@ def test_an_out_of_range_stream_id_is_400_not_500(http: TestClient, after: str) 
     response = http.get("/v1/channels/log/x/messages", params={"after": after})
     assert response.status_code == 400
     assert response.json()["error"]["field"] == "after"
+
+
+@pytest.mark.parametrize(
+    ("tools", "tool", "status"),
+    [
+        ({}, "sessions_send", 400),  # clawbus keeps sends and spawns allowed
+        ({"deny": ["Sessions_Send"]}, "sessions_send", 404),
+        ({}, "exec", 404),
+        ({"deny": ["agents_list"]}, "agents_list", 404),
+    ],
+)
+def test_gateway_tools_deny_a_tool_as_not_available(
+    services: Callable[[Config], Services], tools: dict[str, list[str]], tool: str, status: int
+) -> None:
+    config = make_config({"gateway": {"auth": {"tokens": [TOKEN]}, "tools": tools}})
+    with TestClient(create_app(config, services)) as client:
+        response = client.post(
+            "/tools/invoke", json={"tool": tool, "args": {}}, headers={"Authorization": f"Bearer {TOKEN}"}
+        )
+    assert response.status_code == status
+    if status == 404:
+        assert response.json() == {
+            "ok": False,
+            "error": {"type": "not_found", "message": f"Tool not available: {tool}"},
+        }

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import pytest
+from pydantic import ValidationError
+
 from shared.config import Config
 from shared.models import Message, Role, TextBlock, ToolCallBlock, ToolFailure
 from shared.sessions import new_entry
@@ -32,7 +35,10 @@ def history(ctx: ToolContext, **args: object) -> SessionsHistoryResult:
 
 
 def texts(result: SessionsHistoryResult) -> list[str]:
-    return [m["content"][0]["text"] for m in result.messages]
+    """Each message's text: a person's is its text, as the release writes it; others are blocks."""
+    return [
+        m["content"] if isinstance(m["content"], str) else m["content"][0]["text"] for m in result.messages
+    ]
 
 
 def test_tool_results_are_left_out_unless_asked_for(ctx: ToolContext, store: Store) -> None:
@@ -47,8 +53,23 @@ def test_the_limit_counts_kept_messages_and_is_clamped(ctx: ToolContext, store: 
         put(store, "user", str(i))
         put(store, "toolResult", "t")
     assert texts(history(ctx, limit=2)) == ["3", "4"]
-    assert texts(history(ctx, limit=0)) == ["4"]
+    assert texts(history(ctx, limit="1")) == ["4"]
+    # Above 1000 the release fails the call; clawbus reads 1000.
     assert len(history(ctx, limit=5000).messages) == 5
+
+
+@pytest.mark.parametrize("limit", [0, -1, 1.5, "x"])
+def test_a_limit_that_is_no_positive_whole_number_is_refused(ctx: ToolContext, limit: object) -> None:
+    with pytest.raises(ValidationError, match="limit must be a positive integer"):
+        TOOLS["sessions_history"].invoke(ctx, {"sessionKey": KEY, "limit": limit})
+
+
+@pytest.mark.parametrize("args", [{}, {"sessionKey": ""}, {"sessionKey": "  "}, {"sessionKey": 5}])
+def test_a_missing_session_key_is_refused_in_the_releases_words(
+    ctx: ToolContext, args: dict[str, object]
+) -> None:
+    with pytest.raises(ValidationError, match="sessionKey required"):
+        TOOLS["sessions_history"].invoke(ctx, args)
 
 
 def test_long_texts_are_cut_at_4000_characters(ctx: ToolContext, store: Store) -> None:
@@ -77,25 +98,61 @@ def test_secrets_are_redacted(ctx: ToolContext, store: Store) -> None:
     assert result.content_redacted
 
 
-def test_provenance_is_kept_in_the_raw_shape(
+def test_a_forwarded_message_shows_as_the_releases_with_who_forwarded_it(
     ctx: ToolContext, store: Store, config: Config, dispatcher: InlineDispatcher
 ) -> None:
+    put(store, "user", "first")
     TOOLS["sessions_send"].invoke(ctx, {"sessionKey": KEY, "message": "hello", "timeoutSeconds": 0})
     drain_runs(store, config, dispatcher)
-    first = history(ctx).messages[0]
-    assert first["provenance"]["kind"] == "inter_session"
-    assert first["role"] == "user"
-    assert "timestamp" in first
-    assert "runId" in first
-
-
-def test_an_unknown_session_is_an_error_result(ctx: ToolContext) -> None:
-    result = TOOLS["sessions_history"].invoke(ctx, {"sessionKey": "agent:main:cron:nothing"})
-    assert isinstance(result, ToolFailure)
-    assert (
-        result.error
-        == "Session not found: agent:main:cron:nothing (use the full sessionKey from sessions_list)"
+    forwarded, reply = history(ctx).messages[1:3]
+    assert forwarded["role"] == "assistant"
+    assert forwarded["content"] == "hello"
+    assert forwarded["provenance"]["kind"] == "inter_session"
+    assert forwarded["senderLabel"] == "Forwarded from main"
+    assert forwarded["senderSession"] == {"sessionKey": "agent:main:main", "agentId": "main"}
+    assert forwarded["idempotencyKey"] == forwarded["__openclaw"]["idempotencyKey"]
+    assert forwarded["__openclaw"]["senderIsOwner"] is False
+    assert reply["content"] == [{"type": "text", "text": "echo: hello"}]
+    assert (reply["api"], reply["provider"], reply["model"], reply["stopReason"]) == (
+        "echo",
+        "echo",
+        "echo",
+        "stop",
     )
+    assert reply["__openclaw"]["runId"] == forwarded["idempotencyKey"].removesuffix(":user")
+    assert [m["__openclaw"]["seq"] for m in history(ctx).messages][:3] == [1, 2, 3]
+
+
+def test_silent_replies_and_step_prompts_are_not_shown(ctx: ToolContext, store: Store) -> None:
+    put(store, "user", "hi")
+    put(store, "assistant", "REPLY_SKIP")
+    put(store, "assistant", " ANNOUNCE_SKIP ")
+    put(store, "assistant", "NO_REPLY")
+    assert texts(history(ctx)) == ["hi"]
+
+
+def test_an_unknown_session_is_an_error_result_in_the_releases_words(ctx: ToolContext) -> None:
+    by_key = TOOLS["sessions_history"].invoke(ctx, {"sessionKey": "agent:main:cron:nothing"})
+    by_name = TOOLS["sessions_history"].invoke(ctx, {"sessionKey": "nothing"})
+    assert isinstance(by_key, ToolFailure)
+    assert isinstance(by_name, ToolFailure)
+    assert by_key.error == "No session found: agent:main:cron:nothing"
+    assert by_name.error == "Session not found: nothing (use the full sessionKey from sessions_list)"
+
+
+def test_a_main_session_with_no_message_yet_has_an_empty_history(ctx: ToolContext) -> None:
+    result = TOOLS["sessions_history"].invoke(ctx, {"sessionKey": "main"})
+    assert isinstance(result, SessionsHistoryResult)
+    assert result.wire() == {
+        "sessionKey": "main",
+        "messages": [],
+        "truncated": False,
+        "droppedMessages": False,
+        "contentTruncated": False,
+        "contentRedacted": False,
+        "bytes": 24,
+        "pendingInputs": {"items": [], "total": 0},
+    }
 
 
 def test_tool_call_arguments_are_redacted_and_cut_like_text(ctx: ToolContext, store: Store) -> None:

@@ -38,52 +38,72 @@ def test_rows_are_newest_first(ctx: ToolContext, clock: FixedClock) -> None:
     ]
 
 
-def test_kinds_filter_with_unknown_values_dropped(ctx: ToolContext, clock: FixedClock) -> None:
+def test_kinds_are_lowercased_and_an_unknown_kind_matches_nothing(
+    ctx: ToolContext, clock: FixedClock
+) -> None:
     for key in ("cron:a", "hook:b", "main"):
         clock.advance(1)
         message(ctx, key)
     assert [r.key for r in listing(ctx, kinds=[" CRON ", "bogus", "main"]).sessions] == [
-        "main",
+        "agent:main:main",
         "agent:main:cron:a",
     ]
-    assert listing(ctx, kinds=["bogus"]).count == 3
+    assert listing(ctx, kinds=["bogus"]).count == 0
+    assert listing(ctx, kinds="cron").count == 1
+    assert listing(ctx, kinds=[]).count == 3
 
 
-def test_limit_defaults_to_50_and_is_clamped(ctx: ToolContext, clock: FixedClock) -> None:
-    for i in range(55):
+def test_limit_defaults_to_100_is_cut_at_200_and_pages_with_next_offset(
+    ctx: ToolContext, clock: FixedClock
+) -> None:
+    for i in range(205):
         clock.advance(0.001)
         message(ctx, f"cron:{i}")
-    assert listing(ctx).count == 50
-    assert listing(ctx, limit=0).count == 1
-    assert listing(ctx, limit=500).count == 55
+    first = listing(ctx)
+    assert (first.count, first.has_more, first.next_offset, first.limit_applied) == (100, True, 100, 100)
+    assert listing(ctx, limit=500).limit_applied == 200
+    last = listing(ctx, limit=200, offset=100)
+    assert (last.count, last.has_more, last.next_offset) == (105, False, None)
+    assert last.sessions[-1].key == "agent:main:cron:0"
+    assert listing(ctx, offset=999).count == 0
 
 
-def test_active_minutes_keeps_only_recent_sessions(ctx: ToolContext, clock: FixedClock) -> None:
-    message(ctx, "cron:old")
-    clock.advance(3600)
-    message(ctx, "cron:new")
-    assert [r.key for r in listing(ctx, activeMinutes=30).sessions] == ["agent:main:cron:new"]
+@pytest.mark.parametrize("limit", [0, -1, 1.5, "abc", "5abc", True, [5], 2**60])
+def test_a_limit_that_is_no_positive_whole_number_is_refused_in_the_releases_words(
+    ctx: ToolContext, limit: object
+) -> None:
+    with pytest.raises(ValidationError, match="limit must be a positive integer"):
+        TOOLS["sessions_list"].invoke(ctx, {"limit": limit})
 
 
-def test_counts_written_as_fractional_numbers_are_floored(ctx: ToolContext, clock: FixedClock) -> None:
-    dispatcher = ctx.dispatcher
-    assert isinstance(dispatcher, InlineDispatcher)
-    message(ctx, "cron:old", "first")
-    drain_runs(ctx.store, ctx.config, dispatcher)
-    clock.advance(90)
-    message(ctx, "cron:new", "second")
-    drain_runs(ctx.store, ctx.config, dispatcher)
-    clock.advance(30)
-    # activeMinutes 1.9 is 1 minute: only the session written 30 s ago.
-    rows = listing(ctx, limit=2.5, activeMinutes=1.9, messageLimit=1.5).sessions
-    assert [r.key for r in rows] == ["agent:main:cron:new"]
-    assert [m["content"][0]["text"] for m in rows[0].messages or []] == ["echo: second"]
-    assert listing(ctx, limit=1.99).count == 1
+def test_numeric_strings_are_counts_and_blank_ones_are_absent(ctx: ToolContext, clock: FixedClock) -> None:
+    for i in range(12):
+        clock.advance(0.001)
+        message(ctx, f"cron:{i}")
+    assert listing(ctx, limit="5").count == 5
+    assert listing(ctx, limit=" 7 ").count == 7
+    assert listing(ctx, limit="1e1").count == 10
+    assert listing(ctx, limit="").limit_applied == 100
 
 
-def test_a_count_that_is_no_finite_number_is_refused_naming_the_field(ctx: ToolContext) -> None:
-    with pytest.raises(ValidationError, match=r"limit\n.*finite"):
-        TOOLS["sessions_list"].invoke(ctx, {"limit": float("nan")})
+@pytest.mark.parametrize(
+    ("args", "text"),
+    [
+        ({"offset": -1}, "offset must be a non-negative integer"),
+        ({"activeMinutes": 0}, "activeMinutes must be a positive integer"),
+        ({"messageLimit": -1}, "messageLimit must be a non-negative integer"),
+    ],
+)
+def test_other_counts_are_refused_in_the_releases_words(
+    ctx: ToolContext, args: dict[str, object], text: str
+) -> None:
+    with pytest.raises(ValidationError, match=text):
+        TOOLS["sessions_list"].invoke(ctx, args)
+
+
+def test_unknown_arguments_are_ignored(ctx: ToolContext) -> None:
+    message(ctx, "cron:a")
+    assert listing(ctx, bogus=1).count == 1
 
 
 def test_channel_follows_the_spec_rules(ctx: ToolContext, clock: FixedClock) -> None:
@@ -97,7 +117,7 @@ def test_channel_follows_the_spec_rules(ctx: ToolContext, clock: FixedClock) -> 
         "agent:main:cron:nightly": "internal",
         "agent:main:discord:group:42": "discord",
         "agent:main:telegram:direct:bob": "telegram",
-        "main": "webchat",
+        "agent:main:main": "webchat",
         "agent:main:misc": "unknown",
     }
 
@@ -142,3 +162,35 @@ def test_listed_messages_are_redacted_and_cut_as_history_is(
     assert text.startswith("use sk-abc…1234 x")
     assert text.endswith("\n…(truncated)…")
     assert len(text) == 4000 + len("\n…(truncated)…")
+
+
+def test_rows_carry_the_releases_fields_for_a_main_session_and_its_child(
+    ctx: ToolContext, store: Store, config: Config, dispatcher: InlineDispatcher
+) -> None:
+    message(ctx, "main", "hello")
+    drain_runs(store, config, dispatcher)
+    spawned = TOOLS["sessions_spawn"].invoke(ctx, {"task": "count", "label": "counter"}).wire()
+    drain_runs(store, config, dispatcher)
+    rows = {row.key: row.wire() for row in listing(ctx).sessions}
+    main, child = rows["agent:main:main"], rows[spawned["childSessionKey"]]
+    assert {k: main[k] for k in ("agentId", "kind", "archived", "pinned", "displayName", "status")} == {
+        "agentId": "main",
+        "kind": "main",
+        "archived": False,
+        "pinned": False,
+        "displayName": "main",
+        "status": "done",
+    }
+    assert main["abortedLastRun"] is False
+    assert main["childSessions"] == [spawned["childSessionKey"]]
+    assert child["parentSessionKey"] == "agent:main:main"
+    assert child["createdActor"] == {
+        "type": "agent",
+        "id": "main",
+        "identity": {"type": "agent", "id": "main"},
+    }
+    assert child["owner"] == {"actor": child["createdActor"]}
+    assert child["displayName"] == "counter"
+    assert child["workspaceDir"] == child["spawnedWorkspaceDir"] == str(config.workspace("main"))
+    assert "abortedLastRun" not in child
+    assert child["model"] == "echo"

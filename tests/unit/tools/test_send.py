@@ -7,6 +7,7 @@ from pydantic import ValidationError
 
 from shared.clock import FixedClock
 from shared.config import Config
+from shared.errors import tool_input_error
 from shared.models import Run, RunStatus, ToolFailure
 from shared.sessions import SessionPatch
 from shared.store import Store
@@ -33,6 +34,7 @@ def test_zero_timeout_returns_accepted_with_a_pending_announce(ctx: ToolContext)
         "runId": result.run_id,
         "status": "accepted",
         "sessionKey": TARGET,
+        "targetDisposition": "queued",
         "delivery": {"status": "pending", "mode": "announce"},
         "flowId": result.run_id,
     }
@@ -67,32 +69,54 @@ def test_finishing_a_wait_gives_ok_with_the_reply(
     }
 
 
-def test_finishing_without_an_ended_run_is_a_timeout_that_says_what_to_do(ctx: ToolContext) -> None:
+def test_finishing_without_an_ended_run_is_accepted_as_the_release_answers(ctx: ToolContext) -> None:
     pending = send(ctx, sessionKey=TARGET, message="ping", timeoutSeconds=1)
     assert isinstance(pending, AwaitRun)
     result = pending.finish(None)
-    assert result.status == "timeout"
-    assert f"/v1/runs/{pending.run_id}/wait" in (result.error or "")
+    assert (result.status, result.target_disposition, result.flow_id) == (
+        "accepted",
+        "queued",
+        pending.run_id,
+    )
+
+
+def ended(pending: AwaitRun, status: RunStatus, **fields: object) -> Run:
+    return Run(
+        run_id=pending.run_id,
+        session_key=TARGET,
+        agent_id="main",
+        kind="send",
+        status=status,
+        seq=1,
+        created_at=1,
+        **fields,  # type: ignore[arg-type]
+    )
 
 
 def test_finishing_a_failed_run_is_an_error_with_its_text(ctx: ToolContext) -> None:
     pending = send(ctx, sessionKey=TARGET, message="ping", timeoutSeconds=1)
     assert isinstance(pending, AwaitRun)
-    failed = Run(
-        run_id=pending.run_id,
-        session_key=TARGET,
-        agent_id="main",
-        kind="send",
-        status=RunStatus.ERROR,
-        seq=1,
-        created_at=1,
-        error="model exploded",
-    )
-    assert pending.finish(failed).wire() == {
+    assert pending.finish(ended(pending, RunStatus.ERROR, error="model exploded")).wire() == {
         "runId": pending.run_id,
         "status": "error",
-        "error": "model exploded",
         "sessionKey": TARGET,
+        "error": "model exploded",
+        "sentBeforeError": True,
+        "flowId": pending.run_id,
+    }
+    timed_out = pending.finish(ended(pending, RunStatus.TIMEOUT, error="agent run timed out"))
+    assert (timed_out.status, timed_out.sent_before_error) == ("timeout", True)
+
+
+@pytest.mark.parametrize("reply", ["", "  ", "NO_REPLY"])
+def test_a_run_that_ended_without_a_visible_reply_is_no_reply(ctx: ToolContext, reply: str) -> None:
+    pending = send(ctx, sessionKey=TARGET, message="ping", timeoutSeconds=1)
+    assert isinstance(pending, AwaitRun)
+    assert pending.finish(ended(pending, RunStatus.OK, reply=reply)).wire() == {
+        "runId": pending.run_id,
+        "status": "no_reply",
+        "sessionKey": TARGET,
+        "message": "No visible reply or pending announcement. Continue or retry if needed.",
         "flowId": pending.run_id,
     }
 
@@ -166,7 +190,8 @@ def test_an_unknown_session_id_is_refused_with_the_spec_text(ctx: ToolContext) -
 def test_a_key_of_an_unconfigured_agent_is_refused(ctx: ToolContext) -> None:
     result = send(ctx, sessionKey="agent:ghost:main", message="m")
     assert isinstance(result, ToolFailure)
-    assert 'Unknown agent "ghost"' in result.error
+    assert result.error == 'Unknown agent id "ghost"'
+    assert result.session_key == "agent:ghost:main"
 
 
 def test_refusals_leave_redis_unchanged(ctx: ToolContext, store: Store) -> None:
@@ -204,25 +229,69 @@ def test_session_ids_and_current_resolve(
     assert isinstance(by_id, SendResult)
     assert by_id.session_key == TARGET
     assert isinstance(current, SendResult)
-    assert current.session_key == "main"
+    assert current.session_key == "agent:main:main"
+
+
+def test_a_waited_send_to_the_calling_session_by_its_key_is_refused(ctx: ToolContext) -> None:
+    result = send(ctx, sessionKey="agent:main:main", message="m", timeoutSeconds=5)
+    assert isinstance(result, ToolFailure)
+    assert result.error == "sessions_send cannot target the calling session; use your own reply instead"
+    assert isinstance(send(ctx, sessionKey="main", message="m", timeoutSeconds=5), AwaitRun)
+
+
+def test_a_bare_name_must_name_a_session_that_exists(ctx: ToolContext, store: Store) -> None:
+    result = send(ctx, sessionKey="nope", message="m", timeoutSeconds=0)
+    assert isinstance(result, ToolFailure)
+    assert result.error == "Session not found: nope (use the full sessionKey from sessions_list)"
+    assert store.redis.keys("*") == []
+
+
+def test_an_agent_id_alone_names_its_main_session(ctx: ToolContext) -> None:
+    found = send(ctx, agentId="research", message="m", timeoutSeconds=0)
+    assert isinstance(found, SendResult)
+    assert found.session_key == "agent:research:main"
+    missing = send(ctx, agentId="nope", message="m")
+    assert isinstance(missing, ToolFailure)
+    assert missing.error == 'Agent "nope" not found. Run openclaw agents list to see configured agents.'
+
+
+@pytest.mark.parametrize("alias", ["text", "content", "SendMessage"])
+def test_the_message_may_come_under_the_names_the_release_reads(ctx: ToolContext, alias: str) -> None:
+    result = send(ctx, sessionKey=TARGET, **{alias: "hi"}, timeoutSeconds=0)
+    assert isinstance(result, SendResult)
 
 
 @pytest.mark.parametrize(
-    ("args", "field"),
+    ("args", "text"),
     [
-        ({"sessionKey": TARGET}, "message"),
-        ({"sessionKey": TARGET, "message": "   "}, "message"),
-        ({"sessionKey": TARGET, "message": "m", "timeoutSeconds": -1}, "timeoutSeconds"),
-        ({"sessionKey": TARGET, "message": "m", "extra": 1}, "extra"),
-        ({"sessionKey": TARGET, "message": "x" * 300_000}, "message"),
+        ({"sessionKey": TARGET}, "message required"),
+        ({"sessionKey": TARGET, "message": "   "}, "message required"),
+        ({"sessionKey": TARGET, "message": 123}, "message required"),
+        (
+            {"sessionKey": TARGET, "message": "m", "timeoutSeconds": -1},
+            "timeoutSeconds must be a non-negative integer",
+        ),
+        (
+            {"sessionKey": TARGET, "message": "m", "timeoutSeconds": 1.5},
+            "timeoutSeconds must be a non-negative integer",
+        ),
+        (
+            {"sessionKey": TARGET, "message": "m", "mode": "later"},
+            "mode must be notify, steer, followup, or resume",
+        ),
+        ({"sessionKey": TARGET, "message": "x" * 300_000}, "message: too large: 300000 bytes (limit 262144)"),
     ],
 )
-def test_bad_arguments_are_validation_errors_naming_the_field(
-    ctx: ToolContext, args: dict[str, object], field: str
+def test_bad_arguments_are_refused_in_the_releases_words(
+    ctx: ToolContext, args: dict[str, object], text: str
 ) -> None:
     with pytest.raises(ValidationError) as caught:
         TOOLS["sessions_send"].invoke(ctx, args)
-    assert caught.value.errors()[0]["loc"] == (field,)
+    assert tool_input_error(caught.value.errors())[1] == text
+
+
+def test_unknown_arguments_are_ignored(ctx: ToolContext) -> None:
+    assert isinstance(send(ctx, sessionKey=TARGET, message="m", extra=1, timeoutSeconds=0), SendResult)
 
 
 def test_a_refused_send_does_not_touch_the_clock_or_the_lane(

@@ -5,11 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from shared import archive, session_keys
 from shared.clock import FixedClock
 from shared.config import Config
 from shared.dispatch import StepTask
+from shared.errors import tool_input_error
 from shared.flows.context import FlowContext
 from shared.flows.decide import Wait
 from shared.flows.engine import advance
@@ -105,20 +107,66 @@ def test_a_child_whose_enqueue_fails_is_still_accepted_and_the_reaper_enqueues_i
     assert [head.run_id for head in store.runs.reap()] == [result.run_id]
 
 
-@pytest.mark.parametrize("key", ["target", "channel", "to", "threadId", "replyTo"])
-def test_channel_routing_keys_are_refused(key: str, world: WorldFactory) -> None:
+@pytest.mark.parametrize(
+    "key", ["target", "transport", "channel", "to", "threadId", "thread_id", "replyTo", "reply_to"]
+)
+def test_channel_routing_keys_are_refused_by_the_name_sent(key: str, world: WorldFactory) -> None:
     config, store, dispatcher = world()
-    assert refusal(spawn(config, store, dispatcher, **{key: "x"})) == (
-        "error",
-        f'sessions_spawn does not support "{key}". Use "sessions_send" for channel delivery.',
+    with pytest.raises(ValidationError) as caught:
+        spawn(config, store, dispatcher, **{key: "x"})
+    assert tool_input_error(caught.value.errors())[1] == (
+        f'sessions_spawn does not support "{key}"; remove channel-delivery parameters.'
     )
+    assert store.redis.keys("*") == []
+
+
+@pytest.mark.parametrize("key", ["timeoutSeconds", "timeout_seconds"])
+def test_a_send_timeout_is_refused_pointing_at_run_timeout_seconds(key: str, world: WorldFactory) -> None:
+    config, store, dispatcher = world()
+    with pytest.raises(ValidationError) as caught:
+        spawn(config, store, dispatcher, **{key: 5})
+    assert tool_input_error(caught.value.errors())[1] == (
+        f'sessions_spawn does not support "{key}". Use "runTimeoutSeconds" for a per-run timeout.'
+    )
+
+
+@pytest.mark.parametrize("task", [None, "", "   ", 123])
+def test_a_missing_task_is_refused_in_the_releases_words(task: object, world: WorldFactory) -> None:
+    config, store, dispatcher = world()
+    ctx = ToolContext.for_caller(config, store, dispatcher, CALLER)
+    with pytest.raises(ValidationError, match="task required"):
+        TOOLS["sessions_spawn"].invoke(ctx, {} if task is None else {"task": task})
+
+
+def test_the_accepted_result_has_the_releases_keys(world: WorldFactory) -> None:
+    config, store, dispatcher = world()
+    result = spawn(config, store, dispatcher, label="probe")
+    assert isinstance(result, SpawnResult)
+    assert result.wire() == {
+        "status": "accepted",
+        "childSessionKey": result.child_session_key,
+        "runId": result.run_id,
+        "mode": "run",
+        "expectsCompletionMessage": True,
+        "context": "isolated",
+        "note": (
+            "The final reply returns to the requester as a completion event. Continue any independent work. "
+            "Wait for completion events for ALL required children before your final answer; never busy-poll. "
+            "If a completion arrives after your final answer, reply ONLY with NO_REPLY."
+        ),
+        "resolvedModel": "echo/echo",
+        "resolvedProvider": "echo",
+        "modelApplied": True,
+    }
 
 
 def test_session_mode_needs_a_thread_and_thread_defaults_to_session_mode(world: WorldFactory) -> None:
     config, store, dispatcher = world()
     assert refusal(spawn(config, store, dispatcher, mode="session")) == (
         "error",
-        'mode="session" requires thread=true so the subagent can stay bound to a thread.',
+        'sessions_spawn(mode="session") requires thread=true so the subagent can stay bound to a channel '
+        'thread. Retry with { mode: "session", thread: true } on a channel that supports threads, or use '
+        'mode="run" for one-shot work.',
     )
     result = spawn(config, store, dispatcher, caller=THREAD, thread=True, cleanup="delete")
     assert isinstance(result, SpawnResult)
@@ -221,7 +269,15 @@ def test_sandbox_require_needs_a_sandboxed_target(world: WorldFactory) -> None:
 
 def test_model_and_thinking_are_checked(world: WorldFactory) -> None:
     config, store, dispatcher = world()
-    assert refusal(spawn(config, store, dispatcher, model="gpt/x")) == ("error", "invalid model: gpt/x")
+    assert refusal(spawn(config, store, dispatcher, model="gpt/x")) == (
+        "error",
+        'sessions_spawn model "gpt/x" is not usable: Unknown model: gpt/x (configured: echo/echo, slow/echo)',
+    )
+    # A bare id is the default provider's; "default" is no override.
+    bare = spawn(config, store, dispatcher, model="echo")
+    assert isinstance(bare, SpawnResult)
+    assert bare.resolved_model == "echo/echo"
+    assert isinstance(spawn(config, store, dispatcher, model="default"), SpawnResult)
     assert refusal(spawn(config, store, dispatcher, thinking="max")) == (
         "error",
         'Invalid thinking level "max". Use one of: off, minimal, low, medium, high.',
@@ -305,13 +361,20 @@ def test_status_comes_from_the_runtime_not_the_reply(
 
 def test_a_child_over_its_run_timeout_announces_timeout(world: WorldFactory) -> None:
     config, store, dispatcher = world()
-    result = spawn(config, store, dispatcher, model="slow/echo", runTimeoutSeconds=0.05)
+    config = config.model_copy(
+        update={
+            "models": Config.model_validate(
+                {"models": {"providers": {"slow": {"type": "echo", "delayMs": 1500}}}}
+            ).models
+        }
+    )
+    result = spawn(config, store, dispatcher, model="slow/echo", runTimeoutSeconds=1)
     assert isinstance(result, SpawnResult)
     drain(store, config, dispatcher)
     run = store.runs.get(result.run_id)
     assert run is not None
     assert run.status == "timeout"
-    assert "runTimeoutSeconds=0.05" in (run.error or "")
+    assert "runTimeoutSeconds=1" in (run.error or "")
     assert store.flows.read_outbox("webchat", "ann")[0][1]["text"].startswith("Status: timeout")
 
 
@@ -480,7 +543,15 @@ def test_agents_list_puts_the_requester_first_then_the_allowed(world: WorldFacto
     assert TOOLS["agents_list"].invoke(ctx, {}).wire() == {
         "requester": "main",
         "allowAny": False,
-        "agents": [{"id": "main", "configured": True}, {"id": "research", "configured": True}],
+        "agents": [
+            {
+                "id": agent,
+                "configured": True,
+                "model": "echo/echo",
+                "agentRuntime": {"id": "auto", "source": "implicit"},
+            }
+            for agent in ("main", "research")
+        ],
     }
     boxed = ToolContext.for_caller(config, store, dispatcher, "agent:boxed:main")
     listed = TOOLS["agents_list"].invoke(boxed, {}).wire()

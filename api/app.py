@@ -27,6 +27,7 @@ from api.routes import (
     flows,
     health,
     metrics,
+    openai_compat,
     principal,
     runs,
     sessions,
@@ -96,6 +97,7 @@ def create_app(
     app.add_middleware(BodyLimit, max_bytes=config.gateway.limits.body_bytes)
     routers = (health.router, metrics.router, tools.router, sessions.router, subagents.router, runs.router)
     others = (flows.router, channels.router, status.router, principal.router, console.router, a2a.router)
+    app.include_router(openai_compat.router)
     for router in (*routers, *others):
         app.include_router(router)
     app.mount(console.ASSETS, console.assets(), name="console-assets")

@@ -16,10 +16,12 @@ from shared.tools.send_schema import SendResult
 
 
 def receive(
-    ctx: ToolContext, inbound: InboundMessageParams
+    ctx: ToolContext, inbound: InboundMessageParams, context: str | None = None
 ) -> SendResult | AwaitRun | ToolFailure | CommandReply:
     """``ctx.caller_key`` is the session the message is addressed to; a thread bound to a sub-agent hands it
-    to that sub-agent's session (``shared.threads``). Raises ToolError for a key of an unknown agent."""
+    to that sub-agent's session (``shared.threads``). ``context``: system text for this run only, kept out
+    of the transcript (an OpenAI-compatible request's system messages). Raises ToolError for a key of an
+    unknown agent."""
     require_agent(ctx.config, ctx.caller_key)
     session_key = threads.inbound_target(ctx.store, ctx.config, ctx.caller_key)
     rerouted = session_key != ctx.caller_key
@@ -61,7 +63,7 @@ def receive(
     if room.refused is not None:
         return ToolFailure(status="error", error=room.refused, run_id=run_id)
     text = inbound.message if room.summary is None else f"{room.summary}\n\n{inbound.message}"
-    new = new_run(seed, queueing.kind_for(mode), text, run_id=run_id, now=now)
+    new = new_run(seed, queueing.kind_for(mode), text, run_id=run_id, now=now, context=context)
     accepted = submit(
         ctx.store, ctx.dispatcher, seed, updates, new, when_busy=queueing.when_busy(ctx.config, mode)
     )

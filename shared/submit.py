@@ -44,6 +44,20 @@ class AwaitRun(BaseModel):
         going is ``accepted``, as the release answers a wait that ran out."""
         return result_of(self.run_id, self.session_key, run).model_copy(update={"flow_id": self.flow_id})
 
+    def finish_over_http(self, run: Run | None) -> SendResult:
+        """The result of a wait an HTTP request held for ``wait_seconds``: where gateway.maxWaitSeconds cut
+        it shorter than asked, a run still going says so (``note``, clawbus's own), lest the caller
+        believe it waited what it asked for."""
+        result = self.finish(run)
+        if result.status != "accepted" or self.timeout_seconds <= self.max_wait_seconds:
+            return result
+        note = (
+            f"waited {self.max_wait_seconds:g}s (gateway.maxWaitSeconds={self.max_wait_seconds:g} caps a wait "
+            f"over HTTP; {self.timeout_seconds:g}s were asked for); the run goes on: wait again with "
+            f"GET /v1/runs/{self.run_id}/wait"
+        )
+        return result.model_copy(update={"note": note})
+
     def vanished(self) -> SendResult:
         """The awaited run is gone (its session was deleted, or it expired): nothing more will come."""
         return SendResult(

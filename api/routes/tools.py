@@ -157,7 +157,7 @@ async def settle(
         # A steer taken in by the running run is answered by that run's reply.
         while run is not None and run.steered_into and (left := deadline - anyio.current_time()) > 0:
             run = await services.waiter.wait(run.steered_into, left)
-        return result.finish(run)
+        return result.finish_over_http(run)
     except anyio.get_cancelled_exc_class():
         if abandon_cancels:
             with anyio.CancelScope(shield=True):

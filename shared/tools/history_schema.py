@@ -19,7 +19,7 @@ class SessionsHistoryParams(Params):
     )
     # Above 1000 the release fails the call; clawbus reads 1000 (docs/contract.md, differences).
     limit: Annotated[int | None, whole_number("limit", least=1, high=1000)] = Field(
-        None, description="Last N messages (default 200)."
+        None, ge=1, description="Last N messages (default 200)."
     )
     include_tools: Annotated[bool, truthy] = Field(False, description="Include tool calls and tool results.")
 

@@ -44,9 +44,11 @@ def project(message: Message, seq: int, source: str) -> dict[str, Any]:
         out = _assistant(message, meta)
     elif message.role == "user":
         out = _user(message, meta)
-    else:
+    else:  # a tool's result: its call, its text, whether it failed
         out = message.wire()
         out.pop("id", None)
+        if (run_id := out.pop("runId", None)) is not None:
+            meta["runId"] = run_id
     meta.update(
         recordTimestampMs=message.timestamp, transcriptPosition={"source": source, "rawSeq": seq}, seq=seq
     )

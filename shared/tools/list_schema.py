@@ -19,16 +19,16 @@ class SessionsListParams(Params):
         None, description="Only these kinds: main, group, cron, hook, node, other."
     )
     limit: Annotated[int | None, whole_number("limit", least=1, high=200)] = Field(
-        None, description="At most this many (default 100, at most 200)."
+        None, ge=1, description="At most this many (default 100, at most 200)."
     )
     offset: Annotated[int | None, whole_number("offset", least=0)] = Field(
-        None, description="Skip this many (the nextOffset of the page before)."
+        None, ge=0, description="Skip this many (the nextOffset of the page before)."
     )
     active_minutes: Annotated[int | None, whole_number("activeMinutes", least=1)] = Field(
-        None, description="Only sessions active in the last N minutes."
+        None, ge=1, description="Only sessions active in the last N minutes."
     )
     message_limit: Annotated[int | None, whole_number("messageLimit", least=0, high=20)] = Field(
-        None, description="Include each session's last N messages (0-20)."
+        None, ge=0, description="Include each session's last N messages (0-20)."
     )
 
     @field_validator("kinds")

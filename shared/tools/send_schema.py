@@ -37,6 +37,9 @@ def _mode(value: Any) -> Any:
     return value
 
 
+DEFAULT_TIMEOUT_SECONDS = 30
+
+
 class SessionsSendParams(Params):
     session_key: Annotated[str | None, optional_text] = Field(
         None, description="The target session's key (or use label)."
@@ -51,7 +54,10 @@ class SessionsSendParams(Params):
         **required(), description="The message to send."
     )
     timeout_seconds: Annotated[int | None, whole_number("timeoutSeconds", least=0)] = Field(
-        None, description="Wait this long for the reply (default 30); 0 sends and returns at once."
+        None,
+        ge=0,
+        description="Wait this long for the reply; 0 sends and returns at once.",
+        json_schema_extra={"default": DEFAULT_TIMEOUT_SECONDS},
     )
     mode: Annotated[SendMode | None, BeforeValidator(_mode)] = Field(
         None, description="followup (default): a turn of its own; steer: into the target's running turn."
@@ -68,9 +74,6 @@ class SessionsSendParams(Params):
     @property
     def wait_seconds(self) -> int:
         return DEFAULT_TIMEOUT_SECONDS if self.timeout_seconds is None else self.timeout_seconds
-
-
-DEFAULT_TIMEOUT_SECONDS = 30
 
 
 class AnnounceDelivery(Wire):
@@ -98,6 +101,8 @@ class SendResult(Wire):
     # The run had started when it failed: the message did reach the target.
     sent_before_error: bool | None = None
     flow_id: str | None = None
+    # clawbus's own: a wait an HTTP request held shorter than asked (gateway.maxWaitSeconds), said so.
+    note: str | None = None
 
     @model_validator(mode="after")
     def _shape(self) -> SendResult:

@@ -68,7 +68,7 @@ class SessionsSpawnParams(Params):
         None, max_length=32, description="off, minimal, low, medium or high."
     )
     run_timeout_seconds: Annotated[int | None, whole_number("runTimeoutSeconds", least=0)] = Field(
-        None, description="End the child's run after this long (0: no limit)."
+        None, ge=0, description="End the child's run after this long (0: no limit)."
     )
     thread: Annotated[bool, truthy] = False
     mode: Annotated[Literal["run", "session"] | None, _one_of("run", "session")] = None

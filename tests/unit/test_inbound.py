@@ -114,7 +114,7 @@ def test_the_agent_replies_into_the_transcript(
 def test_a_key_of_an_unconfigured_agent_is_refused(
     config: Config, store: Store, dispatcher: InlineDispatcher
 ) -> None:
-    with pytest.raises(ToolError, match='Unknown agent "ghost"'):
+    with pytest.raises(ToolError, match='Unknown agent id "ghost"'):
         inbound(config, store, dispatcher, "agent:ghost:main", message="hi")
     assert store.redis.keys("*") == []
 

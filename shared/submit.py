@@ -51,10 +51,10 @@ class AwaitRun(BaseModel):
         result = self.finish(run)
         if result.status != "accepted" or self.timeout_seconds <= self.max_wait_seconds:
             return result
+        cap, asked = self.max_wait_seconds, self.timeout_seconds
         note = (
-            f"waited {self.max_wait_seconds:g}s (gateway.maxWaitSeconds={self.max_wait_seconds:g} caps a wait "
-            f"over HTTP; {self.timeout_seconds:g}s were asked for); the run goes on: wait again with "
-            f"GET /v1/runs/{self.run_id}/wait"
+            f"waited {cap:g}s (gateway.maxWaitSeconds={cap:g} caps a wait over HTTP; {asked:g}s were asked "
+            f"for); the run goes on: wait again with GET /v1/runs/{self.run_id}/wait"
         )
         return result.model_copy(update={"note": note})
 

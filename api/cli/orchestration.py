@@ -162,12 +162,12 @@ def row_line(row: SubagentRow) -> str:
 
 def show_card(card: SessionStatusCard) -> None:
     """``session_status``'s card, one fact a line (``clawbus status --session KEY``)."""
-    override = " (this session's own)" if card.model_override else ""
+    override = " (this session's own)" if card.model_source == "session" else ""
     role = f", {card.role}" if card.role else ""
     lines = [
         ("session", f"{card.session_key} (agent {card.agent_id})"),
         ("state", card.state),
-        ("model", f"{card.model}{override}" + (f", thinking {card.thinking}" if card.thinking else "")),
+        ("model", f"{card.model_ref}{override}" + (f", thinking {card.thinking}" if card.thinking else "")),
         ("runs", f"{card.runs_running} running, {card.runs_queued} queued"),
         ("children", f"{card.children_pending} still to report"),
         ("depth", f"{card.spawn_depth}{role}"),

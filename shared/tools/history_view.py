@@ -98,3 +98,21 @@ def _sender(source_key: str) -> dict[str, Any]:
         "senderLabel": f"Forwarded from {agent_id}",
         "senderSession": {"sessionKey": source_key, "agentId": agent_id},
     }
+
+
+def text_of(shown_message: dict[str, Any]) -> str:
+    """The text of a message as history shows it (a person's is its text, the others blocks)."""
+    content = shown_message.get("content")
+    if isinstance(content, str):
+        return content
+    return "".join(block.get("text", "") for block in content or [] if isinstance(block, dict))
+
+
+def run_of(shown_message: dict[str, Any]) -> str | None:
+    """The run a message as history shows it belongs to: its own (an agent's), or the one it was the input
+    of (``<runId>:user``)."""
+    meta = shown_message.get("__openclaw") or {}
+    if meta.get("runId"):
+        return str(meta["runId"])
+    key = shown_message.get("idempotencyKey")
+    return key.removesuffix(":user") if isinstance(key, str) else None

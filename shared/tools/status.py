@@ -1,61 +1,269 @@
-"""session_status (docs/contract.md, "Orchestration"): the calling session's status card, and the one
-setting it may change, its model."""
+"""session_status (docs/contract.md, "Orchestration"): a session's status card, as OpenClaw 2026.9.6
+answers it (its details and its ``statusText``), with clawbus's own facts beside; and the one setting it
+may change, the session's model.
+
+The card is of the caller by default (``current`` too), else of any session the caller may see. One that
+does not exist is an error result; the release fails the call there (HTTP 500), clawbus never does.
+"""
 
 from __future__ import annotations
 
-from shared import queueing
-from shared.models import ToolFailure
-from shared.sessions import SessionPatch
-from shared.tools.context import ToolContext
+import os
+from importlib import metadata
+from typing import Any, Literal
+
+from shared import queueing, session_keys, subagents, visibility
+from shared.config import Config
+from shared.config.providers import OpenAIProvider, UnknownModel
+from shared.errors import ToolError
+from shared.models import SessionEntry, ToolFailure
+from shared.sessions import SessionPatch, new_entry
+from shared.tools.context import ToolContext, looks_like_key
+from shared.tools.status_card import DEFAULT_CONTEXT_WINDOW, CardFacts, compact_duration, render
 from shared.tools.subagents_schema import SessionStatusCard, SessionStatusParams
+from shared.tools.subagents_view import descendants, observe, subagents_line, tasks_line
+
+Target = tuple[str, SessionEntry | None]
 
 
 def session_status(ctx: ToolContext, params: SessionStatusParams) -> SessionStatusCard | ToolFailure:
-    config, store = ctx.config, ctx.store
-    entry = store.sessions.get(ctx.caller_key)
+    try:
+        key, entry = _target(ctx, params.session_key)
+        if params.model is not None:
+            entry = _set_model(ctx, key, entry, params.model)
+    except ToolError as exc:
+        return ToolFailure(status="forbidden" if exc.status == "forbidden" else "error", error=exc.error)
+    return _card(ctx, key, entry, model_asked=params.model is not None)
+
+
+# --- which session -------------------------------------------------------------------------------------
+
+
+def _target(ctx: ToolContext, reference: str | None) -> Target:
+    """The session the card is of, and its entry (None: the caller's own session, not used yet)."""
+    if reference is None or reference == session_keys.CURRENT:
+        return ctx.caller_key, ctx.store.sessions.get(ctx.caller_key)
+    unknown = f"Unknown {'sessionKey' if looks_like_key(reference) else 'sessionId'}: {reference}"
+    if session_keys.is_session_id(reference):
+        key = ctx.store.sessions.key_for_session_id(reference)
+        if key is None or not ctx.may_look_up(key):
+            raise ToolError(unknown)
+    else:
+        key = ctx.resolve(reference)
+    entry = ctx.store.sessions.get(key)
+    if key == ctx.caller_key:
+        return key, entry
     if entry is None:
-        return ToolFailure(status="error", error=f"{ctx.display(ctx.caller_key)} has no session yet")
-    if params.model is not None:
-        if params.model not in config.models.refs():
-            configured = ", ".join(config.models.refs())
-            return ToolFailure(
-                status="error", error=f"unknown model: {params.model} (configured: {configured})"
-            )
-        entry = store.sessions.patch(entry, SessionPatch({"model": params.model})) or entry
-    lane = store.runs.lane(entry.key)
+        raise ToolError(unknown)
+    refused = visibility.refusal(ctx.config, ctx.caller_key, key, entry, "history")
+    if refused:
+        raise ToolError(_as_status(refused), "forbidden")
+    return key, entry
+
+
+def _as_status(refusal: str) -> str:
+    """A visibility refusal in the release's words for this tool: what history may not read, status may
+    not show (shared.visibility words it for history)."""
+    for history, status in (
+        ("Session history ", "Session status "),
+        ("Agent-to-agent history ", "Agent-to-agent status "),
+        ("cross-agent history.", "cross-agent status."),
+    ):
+        refusal = refusal.replace(history, status)
+    return refusal
+
+
+# --- the model -----------------------------------------------------------------------------------------
+
+
+def _set_model(ctx: ToolContext, key: str, entry: SessionEntry | None, wanted: str) -> SessionEntry:
+    """The session's model set (``default``, or the agent's own model: the override cleared). The session
+    is made if it was not yet, as the release does."""
+    config, store = ctx.config, ctx.store
+    agent_model = config.model_of(session_keys.parse(key).agent_id)
+    override = None if wanted.lower() == "default" else _configured(config, agent_model, wanted)
+    if override == agent_model:
+        override = None
+    if entry is None:
+        store.sessions.create(new_entry(config, key, store.clock.now_ms()))
+        entry = store.sessions.get(key)
+        assert entry is not None
+    return store.sessions.patch(entry, SessionPatch({"model": override})) or entry
+
+
+def _configured(config: Config, agent_model: str, wanted: str) -> str:
+    """``<provider>/<model>`` as configured; a bare model id is one of the agent's model's provider."""
+    ref = wanted if "/" in wanted else f"{agent_model.partition('/')[0]}/{wanted}"
+    if ref not in config.models.refs():
+        raise ToolError(f"unknown model: {wanted} (configured: {', '.join(config.models.refs())})")
+    return ref
+
+
+# --- the card ------------------------------------------------------------------------------------------
+
+
+def _card(ctx: ToolContext, key: str, entry: SessionEntry | None, *, model_asked: bool) -> SessionStatusCard:
+    config, store = ctx.config, ctx.store
+    now = store.clock.now_ms()
+    # A session not used yet is shown as it would start; the release names a missing main session "main".
+    shown = entry or new_entry(config, key, now)
+    main = key == ctx.main_key_of(key)
+    session_key = config.session.main_key if entry is None and main else key
+    model_ref = shown.model or config.model_of(shown.agent_id)
+    provider, _, model_id = model_ref.partition("/")
+    lane = store.runs.lane(key)
     head = store.runs.get(lane[0]) if lane else None
     running = 1 if head is not None and head.status.value == "running" else 0
-    latest = store.runs.latest(entry.key)
-    pending = entry.pending_children or 0
-    if entry.waiting is not None:
-        state = f"waiting for {pending} children"
-    elif running:
-        state = "running"
-    else:
-        state = f"idle (last run {latest.status.value})" if latest else "idle"
-    mode = queueing.mode_for(config, entry, entry.last_channel, None)
-    source = (
-        "session"
-        if entry.queue_mode
-        else "channel"
-        if entry.last_channel in config.messages.queue.by_channel
-        else "default"
-    )
+    mode = queueing.mode_for(config, shown, shown.last_channel, None)
+    route = _route(key, shown)
+    facts = _facts(ctx, session_key, shown, entry is not None, now, queued=len(lane) - running, mode=mode)
+    latest = store.runs.latest(key)
     return SessionStatusCard(
-        session_key=ctx.display(entry.key),
-        agent_id=entry.agent_id,
-        model=entry.model or config.model_of(entry.agent_id),
-        model_override=entry.model,
-        thinking=entry.thinking_level,
-        total_tokens=entry.total_tokens,
-        estimated_cost_usd=entry.estimated_cost_usd,
+        session_key=session_key,
+        agent_id=shown.agent_id,
+        changed_model=model_asked,
+        model=model_id if model_asked else None,
+        model_provider=provider if model_asked else None,
+        model_override=shown.model if model_asked else None,
+        status_text=render(facts),
+        origin=route.get("origin"),
+        delivery_context=shown.delivery_context if "deliveryContext" in route else None,
+        model_ref=model_ref,
+        model_source="session" if shown.model else "agent",
+        thinking=shown.thinking_level,
+        total_tokens=shown.total_tokens,
+        estimated_cost_usd=shown.estimated_cost_usd,
         runs_queued=len(lane) - running,
         runs_running=running,
         queue_mode=mode,
-        queue_mode_source=source,
-        children_pending=pending,
-        state=state,
+        queue_mode_source=_mode_source(config, shown),
+        children_pending=shown.pending_children or 0,
+        state=_state(shown, running, latest.status.value if latest else None),
         last_run_status=latest.status.value if latest else None,
-        spawn_depth=entry.spawn_depth or 0,
-        role=entry.role,
+        spawn_depth=shown.spawn_depth or 0,
+        role=shown.role,
     )
+
+
+def _state(entry: SessionEntry, running: int, last: str | None) -> str:
+    if entry.waiting is not None:
+        return f"waiting for {entry.pending_children or 0} children"
+    if running:
+        return "running"
+    return f"idle (last run {last})" if last else "idle"
+
+
+def _mode_source(config: Config, entry: SessionEntry) -> Literal["session", "channel", "default"]:
+    if entry.queue_mode:
+        return "session"
+    return "channel" if entry.last_channel in config.messages.queue.by_channel else "default"
+
+
+def _facts(
+    ctx: ToolContext, session_key: str, entry: SessionEntry, stored: bool, now: int, *, queued: int, mode: str
+) -> CardFacts:
+    config, store = ctx.config, ctx.store
+    model_ref = entry.model or config.model_of(entry.agent_id)
+    own = observe(store, entry) if entry.spawn_flow_id else None
+    children = [observe(store, child) for child in descendants(store, entry.key, recursive=False)]
+    return CardFacts(
+        version=_version(),
+        now_ms=now,
+        session_key=session_key,
+        model_ref=model_ref,
+        config_model_ref=config.model_of(entry.agent_id),
+        pinned=entry.model is not None,
+        context_window=config.context_window(model_ref) or DEFAULT_CONTEXT_WINDOW,
+        thinking=entry.thinking_level or "off",
+        queue_mode=mode,
+        queue_depth=queued,
+        execution=_execution(config, entry.key),
+        uptime=_uptime(),
+        auth=_auth(config, model_ref),
+        input_tokens=entry.input_tokens,
+        output_tokens=entry.output_tokens,
+        cost_usd=_cost(config, model_ref, entry),
+        context_tokens=entry.context_tokens,
+        started_at=entry.created_at if stored else None,
+        updated_at=entry.updated_at,
+        subagents_line=subagents_line(children, now),
+        tasks_line=tasks_line([own, *children] if own else children, now),
+        route=_route(entry.key, entry),
+    )
+
+
+def _route(key: str, entry: SessionEntry) -> dict[str, Any]:
+    """A channel session's route, as the release shows it: the channel its key names, and where its
+    replies go (left out when it has none)."""
+    route: dict[str, Any] = {}
+    channel = session_keys.channel_of(key)
+    if channel:
+        route["origin"] = {"provider": channel}
+    if entry.delivery_context is not None and not entry.delivery_context.is_empty():
+        route["deliveryContext"] = entry.delivery_context.wire()
+    return route
+
+
+def _execution(config: Config, key: str) -> str:
+    """``direct``: clawbus runs no tool in a container; a sandbox setting only narrows what the session's
+    tools may see (``sandboxed``)."""
+    agent_id = session_keys.parse(key).agent_id
+    mode = config.sandbox_mode(agent_id)
+    if mode == "off":
+        return "direct"
+    return f"direct · sandbox {mode}" + (
+        " (this session)" if subagents.sandboxed(config, agent_id, key) else ""
+    )
+
+
+def _auth(config: Config, model_ref: str) -> str | None:
+    """How the model's provider is reached: an API key from the environment variable its configuration
+    names. Nothing is said of a provider with none (the built-in echo and script ones, a local server)."""
+    try:
+        provider, _ = config.provider(model_ref)
+    except UnknownModel:
+        return None
+    if isinstance(provider, OpenAIProvider) and provider.api_key_env:
+        return f"api-key (env: {provider.api_key_env})"
+    return None
+
+
+def _cost(config: Config, model_ref: str, entry: SessionEntry) -> float | None:
+    """What the session's usage cost, as recorded, else as its model's configured price says."""
+    if entry.estimated_cost_usd is not None:
+        return entry.estimated_cost_usd
+    if entry.input_tokens is None and entry.output_tokens is None:
+        return None
+    try:
+        provider, model_id = config.provider(model_ref)
+    except UnknownModel:
+        return None
+    if not isinstance(provider, OpenAIProvider):
+        return None
+    return provider.model(model_id).cost_usd(entry.input_tokens or 0, entry.output_tokens or 0)
+
+
+def _version() -> str:
+    try:
+        return metadata.version("clawbus")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def _uptime() -> str | None:
+    """``process 3m 2s · system 2h 5m``: how long the process answering (an API server or a worker: clawbus
+    has no single gateway process) and its machine have been up. None where /proc cannot say."""
+    try:
+        with open("/proc/uptime", encoding="ascii") as source:
+            system_s = float(source.read().split()[0])
+        with open("/proc/self/stat", encoding="ascii") as source:
+            # The process's start, in clock ticks after boot: the 22nd field, the 20th after the name.
+            started_ticks = int(source.read().rsplit(")", 1)[1].split()[19])
+    except (OSError, ValueError, IndexError):
+        return None
+    process_s = max(system_s - started_ticks / os.sysconf("SC_CLK_TCK"), 0)
+    return f"process {_spaced(process_s * 1000)} · system {_spaced(system_s * 1000)}"
+
+
+def _spaced(ms: float) -> str:
+    return compact_duration(ms, spaced=True) or "0s"

@@ -1,11 +1,14 @@
 """subagents (docs/contract.md, "Orchestration"): a session's sub-agents, and control over them: list
-(with their own, recursively), kill a subtree, steer a running one, info on one."""
+(with their own, recursively), kill a subtree, steer a running one, info on one.
+
+``list`` answers as OpenClaw 2026.9.6's does (``shared.tools.subagents_view``), then with clawbus's own
+rows; ``kill``, ``steer`` and ``info`` are clawbus's own actions; any other action, the release's ``wait``
+and ``cancel`` among them, is ``Unsupported action.``.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-from shared import run_control
+from shared import run_control, session_keys
 from shared.errors import ToolError
 from shared.models import Provenance, SessionEntry, ToolFailure
 from shared.ports import Storage
@@ -14,7 +17,7 @@ from shared.runs import new_run
 from shared.submit import submit
 from shared.tools.context import ToolContext
 from shared.tools.subagents_schema import (
-    ChildStatus,
+    OWN_ACTIONS,
     SubagentInfo,
     SubagentRow,
     SubagentsKilled,
@@ -22,18 +25,19 @@ from shared.tools.subagents_schema import (
     SubagentsParams,
     SubagentSteered,
 )
+from shared.tools.subagents_view import descendants, list_text, listed_tasks, run_rows, status, tree
 
 Answer = SubagentsList | SubagentsKilled | SubagentSteered | SubagentInfo | ToolFailure
-_ENDED: dict[str, ChildStatus] = {"done": "done", "failed": "error", "timeout": "timeout", "killed": "killed"}
+UNSUPPORTED = "Unsupported action."
 
 
 def subagents(ctx: ToolContext, params: SubagentsParams) -> Answer:
     try:
         if params.action == "list":
-            rows = [
-                row(ctx.store, entry) for entry in descendants(ctx.store, ctx.caller_key, params.recursive)
-            ]
-            return SubagentsList(count=len(rows), subagents=rows)
+            return _list(ctx, params)
+        if params.action not in OWN_ACTIONS:
+            # The release's answer to an action it does not know (its wait and cancel are not clawbus's yet).
+            return ToolFailure(status="error", error=UNSUPPORTED)
         assert params.target is not None
         if params.action == "kill":
             return _kill(ctx, params.target)
@@ -45,29 +49,30 @@ def subagents(ctx: ToolContext, params: SubagentsParams) -> Answer:
         return ToolFailure(status="forbidden" if exc.status == "forbidden" else "error", error=exc.error)
 
 
-def descendants(store: Storage, parent_key: str, recursive: bool) -> Iterator[SessionEntry]:
-    """The sessions ``parent_key`` spawned (and theirs, with ``recursive``), parents before children."""
-    frontier = [parent_key]
-    while frontier:
-        children = [e for e in store.sessions.get_many(store.sessions.children(frontier.pop(0))) if e]
-        for child in sorted(children, key=lambda e: e.created_at):
-            yield child
-            if recursive:
-                frontier.append(child.key)
-
-
-def status(store: Storage, entry: SessionEntry) -> ChildStatus:
-    """What a sub-agent is doing: ended (how), waiting for its own children, running, or queued (its run
-    waits for its turn: the fleet's maxConcurrent, a busy worker pool)."""
-    if entry.status in _ENDED:
-        return _ENDED[entry.status]
-    if entry.waiting is not None:
-        return "waiting"
-    lane = store.runs.lane(entry.key)
-    head = store.runs.get(lane[0]) if lane else None
-    if head is None:
-        return "waiting" if entry.pending_children else "running"
-    return "running" if head.status.value == "running" else "queued"
+def _list(ctx: ToolContext, params: SubagentsParams) -> SubagentsList:
+    """The release's view (its tasks cover the whole tree, its rows the direct children), then clawbus's
+    rows (the whole tree only with ``recursive``)."""
+    store, caller = ctx.store, ctx.caller_key
+    now = store.clock.now_ms()
+    everyone = tree(store, caller)
+    children = [child for child in everyone if child.entry.spawned_by == caller]
+    cutoff = now - params.window_minutes * 60_000
+    tasks = listed_tasks(everyone, cutoff)
+    view = run_rows(ctx.config, everyone, caller, now, cutoff)
+    own_rows = everyone if params.recursive else children
+    return SubagentsList(
+        requester_session_key=caller,
+        caller_session_key=caller,
+        caller_is_subagent=session_keys.is_subagent(caller),
+        total=len(children),
+        task_total=len(tasks),
+        tasks=tasks,
+        active=view.active,
+        recent=view.recent,
+        text=list_text(view, params.window_minutes),
+        count=len(own_rows),
+        subagents=[row(store, child.entry) for child in own_rows],
+    )
 
 
 def row(store: Storage, entry: SessionEntry) -> SubagentRow:

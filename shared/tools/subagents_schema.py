@@ -5,33 +5,59 @@ Kept apart from the tools' code, which needs the store: a thin client imports th
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import BeforeValidator, Field, model_validator
 
-from shared.models import MessageText, Params, QueueMode, SessionRef, SpawnRole, Wire
+from shared.models import DeliveryContext, MessageText, Params, QueueMode, SessionRef, SpawnRole, Wire
+from shared.tool_args import optional_text, refused, truthy, whole_number
 
 ChildStatus = Literal["queued", "running", "waiting", "done", "error", "timeout", "killed"]
+# clawbus's own actions, beside the release's ``list``; any other action is ``Unsupported action.``.
+OWN_ACTIONS = ("kill", "steer", "info")
+DEFAULT_RECENT_MINUTES = 30
+MAX_RECENT_MINUTES = 1440
+
+
+def _action(value: Any) -> str:
+    """The release reads ``action`` as an optional text: no string, or only blanks, is ``list``; any other
+    text is kept as written (trimmed), and the tool answers the ones it does not know."""
+    if not isinstance(value, str) or not value.strip():
+        return "list"
+    return value.strip()
 
 
 class SubagentsParams(Params):
-    action: Literal["list", "kill", "steer", "info"] = Field(
-        description="list your sub-agents; kill one (or all) with its whole subtree; steer a running one; "
-        "info on one."
+    action: Annotated[str, BeforeValidator(_action)] = Field(
+        "list",
+        description="list (default) your sub-agents; kill one (or all) with its whole subtree; steer a "
+        "running one; info on one.",
+        json_schema_extra={"enum": ["list", *OWN_ACTIONS]},
     )
-    recursive: bool = Field(False, description="list: their sub-agents too, to the last level.")
-    target: SessionRef | None = Field(
+    recent_minutes: Annotated[int | None, whole_number("recentMinutes", least=1, high=MAX_RECENT_MINUTES)] = (
+        Field(None, description="list: the ended ones of the last N minutes (default 30, at most 1440).")
+    )
+    recursive: Annotated[bool, truthy] = Field(
+        False, description="list: their sub-agents too, to the last level."
+    )
+    target: Annotated[SessionRef | None, optional_text] = Field(
         None, description='kill, steer, info: a child session key or label; kill also takes "all".'
     )
     message: MessageText | None = Field(None, description="steer: what to tell the sub-agent.")
 
     @model_validator(mode="after")
     def _needs(self) -> SubagentsParams:
-        if self.action != "list" and self.target is None:
-            raise ValueError(f"target: required for {self.action}")
+        """clawbus's own actions name their target (and steer its message), in the release's words for a
+        missing argument."""
+        if self.action in OWN_ACTIONS and self.target is None:
+            raise refused("target required")
         if self.action == "steer" and self.message is None:
-            raise ValueError("message: required for steer")
+            raise refused("message required")
         return self
+
+    @property
+    def window_minutes(self) -> int:
+        return DEFAULT_RECENT_MINUTES if self.recent_minutes is None else self.recent_minutes
 
 
 class SubagentRow(Wire):
@@ -51,8 +77,73 @@ class SubagentRow(Wire):
     waiting_for: int | None = None
 
 
+class Execution(Wire):
+    """What a sub-agent's run is doing now, as the release observes it: ``queued``, ``running``, ``waiting``
+    (it yielded, for its children) or ``finished``."""
+
+    state: Literal["queued", "running", "waiting", "finished"]
+
+
+TaskStatus = Literal["queued", "running", "completed", "failed", "timed_out", "cancelled"]
+
+
+class TaskRow(Wire):
+    """A spawn as the release's task registry shows it (``subagents`` list's ``tasks``): one per spawned
+    sub-agent of the tree, the task id being its spawn's flow id."""
+
+    task_id: str
+    runtime: Literal["subagent"] = "subagent"
+    # ``pending`` until its report is delivered; ``delivered``; ``not_applicable`` (it reported nothing,
+    # ANNOUNCE_SKIP); ``failed`` or ``blocked`` (the requester's send policy refused its channel).
+    delivery_status: str
+    execution: Execution
+    status: TaskStatus
+    label: str | None = None
+    # Its latest reply.
+    progress_summary: str | None = None
+    error: str | None = None
+
+
+class RunRow(Wire):
+    """One direct child, its latest run, as the release's ``active`` and ``recent`` rows show it."""
+
+    index: int
+    run_id: str
+    session_key: str
+    label: str
+    task: str
+    # running, queued, done, failed, killed, timeout; ``waiting on N children`` (it yielded), ``active
+    # (waiting on N children)`` (its run ended, its children have not reported).
+    status: str
+    execution: Execution
+    delivery_status: str | None = None
+    pending_descendants: int
+    runtime: str
+    runtime_ms: int
+    child_sessions: list[str] | None = None
+    model: str
+    # The size of its latest prompt (else its input and output tokens), as the release counts it.
+    total_tokens: int | None = None
+    started_at: int | None = None
+    ended_at: int | None = None
+
+
 class SubagentsList(Wire):
+    """The release's ``list`` result (its keys in its order), then clawbus's own rows: ``count`` and
+    ``subagents`` (with ``recursive``, the whole tree), which its CLI, console and HTTP routes read."""
+
+    status: Literal["ok"] = "ok"
     action: Literal["list"] = "list"
+    requester_session_key: str
+    caller_session_key: str
+    caller_is_subagent: bool
+    # Direct children the session has, ended or not (``recentMinutes`` does not bound it).
+    total: int
+    task_total: int
+    tasks: list[TaskRow]
+    active: list[RunRow]
+    recent: list[RunRow]
+    text: str
     count: int
     subagents: list[SubagentRow]
 
@@ -82,18 +173,54 @@ class SubagentInfo(Wire):
     last_error: str | None = None
 
 
+def _model_arg(value: Any) -> str | None:
+    """The release's model argument: a text, trimmed; anything else (or only blanks) is no change."""
+    if not isinstance(value, str) or not value.strip():
+        return None
+    return value.strip()
+
+
 class SessionStatusParams(Params):
-    model: str | None = Field(
-        None, max_length=256, description="Set this session's model (a configured <provider>/<model>)."
+    session_key: Annotated[SessionRef | None, optional_text] = Field(
+        None,
+        description="The session to show (default: this one; also current). Any session you may see.",
+    )
+    model: Annotated[str | None, BeforeValidator(_model_arg)] = Field(
+        None,
+        max_length=256,
+        description="Set the session's model: a configured <provider>/<model>, a model id of the agent's "
+        "provider, or default (the agent's own).",
+    )
+    # Accepted as the release takes it; clawbus keeps no log of session state changes (stateVersion 0).
+    changes_since: Annotated[int | None, whole_number("changesSince", least=0)] = Field(
+        None, description="Accepted for compatibility; clawbus keeps no session state log."
     )
 
 
 class SessionStatusCard(Wire):
+    """``session_status``'s details: the release's keys in its order, then clawbus's own (docs/contract.md
+    §10). ``model``, ``modelProvider`` and ``modelOverride`` are there only when a ``model`` argument was
+    given, as in the release; the session's model ref is always in ``modelRef``."""
+
+    ok: Literal[True] = True
     session_key: str
     agent_id: str
-    model: str
-    # The session's own model, when it overrides its agent's.
+    changed_model: bool = False
+    # The release counts a session's state events; clawbus keeps no such log.
+    state_version: int = 0
+    # With a model argument: the model now in force (bare id), its provider, and the session's own
+    # override (None: cleared, the agent's model applies; written out as null).
+    model: str | None = None
+    model_provider: str | None = None
     model_override: str | None = None
+    status_text: str
+    # A channel session's route: the channel its key names, and where its replies go.
+    origin: dict[str, str] | None = None
+    delivery_context: DeliveryContext | None = None
+    # clawbus's own, beyond the release's details.
+    model_ref: str
+    # ``session``: the session's own model (a PATCH, a spawn's model, this tool); ``agent``: its agent's.
+    model_source: Literal["session", "agent"]
     thinking: str | None = None
     total_tokens: int | None = None
     estimated_cost_usd: float | None = None
@@ -109,3 +236,13 @@ class SessionStatusCard(Wire):
     last_run_status: str | None = None
     spawn_depth: int
     role: SpawnRole | None = None
+
+    def wire(self) -> dict[str, Any]:
+        """Absent fields omitted, but for ``modelOverride`` once a model argument was given: the release
+        writes ``null`` for an override cleared."""
+        data = self.model_dump(mode="json", by_alias=True)
+        return {
+            key: value
+            for key, value in data.items()
+            if value is not None or (key == "modelOverride" and self.model is not None)
+        }

@@ -259,8 +259,14 @@ def test_session_status_refuses_an_unknown_model_in_its_result() -> None:
     refused = tool(w, boss.child_session_key, "session_status", model="nope/x")
     assert isinstance(refused, ToolFailure)
     assert refused.error.startswith("unknown model: nope/x (configured: ")
-    card = tool(w, boss.child_session_key, "session_status", model="script/orchestra")
-    assert (card.model, card.model_override) == ("script/orchestra", "script/orchestra")
+    card = tool(w, boss.child_session_key, "session_status", model="echo/echo")
+    assert (card.changed_model, card.model, card.model_provider, card.model_override) == (
+        True,
+        "echo",
+        "echo",
+        "echo/echo",
+    )
+    assert (card.model_ref, card.model_source) == ("echo/echo", "session")
 
 
 def test_a_killed_orchestrators_runtime_ends_at_its_kill() -> None:
@@ -272,3 +278,23 @@ def test_a_killed_orchestrators_runtime_ends_at_its_kill() -> None:
     [row] = tool(w, MAIN, "subagents", action="list").subagents
     assert row.status == "killed"
     assert row.runtime_ms >= 5000
+
+
+def test_a_yielded_orchestrator_waits_on_its_children_in_the_releases_view_and_on_the_card() -> None:
+    w = world(config())
+    boss = yielded_tree(w)
+    listed = tool(w, MAIN, "subagents", action="list")
+    [row] = listed.active
+    assert (row.session_key, row.status, row.execution.state, row.pending_descendants) == (
+        boss.child_session_key,
+        "waiting on 3 children",
+        "waiting",
+        3,
+    )
+    assert row.child_sessions == sorted(w.store.sessions.children(boss.child_session_key))
+    # The tasks are the whole tree's spawns: the orchestrator's, and its three leaves' (still queued).
+    assert sorted(task.status for task in listed.tasks) == ["queued", "queued", "queued", "running"]
+    card = tool(w, MAIN, "session_status")
+    assert "🤖 Subagents: 1 active\n  • boss · 0s · waiting for child tasks · 3 children pending\n" in (
+        card.status_text
+    )

@@ -25,6 +25,7 @@ from typing import Any
 import httpx
 
 from shared.processes import wait_for
+from shared.tools.history_view import run_of
 from workers.testing.processes import (
     RedisServer,
     Role,
@@ -204,7 +205,11 @@ def settle(url: str, token: str, accepted: list[Accepted], timeout_s: float) -> 
             ).json()["result"]["details"]
             if history.get("droppedMessages") or len(history["messages"]) >= HISTORY_LIMIT:
                 unread.append(key)
-            replies.update(m["runId"] for m in history["messages"] if m["role"] == "assistant")
+            replies.update(
+                str(run_of(m))
+                for m in history["messages"]
+                if m["role"] == "assistant" and "provenance" not in m
+            )
     ok = [run_id for run_id, run in ended.items() if run["status"] == "ok"]
     return Settled(
         ended_at={run_id: run["endedAt"] for run_id, run in ended.items()},

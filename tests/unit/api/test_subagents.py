@@ -51,11 +51,14 @@ def test_a_sessions_subagents_are_listed_as_the_session_sees_them(http: TestClie
 
 
 def test_a_session_that_spawned_nothing_lists_no_subagents(http: TestClient) -> None:
-    assert http.get("/v1/sessions/cron:quiet/subagents").json() == {
-        "action": "list",
-        "count": 0,
-        "subagents": [],
-    }
+    listed = http.get("/v1/sessions/cron:quiet/subagents").json()
+    assert (listed["status"], listed["action"], listed["requesterSessionKey"]) == (
+        "ok",
+        "list",
+        "agent:main:cron:quiet",
+    )
+    assert (listed["total"], listed["tasks"], listed["active"], listed["recent"]) == (0, [], [], [])
+    assert (listed["count"], listed["subagents"]) == (0, [])
 
 
 def test_info_on_a_subagent_by_label_gives_its_row_and_latest_run(
@@ -186,8 +189,9 @@ def test_the_status_card_of_a_yielded_orchestrator_says_it_waits_for_its_childre
     card = http.get(f"/v1/sessions/{boss}/status").json()
     assert card["state"] == "waiting for 3 children"
     assert (card["childrenPending"], card["spawnDepth"], card["role"]) == (3, 1, "orchestrator")
-    assert card["model"] == "script/orchestra"
-    assert http.get("/v1/sessions/main/status").json()["sessionKey"] == "main"
+    assert (card["modelRef"], card["modelSource"]) == ("script/orchestra", "agent")
+    assert card["statusText"].startswith("🦞 clawbus ")
+    assert http.get("/v1/sessions/main/status").json()["sessionKey"] == MAIN
 
 
 def test_the_status_of_a_session_that_never_ran_is_404(http: TestClient) -> None:
@@ -229,3 +233,38 @@ def test_the_routes_are_in_the_published_schema(http: TestClient) -> None:
     assert set(paths["/v1/sessions/{key}/subagents/{target}/kill"]) == {"post"}
     assert set(paths["/v1/sessions/{key}/subagents/{target}/steer"]) == {"post"}
     assert set(paths["/v1/sessions/{key}/status"]) == {"get"}
+
+
+# -- the same tools over /tools/invoke, as the release answers them --------------------------------------
+
+
+def invoke(http: TestClient, tool: str, args: dict[str, Any], **body: Any) -> Any:
+    return http.post("/tools/invoke", json={"tool": tool, "args": args, **body})
+
+
+def test_an_unsupported_action_is_a_200_result_and_a_top_level_action_is_read(http: TestClient) -> None:
+    response = invoke(http, "subagents", {"action": "explode"})
+    assert response.status_code == 200
+    assert response.json()["result"]["details"] == {"status": "error", "error": "Unsupported action."}
+    merged = invoke(http, "subagents", {}, action="wait").json()
+    assert merged["result"]["details"]["error"] == "Unsupported action."
+
+
+def test_a_bad_recent_minutes_is_a_400_tool_error_in_the_releases_words(http: TestClient) -> None:
+    response = invoke(http, "subagents", {"action": "list", "recentMinutes": 0})
+    assert response.status_code == 400
+    assert response.json()["error"]["type"] == "tool_error"
+    assert response.json()["error"]["message"] == "recentMinutes must be a positive integer"
+
+
+def test_session_status_answers_its_card_as_the_content_text(http: TestClient, boss: str) -> None:
+    response = invoke(http, "session_status", {"sessionKey": boss})
+    assert response.status_code == 200
+    result = response.json()["result"]
+    assert result["content"] == [{"type": "text", "text": result["details"]["statusText"]}]
+    assert result["details"]["sessionKey"] == boss
+    unknown = invoke(http, "session_status", {"sessionKey": "agent:main:nope"})
+    assert (unknown.status_code, unknown.json()["result"]["details"]) == (
+        200,
+        {"status": "error", "error": "Unknown sessionKey: agent:main:nope"},
+    )

@@ -140,7 +140,7 @@ def test_status_with_a_session_prints_its_card(clawbus: CliRunner, boss: str) ->
         "depth:    1, orchestrator",
     ]
     card = json.loads(run(clawbus, "status", "--session", "main", "--json").stdout)
-    assert (card["sessionKey"], card["childrenPending"]) == ("main", 1)
+    assert (card["sessionKey"], card["childrenPending"]) == (MAIN, 1)
 
 
 def test_the_tree_puts_each_subagent_under_its_spawner_though_the_api_lists_level_by_level() -> None:

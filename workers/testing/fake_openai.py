@@ -95,6 +95,43 @@ def planned(body: dict[str, Any]) -> Reply:
     return paced("heard: " + " | ".join(said), seconds)
 
 
+# The model of the OpenClaw reference kit (its fake_openai.py), one answer for every request, so that the
+# real gateway and clawbus, driven by the same calls (tests/differential), see the same model.
+REFERENCE_REPLY = "FAKE-REPLY: hello from fake model"
+REFERENCE_USAGE = (10, 5)
+# A run whose input holds this is answered slowly, so that it is still going when the next calls look.
+SLOW_MARKER = "[slow]"
+SLOW_SECONDS = 6.0
+
+
+def reference_reply(body: dict[str, Any]) -> Reply:
+    """The reference answer: ``REPLY_SKIP`` or ``ANNOUNCE_SKIP`` when the system text marks an
+    agent-to-agent reply or announce step (OpenClaw's and clawbus's contexts use the same phrases), so a
+    send is one turn on both; else ``REFERENCE_REPLY``, streamed over SLOW_SECONDS when the run's input
+    holds SLOW_MARKER."""
+    messages = [m for m in body.get("messages") or [] if isinstance(m, dict)]
+    system = " ".join(_plain(m.get("content")) for m in messages if m.get("role") in ("system", "developer"))
+    if "Agent-to-agent reply step" in system:
+        return text("REPLY_SKIP", usage=REFERENCE_USAGE)
+    if "Agent-to-agent announce step" in system:
+        return text("ANNOUNCE_SKIP", usage=REFERENCE_USAGE)
+    # The run's own input: what came after the last answer (OpenClaw adds a context message after it).
+    answered = [i for i, m in enumerate(messages) if m.get("role") == "assistant"]
+    run_input = messages[answered[-1] + 1 :] if answered else messages
+    if any(SLOW_MARKER in _plain(m.get("content")) for m in run_input if m.get("role") == "user"):
+        return paced(REFERENCE_REPLY, SLOW_SECONDS, usage=REFERENCE_USAGE)
+    return text(REFERENCE_REPLY, usage=REFERENCE_USAGE)
+
+
+def _plain(content: Any) -> str:
+    """A message's text, whether a string or a list of parts (OpenClaw sends parts)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
+    return ""
+
+
 def last_tool_result(body: dict[str, Any]) -> dict[str, Any]:
     """The JSON a tool returned, as the model sees it in its last ``tool`` message."""
     message = next(m for m in reversed(body["messages"]) if m["role"] == "tool")
@@ -255,11 +292,15 @@ def _chunks(model: str, reply: Reply) -> Iterator[str]:
 
 
 @contextmanager
-def fake_openai() -> Iterator[FakeOpenAI]:
+def fake_openai(default: Answer | None = None) -> Iterator[FakeOpenAI]:
+    """The server; ``default`` answers whatever no script queued (``reference_reply``: the reference kit's
+    model), else ``text("ok")``."""
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
     state = FakeOpenAI(f"http://127.0.0.1:{port}/v1")
+    if default is not None:
+        state.default = default
     server = uvicorn.Server(uvicorn.Config(_app(state), log_level="warning", lifespan="off"))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()

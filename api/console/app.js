@@ -12,8 +12,14 @@ const ACTIVITY = [["", "any time"], ["5", "last 5 minutes"], ["60", "last hour"]
 const REFRESH_MS = 3000;
 
 const agentOf = (key) => (key.startsWith("agent:") ? key.split(":")[1] : "");
+// A person's message is its text, as OpenClaw's sessions_history writes it; the others are blocks.
 const textOf = (message) =>
-  (message.content || []).filter((block) => block.type === "text").map((block) => block.text).join("");
+  typeof message.content === "string"
+    ? message.content
+    : (message.content || []).filter((block) => block.type === "text").map((block) => block.text).join("");
+// The run a message belongs to: an agent's own, or the one whose input it was ("<runId>:user").
+const runOf = (message) =>
+  (message.__openclaw && message.__openclaw.runId) || (message.idempotencyKey || "").replace(/:user$/, "");
 
 // -- routing (ui.js: link) ---------------------------------------------------------------------------------
 
@@ -142,12 +148,13 @@ function Badge({ kind }) {
 }
 
 function MessageView({ message }) {
-  const calls = (message.content || []).filter((block) => block.type === "toolCall");
-  return html`<li class=${`message role-${message.role}`} data-run=${message.runId || ""}>
+  const calls = Array.isArray(message.content) ? message.content.filter((block) => block.type === "toolCall") : [];
+  return html`<li class=${`message role-${message.role}`} data-run=${runOf(message)}>
     <div class="meta"><span class="role">${message.role}</span>
       ${message.provenance && html`<${Badge} kind=${message.provenance.kind} />`}
       ${message.stopReason && html`<${Badge} kind=${message.stopReason} />`}
       ${message.toolName && html`<span class="tool">${message.toolName}</span>`}
+      ${message.senderLabel && html`<span class="sender">${message.senderLabel}</span>`}
       <span class="time">${when(message.timestamp)}</span></div>
     ${textOf(message) && html`<p class="text">${textOf(message)}</p>`}
     ${calls.map((call) => html`<pre class="call">${call.name}(${JSON.stringify(call.arguments)})</pre>`)}
@@ -209,7 +216,7 @@ function Session({ auth, sessionKey }) {
       <div>
         <h3>Transcript</h3>
         ${history === null ? html`<p>Loading…</p>` : html`<ol class="transcript" aria-label="Transcript">
-          ${history.messages.map((message) => html`<${MessageView} key=${message.id} message=${message} />`)}
+          ${history.messages.map((message) => html`<${MessageView} key=${(message.__openclaw || {}).id} message=${message} />`)}
           ${inFlight.filter((run) => run.text).map((run) => html`<li class="message role-assistant streaming" data-run=${run.runId} aria-live="polite">
             <div class="meta"><span class="role">assistant</span><${Badge} kind="streaming" /></div><p class="text">${run.text}</p></li>`)}
         </ol>`}

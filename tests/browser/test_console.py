@@ -83,8 +83,10 @@ def test_a_session_created_by_an_api_call_appears_and_opens_its_transcript(
     page.get_by_role("link", name=target).click(timeout=SEEN_S)
     assert page.evaluate("sessionStorage.getItem('clawbus.token')") == TOKEN
     transcript = page.get_by_role("list", name="Transcript")
-    expect(transcript.locator(".role-user .text").first).to_have_text("hello console")
-    expect(transcript.locator(".role-assistant .text").first).to_contain_text("echo: hello console")
+    # Forwarded from the main session: shown as the assistant's with its sender, as OpenClaw shows it.
+    expect(transcript.locator(".role-assistant .text").first).to_have_text("hello console")
+    expect(transcript.locator(".role-assistant .sender").first).to_have_text("Forwarded from main")
+    expect(transcript.locator(".role-assistant .text").nth(1)).to_contain_text("echo: hello console")
     # The message came from another session: its provenance badge says so.
     expect(transcript.locator(".badge-inter_session").first).to_be_visible()
 

@@ -19,6 +19,7 @@ from typing import Any
 import httpx
 import pytest
 
+from shared.tools.history_view import run_of, text_of
 from workers.testing.processes import REPO, free_port, stop_process, wait_for
 
 pytestmark = pytest.mark.e2e
@@ -138,7 +139,7 @@ def quick_start(up: Up) -> QuickStart:
         history = http.post(
             "/tools/invoke", json={"tool": "sessions_history", "args": {"sessionKey": "discord:group:ops"}}
         ).json()
-        waited = http.get(f"/v1/runs/{sent['result']['runId']}/wait", params={"timeout": 5})
+        waited = http.get(f"/v1/runs/{sent['result']['details']['runId']}/wait", params={"timeout": 5})
     return QuickStart(
         inbound,
         sent,
@@ -176,13 +177,13 @@ def test_the_quick_start_calls_of_the_readme(up: Up) -> None:
     assert done.sent["result"]["details"]["reply"] == "echo: status?"
 
     rows = {row["key"]: row for row in done.listed["result"]["details"]["sessions"]}
-    assert set(rows) == {"main", "agent:main:discord:group:ops"}
+    assert set(rows) == {"agent:main:main", "agent:main:discord:group:ops"}
     assert rows["agent:main:discord:group:ops"]["channel"] == "discord"
 
     # The send's turn opens the transcript; the exchange's later turns and its announce may follow.
     first, reply = done.history["result"]["details"]["messages"][:2]
     assert first["provenance"]["sourceSessionKey"] == "agent:main:main"
-    assert (reply["role"], reply["runId"]) == ("assistant", first["runId"])
+    assert (reply["role"], run_of(reply)) == ("assistant", run_of(first))
 
     run = done.waited.json()
     assert run["status"] == "ok"
@@ -192,7 +193,7 @@ def test_the_quick_start_calls_of_the_readme(up: Up) -> None:
     assert done.cli_send.stdout.strip() == "echo: hello again"
     assert done.cli_list.returncode == 0, done.cli_list.stderr
     assert done.cli_list.stdout.splitlines() == [
-        "main  main  webchat  updated just now",
+        "agent:main:main  main  webchat  updated just now",
         "agent:main:discord:group:ops  group  discord  updated just now",
         "2 session(s)",
     ]
@@ -213,7 +214,7 @@ def test_the_orchestration_example_of_the_readme_reports_once_to_main(up: Up) ->
                 "/tools/invoke", json={"tool": "sessions_history", "args": {"sessionKey": "main"}}
             ).json()["result"]["details"]
             return [
-                m["content"][0]["text"]
+                text_of(m)
                 for m in history["messages"]
                 if m.get("provenance", {}).get("kind") == "subagent_announce"
             ]
@@ -263,13 +264,16 @@ def test_without_a_config_file_the_quick_start_send_and_history_are_refused_by_t
         "error": TREE_REFUSES.format("history"),
     }
     # The refused send made no session and no run: main is all there is to list, and nothing to wait on.
-    assert [row["key"] for row in done.listed["result"]["details"]["sessions"]] == ["main"]
+    assert [row["key"] for row in done.listed["result"]["details"]["sessions"]] == ["agent:main:main"]
     assert done.waited.status_code == 404
 
     assert done.cli_send.returncode == 0, done.cli_send.stderr
     assert done.cli_send.stdout.strip() == "echo: hello again"
     assert done.cli_list.returncode == 0, done.cli_list.stderr
-    assert done.cli_list.stdout.splitlines() == ["main  main  webchat  updated just now", "1 session(s)"]
+    assert done.cli_list.stdout.splitlines() == [
+        "agent:main:main  main  webchat  updated just now",
+        "1 session(s)",
+    ]
 
 
 def test_the_api_refuses_what_a_tool_call_is_not(up: Up) -> None:

@@ -47,6 +47,7 @@ from shared.processes import free_port
 from shared.store.keys import RedisKeys
 from shared.text import token_digest
 from shared.tools.history_schema import SessionsHistoryResult
+from shared.tools.history_view import text_of
 from shared.tools.send_schema import SendResult
 from tests.integration.conftest import TOKEN, Fresh
 from tests.support.tcp_proxy import TcpProxy
@@ -166,7 +167,7 @@ def test_a_blocking_send_answers_with_the_reply_and_a_context_is_one_session(sta
             "/tools/invoke",
             json={"tool": "sessions_history", "args": {"sessionKey": session}, "sessionKey": session},
         ).json()["result"]["details"]
-    assert [m["content"][0]["text"] for m in history["messages"]] == [
+    assert [text_of(m) for m in history["messages"]] == [
         "hello there",
         "echo: hello there",
         "again",
@@ -475,4 +476,5 @@ def test_sessions_send_to_a_configured_remote_talks_to_another_clawbus_over_a2a(
 def _user_texts(api: ClawbusClient, session_key: str) -> list[str]:
     history = api.sessions_history(session_key)
     assert isinstance(history, SessionsHistoryResult)
-    return [block["text"] for m in history.messages if m["role"] == "user" for block in m["content"]]
+    # A person's message, or one forwarded from another session (shown as the assistant's, with a sender).
+    return [text_of(m) for m in history.messages if m["role"] == "user" or "senderLabel" in m]

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from api.client import Client
+from shared.tools.history_view import text_of
 from shared.tools.send_schema import SendResult
 from tests.integration.conftest import TOKEN, Fresh
 from workers.testing.fake_openai import FakeOpenAI, Reply, fake_openai, last_tool_result, text, tool
@@ -124,7 +125,7 @@ def test_an_agent_spawns_a_researcher_and_later_receives_its_announce(
         return [m for m in messages if (m.get("provenance") or {}).get("kind") == "subagent_announce"]
 
     [note] = wait_for(announced, 60, what="the sub-agent's announce in main's transcript")
-    body = note["content"][0]["text"]
+    body = text_of(note)
     assert "Status: success" in body
     assert "Result: 42" in body
 
@@ -185,4 +186,4 @@ def test_one_worker_slot_is_enough_for_an_agent_that_waits_on_another(fresh: Fre
         assert result.status == "ok", result
         assert result.reply == "b answered"
         b_history = client.sessions_history("agent:b:main", caller="agent:a:main").wire()["messages"]
-        assert [m["content"][0]["text"] for m in b_history[:2]] == ["ping", "echo: ping"]
+        assert [text_of(m) for m in b_history[:2]] == ["ping", "echo: ping"]

@@ -15,6 +15,7 @@ import httpx
 from api.client import Client
 from shared.models import Flow
 from shared.tools.history_schema import SessionsHistoryResult
+from shared.tools.history_view import text_of
 from shared.tools.send_schema import SendResult
 from shared.tools.spawn_schema import SpawnResult
 from tests.integration.conftest import TOKEN, Fresh
@@ -58,7 +59,8 @@ def test_a_backlog_many_times_the_step_bound_delays_every_flow_and_drops_none(fr
 
         with ThreadPoolExecutor(max_workers=len(targets)) as pool:
             sends = list(pool.map(send, targets))
-        assert sum(s.status == "timeout" for s in sends) >= len(sends) // 2
+        # A wait that ran out is answered accepted, as the release answers it.
+        assert sum(s.status == "accepted" for s in sends) >= len(sends) // 2
 
         flows = [ended(client, s.run_id, timeout=90) for s in sends]
         for flow in flows:
@@ -108,13 +110,8 @@ def test_a_sub_agent_whose_announce_waits_behind_its_sessions_backlog_reports_on
         # The report is recorded in the requester's transcript by a run of its own, after the delivery.
         wait_for(reports, 20, what="the report in the requester's transcript")
         assert len(reports()) == 1
-        assert (
-            client.channel_messages("log", "agent:main:main")[-1]["text"]
-            == reports()[0]["content"][0]["text"]
-        )
-        assert reports()[0]["content"][0]["text"].startswith(
-            "Status: success\nResult: echo: Sub-agent announce step."
-        )
+        assert client.channel_messages("log", "agent:main:main")[-1]["text"] == text_of(reports()[0])
+        assert text_of(reports()[0]).startswith("Status: success\nResult: echo: Sub-agent announce step.")
 
 
 def test_a_flow_past_its_flow_timeout_ends_with_that_reason(fresh: Fresh) -> None:

@@ -24,6 +24,7 @@ from api.client import ClawbusError, Client
 from shared.config import Config
 from shared.models import CommandReply, Run, ToolFailure
 from shared.store.keys import RedisKeys
+from shared.tools.history_view import text_of
 from shared.tools.send_schema import SendResult
 from tests.integration.conftest import TOKEN, Fresh
 from workers.testing.fake_openai import FakeOpenAI, fake_openai, planned, user_texts
@@ -244,7 +245,7 @@ def test_agent_to_agent_traffic_is_never_steered_into_nor_steers(busy: Busy) -> 
     sent = busy.b.sessions_send(key, "a note from main", timeout_seconds=0)
     assert isinstance(sent, SendResult)
     assert sent.status == "accepted"
-    refusal = "args.queueMode: Input should be 'followup', 'reject' or 'interrupt'"
+    refusal = "queueMode: Input should be 'followup', 'reject' or 'interrupt'"
     with pytest.raises(ClawbusError, match=re.escape(refusal)):
         busy.a.sessions_send(key, "steer this", timeout_seconds=0, queue_mode="steer")
     assert busy.ended(first).reply == "heard: plan: steps=3 seconds=1.5"
@@ -306,7 +307,7 @@ def test_a_steer_accepted_just_before_its_worker_dies_is_seen_exactly_once(
         assert run.reply == "heard: plan: steps=3 seconds=2 | steer through a crash"
         assert all(n == 1 for n in seen_in(model, "steer through a crash"))
         assert busy.ended(steer.run_id).steered_into == first
-        said = [m["content"][0]["text"] for m in busy.a.sessions_history(key).messages]  # type: ignore[union-attr]
+        said = [text_of(m) for m in busy.a.sessions_history(key).messages]  # type: ignore[union-attr]
         assert said.count("steer through a crash") == 1
 
 

@@ -54,7 +54,9 @@ def test_every_client_command_speaks_json(stack: Stack, client: Client) -> None:
     listed = json.loads(clawbus(env, "sessions", "list", "--json", "--limit", "200").stdout)
     assert key in [row["key"] for row in listed["sessions"]]
     history = json.loads(clawbus(env, "sessions", "history", key, "--json").stdout)
-    assert [m["role"] for m in history["messages"][:2]] == ["user", "assistant"]
+    # The CLI's send came from main: the release shows a forwarded message as the assistant's.
+    assert [m["role"] for m in history["messages"][:2]] == ["assistant", "assistant"]
+    assert history["messages"][0]["senderLabel"] == "Forwarded from main"
     run = json.loads(clawbus(env, "runs", "get", sent["runId"], "--json").stdout)
     assert (run["runId"], run["status"]) == (sent["runId"], "ok")
     waited = json.loads(clawbus(env, "runs", "wait", sent["runId"], "--json", "--timeout", "5").stdout)

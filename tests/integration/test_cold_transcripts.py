@@ -20,6 +20,7 @@ from shared.config import Config
 from shared.hot_window import slack
 from shared.store.keys import RedisKeys
 from shared.tools.history_schema import SessionsHistoryResult
+from shared.tools.history_view import text_of
 from shared.tools.send_schema import SendResult
 from tests.integration.conftest import TOKEN, Fresh
 from workers.testing.processes import free_port, wait_for
@@ -75,7 +76,7 @@ def started(fresh: Fresh, store: str, env: dict[str, str] | None = None, workers
 def said(api: Client, key: str, limit: int | None = None) -> list[str]:
     history = api.sessions_history(key, limit=limit)
     assert isinstance(history, SessionsHistoryResult), history
-    return [block["text"] for m in history.messages for block in m["content"]]
+    return [text_of(m) for m in history.messages]
 
 
 def conversation(count: int) -> list[str]:

@@ -16,6 +16,7 @@ import pytest
 
 from api.client import Client
 from shared.tools.history_schema import SessionsHistoryResult
+from shared.tools.history_view import text_of
 from shared.tools.send_schema import SendResult
 from tests.integration.conftest import TOKEN, Fresh
 from workers.testing.fake_openai import FakeOpenAI, Reply, fake_openai, paced
@@ -69,7 +70,7 @@ def test_a_hundred_streaming_runs_in_one_worker_process_keep_to_themselves(
             reply = f"answer to {task}: {task.upper()} done"
             history = client.sessions_history(key)
             assert isinstance(history, SessionsHistoryResult)
-            assert [m["content"][0]["text"] for m in history.messages] == [task, reply]
+            assert [text_of(m) for m in history.messages] == [task, reply]
             streamed = client.run_events(run_of[task])
             text = "".join(e["text"] for e in streamed if e["type"] == "text")
             assert text == reply

@@ -14,6 +14,7 @@ import pytest
 from api.client import Client
 from shared.models import CommandReply, Run
 from shared.tools.history_schema import SessionsHistoryResult
+from shared.tools.history_view import run_of, text_of
 from shared.tools.spawn_schema import SpawnResult
 from tests.integration.conftest import TOKEN, Fresh
 from workers.testing.processes import wait_for
@@ -110,7 +111,7 @@ def reports_to(client: Client, session_key: str) -> list[str]:
     history = client.sessions_history(session_key, include_tools=True)
     assert isinstance(history, SessionsHistoryResult)
     return [
-        m["content"][0]["text"]
+        text_of(m)
         for m in history.messages
         if m.get("provenance", {}).get("kind") == "subagent_announce" and m["role"] == "user"
     ]
@@ -120,7 +121,7 @@ def runs_in(client: Client, session_key: str) -> list[Run]:
     """Every run of a session, from its transcript (each run's messages carry its id)."""
     history = client.sessions_history(session_key, include_tools=True, limit=1000)
     assert isinstance(history, SessionsHistoryResult)
-    ids = dict.fromkeys(m["runId"] for m in history.messages if m.get("runId"))
+    ids = dict.fromkeys(run for m in history.messages if (run := run_of(m)))
     return [client.get_run(run_id) for run_id in ids]
 
 

@@ -9,6 +9,7 @@ import uuid
 
 from api.client import Client
 from shared.tools.history_schema import SessionsHistoryResult
+from shared.tools.history_view import run_of, text_of
 from shared.tools.send_schema import SendResult
 from tests.integration.conftest import TOKEN, Fresh
 from workers.testing.processes import wait_for
@@ -22,7 +23,7 @@ def texts(client: Client, key: str, run_id: str | None = None) -> list[str]:
     """The session's transcript texts (``run_id``'s only: its flow's announce may follow in the session)."""
     result = client.sessions_history(key)
     assert isinstance(result, SessionsHistoryResult)
-    return [m["content"][0]["text"] for m in result.messages if run_id is None or m.get("runId") == run_id]
+    return [text_of(m) for m in result.messages if run_id is None or run_of(m) == run_id]
 
 
 def pool_children(pid: int) -> list[int]:
@@ -97,5 +98,5 @@ def test_accepted_runs_survive_a_redis_restart(fresh: Fresh) -> None:
         assert all(run is not None and run.status == "ok" for run in runs)
         transcript = client.sessions_history(key)
         assert isinstance(transcript, SessionsHistoryResult)
-        ours = [m["content"][0]["text"] for m in transcript.messages if m["runId"] in run_ids]
+        ours = [text_of(m) for m in transcript.messages if run_of(m) in run_ids]
         assert ours == [t for i in range(3) for t in (f"keep {i}", f"echo: keep {i}")]

@@ -20,6 +20,7 @@ import pytest
 from api.client import ClawbusError, Client
 from shared.models import Run
 from shared.tools.history_schema import SessionsHistoryResult
+from shared.tools.history_view import text_of
 from shared.tools.send_schema import SendResult
 from shared.tools.spawn_schema import SpawnResult
 from tests.integration.conftest import TOKEN, Fresh
@@ -123,7 +124,7 @@ def test_a_running_run_ends_aborted_within_a_second_keeping_what_the_model_had_s
         assert run.reply != LONG
         last = history(client, session_key)[-1]
         assert (last["role"], last["stopReason"]) == ("assistant", "aborted")
-        assert last["content"][0]["text"] == run.reply
+        assert text_of(last) == run.reply
         streamed = "".join(e["text"] for e in client.run_events(run_id) if e["type"] == "text")
         assert streamed == run.reply
         # The model's stream was hung up on, within the bound; it was asked once, and no tool ran.
@@ -226,7 +227,7 @@ def test_a_cancelled_sub_agent_still_reports_and_says_it_was_aborted(fresh: Fres
 
         wait_for(reports, 30, what="the sub-agent's report")
         assert len(reports()) == 1
-        assert reports()[0]["content"][0]["text"].startswith("Status: aborted\n")
+        assert text_of(reports()[0]).startswith("Status: aborted\n")
         assert client.get_session(spawned.child_session_key).status == "killed"
 
 

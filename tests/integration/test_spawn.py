@@ -13,6 +13,7 @@ import pytest
 from api.client import ClawbusError, Client
 from shared.models import Flow
 from shared.tools.history_schema import SessionsHistoryResult
+from shared.tools.history_view import text_of
 from shared.tools.send_schema import SendResult
 from shared.tools.spawn_schema import SpawnResult
 from tests.integration.conftest import TOKEN, Fresh
@@ -63,7 +64,7 @@ def test_spawn_returns_before_the_child_runs_and_the_announce_arrives_later(clie
     [report] = posted(client, peer)
     assert report.startswith("Status: success\nResult: echo: Sub-agent announce step.\n")
     [note] = wait_for(lambda: notes(client, caller), 20, what="the report in the requester's transcript")
-    assert note["content"][0]["text"] == report
+    assert text_of(note) == report
     child = client.get_session(result.child_session_key)
     assert (child.status, child.spawned_by, child.label) == ("done", caller, f"digger-{peer}")
 
@@ -188,7 +189,7 @@ def test_the_archive_sweep_archives_ended_children_after_the_configured_minutes(
                 sweep_at(int(due))
                 assert child.child_session_key not in listed(client)
                 exported = [json.loads(line) for line in path.read_text().splitlines()]
-                assert exported[0]["content"][0]["text"] == "[Subagent Task]: look into it"
+                assert text_of(exported[0]) == "[Subagent Task]: look into it"
                 # Its label is free again: the agent's next child may take it.
                 assert spawn(client, caller, label="research").child_session_key != child.child_session_key
             else:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from api.client import ClawbusError, Client
+from shared.tools.history_view import run_of
 
 
 def first_run(client: Client, session_key: str) -> str | None:
@@ -13,4 +14,5 @@ def first_run(client: Client, session_key: str) -> str | None:
     except ClawbusError:
         return None
     messages = getattr(result, "messages", [])  # a refusal (no such session yet) has none
-    return next((m.get("runId") for m in messages if m["role"] == "user"), None)
+    # A run's input is the message keyed by its run (``<runId>:user``), a person's or a forwarded one.
+    return next((run_of(m) for m in messages if m.get("idempotencyKey")), None)

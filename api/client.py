@@ -178,6 +178,10 @@ class Client:
     def get_session(self, session_key: str) -> SessionEntry:
         return SessionEntry.model_validate(self._request("GET", f"/v1/sessions/{_path(session_key)}"))
 
+    def open_session(self, session_key: str) -> SessionEntry:
+        """The session, opened if it does not exist yet (a send opens none)."""
+        return SessionEntry.model_validate(self._request("PUT", f"/v1/sessions/{_path(session_key)}"))
+
     def patch_session(self, session_key: str, **changes: Any) -> SessionEntry:
         return SessionEntry.model_validate(
             self._request("PATCH", f"/v1/sessions/{_path(session_key)}", json=changes)

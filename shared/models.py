@@ -130,7 +130,7 @@ class Message(Wire):
         provenance: Provenance | None = None,
     ) -> Message:
         return cls(
-            id=uuid.uuid4().hex,
+            id=str(uuid.uuid4()),
             role=role,
             content=[TextBlock(text=text)],
             timestamp=timestamp,
@@ -411,7 +411,7 @@ class Flow(Wire):
     updated_at: int
     chain_id: str
     hops: int = 0
-    # Why the loop does not run at all (no requester session, same session, maxPingPongTurns 0).
+    # Why the loop does not run at all (same session, maxPingPongTurns 0).
     loop_skipped: str | None = None
     turns_started: int = 0
     blocked_turn: int | None = None
@@ -561,6 +561,8 @@ class ToolFailure(Wire):
     error: str
     # The session the refusal concerns, where the release names it.
     session_key: str | None = None
+    # A spawn refused over its agentId: the agent asked for, as the release names it.
+    role: str | None = None
 
 
 # --- the fleet -----------------------------------------------------------------------------------------

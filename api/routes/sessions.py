@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import anyio
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import StreamingResponse
 
@@ -22,7 +22,7 @@ from shared import logs
 from shared.inbound import receive
 from shared.models import InboundMessageParams, SessionEntry
 from shared.session_keys import SessionKind
-from shared.sessions import LabelTaken, SessionPatch
+from shared.sessions import LabelTaken, SessionPatch, new_entry
 from shared.tools.list import every_session
 from shared.tools.list_schema import SessionsListParams, SessionsListResult
 
@@ -54,6 +54,28 @@ def get_session(key: SessionKeyPath, services: ServicesDep, principal: Principal
     entry = services.store.sessions.get(ctx.caller_key)
     if entry is None:
         raise not_found(f"Session not found: {key}")
+    return entry
+
+
+@router.put(
+    "/{key}",
+    response_model=SessionEntry,
+    response_model_exclude_none=True,
+    responses={**_errors, 201: {"model": SessionEntry}},
+)
+def open_session(
+    key: SessionKeyPath, services: ServicesDep, principal: PrincipalDep, response: Response
+) -> SessionEntry:
+    """Open the session if it does not exist yet (201), else answer it as it is (200): OpenClaw's
+    ``sessions.create``. A send never opens one; chat messages, spawns and this do."""
+    ctx = session_context(services, principal, key)
+    created = services.store.sessions.create(
+        new_entry(services.config, ctx.caller_key, services.store.clock.now_ms())
+    )
+    entry = services.store.sessions.get(ctx.caller_key)
+    if entry is None:  # deleted again in between
+        raise not_found(f"Session not found: {key}")
+    response.status_code = 201 if created else 200
     return entry
 
 

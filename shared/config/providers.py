@@ -80,6 +80,10 @@ class ModelCost(Section):
 
     input: float = Field(0, ge=0)
     output: float = Field(0, ge=0)
+    # OpenClaw's prices of cached prompt tokens: taken so its model entries load as they are; clawbus
+    # counts no cache tokens, so they price nothing.
+    cache_read: float = Field(0, ge=0)
+    cache_write: float = Field(0, ge=0)
 
 
 class OpenAIModel(Section):
@@ -94,6 +98,8 @@ class OpenAIModel(Section):
     # OpenClaw's keys: the model's context window in tokens (a session row's contextTokens), its name.
     context_window: int | None = Field(None, ge=1)
     name: str | None = Field(None, max_length=200)
+    # OpenClaw's list of what the model takes in (text, image): clawbus sends text.
+    input: list[str] = ["text"]
 
     def cost_usd(self, input_tokens: int | None, output_tokens: int | None) -> float | None:
         if self.cost is None or input_tokens is None or output_tokens is None:

@@ -27,18 +27,34 @@ def sessions_history(ctx: ToolContext, params: SessionsHistoryParams) -> Session
     refused = visibility.refusal(ctx.config, ctx.caller_key, key, entry, "history")
     if refused is not None:
         return ToolFailure(status="forbidden", error=refused)
-    shown_key = params.session_key.strip() if params.session_key.strip() == "main" else ctx.display(key)
+    # Named as asked when that was ``main``, else by its key, as the release echoes it.
+    shown_key = "main" if params.session_key.strip() == "main" else key
     if entry is None:
         # A main session that has had no message yet has an empty history, not none.
         if key == ctx.main_key_of(key):
             return _result(shown_key, [], PendingInputs())
         return ToolFailure(status="error", error=ctx.missing_session(params.session_key, key))
     keep = None if params.include_tools else (lambda role: role not in TOOL_ROLES)
-    messages = ctx.store.transcripts.last(key, params.limit or DEFAULT_LIMIT, keep_role=keep)
-    first = ctx.store.transcripts.length(key) - len(messages) + 1
+    offset = params.offset or 0
+    read = ctx.store.transcripts.last(key, offset + (params.limit or DEFAULT_LIMIT), keep_role=keep)
+    # ``offset`` counts back from the newest message: the page ends that many before it.
+    messages = read[: len(read) - offset] if offset else read
+    total = ctx.store.transcripts.length(key)
+    first = total - offset - len(messages) + 1
     source = transcript_source(entry.session_id)
     projected = [project(m, first + i, source) for i, m in enumerate(messages) if shown(m)]
-    return _result(shown_key, projected, _pending(ctx, entry))
+    result = _result(shown_key, projected, _pending(ctx, entry))
+    if params.offset is None:
+        return result
+    more = first > 1
+    return result.model_copy(
+        update={
+            "offset": offset,
+            "next_offset": offset + len(messages) if more else None,
+            "has_more": more,
+            "total_messages": total,
+        }
+    )
 
 
 def _result(

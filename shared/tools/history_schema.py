@@ -21,6 +21,9 @@ class SessionsHistoryParams(Params):
     limit: Annotated[int | None, whole_number("limit", least=1, high=1000)] = Field(
         None, ge=1, description="Last N messages (default 200)."
     )
+    offset: Annotated[int | None, whole_number("offset", least=0)] = Field(
+        None, ge=0, description="Skip this many of the newest messages (the nextOffset of the page before)."
+    )
     include_tools: Annotated[bool, truthy] = Field(False, description="Include tool calls and tool results.")
 
 
@@ -40,3 +43,8 @@ class SessionsHistoryResult(Wire):
     content_redacted: bool
     bytes: int
     pending_inputs: PendingInputs = Field(default_factory=PendingInputs)
+    # Paging, when an offset was asked for: where this page starts, where the next one does.
+    offset: int | None = None
+    next_offset: int | None = None
+    has_more: bool | None = None
+    total_messages: int | None = None

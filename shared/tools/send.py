@@ -58,9 +58,16 @@ def sessions_send(ctx: ToolContext, params: SessionsSendParams) -> SendResult | 
             session_key=target,
         )
     caller, existing = ctx.store.sessions.get_many([ctx.caller_key, target])
-    # A key names a session to create on first use; a bare name must be one that exists.
-    if existing is None and named is not None and not remote_key and not session_keys_like(named):
-        return ToolFailure(status="error", error=ctx.missing_session(named, target), run_id=run_id)
+    # A send opens no session, as in the release (an agent's main session is always there): sessions come
+    # from chat, spawns, and PUT /v1/sessions/{key}.
+    if existing is None and not remote_key and target != ctx.main_key_of(target):
+        reference = named or target
+        return ToolFailure(
+            status="error",
+            error=ctx.missing_session(reference, target),
+            run_id=run_id,
+            session_key=target if session_keys_like(reference) else None,
+        )
     refused = None if remote_key else visibility.refusal(ctx.config, ctx.caller_key, target, existing, "send")
     if refused is not None:
         return ToolFailure(status="forbidden", error=refused, run_id=run_id)

@@ -59,8 +59,11 @@ def sessions_spawn(ctx: ToolContext, params: SessionsSpawnParams) -> SpawnResult
         workspace = ctx.config.workspace(agent_id)
         receipt = attachments.materialize(workspace, files) if files else None
     except ToolError as exc:
+        # The release's refusals carry no run, and name the agent asked for when that was the matter.
         return ToolFailure(
-            status="forbidden" if exc.status == "forbidden" else "error", error=exc.error, run_id=run_id
+            status="forbidden" if exc.status == "forbidden" else "error",
+            error=exc.error,
+            role=params.agent_id if "agentId" in exc.error else None,
         )
     child_key = session_keys.subagent_key(agent_id)
     try:
@@ -122,10 +125,9 @@ def _check(ctx: ToolContext, params: SessionsSpawnParams) -> tuple[str, Literal[
     _within_depth(ctx, caller, spawning.max_spawn_depth)
     if not subagents.may_spawn(config, requester, agent_id):
         _any, allowed = subagents.allowed_agents(config, requester)
-        raise ToolError(
-            f"agentId is not allowed for sessions_spawn (allowed: {', '.join(allowed) or 'none'})",
-            "forbidden",
-        )
+        # An agent may always spawn itself: the release lists it among the allowed.
+        listed = ", ".join(sorted({requester, *allowed}))
+        raise ToolError(f"agentId is not allowed for sessions_spawn (allowed: {listed})", "forbidden")
     if config.agent(agent_id) is None:
         raise ToolError(
             f'agentId "{agent_id}" is not a configured agent. Use agents_list to discover valid targets.'

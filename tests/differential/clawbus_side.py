@@ -52,6 +52,10 @@ def gateway_mirror(model_base_url: str) -> dict[str, Any]:
             }
         },
         "tools": {"sessions": {"visibility": "all"}, "agentToAgent": {"enabled": True}},
+        "gateway": {
+            "tools": {"allow": ["sessions_send", "sessions_spawn"]},
+            "http": {"endpoints": {"chatCompletions": {"enabled": True}, "responses": {"enabled": True}}},
+        },
     }
 
 

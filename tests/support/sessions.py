@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from api.client import ClawbusError, Client
+from shared.config import Config
+from shared.ports import Storage
+from shared.sessions import new_entry
 from shared.tools.history_view import run_of
 
 
@@ -16,3 +19,9 @@ def first_run(client: Client, session_key: str) -> str | None:
     messages = getattr(result, "messages", [])  # a refusal (no such session yet) has none
     # A run's input is the message keyed by its run (``<runId>:user``), a person's or a forwarded one.
     return next((run_of(m) for m in messages if m.get("idempotencyKey")), None)
+
+
+def open_sessions(store: Storage, config: Config, *session_keys: str) -> None:
+    """Open these sessions (stored keys) as PUT /v1/sessions/{key} does: a send opens none."""
+    for session_key in session_keys:
+        store.sessions.create(new_entry(config, session_key, store.clock.now_ms()))

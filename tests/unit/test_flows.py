@@ -198,7 +198,6 @@ def test_announce_skip_delivers_nothing(world: WorldFactory) -> None:
     [
         (0, REQUESTER, "maxPingPongTurns is 0"),
         (2, TARGET, "requester is the target"),
-        (2, "agent:main:cron:never-used", "no requester session"),
     ],
 )
 def test_no_loop_goes_straight_to_the_announce(
@@ -491,3 +490,17 @@ def test_a_delivery_to_an_outside_channel_goes_to_the_delivery_task(world: World
     delivery = store.flows.get_delivery(delivery_id(sent.run_id))
     assert delivery is not None
     assert (delivery.channel, delivery.attempts, delivery.status) == ("telegram", 5, "failed")
+
+
+def test_a_requester_with_no_session_yet_gets_its_reply_turn_in_a_session_it_opens(
+    world: WorldFactory,
+) -> None:
+    config, store, dispatcher = world(turns(1))
+    chat(config, store, dispatcher, TARGET, "telegram", "bob")
+    requester = "agent:main:cron:never-used"
+    ctx = ToolContext.for_caller(config, store, dispatcher, requester)
+    sent = TOOLS["sessions_send"].invoke(ctx, {"sessionKey": TARGET, "message": "hi", "timeoutSeconds": 0})
+    assert isinstance(sent, SendResult)
+    steps = drain(store, config, dispatcher)
+    assert steps[:3] == ["run:send", "reply_turn:1", "run:reply"]
+    assert store.sessions.exists(requester)

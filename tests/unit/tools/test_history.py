@@ -180,3 +180,17 @@ def test_a_newest_message_larger_than_the_whole_budget_leaves_the_placeholder(
         {"role": "assistant", "content": "[sessions_history omitted: message too large]"}
     ]
     assert (result.truncated, result.dropped_messages) == (True, True)
+
+
+def test_an_offset_pages_back_from_the_newest_message(ctx: ToolContext, store: Store) -> None:
+    for i in range(5):
+        put(store, "user", str(i))
+    newest = history(ctx, limit=2, offset=0)
+    assert texts(newest) == ["3", "4"]
+    assert (newest.offset, newest.next_offset, newest.has_more, newest.total_messages) == (0, 2, True, 5)
+    older = history(ctx, limit=2, offset=newest.next_offset)
+    assert texts(older) == ["1", "2"]
+    last = history(ctx, limit=2, offset=older.next_offset)
+    assert (texts(last), last.has_more, last.next_offset) == (["0"], False, None)
+    assert history(ctx, offset=99).messages == []
+    assert "offset" not in history(ctx).wire()

@@ -238,11 +238,14 @@ def test_the_allowlist_decides_other_agents(world: WorldFactory) -> None:
     assert isinstance(spawn(config, store, dispatcher, agentId="main"), SpawnResult)  # its own agent
     assert refusal(spawn(config, store, dispatcher, agentId="ops")) == (
         "forbidden",
-        "agentId is not allowed for sessions_spawn (allowed: research)",
+        "agentId is not allowed for sessions_spawn (allowed: main, research)",
     )
+    refused = spawn(config, store, dispatcher, agentId="ops")
+    assert isinstance(refused, ToolFailure)
+    assert refused.wire() == {"status": "forbidden", "error": refused.error, "role": "ops"}
     assert refusal(spawn(config, store, dispatcher, caller="agent:research:main", agentId="main")) == (
         "forbidden",
-        "agentId is not allowed for sessions_spawn (allowed: none)",
+        "agentId is not allowed for sessions_spawn (allowed: research)",
     )
     assert isinstance(
         spawn(config, store, dispatcher, caller="agent:boxed:main", agentId="boxed"), SpawnResult

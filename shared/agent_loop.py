@@ -21,12 +21,13 @@ from pydantic import BaseModel, Field, ValidationError
 
 from shared import attachments
 from shared.config import Config
+from shared.config.providers import ModelCost, OpenAIProvider
 from shared.dispatch import Dispatcher
 from shared.errors import ToolError, tool_input_error
 from shared.models import Message, Run, RunKind, TextBlock, ToolCallBlock, ToolFailure, Usage, Wire
 from shared.ports import Storage
 from shared.redaction import redact
-from shared.runtime.base import AgentRuntime, RunCancelled, RunTimedOut, StepRequest
+from shared.runtime.base import AgentRuntime, RunCancelled, RunTimedOut, StepRequest, StepResult
 from shared.submit import AwaitRun
 from shared.tools.context import ToolContext
 from shared.tools.registry import TOOLS
@@ -179,7 +180,7 @@ def _step(env: LoopEnv, state: LoopState) -> None:
         )
     now = env.store.clock.now_ms()
     message = Message.of("assistant", result.reply, timestamp=now, run_id=env.run.run_id)
-    _record_model(env, message, result.response_id)
+    _record_model(env, message, result)
     if result.tool_calls:
         texts = [TextBlock(text=result.reply)] if result.reply else []
         stored = [_storable(env, call) for call in result.tool_calls]
@@ -195,14 +196,40 @@ def _step(env: LoopEnv, state: LoopState) -> None:
 _API_OF_TYPE = {"openai": "openai-completions"}
 
 
-def _record_model(env: LoopEnv, message: Message, response_id: str | None) -> None:
-    """Which model answered, on the assistant message, as the release's transcript records it."""
+def _record_model(env: LoopEnv, message: Message, result: StepResult) -> None:
+    """Which model answered, and what the step cost, on the assistant message, as the release's transcript
+    records them."""
     provider, _, model_id = env.model.partition("/")
-    kind = getattr(env.config.models.all_providers().get(provider), "type", provider)
+    found = env.config.models.all_providers().get(provider)
+    kind = getattr(found, "type", provider)
     message.api = _API_OF_TYPE.get(kind, kind)
     message.provider = provider
     message.model = model_id or provider
-    message.response_id = response_id
+    message.response_id = result.response_id
+    price = found.model(model_id).cost if isinstance(found, OpenAIProvider) and model_id else None
+    message.usage = step_usage(result.usage, price)
+
+
+def step_usage(usage: Usage, price: ModelCost | None) -> dict[str, Any]:
+    """A step's tokens and cost as the release's transcript keeps them on the assistant message (a model
+    with no price costs 0 there)."""
+    tokens_in, tokens_out = usage.input_tokens or 0, usage.output_tokens or 0
+    cost_in = tokens_in * price.input / 1_000_000 if price else 0.0
+    cost_out = tokens_out * price.output / 1_000_000 if price else 0.0
+    return {
+        "input": tokens_in,
+        "output": tokens_out,
+        "totalTokens": tokens_in + tokens_out,
+        "cacheRead": 0,
+        "cacheWrite": 0,
+        "cost": {
+            "input": cost_in,
+            "output": cost_out,
+            "cacheRead": 0,
+            "cacheWrite": 0,
+            "total": cost_in + cost_out,
+        },
+    }
 
 
 def _take_steers(env: LoopEnv, state: LoopState) -> None:

@@ -110,6 +110,8 @@ class Message(Wire):
     provider: str | None = None
     model: str | None = None
     response_id: str | None = None
+    # What the step that wrote it used, in the release's shape (``step_usage``).
+    usage: dict[str, Any] | None = None
 
     @property
     def text(self) -> str:

@@ -111,9 +111,9 @@ class Transcripts(Protocol):
     """The sessions' transcripts, read back."""
 
     def last(
-        self, session_key: str, count: int, keep_role: Callable[[str], bool] | None = None, page: int = 200
+        self, session_key: str, count: int, keep: Callable[[Message], bool] | None = None, page: int = 200
     ) -> list[Message]:
-        """The last ``count`` messages (of the kept roles), oldest first; pages backwards as needed."""
+        """The last ``count`` messages (those ``keep`` keeps), oldest first; pages backwards as needed."""
 
     def tails(self, session_keys: Sequence[str], count: int) -> list[list[Message]]: ...
 

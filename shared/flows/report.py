@@ -75,7 +75,9 @@ def start_subagent_delivery(ctx: FlowContext, snap: Snapshot, action: StartSubag
         log.warning("flow %s: %s; reporting the child's own outcome", flow.flow_id, action.degraded)
         store.flows.update(flow.flow_id, {"error": f"{action.degraded}; reported from the child's outcome"})
     now = store.clock.now_ms()
-    tool_results = store.transcripts.last(flow.target_key, 1, keep_role=lambda role: role == "toolResult")
+    tool_results = store.transcripts.last(
+        flow.target_key, 1, keep=lambda message: message.role == "toolResult"
+    )
     text = subagents.normalize(
         subagents.AnnounceInputs(
             child=outcome,

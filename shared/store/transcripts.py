@@ -53,15 +53,15 @@ class TranscriptStore:
     # -- reading --
 
     def last(
-        self, session_key: str, count: int, keep_role: Callable[[str], bool] | None = None, page: int = 200
+        self, session_key: str, count: int, keep: Callable[[Message], bool] | None = None, page: int = 200
     ) -> list[Message]:
-        """The last ``count`` messages (of the kept roles), oldest first; pages backwards as needed, into
+        """The last ``count`` messages (those ``keep`` keeps), oldest first; pages backwards as needed, into
         the cold part when the hot one has too few."""
         stream = self._keys.transcript(session_key)
         kept: list[tuple[str, Message]] = []  # newest first
         upper = "+"
         while len(kept) < count:
-            wanted = page if keep_role else count - len(kept)
+            wanted = page if keep else count - len(kept)
             if upper == "+":
                 # The first page and whether there is a cold part, at one moment: a transcript that is all
                 # hot and fits the page costs one round trip.
@@ -73,14 +73,14 @@ class TranscriptStore:
                 entries = self._redis.xrevrange(stream, max=upper, count=wanted)
             for entry_id, fields in entries:
                 message = Message.model_validate_json(fields["m"])
-                if keep_role is None or keep_role(message.role):
+                if keep is None or keep(message):
                     kept.append((entry_id, message))
                     if len(kept) == count:
                         break
             if len(entries) < wanted:
                 if upper == "+" and not has_cold:  # all of it read in the one moment it had no cold part
                     break
-                return self._with_cold(session_key, kept, count, keep_role)
+                return self._with_cold(session_key, kept, count, keep)
             upper = f"({entries[-1][0]}"
         return [message for _id, message in reversed(kept)]
 
@@ -89,7 +89,7 @@ class TranscriptStore:
         session_key: str,
         kept: list[tuple[str, Message]],
         count: int,
-        keep_role: Callable[[str], bool] | None,
+        keep: Callable[[Message], bool] | None,
     ) -> list[Message]:
         """The hot stream ran out: the older messages come from the cold file, its first lines as counted
         at the same moment as the stream's oldest entry (a move between the pages trimmed whatever read
@@ -108,7 +108,7 @@ class TranscriptStore:
             if len(hot) + len(older) >= count:
                 break
             message = Message.model_validate_json(line)
-            if keep_role is None or keep_role(message.role):
+            if keep is None or keep(message):
                 older.append(message)
         return list(reversed(older)) + [message for _id, message in reversed(hot)]
 

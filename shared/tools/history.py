@@ -34,16 +34,23 @@ def sessions_history(ctx: ToolContext, params: SessionsHistoryParams) -> Session
         if key == ctx.main_key_of(key):
             return _result(shown_key, [], PendingInputs())
         return ToolFailure(status="error", error=ctx.missing_session(params.session_key, key))
-    keep = None if params.include_tools else (lambda role: role not in TOOL_ROLES)
+    tools = params.include_tools
     offset = params.offset or 0
-    read = ctx.store.transcripts.last(key, offset + (params.limit or DEFAULT_LIMIT), keep_role=keep)
+    # The limit and the offset count messages as shown: the silent ones are not.
+    read = ctx.store.transcripts.last(
+        key,
+        offset + (params.limit or DEFAULT_LIMIT),
+        keep=lambda m: shown(m) and (tools or m.role not in TOOL_ROLES),
+    )
     # ``offset`` counts back from the newest message: the page ends that many before it.
     messages = read[: len(read) - offset] if offset else read
     total = ctx.store.transcripts.length(key)
     first = total - offset - len(messages) + 1
     source = transcript_source(entry.session_id)
-    projected = [project(m, first + i, source) for i, m in enumerate(messages) if shown(m)]
-    result = _result(shown_key, projected, _pending(ctx, entry))
+    projected = [project(m, first + i, source) for i, m in enumerate(messages)]
+    # The release counts dropping a message's usage as cutting its content, and so does this.
+    stripped = any(m.usage is not None for m in messages)
+    result = _result(shown_key, projected, _pending(ctx, entry), stripped)
     if params.offset is None:
         return result
     more = first > 1
@@ -58,16 +65,17 @@ def sessions_history(ctx: ToolContext, params: SessionsHistoryParams) -> Session
 
 
 def _result(
-    session_key: str, messages: list[dict[str, Any]], pending: PendingInputs
+    session_key: str, messages: list[dict[str, Any]], pending: PendingInputs, stripped: bool = False
 ) -> SessionsHistoryResult:
     pending_bytes = len(json.dumps(pending.wire(), separators=(",", ":")).encode())
     budget = fit(messages, max_bytes=RESULT_BYTES - pending_bytes)
+    cut = budget.content_truncated or stripped
     return SessionsHistoryResult(
         session_key=session_key,
         messages=budget.messages,
-        truncated=budget.dropped > 0 or budget.content_truncated,
+        truncated=budget.dropped > 0 or cut,
         dropped_messages=budget.dropped > 0,
-        content_truncated=budget.content_truncated,
+        content_truncated=cut,
         content_redacted=budget.content_redacted,
         bytes=budget.bytes + pending_bytes,
         pending_inputs=pending,

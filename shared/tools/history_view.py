@@ -37,11 +37,14 @@ def transcript_source(session_id: str) -> str:
     return base64.urlsafe_b64encode(digest).decode().rstrip("=")
 
 
-def project(message: Message, seq: int, source: str) -> dict[str, Any]:
-    """One message in the release's shape; ``seq`` is its place in the transcript (1 is the first)."""
+def project(message: Message, seq: int, source: str, *, with_usage: bool = False) -> dict[str, Any]:
+    """One message in the release's shape; ``seq`` is its place in the transcript (1 is the first). An
+    assistant's ``usage`` is kept only ``with_usage`` (a listing's messages; a history drops it)."""
     meta: dict[str, Any] = {"id": message.id}
     if message.role == "assistant":
         out = _assistant(message, meta)
+        if with_usage and message.usage is not None:
+            out["usage"] = message.usage
     elif message.role == "user":
         out = _user(message, meta)
     else:  # a tool's result: its call, its text, whether it failed

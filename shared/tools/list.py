@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from itertools import islice
 
 from shared import session_keys, visibility
@@ -13,6 +13,7 @@ from shared.output_budget import clean
 from shared.ports import Storage
 from shared.sessions import channel_of, display_name, transcript_path
 from shared.tools.context import ToolContext
+from shared.tools.history_view import project, shown, transcript_source
 from shared.tools.list_schema import Actor, Owner, SessionRow, SessionsListParams, SessionsListResult
 
 # The release's page when no limit is given; its largest is the limit's bound in SessionsListParams.
@@ -31,13 +32,11 @@ def sessions_list(ctx: ToolContext, params: SessionsListParams) -> SessionsListR
     )
     # One more than the page, to tell whether there is more.
     wanted = offset + limit + 1
+    matches = _filter(params, since)
     entries = [
         entry
-        for entry in _candidates(ctx, params.kinds, since, wanted)
-        if (params.kinds is None or entry.kind in params.kinds)
-        and (since is None or entry.updated_at >= since)
-        and entry.archived_at is None
-        and visibility.visible(ctx.config, ctx.caller_key, entry)
+        for entry in _candidates(ctx, params.kinds, since, wanted, matches)
+        if matches(entry) and visibility.visible(ctx.config, ctx.caller_key, entry)
     ]
     entries = sorted(entries, key=lambda e: e.updated_at, reverse=True)[:wanted]
     page = entries[offset : offset + limit]
@@ -54,8 +53,28 @@ def sessions_list(ctx: ToolContext, params: SessionsListParams) -> SessionsListR
     )
 
 
+def _filter(params: SessionsListParams, since: int | None) -> Callable[[SessionEntry], bool]:
+    """Whether a session is one the caller asked for (visibility aside)."""
+    agent = params.agent_id.lower() if params.agent_id else None
+
+    def matches(entry: SessionEntry) -> bool:
+        return (
+            entry.archived_at is None
+            and (params.kinds is None or entry.kind in params.kinds)
+            and (since is None or entry.updated_at >= since)
+            and (params.label is None or entry.label == params.label)
+            and (agent is None or entry.agent_id == agent)
+        )
+
+    return matches
+
+
 def _candidates(
-    ctx: ToolContext, kinds: list[str] | None, since: int | None, limit: int
+    ctx: ToolContext,
+    kinds: list[str] | None,
+    since: int | None,
+    limit: int,
+    matches: Callable[[SessionEntry], bool],
 ) -> Iterator[SessionEntry]:
     """Where the caller's visibility says to look, newest first, never a scan of the keyspace."""
     store = ctx.store
@@ -69,17 +88,13 @@ def _candidates(
     else:
         candidates = store.sessions.recent(kinds=kinds, active_since=since, page=limit)
     found = 0
-    # Pages until ``limit`` visible rows are found: filtering comes before the limit.
+    # Pages until ``limit`` rows the caller asked for and may see are found: filtering comes first.
     while found < limit:
         page = list(islice(candidates, max(limit, 50)))
         if not page:
             return
         for entry in store.sessions.get_many(page):
-            if (
-                entry is not None
-                and (kinds is None or entry.kind in kinds)
-                and visibility.visible(ctx.config, ctx.caller_key, entry)
-            ):
+            if entry is not None and matches(entry) and visibility.visible(ctx.config, ctx.caller_key, entry):
                 found += 1
                 yield entry
 
@@ -152,9 +167,11 @@ def _row(ctx: ToolContext, entry: SessionEntry, store: str, children: list[str])
 def _attach_messages(
     ctx: ToolContext, entries: list[SessionEntry], rows: list[SessionRow], count: int
 ) -> None:
-    # Tool messages are filtered out after reading, so read a margin beyond the wanted count.
+    # Tool and silent messages are filtered out after reading, so read a margin beyond the wanted count.
     tails = ctx.store.transcripts.tails([entry.key for entry in entries], count * 3)
-    for row, tail in zip(rows, tails, strict=True):
-        kept = [m.wire() for m in tail if m.role not in TOOL_ROLES]
-        # What a model reads back is cut and redacted here as in sessions_history.
-        row.messages = clean(kept[-count:])[0]
+    for row, entry, tail in zip(rows, entries, tails, strict=True):
+        kept = [m for m in tail if m.role not in TOOL_ROLES and shown(m)][-count:]
+        # Shown as sessions_history shows them, their usage kept as the release keeps it in a listing; what
+        # a model reads back is cut and redacted as there.
+        source = transcript_source(entry.session_id)
+        row.messages = clean([project(m, 0, source, with_usage=True) for m in kept])[0]

@@ -11,7 +11,7 @@ from pydantic import Field, field_validator
 
 from shared.models import DeliveryContext, Params, Wire
 from shared.session_keys import SessionKind
-from shared.tool_args import string_list, whole_number
+from shared.tool_args import optional_text, string_list, whole_number
 
 
 class SessionsListParams(Params):
@@ -30,6 +30,9 @@ class SessionsListParams(Params):
     message_limit: Annotated[int | None, whole_number("messageLimit", least=0, high=20)] = Field(
         None, ge=0, description="Include each session's last N messages (0-20)."
     )
+
+    label: Annotated[str | None, optional_text] = Field(None, description="Only the session with this label.")
+    agent_id: Annotated[str | None, optional_text] = Field(None, description="Only this agent's sessions.")
 
     @field_validator("kinds")
     @classmethod

@@ -35,6 +35,15 @@ def _has_reply(payload: Any) -> bool:
 CHILD_ANSWERED = Until(_has_reply, "the child's transcript holds its answer")
 
 
+def _child_running(payload: Any) -> bool:
+    """A subagents listing whose child has started (a worker on a loaded machine may take a moment)."""
+    active = payload.get("active") if isinstance(payload, dict) else None
+    return bool(active) and all(isinstance(row, dict) and row.get("status") == "running" for row in active)
+
+
+CHILD_RUNNING = Until(_child_running, "the child is running", deadline=20.0)
+
+
 def _listed(payload: Any) -> bool:
     return isinstance(payload, dict) and isinstance(payload.get("sessions"), list)
 
@@ -238,7 +247,7 @@ SUBAGENT_LIFE: list[Step] = [
         "sessions_spawn",
         {"task": "Say hi and stop. [slow]", "label": "diff-child", "runTimeoutSeconds": 60},
     ),
-    tool("subagents_list_while_child_runs", "subagents", {"action": "list"}),
+    tool("subagents_list_while_child_runs", "subagents", {"action": "list"}, until=CHILD_RUNNING),
     tool("session_status_child_while_running", "session_status", {"sessionKey": CHILD}),
     Settle(since="spawn_child", model_calls=1),
     tool("sessions_history_child", "sessions_history", {"sessionKey": CHILD}, until=CHILD_ANSWERED),

@@ -194,3 +194,16 @@ def test_an_offset_pages_back_from_the_newest_message(ctx: ToolContext, store: S
     assert (texts(last), last.has_more, last.next_offset) == (["0"], False, None)
     assert history(ctx, offset=99).messages == []
     assert "offset" not in history(ctx).wire()
+
+
+def test_a_page_with_a_model_reply_says_its_content_was_cut_as_the_release_does(
+    ctx: ToolContext, store: Store, config: Config, dispatcher: InlineDispatcher
+) -> None:
+    """The release drops each model reply's usage from a history and counts that as cutting it."""
+    put(store, "user", "only a person")
+    assert (history(ctx).content_truncated, history(ctx).truncated) == (False, False)
+    TOOLS["sessions_send"].invoke(ctx, {"sessionKey": KEY, "message": "hello", "timeoutSeconds": 0})
+    drain_runs(store, config, dispatcher)
+    result = history(ctx)
+    assert (result.content_truncated, result.truncated) == (True, True)
+    assert all("usage" not in m for m in result.messages)

@@ -11,6 +11,7 @@ from shared.inbound import receive
 from shared.models import InboundMessageParams
 from shared.store import Store
 from shared.tools.context import ToolContext
+from shared.tools.history_view import text_of
 from shared.tools.list_schema import SessionsListResult
 from shared.tools.registry import TOOLS
 from workers.testing import InlineDispatcher, drain_runs
@@ -139,7 +140,13 @@ def test_message_limit_attaches_the_last_messages_without_tool_results(
     message(ctx, "cron:a", "two")
     drain_runs(store, config, dispatcher)
     row = listing(ctx, messageLimit=3).sessions[0]
-    assert [m["content"][0]["text"] for m in row.messages or []] == ["echo: one", "two", "echo: two"]
+    assert [text_of(m) for m in row.messages or []] == ["echo: one", "two", "echo: two"]
+    # Shown as history shows them, with the usage of the step that wrote an assistant's.
+    assert row.messages is not None
+    assert (
+        row.messages[0]["usage"]["totalTokens"]
+        == row.messages[0]["usage"]["input"] + row.messages[0]["usage"]["output"]
+    )
     assert listing(ctx).sessions[0].messages is None
     assert len(listing(ctx, messageLimit=99).sessions[0].messages or []) == 4
 
@@ -158,7 +165,7 @@ def test_listed_messages_are_redacted_and_cut_as_history_is(
     drain_runs(store, config, dispatcher)
     row = listing(ctx, messageLimit=2).sessions[0]
     listed, _reply = row.messages or []
-    text = listed["content"][0]["text"]
+    text = text_of(listed)
     assert text.startswith("use sk-abc…1234 x")
     assert text.endswith("\n…(truncated)…")
     assert len(text) == 4000 + len("\n…(truncated)…")
@@ -194,3 +201,15 @@ def test_rows_carry_the_releases_fields_for_a_main_session_and_its_child(
     assert child["workspaceDir"] == child["spawnedWorkspaceDir"] == str(config.workspace("main"))
     assert "abortedLastRun" not in child
     assert child["model"] == "echo"
+
+
+def test_label_and_agent_id_keep_only_the_sessions_asked_for(
+    ctx: ToolContext, store: Store, config: Config, dispatcher: InlineDispatcher
+) -> None:
+    message(ctx, "cron:a")
+    message(ctx, "agent:research:cron:b")
+    TOOLS["sessions_spawn"].invoke(ctx, {"task": "count", "label": "counter"})
+    labelled = listing(ctx, label="counter")
+    assert [row.label for row in labelled.sessions] == ["counter"]
+    assert [row.key for row in listing(ctx, agentId="research").sessions] == ["agent:research:cron:b"]
+    assert listing(ctx, label="nobody").count == 0

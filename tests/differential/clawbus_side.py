@@ -27,10 +27,13 @@ from workers.testing.processes import (
 )
 
 
-def gateway_mirror(model_base_url: str) -> dict[str, Any]:
+def gateway_mirror(model_base_url: str, workspace: Path) -> dict[str, Any]:
     """The gateway's settings in clawbus's terms, every one of them, whether clawbus takes it or not."""
     return {
-        "agents": {"list": [{"id": "main", "default": True, "model": "fake/fake-model"}]},
+        "agents": {
+            "defaults": {"workspace": str(workspace)},
+            "list": [{"id": "main", "default": True, "model": "fake/fake-model"}],
+        },
         "models": {
             "providers": {
                 "fake": {
@@ -59,10 +62,10 @@ def gateway_mirror(model_base_url: str) -> dict[str, Any]:
     }
 
 
-def mirrored_config(model_base_url: str) -> tuple[dict[str, Any], list[str]]:
+def mirrored_config(model_base_url: str, workspace: Path) -> tuple[dict[str, Any], list[str]]:
     """The mirror less the settings clawbus's configuration rejects as unknown, and their paths: the
     suite runs against what clawbus accepts today and the report says what it could not mirror."""
-    config = gateway_mirror(model_base_url)
+    config = gateway_mirror(model_base_url, workspace)
     left_out: list[str] = []
     while True:
         try:
@@ -103,7 +106,8 @@ class ClawbusSide:
 @contextmanager
 def clawbus_stack(root: Path, model_base_url: str) -> Iterator[ClawbusSide]:
     """A redis-server, a worker, beat and the API, stopped whatever happens."""
-    config, unmirrored = mirrored_config(model_base_url)
+    # The gateway's workspace is <state>/workspace: so is this side's, under its own state root.
+    config, unmirrored = mirrored_config(model_base_url, root / "workspace")
     server = RedisServer(root / "redis").start()
     roles: list[Role] = []
     try:

@@ -48,8 +48,191 @@ class Documented:
         )
 
 
-# Filled in by the lead, one entry per documented difference.
-DOCUMENTED: tuple[Documented, ...] = ()
+_STATUS_FIELDS = (
+    "modelRef",
+    "modelSource",
+    "thinking",
+    "totalTokens",
+    "estimatedCostUsd",
+    "runsQueued",
+    "runsRunning",
+    "queueMode",
+    "queueModeSource",
+    "childrenPending",
+    "state",
+    "lastRunStatus",
+    "spawnDepth",
+    "role",
+)
+_ROW_EXTRAS = (
+    "transcriptPath",
+    "systemSent",
+    "thinkingLevel",
+    "sendPolicy",
+    "queueMode",
+    "lastChannel",
+    "lastTo",
+    "lastAccountId",
+    "deliveryContext",
+    "spawnedBy",
+    "spawnDepth",
+    "role",
+    "estimatedCostUsd",
+)
+_ERROR_RESULT = ("status", "error")
+_HISTORY_KEYS = (
+    "sessionKey",
+    "messages",
+    "truncated",
+    "droppedMessages",
+    "contentTruncated",
+    "contentRedacted",
+    "bytes",
+    "pendingInputs",
+)
+# Calls whose answers follow from how a sub-agent's completion reaches its requester (`completions`).
+_AFTER_CHILD = (
+    "sessions_history_child*",
+    "sessions_history_main_after_child",
+    "sessions_history_main_final",
+    "subagents_list_after_child",
+    "subagents_list_recent_minutes",
+    "subagents_list_after_cleanup",
+    "subagents_list_final",
+    "sessions_list_after_child",
+    "sessions_list_final*",
+)
+# The OpenAI-compatible requests' sessions and the exchanges whose transcripts hold their runs.
+_OPENAI_RUNS = (
+    "sessions_history_chat_*",
+    "sessions_history_session_header",
+    "sessions_history_responses_user",
+    "sessions_history_peer_*",
+    "sessions_history_limit_string",
+    "sessions_list_message_limit",
+    "sessions_list_final_message_limit",
+)
+
+
+def _each(call: str, parent: str, keys: tuple[str, ...], kind: str, reason: str) -> tuple[Documented, ...]:
+    return tuple(Documented(call, f"{parent}.{key}" if parent else key, kind, reason) for key in keys)
+
+
+DOCUMENTED: tuple[Documented, ...] = (
+    Documented("*", "error.field", "extra", "field-name"),
+    # clawbus's own keys beside the release's.
+    Documented("sessions_send*", "result.details.flowId", "extra", "own-keys"),
+    *_each("session_status*", "result.details", _STATUS_FIELDS, "extra", "own-keys"),
+    Documented("subagents*", "result.details.count", "extra", "own-keys"),
+    Documented("subagents*", "result.details.subagents", "extra", "own-keys"),
+    *_each("sessions_list*", "result.details.sessions[*]", _ROW_EXTRAS, "extra", "row-extras"),
+    Documented(
+        "sessions_history*", "result.details.messages[*].provenance.sourceChannel", "extra", "provenance"
+    ),
+    Documented(
+        "sessions_history*", "result.details.messages[*].provenance.sourceRunId", "extra", "provenance"
+    ),
+    Documented(
+        "sessions_list*", "result.details.sessions[*].messages[*].provenance.**", "extra", "provenance"
+    ),
+    # What each store counts for itself.
+    Documented("sessions_history*", "result.details.bytes", "value", "history-numbers"),
+    Documented("sessions_history*", "result.details.totalMessages", "value", "history-numbers"),
+    Documented("sessions_history*", "result.details.messages[*].__openclaw.seq", "value", "history-numbers"),
+    Documented(
+        "sessions_list*", "result.details.sessions[*].messages[*].__openclaw.seq", "value", "history-numbers"
+    ),
+    *(Documented(call, "**.__openclaw.runId", "value", "openai-runs") for call in _OPENAI_RUNS),
+    # Texts clawbus words its own way.
+    Documented("http_invalid_json", "error.message", "text", "json-text"),
+    Documented("session_status*", "result.details.statusText", "text", "status-card"),
+    Documented("sessions_spawn_unknown_model", "result.details.error", "text", "spawn-model"),
+    Documented("session_status_child*", "result.details.stateVersion", "value", "state-version"),
+    Documented("sessions_list*", "result.details.sessions[*].stateVersion", "missing", "state-version"),
+    # Never a 500 for bad input.
+    *(
+        entry
+        for call in ("session_status_unknown_*", "sessions_history_deleted_child")
+        for entry in (
+            Documented(call, "", "status", "never-500"),
+            Documented(call, "", "shape", "never-500"),
+            Documented(call, "ok", "value", "never-500"),
+            Documented(call, "error", "missing", "never-500"),
+            Documented(call, "result", "extra", "never-500"),
+            *_each(call, "result.details", _ERROR_RESULT, "extra", "never-500"),
+            *_each(call, "result.details", _HISTORY_KEYS, "missing", "never-500"),
+        )
+    ),
+    # subagents: clawbus's own actions; the release's wait and cancel come with the next issue.
+    *_each("subagents_kill_all", "result.details", ("action", "killed"), "extra", "subagents-actions"),
+    *_each("subagents_kill_all", "result.details", _ERROR_RESULT, "missing", "subagents-actions"),
+    *(
+        entry
+        for call in ("subagents_cancel_*", "subagents_wait_*")
+        for entry in (
+            Documented(call, "", "status", "subagents-actions"),
+            Documented(call, "", "shape", "subagents-actions"),
+            Documented(call, "ok", "value", "subagents-actions"),
+            Documented(call, "error", "missing", "subagents-actions"),
+            Documented(call, "result", "extra", "subagents-actions"),
+            Documented(call, "result.details.status", "value", "subagents-actions"),
+            Documented(call, "result.details.error", "text", "subagents-actions"),
+        )
+    ),
+    # How a sub-agent's completion reaches its requester, and what follows from it.
+    *(
+        Documented(call, path, kind, "completions")
+        for call in _AFTER_CHILD
+        for path, kind in (
+            ("result.details.messages", "length"),
+            ("result.details.messages[*].**", "value"),
+            ("result.details.messages[*].**", "missing"),
+            ("result.details.messages[*].**", "extra"),
+            ("result.details.messages[*].**", "type"),
+            ("result.details.text", "text"),
+            ("result.details.**.deliveryStatus", "value"),
+            ("result.details.total", "value"),
+            ("result.details.taskTotal", "value"),
+            ("result.details.tasks", "length"),
+            ("result.details.recent", "length"),
+            ("result.details.tasks[*].terminalSummary", "missing"),
+            ("result.details.sessions[*].**", "value"),
+            ("result.details.sessions[*].**", "missing"),
+            ("result.details.sessions[*].**", "extra"),
+            ("result.details.sessions[*].**", "type"),
+            ("result.details.bytes", "value"),
+            ("result.details.truncated", "value"),
+            ("result.details.contentTruncated", "value"),
+        )
+    ),
+    Documented("sessions_send_child_by_label", "result.details.delivery.status", "value", "completions"),
+    # A send to oneself (main -> main) runs no reply-back turns; what the main session then holds.
+    *(
+        Documented(call, path, kind, "self-send")
+        for call in ("sessions_history_main_after_self_send", "sessions_history_main_limit_one")
+        for path, kind in (
+            ("result.details.messages", "length"),
+            ("result.details.messages[*].**", "value"),
+            ("result.details.messages[*].**", "missing"),
+            ("result.details.messages[*].**", "extra"),
+            ("result.details.messages[*].**", "type"),
+            ("result.details.truncated", "value"),
+            ("result.details.contentTruncated", "value"),
+            ("result.details.bytes", "value"),
+        )
+    ),
+    # Which messages a page from an offset holds: clawbus counts the ones it shows.
+    *(
+        Documented("sessions_history_peer_offset", path, kind, "history-paging")
+        for path, kind in (
+            ("result.details.messages", "length"),
+            ("result.details.messages[*].**", "value"),
+            ("result.details.messages[*].**", "missing"),
+            ("result.details.messages[*].**", "extra"),
+            ("result.details.messages[*].**", "type"),
+        )
+    ),
+)
 
 
 def reasons(call: str, difference: Difference, registry: tuple[Documented, ...] = DOCUMENTED) -> list[str]:

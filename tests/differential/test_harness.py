@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 from typing import Any
 
 from shared.config import Config
@@ -11,7 +13,7 @@ from tests.differential.answer import Answer
 from tests.differential.calls import lookup, payload_of
 from tests.differential.clawbus_side import gateway_mirror, mirrored_config
 from tests.differential.compare import Difference, compare
-from tests.differential.documented import Documented
+from tests.differential.documented import DOCUMENTED, Documented
 from tests.differential.normalize import Masked, normalize
 from tests.differential.report import judge, render
 from tests.differential.scenario import SCENARIO, calls
@@ -197,10 +199,17 @@ def test_references_read_the_details_or_a_bare_result() -> None:
 
 
 def test_clawbus_mirrors_what_its_configuration_accepts() -> None:
-    config, left_out = mirrored_config("http://127.0.0.1:1/v1")
+    config, left_out = mirrored_config("http://127.0.0.1:1/v1", Path("/tmp/ws"))
     Config.model_validate(config)
-    mirror = gateway_mirror("http://127.0.0.1:1/v1")
+    mirror = gateway_mirror("http://127.0.0.1:1/v1", Path("/tmp/ws"))
     assert config["agents"] == mirror["agents"]
     assert config["tools"] == mirror["tools"]
     # Only the model's description may be left out, never the agent, the provider or the tools settings.
     assert all(path.startswith("models.providers.fake.models[0].") for path in left_out)
+
+
+def test_every_documented_reason_is_a_row_of_the_differences_table() -> None:
+    """A documented difference says why in docs/contract.md, section 13's table."""
+    table = (Path(__file__).parents[2] / "docs" / "contract.md").read_text()
+    rows = set(re.findall(r"^\| `([a-z0-9-]+)` \|", table, re.M))
+    assert {entry.reason for entry in DOCUMENTED} <= rows

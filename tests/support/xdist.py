@@ -24,6 +24,8 @@ GROUPS: dict[str, str] = {}
 # The units that take longest (a minute or more on 2 cores with the rest of the suite beside them), longest
 # first. A file missing here only starts later.
 FIRST = [
+    # The real OpenClaw gateway and a clawbus stack side by side: two minutes and more.
+    "tests/differential/test_differential.py",
     "tests/fuzz/test_api_st.py",
     "tests/integration/test_redis_ha.py",
     "tests/browser/test_console.py",

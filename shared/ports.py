@@ -98,6 +98,7 @@ class Sessions(Protocol):
         kinds: Sequence[str] | None = None,
         active_since: int | None = None,
         page: int = 100,
+        archived: bool = False,
     ) -> Iterator[str]:
         """Keys of the listed sessions of ``agent_id`` (else of these ``kinds``, else all) updated since
         ``active_since`` (ms), newest first: read from the indexes, never a scan of the keyspace."""
@@ -114,6 +115,9 @@ class Transcripts(Protocol):
         self, session_key: str, count: int, keep: Callable[[Message], bool] | None = None, page: int = 200
     ) -> list[Message]:
         """The last ``count`` messages (those ``keep`` keeps), oldest first; pages backwards as needed."""
+
+    def first(self, session_key: str, count: int) -> list[Message]:
+        """The first ``count`` messages, oldest first."""
 
     def tails(self, session_keys: Sequence[str], count: int) -> list[list[Message]]: ...
 

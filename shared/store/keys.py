@@ -30,6 +30,10 @@ class RedisKeys:
         """ZSET: sessions of one kind (main, group, cron, hook, node, other) by updatedAt."""
         return f"{self.prefix}idx:kind:{kind}"
 
+    def archived_index(self) -> str:
+        """ZSET: archived sessions (out of the other indexes), by when they were archived."""
+        return f"{self.prefix}idx:archived"
+
     def session_indexes(self, agent_id: str, kind: str) -> list[str]:
         """The three indexes a session is listed in (all, its agent's, its kind's), in the order the scripts
         that write them take their keys."""

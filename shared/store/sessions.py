@@ -70,6 +70,7 @@ class SessionStore:
                 k.children(entry.spawned_by or ""),
                 k.session_runs(entry.key),
                 k.cold(entry.key),
+                k.archived_index(),
             ],
             args=[entry.key],
         )
@@ -146,6 +147,7 @@ class SessionStore:
                     *k.session_indexes(entry.agent_id, entry.kind),
                     k.archive_due(),
                     k.labels(entry.agent_id),
+                    k.archived_index(),
                 ],
                 args=[entry.key, now_ms],
             )
@@ -175,11 +177,15 @@ class SessionStore:
         kinds: Sequence[str] | None = None,
         active_since: int | None = None,
         page: int = 100,
+        archived: bool = False,
     ) -> Iterator[str]:
         """Keys of the listed sessions of ``agent_id`` (else of these ``kinds``, else all) updated since
-        ``active_since`` (ms), newest first: read from the indexes, never a scan of the keyspace."""
+        ``active_since`` (ms), newest first: read from the indexes, never a scan of the keyspace.
+        ``archived``: the archived ones instead, newest archived first (the caller filters them)."""
         k = self._keys
-        if agent_id is not None:
+        if archived:
+            indexes = [k.archived_index()]
+        elif agent_id is not None:
             indexes = [k.agent_index(agent_id)]
         else:
             indexes = [k.kind_index(kind) for kind in kinds] if kinds else [k.sessions_index()]

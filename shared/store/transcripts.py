@@ -128,6 +128,17 @@ class TranscriptStore:
                 tails[i] = self.last(session_keys[i], count)
         return tails
 
+    def first(self, session_key: str, count: int) -> list[Message]:
+        """The first ``count`` messages, oldest first: from the cold file when the transcript has one."""
+        pipe = self._redis.pipeline(transaction=True)
+        pipe.xrange(self._keys.transcript(session_key), count=count)
+        pipe.hgetall(self._keys.cold(session_key))
+        entries, raw = pipe.execute()
+        cold = _cold(raw)
+        older = self._cold.read(cold.agent_id, cold.session_id, cold.count)[:count] if cold else []
+        hot = [Message.model_validate_json(fields["m"]) for _id, fields in entries]
+        return [*(Message.model_validate_json(line) for line in older), *hot][:count]
+
     def all(self, session_key: str) -> list[Message]:
         return self.last(session_key, self.length(session_key))
 

@@ -33,9 +33,11 @@ def sessions_list(ctx: ToolContext, params: SessionsListParams) -> SessionsListR
     # One more than the page, to tell whether there is more.
     wanted = offset + limit + 1
     matches = _filter(params, since)
+    sources = [False, True] if params.archived == "all" else [bool(params.archived)]
     entries = [
         entry
-        for entry in _candidates(ctx, params.kinds, since, wanted, matches)
+        for archived in sources
+        for entry in _candidates(ctx, params.kinds, since, wanted, matches, archived)
         if matches(entry) and visibility.visible(ctx.config, ctx.caller_key, entry)
     ]
     entries = sorted(entries, key=lambda e: e.updated_at, reverse=True)[:wanted]
@@ -44,6 +46,8 @@ def sessions_list(ctx: ToolContext, params: SessionsListParams) -> SessionsListR
     rows = _rows(ctx, page)
     if params.message_limit:
         _attach_messages(ctx, page, rows, params.message_limit)
+    if params.include_last_message or params.include_derived_titles:
+        _attach_titles(ctx, page, rows, params)
     return SessionsListResult(
         count=len(rows),
         sessions=rows,
@@ -56,17 +60,34 @@ def sessions_list(ctx: ToolContext, params: SessionsListParams) -> SessionsListR
 def _filter(params: SessionsListParams, since: int | None) -> Callable[[SessionEntry], bool]:
     """Whether a session is one the caller asked for (visibility aside)."""
     agent = params.agent_id.lower() if params.agent_id else None
+    search = params.search.lower() if params.search else None
+    # clawbus pins nothing: every session is unpinned.
+    wanted_pinned = params.pinned is not True
+
+    def archived_as_asked(entry: SessionEntry) -> bool:
+        if params.archived == "all":
+            return True
+        return (entry.archived_at is not None) == params.archived
 
     def matches(entry: SessionEntry) -> bool:
         return (
-            entry.archived_at is None
+            archived_as_asked(entry)
+            and wanted_pinned
             and (params.kinds is None or entry.kind in params.kinds)
             and (since is None or entry.updated_at >= since)
             and (params.label is None or entry.label == params.label)
             and (agent is None or entry.agent_id == agent)
+            and (search is None or any(search in (text or "").lower() for text in _searched(entry)))
+            and (not params.active_only or entry.status in ("queued", "running"))
+            and (not params.exclude_subagents or entry.spawned_by is None)
         )
 
     return matches
+
+
+def _searched(entry: SessionEntry) -> tuple[str | None, ...]:
+    """The metadata ``search`` looks in, as the release's: the key, the label, the name."""
+    return (entry.key, entry.label, entry.display_name)
 
 
 def _candidates(
@@ -75,6 +96,7 @@ def _candidates(
     since: int | None,
     limit: int,
     matches: Callable[[SessionEntry], bool],
+    archived: bool = False,
 ) -> Iterator[SessionEntry]:
     """Where the caller's visibility says to look, newest first, never a scan of the keyspace."""
     store = ctx.store
@@ -83,7 +105,9 @@ def _candidates(
         own = [ctx.caller_key, *store.sessions.children(ctx.caller_key)]
         yield from (entry for entry in store.sessions.get_many(own) if entry is not None)
         return
-    if level == "agent":  # its own agent's sessions only (docs/contract.md §7)
+    if archived:  # the archived index, then (for "all") the listed sessions
+        candidates = store.sessions.recent(page=limit, archived=True)
+    elif level == "agent":  # its own agent's sessions only (docs/contract.md §7)
         candidates = store.sessions.recent(agent_id=ctx.caller_agent, active_since=since, page=limit)
     else:
         candidates = store.sessions.recent(kinds=kinds, active_since=since, page=limit)
@@ -131,6 +155,7 @@ def _row(ctx: ToolContext, entry: SessionEntry, store: str, children: list[str])
         agent_id=entry.agent_id,
         kind=entry.kind,
         channel=channel_of(entry, entry.key, config.session.main_key),
+        archived=entry.archived_at is not None,
         label=entry.label,
         created_actor=Actor.agent(spawner) if spawner else None,
         owner=Owner(actor=Actor.agent(spawner)) if spawner else None,
@@ -162,6 +187,43 @@ def _row(ctx: ToolContext, entry: SessionEntry, store: str, children: list[str])
         role=entry.role,
         estimated_cost_usd=entry.estimated_cost_usd,
     )
+
+
+# The release's bounds: a preview of at most 200 characters, a title of at most 60.
+PREVIEW_CHARS = 200
+TITLE_CHARS = 60
+
+
+def _attach_titles(
+    ctx: ToolContext, entries: list[SessionEntry], rows: list[SessionRow], params: SessionsListParams
+) -> None:
+    """``lastMessagePreview`` (the last message shown, cut) and ``derivedTitle`` (the label, else the chat's
+    name, else the first line a person wrote, cut at a word)."""
+    if params.include_last_message:
+        tails = ctx.store.transcripts.tails([entry.key for entry in entries], 10)
+        for row, tail in zip(rows, tails, strict=True):
+            last = next((m for m in reversed(tail) if m.role not in TOOL_ROLES and shown(m) and m.text), None)
+            row.last_message_preview = _cut(" ".join(last.text.split()), PREVIEW_CHARS) if last else None
+    if params.include_derived_titles:
+        for row, entry in zip(rows, entries, strict=True):
+            row.derived_title = entry.label or entry.display_name or _first_words(ctx, entry)
+
+
+def _first_words(ctx: ToolContext, entry: SessionEntry) -> str | None:
+    first = next(
+        (m for m in ctx.store.transcripts.first(entry.key, 20) if m.role == "user" and m.provenance is None),
+        None,
+    )
+    return _cut(" ".join(first.text.split()), TITLE_CHARS) if first and first.text.strip() else None
+
+
+def _cut(text: str, limit: int) -> str:
+    """Cut at ``limit`` characters with an ellipsis, at a word when one ends late enough (the release's)."""
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    space = cut.rfind(" ")
+    return f"{cut[:space]}…" if space > limit * 0.6 else f"{cut}…"
 
 
 def _attach_messages(

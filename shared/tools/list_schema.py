@@ -7,11 +7,20 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import BeforeValidator, Field, field_validator
 
 from shared.models import DeliveryContext, Params, Wire
 from shared.session_keys import SessionKind
-from shared.tool_args import optional_text, string_list, whole_number
+from shared.tool_args import optional_text, string_list, truthy, whole_number
+
+
+def _archived(value: Any) -> bool | str:
+    """``"all"``, or a flag (the release's ``archived``)."""
+    return "all" if isinstance(value, str) and value.strip().lower() == "all" else bool(value)
+
+
+def _pinned(value: Any) -> bool | None:
+    return None if value is None else bool(value)
 
 
 class SessionsListParams(Params):
@@ -33,6 +42,25 @@ class SessionsListParams(Params):
 
     label: Annotated[str | None, optional_text] = Field(None, description="Only the session with this label.")
     agent_id: Annotated[str | None, optional_text] = Field(None, description="Only this agent's sessions.")
+    search: Annotated[str | None, optional_text] = Field(
+        None, description="Only sessions whose key, label or name holds this text."
+    )
+    active_only: Annotated[bool, truthy] = Field(
+        False, description="Only sessions with a run queued or running."
+    )
+    exclude_subagents: Annotated[bool, truthy] = Field(False, description="Leave spawned sessions out.")
+    archived: Annotated[bool | Literal["all"], BeforeValidator(_archived)] = Field(
+        False, description='true: only archived sessions; "all": archived ones too.'
+    )
+    pinned: Annotated[bool | None, BeforeValidator(_pinned)] = Field(
+        None, description="Only pinned (true) or unpinned (false) sessions."
+    )
+    include_last_message: Annotated[bool, truthy] = Field(
+        False, description="Add each session's last message, cut short (lastMessagePreview)."
+    )
+    include_derived_titles: Annotated[bool, truthy] = Field(
+        False, description="Add a title for each session (derivedTitle)."
+    )
 
     @field_validator("kinds")
     @classmethod
@@ -83,6 +111,8 @@ class SessionRow(Wire):
     status: Literal["queued", "running", "done", "failed", "killed", "timeout"] | None = None
     aborted_last_run: bool | None = None
     child_sessions: list[str] | None = None
+    derived_title: str | None = None
+    last_message_preview: str | None = None
     messages: list[dict[str, Any]] | None = None
     # clawbus's own, beyond the release's row (docs/contract.md, differences).
     transcript_path: str | None = None

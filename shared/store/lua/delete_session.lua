@@ -1,7 +1,7 @@
 -- Remove a session and everything that belongs to it: entry, transcript, lane, lease, lookups, indexes.
 -- KEYS: 1 session, 2 transcript, 3 lane, 4 lease, 5 index all, 6 index agent, 7 index kind, 8 sessionId lookup,
 --       9 the agent's label index, 10 archive due, 11 its parent's children set, 12 its runs stream,
---       13 its cold transcript's record
+--       13 its cold transcript's record, 14 the archived sessions' index
 -- ARGV: 1 session key
 local label = redis.call('HGET', KEYS[1], 'label')
 if label and redis.call('HGET', KEYS[9], label) == ARGV[1] then
@@ -12,5 +12,6 @@ for i = 5, 7 do
   redis.call('ZREM', KEYS[i], ARGV[1])
 end
 redis.call('ZREM', KEYS[10], ARGV[1])
+redis.call('ZREM', KEYS[14], ARGV[1])
 redis.call('SREM', KEYS[11], ARGV[1])
 return 1

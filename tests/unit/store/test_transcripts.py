@@ -25,7 +25,7 @@ def test_last_with_a_filter_counts_only_kept_messages_across_pages(store: Store)
     for i in range(10):
         append(store, "user", f"u{i}")
         append(store, "toolResult", f"t{i}")
-    kept = store.transcripts.last(KEY, 4, keep_role=lambda role: role != "toolResult", page=3)
+    kept = store.transcripts.last(KEY, 4, keep=lambda m: m.role != "toolResult", page=3)
     assert [m.text for m in kept] == ["u6", "u7", "u8", "u9"]
 
 
@@ -68,7 +68,7 @@ def test_a_move_keeps_the_newest_in_redis_and_reads_back_one_transcript(store: S
     assert texts(store.transcripts.all(KEY)) == sent
     assert texts(store.transcripts.last(KEY, 15)) == sent[-15:]
     assert texts(store.transcripts.last(KEY, 5)) == sent[-5:]
-    kept = store.transcripts.last(KEY, 12, keep_role=lambda role: role == "user", page=4)
+    kept = store.transcripts.last(KEY, 12, keep=lambda m: m.role == "user", page=4)
     assert texts(kept) == [t for t in sent if int(t[1:]) % 2 == 0][-12:]
 
 
@@ -144,7 +144,7 @@ def test_a_move_between_a_readers_pages_neither_loses_nor_doubles(store: Store) 
         return page
 
     store.redis.xrevrange = paging  # type: ignore[method-assign]
-    assert texts(store.transcripts.last(KEY, 25, page=10, keep_role=lambda _role: True)) == sent[-25:]
+    assert texts(store.transcripts.last(KEY, 25, page=10, keep=lambda _message: True)) == sent[-25:]
 
 
 def test_a_second_move_of_a_session_while_one_runs_moves_nothing(store: Store) -> None:
@@ -166,3 +166,13 @@ def test_dropping_the_cold_part_deletes_its_file(store: Store) -> None:
     move(store, 2)
     store.transcripts.drop_cold(KEY)
     assert store.transcripts._cold.read("main", "s1", 10) == []
+
+
+def test_first_reads_the_oldest_messages_from_the_cold_part_too(store: Store) -> None:
+    sent = [f"m{i}" for i in range(30)]
+    for text in sent:
+        append(store, "user", text)
+    assert texts(store.transcripts.first(KEY, 3)) == sent[:3]
+    store.transcripts.move(KEY, "main", "sid", keep=10)
+    assert texts(store.transcripts.first(KEY, 3)) == sent[:3]
+    assert texts(store.transcripts.first(KEY, 25)) == sent[:25]

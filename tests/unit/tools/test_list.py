@@ -14,7 +14,7 @@ from shared.tools.context import ToolContext
 from shared.tools.history_view import text_of
 from shared.tools.list_schema import SessionsListResult
 from shared.tools.registry import TOOLS
-from workers.testing import InlineDispatcher, drain_runs
+from workers.testing import InlineDispatcher, drain, drain_runs
 
 
 def message(ctx: ToolContext, key: str, text: str = "hi", **route: str) -> None:
@@ -213,3 +213,44 @@ def test_label_and_agent_id_keep_only_the_sessions_asked_for(
     assert [row.label for row in labelled.sessions] == ["counter"]
     assert [row.key for row in listing(ctx, agentId="research").sessions] == ["agent:research:cron:b"]
     assert listing(ctx, label="nobody").count == 0
+
+
+def test_search_active_only_and_exclude_subagents_narrow_the_listing(
+    ctx: ToolContext, store: Store, config: Config, dispatcher: InlineDispatcher
+) -> None:
+    message(ctx, "discord:group:ops-room")
+    message(ctx, "cron:nightly")
+    drain_runs(store, config, dispatcher)
+    spawned = TOOLS["sessions_spawn"].invoke(ctx, {"task": "count", "label": "counter"}).wire()
+    assert [row.key for row in listing(ctx, search="OPS").sessions] == ["agent:main:discord:group:ops-room"]
+    assert [row.key for row in listing(ctx, activeOnly=True).sessions] == [spawned["childSessionKey"]]
+    assert spawned["childSessionKey"] not in [row.key for row in listing(ctx, excludeSubagents=True).sessions]
+    assert listing(ctx, pinned=True).count == 0
+
+
+def test_archived_sessions_are_listed_only_when_asked_for(
+    ctx: ToolContext, store: Store, config: Config, dispatcher: InlineDispatcher, clock: FixedClock
+) -> None:
+    message(ctx, "cron:kept")
+    child = TOOLS["sessions_spawn"].invoke(ctx, {"task": "count"}).wire()["childSessionKey"]
+    drain(store, config, dispatcher)
+    entry = store.sessions.get(child)
+    assert entry is not None
+    store.sessions.archive(entry, clock.now_ms())
+    assert child not in [row.key for row in listing(ctx).sessions]
+    archived = listing(ctx, archived=True).sessions
+    assert ([row.key for row in archived], archived[0].archived) == ([child], True)
+    assert {child, "agent:main:cron:kept"} <= {row.key for row in listing(ctx, archived="all").sessions}
+
+
+def test_titles_and_last_message_previews_on_request(
+    ctx: ToolContext, store: Store, config: Config, dispatcher: InlineDispatcher
+) -> None:
+    message(ctx, "cron:titled", "write the weekly report about the fleet and its workers please " * 2)
+    drain_runs(store, config, dispatcher)
+    plain = listing(ctx).sessions[0]
+    assert (plain.derived_title, plain.last_message_preview) == (None, None)
+    row = listing(ctx, includeDerivedTitles=True, includeLastMessage=True).sessions[0]
+    assert row.derived_title == "write the weekly report about the fleet and its workers…"
+    assert row.last_message_preview is not None
+    assert row.last_message_preview.startswith("echo: write the weekly report")

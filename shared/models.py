@@ -163,6 +163,8 @@ SpawnRole = Literal["orchestrator", "leaf"]
 # and the queue dropped, this one runs next; reject, refused.
 QueueMode = Literal["followup", "steer", "collect", "interrupt", "reject"]
 QUEUE_MODES: tuple[QueueMode, ...] = ("followup", "steer", "collect", "interrupt", "reject")
+# What goes when a session's queue is past its cap (``messages.queue.drop``, a session's ``/queue drop:``).
+QueueDrop = Literal["old", "new", "summarize"]
 ThinkingLevel = Literal["off", "minimal", "low", "medium", "high"]
 THINKING_LEVELS: tuple[str, ...] = ("off", "minimal", "low", "medium", "high")
 
@@ -228,6 +230,11 @@ class SessionEntry(SessionFacts):
     killed_at: int | None = None
     # Where this sub-agent's attachments were written, relative to its agent's workspace.
     attachments_dir: str | None = None
+    # The session's own queue options (``/queue ... debounce: cap: drop:``, the release's names), over
+    # ``messages.queue``'s; ``/queue default`` clears them with ``queueMode``.
+    queue_debounce_ms: int | None = None
+    queue_cap: int | None = None
+    queue_drop: QueueDrop | None = None
 
 
 class ThreadBinding(Wire):
@@ -242,6 +249,9 @@ class ThreadBinding(Wire):
     last_active_at: int
     # Idle or old past its limits, or its session gone: the thread's messages go to the parent again.
     released: bool = False
+    # This binding's own limits (``/session idle|max-age``), over the channel's; 0: never.
+    idle_timeout_ms: int | None = None
+    max_age_ms: int | None = None
 
 
 # --- runs ----------------------------------------------------------------------------------------------
@@ -266,7 +276,17 @@ class RunStatus(StrEnum):
 # (``runs.absorb_steers``), else it runs as a run of its own when its turn comes.
 # ``collect``: several chat messages folded into one run (``messages.queue.mode`` collect).
 RunKind = Literal[
-    "chat", "send", "reply", "announce", "subagent", "subagent_announce", "report", "steer", "collect", "note"
+    "chat",
+    "send",
+    "reply",
+    "announce",
+    "subagent",
+    "subagent_announce",
+    "report",
+    "steer",
+    "collect",
+    "note",
+    "relay",
 ]
 
 
@@ -381,7 +401,7 @@ class DeliveryClaim(StrEnum):
 
 
 class FlowStep(Wire):
-    step: Literal["run", "reply_turn", "announce", "deliver", "subagent_announce"]
+    step: Literal["run", "reply_turn", "announce", "deliver", "subagent_announce", "relay"]
     turn: int | None = None
     run_id: str | None = None
     session_key: str | None = None
@@ -450,6 +470,8 @@ class Snapshot:
     latest: Run | None = None
     children_pending: int = 0
     child_killed: bool = False
+    # A spawn's completion relayed by a top-level requester: its agent's turn on the report.
+    relay: Run | None = None
 
 
 # --- tool parameters -----------------------------------------------------------------------------------

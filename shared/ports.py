@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from shared.clock import Clock
 from shared.models import (
@@ -242,7 +242,7 @@ class Flows(Protocol):
     def get(self, flow_id: str) -> Flow | None: ...
 
     def snapshot(
-        self, flow_id: str, turn_ids: Sequence[str], announce_id: str, delivery_id: str
+        self, flow_id: str, turn_ids: Sequence[str], announce_id: str, delivery_id: str, relay_id: str
     ) -> Snapshot | None: ...
 
     def update(self, flow_id: str, fields: dict[str, Any], *, due_in_ms: int | None = None) -> bool:
@@ -316,6 +316,9 @@ class ThreadBindings(Protocol):
 
     def touch(self, binding: ThreadBinding, now_ms: int) -> None:
         """A message went through the thread: its idle time starts again."""
+
+    def set_limit(self, binding: ThreadBinding, name: Literal["idleTimeoutMs", "maxAgeMs"], ms: int) -> None:
+        """Set one of the binding's own limits (0: never), over its channel's."""
 
     def release(self, binding: ThreadBinding, now_ms: int) -> None: ...
 

@@ -37,6 +37,15 @@ ORCHESTRATOR_TOOLS = frozenset(
     }
 )
 ANNOUNCE_MESSAGE = "Sub-agent announce step."
+# A top-level requester's system text for its turn on a child's report (docs/contract.md §6): the report is
+# internal context; what the requester says of it is what its channel gets.
+RELAY_CONTEXT = (
+    "Sub-agent completion: a sub-agent you spawned has finished, and its report is the message above "
+    "(internal context from the sub-agent, not written by the user). Review it, then tell the user what "
+    "came of the task in your own words, in your normal voice, without forwarding the raw Status / Result / "
+    "Notes / Stats block. If more work is needed, say so or go on with it. If nothing needs to be said to "
+    'the user, reply exactly "NO_REPLY".'
+)
 
 
 @dataclass(frozen=True, slots=True)

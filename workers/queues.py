@@ -33,6 +33,7 @@ _RUN_QUEUES: dict[RunKind, str] = {
     "steer": RUNS,
     "collect": RUNS,
     "note": NESTED,
+    "relay": NESTED,
 }
 
 

@@ -57,6 +57,15 @@ class StartSubagentDelivery:
 
 
 @dataclass(frozen=True, slots=True)
+class DeliverRelay:
+    """The requester's turn on its child's report ended: post what it said (its reply, else the report
+    itself when the turn failed: a completion is never lost), unless it chose silence."""
+
+    reply: str | None
+    degraded: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Deliver:
     delivery_id: str
 
@@ -83,6 +92,7 @@ Action = (
     | StartDelivery
     | StartSubagentAnnounce
     | StartSubagentDelivery
+    | DeliverRelay
     | Deliver
     | Wait
     | Finish
@@ -95,7 +105,7 @@ PERFORMS: dict[StepTask, tuple[type[Action], ...]] = {
     StepTask.REPLY_TURN: (StartTurn,),
     StepTask.ANNOUNCE: (StartAnnounce,),
     StepTask.SUBAGENT_ANNOUNCE: (StartSubagentAnnounce,),
-    StepTask.DELIVER: (StartDelivery, StartSubagentDelivery, Deliver),
+    StepTask.DELIVER: (StartDelivery, StartSubagentDelivery, DeliverRelay, Deliver),
 }
 
 
@@ -204,6 +214,8 @@ def _next_for_spawn(snap: Snapshot, now_ms: int) -> Action:
     if not child.status.terminal:
         return Wait()
     deadline = (child.ended_at or child.created_at) + flow.flow_timeout_ms
+    if snap.relay is not None and snap.delivery is None and flow.delivery_status is None:
+        return _after_relay(snap.relay, flow, now_ms, deadline)
     if snap.delivery is None and flow.delivery_status is None:
         announce = snap.announce
         # Not done while a child it spawned is still to report (its report starts the orchestrator's next
@@ -228,6 +240,20 @@ def _next_for_spawn(snap: Snapshot, now_ms: int) -> Action:
     if snap.delivery is not None and snap.delivery.status == "pending":
         return Deliver(snap.delivery.delivery_id)
     return Finish()
+
+
+def _after_relay(relay: Run, flow: Flow, now_ms: int, deadline: int) -> Action:
+    """A top-level requester relays its child's report in its own words (its turn may not outlast the
+    step's bound, nor the flow's): what it said is posted; a failed or overrunning turn posts the report."""
+    if relay.status is RunStatus.OK:
+        return DeliverRelay(relay.reply or "")
+    if relay.status.terminal:
+        return DeliverRelay(None, f"the requester's relay ended with status {relay.status.value}")
+    if _overran(relay, flow, now_ms):
+        return DeliverRelay(None, f"the requester's relay {_overran_text(flow)}")
+    if now_ms > deadline:
+        return DeliverRelay(None, "the requester's relay had not ended within the flow's bound")
+    return _wait_for(relay, flow, deadline)
 
 
 def _unfinished_step(

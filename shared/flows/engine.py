@@ -17,6 +17,7 @@ from shared.flows.decide import (
     PERFORMS,
     RUN_FOLLOWS,
     Action,
+    DeliverRelay,
     Finish,
     StartAnnounce,
     StartDelivery,
@@ -29,7 +30,7 @@ from shared.flows.decide import (
 )
 from shared.flows.exchange import start_announce, start_delivery, start_turn
 from shared.flows.ids import delivery_id
-from shared.flows.report import start_subagent_announce, start_subagent_delivery
+from shared.flows.report import deliver_relay, start_subagent_announce, start_subagent_delivery
 from shared.flows.view import snapshot
 from shared.models import Flow
 
@@ -110,6 +111,8 @@ def _advance(ctx: FlowContext, flow_id: str, performs: tuple[type[Action], ...])
         start_subagent_announce(ctx, snap)
     elif isinstance(action, StartSubagentDelivery):
         start_subagent_delivery(ctx, snap, action)
+    elif isinstance(action, DeliverRelay):
+        deliver_relay(ctx, snap, action)
     return action
 
 

@@ -27,6 +27,11 @@ def note_id(flow_id: str) -> str:
     return _derived(flow_id, "note")
 
 
+def relay_run_id(flow_id: str) -> str:
+    """A top-level requester's turn on a sub-agent's report, whose reply is what reaches its channel."""
+    return _derived(flow_id, "relay")
+
+
 def report_run_id(flow_id: str) -> str:
     """A sub-agent requester's run on one child's report (it was not waiting for its children)."""
     return _derived(flow_id, "report")

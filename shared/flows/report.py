@@ -10,16 +10,19 @@ from shared import subagents
 from shared.dispatch import StepTask
 from shared.flows.cleanup import clean_up
 from shared.flows.context import FlowContext
-from shared.flows.decide import StartSubagentDelivery
-from shared.flows.ids import announce_run_id, note_id, report_run_id, wake_run_id
+from shared.flows.decide import DeliverRelay, StartSubagentDelivery
+from shared.flows.ids import announce_run_id, note_id, relay_run_id, report_run_id, wake_run_id
 from shared.flows.outbound import deliver_to
 from shared.models import Flow, Provenance, RunStatus, SessionEntry, Snapshot
 from shared.runs import NewRun, new_run
-from shared.runtime.base import ANNOUNCE_SKIP
+from shared.runtime.base import ANNOUNCE_SKIP, NO_REPLY
 from shared.sessions import ReportRecorded, SessionPatch, new_entry, transcript_path
 from shared.submit import submit
 
 log = logging.getLogger(__name__)
+
+# What a requester may answer to say nothing of its child's report.
+SILENT = frozenset({NO_REPLY, ANNOUNCE_SKIP})
 
 _SESSION_STATUS: dict[RunStatus, Literal["done", "failed", "killed", "timeout"]] = {
     RunStatus.OK: "done",
@@ -95,9 +98,28 @@ def start_subagent_delivery(ctx: FlowContext, snap: Snapshot, action: StartSubag
         _report_inside(ctx, flow, requester, recorded, text, post_single=True)
         store.flows.end(flow.flow_id, "completed", {"deliveryStatus": "delivered"})
     else:
-        submit(store, ctx.dispatcher, requester, {}, _note(flow, requester, text, now))
-        deliver_to(ctx, flow, _in_childs_thread(requester, child), text)
+        # A top-level requester's agent takes the report in and says what came of it in its own words:
+        # its turn's reply is what reaches the channel (``deliver_relay``), as the release hands it on.
+        ctx.start(requester, _relay(flow, requester, text, now))
+        ctx.store.flows.update(flow.flow_id, {}, due_in_ms=flow.step_timeout_ms)
     clean_up(ctx, flow, child)
+
+
+def deliver_relay(ctx: FlowContext, snap: Snapshot, action: DeliverRelay) -> None:
+    """Post what the requester said of its child's report, to its route (the child's thread when it was
+    bound to one); nothing when it chose silence. A relay that failed posts the report itself."""
+    flow, store = snap.flow, ctx.store
+    text = action.reply
+    if text is None:
+        log.warning("flow %s: %s; posting the report as it is", flow.flow_id, action.degraded)
+        store.flows.update(flow.flow_id, {"error": f"{action.degraded}; the report was posted as it is"})
+        [report] = store.runs.inputs([relay_run_id(flow.flow_id)])
+        text = report.text if report else ""
+    if text.strip() in SILENT or not text.strip():
+        store.flows.end(flow.flow_id, "completed", {"deliveryStatus": "skipped"})
+        return
+    requester = _recipient(ctx, flow)
+    deliver_to(ctx, flow, _in_childs_thread(requester, store.sessions.get(flow.target_key)), text)
 
 
 def _recipient(ctx: FlowContext, flow: Flow) -> SessionEntry:
@@ -108,6 +130,21 @@ def _recipient(ctx: FlowContext, flow: Flow) -> SessionEntry:
         if entry is not None and entry.archived_at is None:
             return entry
     return new_entry(ctx.config, flow.requester_key, ctx.store.clock.now_ms())
+
+
+def _relay(flow: Flow, requester: SessionEntry, text: str, now: int) -> NewRun:
+    """The requester's turn on the report: the report is its input (so it stays in its transcript, marked
+    as a sub-agent's), the relay instruction its system text for this turn only."""
+    return new_run(
+        requester,
+        "relay",
+        text,
+        run_id=relay_run_id(flow.flow_id),
+        now=now,
+        provenance=_provenance(flow),
+        context=subagents.RELAY_CONTEXT,
+        flow_id=flow.flow_id,
+    )
 
 
 def _note(flow: Flow, requester: SessionEntry, text: str, now: int) -> NewRun:

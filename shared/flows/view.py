@@ -5,14 +5,16 @@ from __future__ import annotations
 from typing import Literal
 
 from shared.flows.decide import MAX_TURNS
-from shared.flows.ids import announce_run_id, delivery_id, turn_run_id
+from shared.flows.ids import announce_run_id, delivery_id, relay_run_id, turn_run_id
 from shared.models import Flow, FlowStep, Run, Snapshot
 from shared.ports import Storage
 
 
 def snapshot(store: Storage, flow_id: str) -> Snapshot | None:
     turn_ids = [turn_run_id(flow_id, t) for t in range(1, MAX_TURNS + 1)]
-    return store.flows.snapshot(flow_id, turn_ids, announce_run_id(flow_id), delivery_id(flow_id))
+    return store.flows.snapshot(
+        flow_id, turn_ids, announce_run_id(flow_id), delivery_id(flow_id), relay_run_id(flow_id)
+    )
 
 
 def describe(store: Storage, flow_id: str) -> Flow | None:
@@ -29,6 +31,8 @@ def describe(store: Storage, flow_id: str) -> Flow | None:
     ]
     if snap.announce:
         steps.append(_step(announce_step, snap.announce))
+    if snap.relay:
+        steps.append(_step("relay", snap.relay))
     if snap.delivery:
         steps.append(
             FlowStep(step="deliver", session_key=snap.delivery.session_key, status=snap.delivery.status)
@@ -37,7 +41,7 @@ def describe(store: Storage, flow_id: str) -> Flow | None:
 
 
 def _step(
-    kind: Literal["run", "reply_turn", "announce", "subagent_announce"],
+    kind: Literal["run", "reply_turn", "announce", "subagent_announce", "relay"],
     run: Run | None,
     turn: int | None = None,
 ) -> FlowStep:

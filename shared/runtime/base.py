@@ -15,6 +15,8 @@ from shared.models import Message, SessionEntry, ThinkingLevel, ToolCallBlock, U
 # Exact replies that end the reply-back loop or silence an announce (docs/contract.md §4, 6).
 REPLY_SKIP = "REPLY_SKIP"
 ANNOUNCE_SKIP = "ANNOUNCE_SKIP"
+# The silent reply: a turn that has nothing to say to anyone (a relay of a report nobody needs to hear).
+NO_REPLY = "NO_REPLY"
 SKIP_TOKENS = frozenset({REPLY_SKIP, ANNOUNCE_SKIP})
 
 

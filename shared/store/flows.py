@@ -36,7 +36,7 @@ class FlowStore:
         return decode(Flow, fields) if fields else None
 
     def snapshot(
-        self, flow_id: str, turn_ids: Sequence[str], announce_id: str, delivery_id: str
+        self, flow_id: str, turn_ids: Sequence[str], announce_id: str, delivery_id: str, relay_id: str
     ) -> Snapshot | None:
         k = self._keys
         pipe = self._redis.pipeline(transaction=False)
@@ -50,16 +50,19 @@ class FlowStore:
         *turns, announce, delivery = rest
         flow = decode(Flow, flow_fields)
         first = _run(primary)
-        latest, pending, killed = first, 0, False
+        latest, pending, killed, relay = first, 0, False, None
         if flow.kind == "spawn":
-            # A second round trip, for spawns only: the child's latest run and what it still waits for.
+            # A second round trip, for spawns only: the child's latest run, what it still waits for, and
+            # the requester's relay of its report.
             pipe = self._redis.pipeline(transaction=False)
             pipe.hmget(k.session(flow.target_key), "pendingChildren", "killedAt")
+            pipe.hgetall(k.run(relay_id))
             if flow.last_run_id:
                 pipe.hgetall(k.run(flow.last_run_id))
-            child, *last = pipe.execute()
+            child, relayed, *last = pipe.execute()
             pending, killed = max(int(child[0] or 0), 0), child[1] is not None
             latest = _run(last[0]) if last else first
+            relay = _run(relayed)
         return Snapshot(
             flow=flow,
             primary=first,
@@ -69,6 +72,7 @@ class FlowStore:
             latest=latest,
             children_pending=pending,
             child_killed=killed,
+            relay=relay,
         )
 
     def update(self, flow_id: str, fields: dict[str, Any], *, due_in_ms: int | None = None) -> bool:

@@ -112,7 +112,8 @@ def test_the_childs_report_is_posted_into_its_thread(world: WorldFactory, discor
     drain(store, config, dispatcher)
     posts = [r for r in discord.requests if r.path.endswith("/messages")]
     assert [r.path for r in posts] == [f"/channels/{THREAD_ID}/messages"]
-    assert posts[0].json()["content"].startswith("Status: success")
+    # The requester's relay of the report (the echo requester's words: "echo: <report>").
+    assert posts[0].json()["content"].startswith("echo: Status: success")
 
 
 def test_a_binding_idle_past_idle_hours_gives_the_thread_back_to_the_parent(

@@ -116,6 +116,9 @@ class Transcripts(Protocol):
     ) -> list[Message]:
         """The last ``count`` messages (those ``keep`` keeps), oldest first; pages backwards as needed."""
 
+    def append(self, session_key: str, messages: Sequence[Message]) -> None:
+        """Append messages as they are, before the session's first run."""
+
     def first(self, session_key: str, count: int) -> list[Message]:
         """The first ``count`` messages, oldest first."""
 

@@ -63,6 +63,10 @@ class ThreadBindingsConfig(Section):
     enabled: bool = True
     idle_hours: float = Field(24, ge=0)
     max_age_hours: float = Field(0, ge=0)
+    # OpenClaw 2026.9's keys: whether ``thread: true`` may open and bind a thread at all, and the context
+    # a thread-bound sub-agent starts with when its spawn names none (``fork``: the requester's transcript).
+    spawn_sessions: bool = True
+    default_spawn_context: Literal["fork", "isolated"] = "fork"
 
 
 class SessionConfig(Section):

@@ -128,6 +128,16 @@ class TranscriptStore:
                 tails[i] = self.last(session_keys[i], count)
         return tails
 
+    def append(self, session_key: str, messages: Sequence[Message]) -> None:
+        """Append messages as they are (a forked child's inherited context, before its first run)."""
+        pipe = self._redis.pipeline(transaction=True)
+        for message in messages:
+            pipe.xadd(
+                self._keys.transcript(session_key),
+                {"m": message.model_dump_json(by_alias=True, exclude_none=True)},
+            )
+        pipe.execute()
+
     def first(self, session_key: str, count: int) -> list[Message]:
         """The first ``count`` messages, oldest first: from the cold file when the transcript has one."""
         pipe = self._redis.pipeline(transaction=True)

@@ -8,6 +8,7 @@ recorded in the requester's transcript (``shared/flows.py``).
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 from typing import Literal
 
@@ -17,12 +18,15 @@ from shared.errors import ToolError
 from shared.flows.create import new_spawn_flow
 from shared.models import (
     THINKING_LEVELS,
+    TOOL_ROLES,
     DeliveryContext,
+    Message,
     Provenance,
     SessionEntry,
     SpawnRole,
     ToolFailure,
 )
+from shared.output_budget import fit
 from shared.runs import LaneHead, new_run
 from shared.sessions import THREADED_CHANNELS, Route, SessionPatch, new_entry, route_of
 from shared.submit import enqueue_accepted, submit
@@ -53,6 +57,8 @@ def sessions_spawn(ctx: ToolContext, params: SessionsSpawnParams) -> SpawnResult
             if params.attachments
             else []
         )
+        context = params.context or (_thread_context(ctx) if params.thread else "isolated")
+        inherited = _inherited(ctx, agent_id) if context == "fork" else []
         chain = ctx.next_hop(run_id)
         # Opened once every check passed, before anything is written.
         bound = _bound_route(ctx, params) if params.thread else None
@@ -67,7 +73,7 @@ def sessions_spawn(ctx: ToolContext, params: SessionsSpawnParams) -> SpawnResult
         )
     child_key = session_keys.subagent_key(agent_id)
     try:
-        caller = _start(ctx, params, run_id, agent_id, mode, child_key, receipt, bound, chain)
+        caller = _start(ctx, params, run_id, agent_id, mode, child_key, receipt, bound, chain, inherited)
     except BaseException:
         # Nothing of a spawn that did not start is left: neither its files nor its provisional session.
         if receipt is not None:
@@ -88,12 +94,40 @@ def sessions_spawn(ctx: ToolContext, params: SessionsSpawnParams) -> SpawnResult
         run_id=run_id,
         child_session_key=child_key,
         mode=mode,
+        context=context,
         resolved_model=model_ref,
         resolved_provider=model_ref.partition("/")[0],
         model_applied=True,
         attachments=receipt,
         warning=warning,
     )
+
+
+# How much of the requester's transcript a forked child starts with: the newest messages, as many as a
+# model reads of a session (the openai runtime's window), within sessions_history's budget.
+FORK_MESSAGES = 100
+
+
+def _thread_context(ctx: ToolContext) -> Literal["fork", "isolated"]:
+    return ctx.config.session.thread_bindings.default_spawn_context
+
+
+def _inherited(ctx: ToolContext, agent_id: str) -> list[Message]:
+    """What a forked child starts with: the requester's transcript so far, newest last, within the budget,
+    never opening on a tool's result whose call was cut off (no model takes that back)."""
+    if agent_id != ctx.caller_agent:
+        raise ToolError(
+            'context="fork" currently requires the same target agent as the requester; use '
+            'context="isolated" for cross-agent spawns.'
+        )
+    messages = ctx.store.transcripts.last(ctx.caller_key, FORK_MESSAGES)
+    if not messages:
+        raise ToolError('context="fork" requested but the requester session transcript is not available.')
+    kept = fit([m.wire() for m in messages]).dropped
+    inherited = messages[kept:]
+    while inherited and inherited[0].role in TOOL_ROLES:
+        inherited = inherited[1:]
+    return [m.model_copy(update={"id": str(uuid.uuid4())}) for m in inherited]
 
 
 def _check(ctx: ToolContext, params: SessionsSpawnParams) -> tuple[str, Literal["run", "session"]]:
@@ -239,6 +273,7 @@ def _start(
     receipt: AttachmentReceipt | None,
     bound: Route | None,
     chain: tuple[str, int],
+    inherited: list[Message],
 ) -> SessionEntry | None:
     """Create the child and its flow, and enqueue its run; the caller's entry (None: it has none yet)."""
     config, store = ctx.config, ctx.store
@@ -303,6 +338,8 @@ def _start(
         now=now,
     )
     submit(store, ctx.dispatcher, child, {}, new, flow, dispatch=False)
+    if inherited:  # before its first run takes its task in, after them
+        store.transcripts.append(child_key, inherited)
     store.sessions.add_child(ctx.caller_key, child_key)
     if params.label:
         store.sessions.patch(child, SessionPatch({"label": params.label}))

@@ -6,8 +6,9 @@ import dataclasses
 import uuid
 
 from shared import policy, queueing, threads
-from shared.commands import is_command, run_command
+from shared.commands import Forward, is_command, run_command
 from shared.models import CommandReply, DeliveryContext, InboundMessageParams, ToolFailure
+from shared.queueing import QueueOptions
 from shared.runs import new_run
 from shared.sessions import new_entry
 from shared.submit import AwaitRun, send_outcome, submit
@@ -23,12 +24,17 @@ def receive(
     of the transcript (an OpenAI-compatible request's system messages). Raises ToolError for a key of an
     unknown agent."""
     require_agent(ctx.config, ctx.caller_key)
-    session_key = threads.inbound_target(ctx.store, ctx.config, ctx.caller_key)
-    rerouted = session_key != ctx.caller_key
+    addressed = ctx.caller_key
+    session_key = threads.inbound_target(ctx.store, ctx.config, addressed)
+    rerouted = session_key != addressed
     if rerouted:
         ctx = dataclasses.replace(ctx, caller_key=session_key)
+    options = queueing.QueueOptions()
     if is_command(inbound.message):
-        return run_command(ctx, inbound)
+        handled = run_command(ctx, inbound, addressed)
+        if not isinstance(handled, Forward):
+            return handled
+        inbound, options = _forwarded(inbound, handled)
     run_id = str(uuid.uuid4())
     now = ctx.store.clock.now_ms()
     existing = ctx.store.sessions.get(session_key)
@@ -57,16 +63,15 @@ def receive(
         return ToolFailure(status="error", error=policy.BLOCKED, run_id=run_id)
     # A busy session: the message's queue mode (docs/contract.md §11).
     mode = queueing.mode_for(ctx.config, existing, inbound.channel, inbound.queue_mode)
+    held = queueing.limits(ctx.config, existing, options)
     if mode == "interrupt":
         queueing.interrupt(ctx.config, ctx.store, ctx.dispatcher, session_key)
-    room = queueing.make_room(ctx.config, ctx.store, ctx.dispatcher, session_key, mode)
+    room = queueing.make_room(ctx.config, ctx.store, ctx.dispatcher, session_key, mode, held)
     if room.refused is not None:
         return ToolFailure(status="error", error=room.refused, run_id=run_id)
     text = inbound.message if room.summary is None else f"{room.summary}\n\n{inbound.message}"
     new = new_run(seed, queueing.kind_for(mode), text, run_id=run_id, now=now, context=context)
-    accepted = submit(
-        ctx.store, ctx.dispatcher, seed, updates, new, when_busy=queueing.when_busy(ctx.config, mode)
-    )
+    accepted = submit(ctx.store, ctx.dispatcher, seed, updates, new, when_busy=queueing.when_busy(mode, held))
     if accepted.busy_with is not None:
         return queueing.busy(ctx.display(session_key), accepted.busy_with)
     return send_outcome(
@@ -75,3 +80,10 @@ def receive(
         inbound.timeout_seconds,
         ctx.config.gateway.max_wait_seconds,
     )
+
+
+def _forwarded(inbound: InboundMessageParams, command: Forward) -> tuple[InboundMessageParams, QueueOptions]:
+    """The message a command goes on with (``/steer <message>``, a ``/queue`` directive's text), as the
+    release goes on with a command's text, and the queue options it asked for."""
+    mode = command.queue_mode or inbound.queue_mode
+    return inbound.model_copy(update={"message": command.message, "queue_mode": mode}), command.options

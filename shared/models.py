@@ -538,8 +538,9 @@ Label = Annotated[str, Field(min_length=1, max_length=128), AfterValidator(_prin
 
 
 class CommandReply(Wire):
-    """The answer to a standalone chat command (``/send on``, ``/stop``): handled by clawbus, no agent
-    run."""
+    """The answer to a standalone chat command (``/send on``, ``/stop``, ``/queue``, ``/status``,
+    ``/subagents``, ``/agents``, ``/session``; ``shared.commands``): handled by clawbus, no agent run.
+    ``reply`` is what the command says (the release's words), ``error`` why it did nothing."""
 
     command: str
     status: Literal["ok", "error"]
@@ -547,7 +548,8 @@ class CommandReply(Wire):
     reply: str | None = None
     error: str | None = None
     # /stop: the session's runs it stopped (the running one ends ``aborted`` within about a second), and
-    # the sub-agent sessions it killed with them (everything the session spawned).
+    # the sub-agent sessions it killed with them (everything the session spawned); /subagents kill: the
+    # sessions it killed.
     aborted: list[str] | None = None
     killed: list[str] | None = None
 

@@ -1,6 +1,7 @@
 """Busy sessions (docs/contract.md §11): what a chat message that arrives while its session is running or has
 runs queued does, by queue mode (``messages.queue``, the session's ``queueMode``, the message's own):
-followup, steer, collect, interrupt, reject; and the cap on the messages a session may have queued.
+followup, steer, collect, interrupt, reject; and the cap on the messages a session may have queued. The
+session's own options (``/queue ... debounce: cap: drop:``) go over ``messages.queue``'s.
 
 Only people's messages are subject to it (runs of kind ``chat``, ``steer``, ``collect``): agent-to-agent
 traffic (a send's turns, announces, sub-agent reports) always queues, and is never dropped or stopped here.
@@ -12,7 +13,7 @@ from dataclasses import dataclass
 
 from shared.config import Config
 from shared.dispatch import Dispatcher
-from shared.models import QueueMode, RunKind, SessionEntry
+from shared.models import QueueDrop, QueueMode, RunKind, SessionEntry
 from shared.ports import Storage
 from shared.run_control import cancel_run
 from shared.runs import CancelOutcome, WhenBusy
@@ -38,11 +39,51 @@ def kind_for(mode: QueueMode) -> RunKind:
     return "steer" if mode == "steer" else "collect" if mode == "collect" else "chat"
 
 
-def when_busy(config: Config, mode: QueueMode) -> WhenBusy | None:
+@dataclass(frozen=True, slots=True)
+class QueueOptions:
+    """Queue options asked for one message (a ``/queue`` directive with text after it), over the
+    session's; None: not asked."""
+
+    debounce_ms: int | None = None
+    cap: int | None = None
+    drop: QueueDrop | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """The cap, its drop policy and the collect window a session's messages are held to."""
+
+    cap: int
+    drop: QueueDrop
+    debounce_ms: int
+    # Where the cap comes from, as a refusal or a dropped run says it.
+    cap_source: str
+
+
+def limits(config: Config, session: SessionEntry | None, asked: QueueOptions | None = None) -> Limits:
+    """Each option on its own, as the release takes them: the message's, else the session's (``/queue
+    ... debounce: cap: drop:``), else ``messages.queue``'s."""
+    queue = config.messages.queue
+    own = asked or QueueOptions()
+    cap = _first(own.cap, session.queue_cap if session else None)
+    debounce_ms = _first(own.debounce_ms, session.queue_debounce_ms if session else None)
+    return Limits(
+        cap=queue.cap if cap is None else cap,
+        drop=own.drop or (session.queue_drop if session else None) or queue.drop,
+        debounce_ms=queue.debounce_ms if debounce_ms is None else debounce_ms,
+        cap_source="messages.queue.cap=" if cap is None else "/queue cap:",
+    )
+
+
+def _first(asked: int | None, stored: int | None) -> int | None:
+    return asked if asked is not None else stored
+
+
+def when_busy(mode: QueueMode, held: Limits) -> WhenBusy | None:
     if mode == "reject":
         return WhenBusy("reject")
     if mode == "collect":
-        return WhenBusy("collect", config.messages.queue.debounce_ms)
+        return WhenBusy("collect", held.debounce_ms)
     return None
 
 
@@ -82,32 +123,36 @@ class Room:
 
 
 def make_room(
-    config: Config, store: Storage, dispatcher: Dispatcher, session_key: str, mode: QueueMode
+    config: Config,
+    store: Storage,
+    dispatcher: Dispatcher,
+    session_key: str,
+    mode: QueueMode,
+    held: Limits,
 ) -> Room:
-    """``messages.queue.cap``: the session's queued messages (not the running one) may not pass it; past
-    it ``drop`` decides. Every drop is counted (``clawbus_messages_dropped_total``) and said on the dropped
-    run or in the answer. Modes that add no queued run of their own have nothing to make room for
-    (``reject``, ``interrupt``, which empty the queue or add nothing; ``collect``, whose messages fold into
-    one run)."""
+    """The cap (``messages.queue.cap``, or the session's): the session's queued messages (not the running
+    one) may not pass it; past it ``drop`` decides. Every drop is counted
+    (``clawbus_messages_dropped_total``) and said on the dropped run or in the answer. Modes that add no
+    queued run of their own have nothing to make room for (``reject``, ``interrupt``, which empty the queue
+    or add nothing; ``collect``, whose messages fold into one run)."""
     if mode not in ("followup", "steer"):
         return Room()
-    queue = config.messages.queue
     lane = store.runs.lane(session_key)
     queued = [
         run
         for run in (store.runs.get(run_id) for run_id in lane[1:])
         if run is not None and run.kind in PEOPLES and not run.status.terminal
     ]
-    over = len(queued) - queue.cap + 1
+    over = len(queued) - held.cap + 1
     if over <= 0:
         return Room()
-    if queue.drop == "new":
+    if held.drop == "new":
         store.fleet.count_dropped("new", 1)
         return Room(
             refused=f"dropped: {session_key} has {len(queued)} messages queued, the most it may "
-            f"(messages.queue.cap={queue.cap}, drop=new)"
+            f"({held.cap_source}{held.cap}, drop=new)"
         )
-    reason = f"dropped: a newer message came while the queue was full (messages.queue.cap={queue.cap})"
+    reason = f"dropped: a newer message came while the queue was full ({held.cap_source}{held.cap})"
     # Only what this message's cancels ended is dropped (counted, summarized): a run another client ended
     # meanwhile (a cancel, another message at the cap at the same time) was not dropped here.
     dropped = [
@@ -117,8 +162,8 @@ def make_room(
     ]
     if not dropped:
         return Room()
-    store.fleet.count_dropped(queue.drop, len(dropped))
-    if queue.drop == "old":
+    store.fleet.count_dropped(held.drop, len(dropped))
+    if held.drop == "old":
         return Room()
     inputs = store.runs.inputs([run.run_id for run in dropped])
     texts = [_short(message.text) for message in inputs if message is not None]

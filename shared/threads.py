@@ -34,9 +34,16 @@ class Rules:
     # The channel's adapter may open a thread for a spawn made outside one.
     opens_threads: bool
 
+    def of(self, binding: ThreadBinding) -> Rules:
+        """These rules with the binding's own limits (``/session idle|max-age``) over the channel's."""
+        idle = self.idle_ms if binding.idle_timeout_ms is None else binding.idle_timeout_ms or None
+        age = self.max_age_ms if binding.max_age_ms is None else binding.max_age_ms or None
+        return Rules(idle_ms=idle, max_age_ms=age, opens_threads=self.opens_threads)
+
     def expired(self, binding: ThreadBinding, now_ms: int) -> bool:
-        idle = self.idle_ms is not None and now_ms - binding.last_active_at > self.idle_ms
-        old = self.max_age_ms is not None and now_ms - binding.bound_at > self.max_age_ms
+        own = self.of(binding)
+        idle = own.idle_ms is not None and now_ms - binding.last_active_at > own.idle_ms
+        old = own.max_age_ms is not None and now_ms - binding.bound_at > own.max_age_ms
         return idle or old
 
 

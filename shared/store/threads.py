@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from redis import Redis
 
 from shared.models import ThreadBinding
@@ -39,6 +41,12 @@ class ThreadBindingStore:
         pipe.hset(key, "lastActiveAt", now_ms)
         pipe.expire(key, MEMORY_SECONDS)
         pipe.execute()
+
+    def set_limit(self, binding: ThreadBinding, name: Literal["idleTimeoutMs", "maxAgeMs"], ms: int) -> None:
+        """One of the binding's own limits, leaving the rest of it as it is now (a release meanwhile
+        stays)."""
+        key = self._keys.thread_binding(binding.channel, binding.thread_id)
+        self._redis.hset(key, name, str(ms))
 
     def release(self, binding: ThreadBinding, now_ms: int) -> None:
         key = self._keys.thread_binding(binding.channel, binding.thread_id)

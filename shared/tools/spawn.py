@@ -57,8 +57,7 @@ def sessions_spawn(ctx: ToolContext, params: SessionsSpawnParams) -> SpawnResult
             if params.attachments
             else []
         )
-        context = params.context or (_thread_context(ctx) if params.thread else "isolated")
-        inherited = _inherited(ctx, agent_id) if context == "fork" else []
+        context, inherited = _start_context(ctx, params, agent_id)
         chain = ctx.next_hop(run_id)
         # Opened once every check passed, before anything is written.
         bound = _bound_route(ctx, params) if params.thread else None
@@ -108,8 +107,20 @@ def sessions_spawn(ctx: ToolContext, params: SessionsSpawnParams) -> SpawnResult
 FORK_MESSAGES = 100
 
 
-def _thread_context(ctx: ToolContext) -> Literal["fork", "isolated"]:
-    return ctx.config.session.thread_bindings.default_spawn_context
+def _start_context(
+    ctx: ToolContext, params: SessionsSpawnParams, agent_id: str
+) -> tuple[Literal["fork", "isolated"], list[Message]]:
+    """The context the child starts with and what it inherits. A fork asked for must be possible; one
+    that is only the thread-bound default (``session.threadBindings.defaultSpawnContext``) gives way to an
+    isolated start where it is not (another agent, a requester with no transcript yet)."""
+    if params.context is not None:
+        return params.context, _inherited(ctx, agent_id) if params.context == "fork" else []
+    if not params.thread or ctx.config.session.thread_bindings.default_spawn_context == "isolated":
+        return "isolated", []
+    try:
+        return "fork", _inherited(ctx, agent_id)
+    except ToolError:
+        return "isolated", []
 
 
 def _inherited(ctx: ToolContext, agent_id: str) -> list[Message]:

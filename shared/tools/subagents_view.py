@@ -195,10 +195,13 @@ class RunView:
     lines: list[str]
 
 
-def run_rows(config: Config, everyone: list[Child], parent_key: str, now: int, cutoff: int) -> RunView:
+def run_rows(
+    config: Config, everyone: list[Child], parent_key: str, now: int, cutoff: int, task_chars: int = 72
+) -> RunView:
     """``parent_key``'s children still active (or still waiting for theirs), then those ended since
     ``cutoff``, newest start first within each, numbered on from one across both. ``everyone`` is the whole
-    tree below it: a row names its child's own children."""
+    tree below it: a row names its child's own children. A line shows ``task_chars`` of a task (the
+    ``/subagents list`` command shows more than the tool)."""
     spawned: dict[str, list[str]] = {}
     for child in everyone:
         spawned.setdefault(child.entry.spawned_by or "", []).append(child.entry.key)
@@ -207,7 +210,7 @@ def run_rows(config: Config, everyone: list[Child], parent_key: str, now: int, c
     active = [child for child in ordered if not child.ended or child.pending]
     recent = [child for child in ordered if child not in active and (child.ended_at or 0) >= cutoff]
     built = [
-        _run_row(config, child, index, now, sorted(spawned.get(child.entry.key, [])))
+        _run_row(config, child, index, now, sorted(spawned.get(child.entry.key, [])), task_chars)
         for index, child in enumerate([*active, *recent], 1)
     ]
     rows = [row for row, _ in built]
@@ -215,13 +218,13 @@ def run_rows(config: Config, everyone: list[Child], parent_key: str, now: int, c
 
 
 def _run_row(
-    config: Config, child: Child, index: int, now: int, its_children: list[str]
+    config: Config, child: Child, index: int, now: int, its_children: list[str], task_chars: int
 ) -> tuple[RunRow, str]:
     entry = child.entry
     model_ref = entry.model or config.model_of(entry.agent_id)
     runtime_ms = child.runtime_ms(now)
     runtime = compact_duration(runtime_ms) or "n/a"
-    label, task = truncate_line(child.label, 48), truncate_line(child.task, 72)
+    label, task = truncate_line(child.label, 48), truncate_line(child.task, task_chars)
     shown = shown_status(child)
     usage = usage_text(entry)
     figures = ", ".join(part for part in (model_ref.partition("/")[2] or model_ref, runtime, usage) if part)

@@ -227,7 +227,7 @@ def test_the_queue_command_and_a_patched_queue_mode_set_the_sessions_mode(busy: 
     first = busy.running(key, "plan: steps=1 seconds=4")
     command = busy.a.post_message(key, "/queue reject", timeout_seconds=0, **busy.sender(key))
     assert isinstance(command, CommandReply)
-    assert command.reply == "Queue mode: reject"
+    assert command.reply == "⚙️ Queue mode set to reject."
     assert busy.say(busy.b, key, "rejected").status == "busy"
     assert busy.a.patch_session(key, queueMode="interrupt").queue_mode == "interrupt"
     new = busy.say(busy.b, key, "interrupting")

@@ -1,9 +1,12 @@
-"""shared/commands.py: the owner-only `/send on|off|inherit` chat command."""
+"""shared/commands: the owner-only `/send on|off|inherit`, `/stop`, how a message is read as a command and
+who may run one."""
 
 from __future__ import annotations
 
 import pytest
 
+from shared.commands import is_command
+from shared.commands.base import Invocation, parse
 from shared.config import Config
 from shared.inbound import receive
 from shared.models import CommandReply, InboundMessageParams, ToolFailure
@@ -133,3 +136,71 @@ def test_stop_from_anyone_else_is_refused_and_stops_nothing(
         "/stop is for owners (commands.ownerAllowFrom) and the session's own sender",
     )
     assert store.runs.get(queued.run_id).status == "queued"  # type: ignore[union-attr]
+
+
+# --- reading a message as a command ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "name", "rest"),
+    [
+        ("/status", "/status", ""),
+        ("/STATUS", "/status", ""),
+        ("  /queue: interrupt ", "/queue", "interrupt"),
+        ("/queue:interrupt", "/queue", "interrupt"),
+        ("/steer be brief\nand kind", "/steer", "be brief\nand kind"),
+        ("/Subagents Info Weather", "/subagents", "Info Weather"),
+    ],
+)
+def test_a_command_is_read_as_the_release_normalizes_it(text: str, name: str, rest: str) -> None:
+    """The name in any case and with an optional colon; the arguments as written."""
+    assert parse(text) == Invocation(name, rest)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["/send on", "/stop", "/queue", "/steer x", "/tell x", "/status", "/subagents", "/agents", "/session"],
+)
+def test_every_command_is_one(text: str) -> None:
+    assert is_command(text)
+
+
+@pytest.mark.parametrize("text", ["/statusx", "/help", "hello /status", "status", "", "/"])
+def test_other_messages_are_not_commands(text: str) -> None:
+    assert not is_command(text)
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["/status", "/queue", "/queue steer", "/subagents list", "/agents", "/session unbind", "/tell hi"],
+)
+def test_every_command_is_refused_to_anyone_but_owners_and_the_own_sender(
+    config: Config, store: Store, dispatcher: InlineDispatcher, command: str
+) -> None:
+    result = say(config, store, dispatcher, command, sender="8")
+    assert isinstance(result, CommandReply)
+    name = {"/tell": "/steer"}.get(command.split()[0], command.split()[0])
+    assert (result.status, result.error) == (
+        "error",
+        f"{name} is for owners (commands.ownerAllowFrom) and the session's own sender",
+    )
+    assert dispatcher.heads == []
+
+
+def test_an_owner_writing_in_another_chat_may_run_them(store: Store, dispatcher: InlineDispatcher) -> None:
+    config = make_config({"commands": {"ownerAllowFrom": ["telegram:boss"]}})
+    result = say(config, store, dispatcher, "/status", sender="boss")
+    assert isinstance(result, CommandReply)
+    assert result.status == "ok"
+
+
+def test_an_owner_sender_behind_a_token_that_is_no_owners_is_not_one(
+    store: Store, dispatcher: InlineDispatcher
+) -> None:
+    config = make_config({"commands": {"ownerAllowFrom": ["telegram:boss"]}})
+    ctx = ToolContext.for_caller(config, store, dispatcher, KEY, owner=False)
+    result = receive(
+        ctx, InboundMessageParams(message="/status", channel="telegram", sender_id="boss", timeout_seconds=0)
+    )
+    assert isinstance(result, CommandReply)
+    assert result.status == "error"

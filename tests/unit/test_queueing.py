@@ -178,12 +178,12 @@ def test_the_queue_command_sets_and_resets_the_sessions_mode() -> None:
     w = busy_world()
     route = {"channel": "webchat", "senderId": "ann"}  # the session's own sender
     set_it = say(w, "/queue reject", **route)
-    assert set_it.reply == "Queue mode: reject"
+    assert set_it.reply == "⚙️ Queue mode set to reject."
     assert say(w, "x").status == "busy"
-    assert say(w, "/queue reset", **route).reply == "Queue mode: the configuration's (messages.queue)"
+    assert say(w, "/queue reset", **route).reply == "⚙️ Queue mode reset to default."
     assert say(w, "y").status == "accepted"
-    usage = say(w, "/queue sometimes", **route)
-    assert usage.reply.startswith("Usage: /queue followup|steer|collect|interrupt|reject|reset")
+    unknown = say(w, "/queue sometimes", **route)
+    assert unknown.error.startswith('Unrecognized queue mode "sometimes". Valid modes: steer, followup')
     refused = say(w, "/queue reject", channel="webchat", senderId="mallory")
     assert refused.status == "error"
 

@@ -1,12 +1,14 @@
 """subagents (docs/contract.md, "Orchestration"): a session's sub-agents, and control over them: list
 (with their own, recursively), kill a subtree, steer a running one, info on one.
 
-``list`` answers as OpenClaw 2026.9.6's does (``shared.tools.subagents_view``), then with clawbus's own
-rows; ``kill``, ``steer`` and ``info`` are clawbus's own actions; any other action, the release's ``wait``
-and ``cancel`` among them, is ``Unsupported action.``.
+``list``, ``wait`` and ``cancel`` answer as OpenClaw 2026.9.6's do (``shared.tools.subagents_view``; list
+then adds clawbus's own rows); ``kill``, ``steer`` and ``info`` are clawbus's own actions; any other action
+is ``Unsupported action.``.
 """
 
 from __future__ import annotations
+
+import time
 
 from shared import run_control, session_keys
 from shared.errors import ToolError
@@ -24,10 +26,23 @@ from shared.tools.subagents_schema import (
     SubagentsList,
     SubagentsParams,
     SubagentSteered,
+    SubagentsWaited,
+    TaskCancelled,
 )
-from shared.tools.subagents_view import descendants, list_text, listed_tasks, run_rows, status, tree
+from shared.tools.subagents_view import descendants, list_text, listed_tasks, run_rows, status, task_row, tree
 
-Answer = SubagentsList | SubagentsKilled | SubagentSteered | SubagentInfo | ToolFailure
+Answer = (
+    SubagentsList
+    | SubagentsWaited
+    | TaskCancelled
+    | SubagentsKilled
+    | SubagentSteered
+    | SubagentInfo
+    | ToolFailure
+)
+# How often a wait looks at its tasks again, and how long one waits unless told.
+WAIT_POLL_SECONDS = 0.25
+DEFAULT_WAIT_SECONDS = 30
 UNSUPPORTED = "Unsupported action."
 
 
@@ -35,8 +50,12 @@ def subagents(ctx: ToolContext, params: SubagentsParams) -> Answer:
     try:
         if params.action == "list":
             return _list(ctx, params)
+        if params.action == "wait":
+            return _wait(ctx, params)
+        if params.action == "cancel":
+            assert params.task_id is not None
+            return _cancel(ctx, params.task_id)
         if params.action not in OWN_ACTIONS:
-            # The release's answer to an action it does not know (its wait and cancel are not clawbus's yet).
             return ToolFailure(status="error", error=UNSUPPORTED)
         assert params.target is not None
         if params.action == "kill":
@@ -73,6 +92,53 @@ def _list(ctx: ToolContext, params: SubagentsParams) -> SubagentsList:
         count=len(own_rows),
         subagents=[row(store, child.entry) for child in own_rows],
     )
+
+
+def _wait(ctx: ToolContext, params: SubagentsParams) -> SubagentsWaited:
+    """Until one of the tasks ends (or is no task of this tree), at most ``timeoutSeconds``; it never cancels
+    anything, and the report of a task that ends is delivered as ever."""
+    wanted = list(dict.fromkeys(params.task_ids or []))
+    limit = DEFAULT_WAIT_SECONDS if params.timeout_seconds is None else params.timeout_seconds
+    deadline = time.monotonic() + limit
+    while True:
+        tasks = {
+            child.flow.flow_id: child for child in tree(ctx.store, ctx.caller_key) if child.flow is not None
+        }
+        seen = [tasks[task_id] for task_id in wanted if task_id in tasks]
+        unavailable = [task_id for task_id in wanted if task_id not in tasks]
+        completed = [child.flow.flow_id for child in seen if child.ended and child.flow is not None]
+        reason = "unavailable" if unavailable else "completed" if completed else None
+        if reason is None and time.monotonic() >= deadline:
+            reason = "timeout"
+        if reason is not None:
+            return SubagentsWaited(
+                reason=reason,
+                tasks=[task_row(child) for child in seen],
+                completed=completed,
+                attention=[],
+                unavailable=unavailable or None,
+            )
+        time.sleep(WAIT_POLL_SECONDS)
+
+
+def _cancel(ctx: ToolContext, task_id: str) -> TaskCancelled | ToolFailure:
+    """Stop a task of this session's tree: its sub-agent and everything that one spawned."""
+    found = next(
+        (
+            child
+            for child in tree(ctx.store, ctx.caller_key)
+            if child.flow is not None and child.flow.flow_id == task_id
+        ),
+        None,
+    )
+    if found is None:
+        return ToolFailure(status="forbidden", error="Task outside session tree.")
+    if found.ended:
+        return TaskCancelled(
+            status="error", task_id=task_id, found=True, cancelled=False, reason="Task is already terminal."
+        )
+    run_control.kill_tree(ctx.config, ctx.store, ctx.dispatcher, [found.entry.key])
+    return TaskCancelled(status="cancelled", task_id=task_id, found=True, cancelled=True)
 
 
 def row(store: Storage, entry: SessionEntry) -> SubagentRow:

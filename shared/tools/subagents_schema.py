@@ -10,11 +10,16 @@ from typing import Annotated, Any, Literal
 from pydantic import BeforeValidator, Field, model_validator
 
 from shared.models import DeliveryContext, MessageText, Params, QueueMode, SessionRef, SpawnRole, Wire
-from shared.tool_args import optional_text, refused, truthy, whole_number
+from shared.tool_args import optional_text, refused, string_list, truthy, whole_number
 
 ChildStatus = Literal["queued", "running", "waiting", "done", "error", "timeout", "killed"]
-# clawbus's own actions, beside the release's ``list``; any other action is ``Unsupported action.``.
+# clawbus's own actions, beside the release's ``list``, ``wait`` and ``cancel``; any other action is
+# ``Unsupported action.``.
 OWN_ACTIONS = ("kill", "steer", "info")
+RELEASE_ACTIONS = ("list", "wait", "cancel")
+# subagents wait: at most this many tasks, for at most this long (the release's bounds).
+MAX_WAITED_TASKS = 32
+MAX_WAIT_SECONDS = 60
 DEFAULT_RECENT_MINUTES = 30
 MAX_RECENT_MINUTES = 1440
 
@@ -32,7 +37,16 @@ class SubagentsParams(Params):
         "list",
         description="list (default) your sub-agents; kill one (or all) with its whole subtree; steer a "
         "running one; info on one.",
-        json_schema_extra={"enum": ["list", *OWN_ACTIONS]},
+        json_schema_extra={"enum": [*RELEASE_ACTIONS, *OWN_ACTIONS]},
+    )
+    task_id: Annotated[str | None, optional_text] = Field(
+        None, description="cancel: the task (from list's tasks)."
+    )
+    task_ids: Annotated[list[str] | None, string_list] = Field(
+        None, description="wait: the tasks to wait for (1-32), until one ends or needs attention."
+    )
+    timeout_seconds: Annotated[int | None, whole_number("timeoutSeconds", least=0, high=MAX_WAIT_SECONDS)] = (
+        Field(None, ge=0, description="wait: at most this long (default 30, at most 60); it never cancels.")
     )
     recent_minutes: Annotated[int | None, whole_number("recentMinutes", least=1, high=MAX_RECENT_MINUTES)] = (
         Field(None, description="list: the ended ones of the last N minutes (default 30, at most 1440).")
@@ -51,6 +65,12 @@ class SubagentsParams(Params):
         missing argument."""
         if self.action in OWN_ACTIONS and self.target is None:
             raise refused("target required")
+        if self.action == "cancel" and self.task_id is None:
+            raise refused("taskId required")
+        if self.action == "wait" and not self.task_ids:
+            raise refused("taskIds required")
+        if self.action == "wait" and len(set(self.task_ids or [])) > MAX_WAITED_TASKS:
+            raise refused(f"subagents wait supports at most {MAX_WAITED_TASKS} taskIds.")
         if self.action == "steer" and self.message is None:
             raise refused("message required")
         return self
@@ -146,6 +166,29 @@ class SubagentsList(Wire):
     text: str
     count: int
     subagents: list[SubagentRow]
+
+
+class SubagentsWaited(Wire):
+    """``wait``: the tasks as they stood when the wait ended, and why it ended: one ``completed``, one
+    ``unavailable`` (not a task of this session's tree), or the ``timeout``."""
+
+    status: Literal["ok"] = "ok"
+    action: Literal["wait"] = "wait"
+    reason: Literal["completed", "attention", "unavailable", "timeout"]
+    tasks: list[TaskRow]
+    completed: list[str]
+    attention: list[str]
+    unavailable: list[str] | None = None
+
+
+class TaskCancelled(Wire):
+    """``cancel``: the task's sub-agent (and everything it spawned) stopped, or why not."""
+
+    status: Literal["cancelled", "error"]
+    task_id: str
+    found: bool
+    cancelled: bool
+    reason: str | None = None
 
 
 class SubagentsKilled(Wire):

@@ -246,8 +246,8 @@ def test_an_unsupported_action_is_a_200_result_and_a_top_level_action_is_read(ht
     response = invoke(http, "subagents", {"action": "explode"})
     assert response.status_code == 200
     assert response.json()["result"]["details"] == {"status": "error", "error": "Unsupported action."}
-    merged = invoke(http, "subagents", {}, action="wait").json()
-    assert merged["result"]["details"]["error"] == "Unsupported action."
+    merged = invoke(http, "subagents", {"taskId": "nope"}, action="cancel").json()
+    assert merged["result"]["details"] == {"status": "forbidden", "error": "Task outside session tree."}
 
 
 def test_a_bad_recent_minutes_is_a_400_tool_error_in_the_releases_words(http: TestClient) -> None:

@@ -79,7 +79,7 @@ def test_no_action_a_blank_or_a_non_text_one_is_list(ctx: ToolContext, args: dic
     assert listing(ctx, **args).action == "list"
 
 
-@pytest.mark.parametrize("action", ["LIST", "explode", "wait", "cancel"])
+@pytest.mark.parametrize("action", ["LIST", "explode", "WAIT"])
 def test_any_other_action_is_unsupported_as_a_result(ctx: ToolContext, action: str) -> None:
     result = TOOLS["subagents"].invoke(ctx, {"action": action, "taskId": "t", "taskIds": ["t"]})
     assert isinstance(result, ToolFailure)
@@ -237,3 +237,73 @@ def test_clawbuss_own_rows_stay_oldest_first_and_the_releases_newest_first(
     listed = listing(ctx, recursive="yes")
     assert (listed.count, [row.label for row in listed.subagents]) == (2, ["a", "b"])
     assert [(row.index, row.label) for row in listed.active] == [(1, "b"), (2, "a")]
+
+
+def waited(ctx: ToolContext, **args: Any) -> dict[str, Any]:
+    result = TOOLS["subagents"].invoke(ctx, {"action": "wait", **args})
+    wire: dict[str, Any] = result.wire()
+    return wire
+
+
+def test_wait_answers_at_its_timeout_while_a_task_runs_and_at_once_once_one_ended(
+    ctx: ToolContext, store: Store, dispatcher: InlineDispatcher
+) -> None:
+    child = spawn(ctx)
+    running = waited(ctx, taskIds=[child.run_id], timeoutSeconds=0)
+    assert (running["status"], running["reason"], running["completed"]) == ("ok", "timeout", [])
+    assert [task["taskId"] for task in running["tasks"]] == [child.run_id]
+    drain(store, ctx.config, dispatcher)
+    done = waited(ctx, taskIds=child.run_id)  # one id as a text, as the release reads a list
+    assert (done["reason"], done["completed"], done["attention"]) == ("completed", [child.run_id], [])
+    assert done["tasks"][0]["status"] == "completed"
+
+
+def test_wait_says_which_tasks_are_no_tasks_of_this_tree(ctx: ToolContext) -> None:
+    child = spawn(ctx)
+    answer = waited(ctx, taskIds=[child.run_id, "elsewhere"], timeoutSeconds=5)
+    assert (answer["reason"], answer["unavailable"]) == ("unavailable", ["elsewhere"])
+
+
+@pytest.mark.parametrize(
+    ("args", "text"),
+    [
+        ({"action": "wait"}, "taskIds required"),
+        ({"action": "wait", "taskIds": []}, "taskIds required"),
+        (
+            {"action": "wait", "taskIds": [str(i) for i in range(33)]},
+            "subagents wait supports at most 32 taskIds.",
+        ),
+        (
+            {"action": "wait", "taskIds": ["t"], "timeoutSeconds": -1},
+            "timeoutSeconds must be a non-negative integer",
+        ),
+        ({"action": "cancel"}, "taskId required"),
+    ],
+)
+def test_wait_and_cancel_refuse_bad_arguments_in_the_releases_words(
+    ctx: ToolContext, args: dict[str, Any], text: str
+) -> None:
+    with pytest.raises(ValidationError, match=text):
+        TOOLS["subagents"].invoke(ctx, args)
+
+
+def test_cancel_stops_a_running_task_and_says_so_once_it_ended(
+    ctx: ToolContext, store: Store, dispatcher: InlineDispatcher
+) -> None:
+    child = spawn(ctx)
+    stopped = TOOLS["subagents"].invoke(ctx, {"action": "cancel", "taskId": child.run_id}).wire()
+    assert stopped == {"status": "cancelled", "taskId": child.run_id, "found": True, "cancelled": True}
+    entry = store.sessions.get(child.child_session_key)
+    assert entry is not None
+    assert entry.killed_at is not None
+    drain(store, ctx.config, dispatcher)
+    again = TOOLS["subagents"].invoke(ctx, {"action": "cancel", "taskId": child.run_id}).wire()
+    assert again == {
+        "status": "error",
+        "taskId": child.run_id,
+        "found": True,
+        "cancelled": False,
+        "reason": "Task is already terminal.",
+    }
+    outside = TOOLS["subagents"].invoke(ctx, {"action": "cancel", "taskId": "elsewhere"}).wire()
+    assert outside == {"status": "forbidden", "error": "Task outside session tree."}

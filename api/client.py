@@ -333,7 +333,12 @@ def _path(segment: str) -> str:
 
 
 def _send_result(data: dict[str, Any]) -> SendResult | ToolFailure:
-    return SendResult.model_validate(data) if "sessionKey" in data else ToolFailure.model_validate(data)
+    """A refusal (``forbidden``, or an ``error`` before any run started) is a ToolFailure, whether or not it
+    names the session; a run that failed after it started (``sentBeforeError``) is a SendResult."""
+    refused = data.get("status") == "forbidden" or (
+        data.get("status") == "error" and not data.get("sentBeforeError")
+    )
+    return ToolFailure.model_validate(data) if refused else SendResult.model_validate(data)
 
 
 def _inbound_result(data: dict[str, Any]) -> SendResult | ToolFailure | CommandReply:

@@ -22,6 +22,7 @@ from bench.stack import Stack
 from bench.stats import Latency
 from shared.config import Config
 from shared.execution import Attempt, execute
+from shared.sessions import new_entry
 from shared.store import Store
 from shared.tools.context import ToolContext
 from shared.tools.registry import TOOLS
@@ -54,8 +55,10 @@ def clawbus_steps(stack: Stack, server: FakeOpenAI, runs: int, warmup: int) -> L
     dispatcher = InlineDispatcher(store.redis)
     operator = ToolContext.for_caller(config, store, dispatcher, "agent:main:webchat:direct:bench")
     per_step: list[float] = []
-    for i in range(warmup + runs):
-        session = f"agent:main:loop-{i}"
+    sessions = [f"agent:main:loop-{i}" for i in range(warmup + runs)]
+    for session in sessions:  # opened as PUT /v1/sessions/{key} opens one (a send opens none), untimed
+        store.sessions.create(new_entry(config, session, store.clock.now_ms()))
+    for i, session in enumerate(sessions):
         sent = TOOLS["sessions_send"].invoke(
             operator, {"sessionKey": session, "message": "go", "timeoutSeconds": 0}
         )

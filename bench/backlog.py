@@ -17,7 +17,7 @@ from itertools import pairwise
 from typing import Any
 
 from api.client import Client
-from bench.load import fan_out
+from bench.load import fan_out, open_sessions
 from bench.report import Row, Section, Target
 from bench.stack import Stack, clawbus_worker, model_stack
 from shared.flows.decide import STEP_DEFAULT_S
@@ -58,11 +58,13 @@ def measure(stack: Stack, params: Params) -> Outcome:
     ):
         client.post_message("main", "hello", timeout_seconds=30)  # the requester session exists
         tag = uuid.uuid4().hex[:6]
+        targets = [f"agent:slow:cron:fig8-{tag}-{i}" for i in range(params.sends)]
+        open_sessions(slow, targets)  # a send opens no session
         started = time.time()
 
         def send(i: int) -> str:
             with slow.client() as own:
-                sent = own.sessions_send(f"agent:slow:cron:fig8-{tag}-{i}", "REPLY_SKIP", timeout_seconds=0)
+                sent = own.sessions_send(targets[i], "REPLY_SKIP", timeout_seconds=0)
             if sent.status != "accepted":
                 raise RuntimeError(f"send {i} was not accepted: {sent}")
             return sent.run_id or ""

@@ -5,11 +5,11 @@ from __future__ import annotations
 import http.client
 import json
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import TypeVar
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 from bench.stack import TOKEN, Stack
 
@@ -32,11 +32,18 @@ class Poster:
         self._headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
 
     def post(self, path: str, body: dict[str, object]) -> dict[str, object]:
-        self._connection.request("POST", path, json.dumps(body), self._headers)
+        return self._request("POST", path, json.dumps(body), (200,))
+
+    def open_session(self, session_key: str) -> dict[str, object]:
+        """``PUT /v1/sessions/{key}``: the session, opened if it was not (201) or as it is (200)."""
+        return self._request("PUT", f"/v1/sessions/{quote(session_key, safe=':@-._~')}", None, (200, 201))
+
+    def _request(self, method: str, path: str, body: str | None, ok: tuple[int, ...]) -> dict[str, object]:
+        self._connection.request(method, path, body, self._headers)
         response = self._connection.getresponse()
         payload = response.read()
-        if response.status != 200:
-            raise RuntimeError(f"POST {path}: HTTP {response.status}: {payload[:300]!r}")
+        if response.status not in ok:
+            raise RuntimeError(f"{method} {path}: HTTP {response.status}: {payload[:300]!r}")
         answer: dict[str, object] = json.loads(payload)
         return answer
 
@@ -64,3 +71,10 @@ def posters(stack: Stack) -> Iterator[Callable[[], Poster]]:
     finally:
         for poster in made:
             poster.close()
+
+
+def open_sessions(stack: Stack, session_keys: Sequence[str], threads: int = 8) -> None:
+    """Open these sessions through the API (``PUT /v1/sessions/{key}``): a send opens none, so a figure
+    that sends to fresh sessions opens them in its set-up, before anything is timed."""
+    with posters(stack) as poster_for_thread:
+        fan_out(lambda i: poster_for_thread().open_session(session_keys[i]), len(session_keys), threads)

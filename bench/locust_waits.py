@@ -1,7 +1,8 @@
 """The locustfile of figure 14 (``bench/waits.py`` runs it): each simulated user makes one wait and keeps
 its answer's timing. The first ``WAITS_GET`` users wait on a run of the list in ``WAITS_RUNS``
-(``GET /v1/runs/{id}/wait``); the others make a waiting ``sessions_send`` to a session of their own. Every
-wait asks for ``WAITS_TIMEOUT`` seconds. The timings are written to ``WAITS_OUT`` (JSON) when locust quits.
+(``GET /v1/runs/{id}/wait``); the others make a waiting ``sessions_send`` to a session of their own
+(``...:<WAITS_TAG>-send-<n>``, which ``bench/waits.py`` opened first: a send opens none). Every wait asks
+for ``WAITS_TIMEOUT`` seconds. The timings are written to ``WAITS_OUT`` (JSON) when locust quits.
 """
 
 from __future__ import annotations
@@ -58,7 +59,8 @@ class Waiter(FastHttpUser):
             with self.client.post(
                 "/tools/invoke", json=body, headers=headers, name="sessions_send", catch_response=True
             ) as response:
-                result = (response.json() or {}).get("result", {}) if response.status_code == 200 else {}
+                answer = (response.json() or {}).get("result", {}) if response.status_code == 200 else {}
+                result = answer.get("details", {})  # the tool's result, in the gateway's envelope
                 status, run_id = result.get("status"), result.get("runId")
         timings.append(
             {

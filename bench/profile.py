@@ -22,16 +22,16 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from itertools import count
 from pathlib import Path
 
 from bench import exchange, send_latency
-from bench.load import Poster
+from bench.load import Poster, open_sessions
 from bench.stack import TOKEN, Stack, api, api_pid, clawbus_worker, stack
 
 RESULTS = Path(__file__).with_name("results")
 RATE_HZ = 2000
 TOP = 25
+WARMUP = 50  # calls that warm both processes up before sampling
 # Frames every stack of a process starts with (interpreter, server and pool scaffolding): never news.
 SCAFFOLDING = re.compile(
     r"runpy|click/|threading\.py|concurrent/futures|uvicorn/(main|server|_compat)|asyncio/|celery/(bin|__main__)"
@@ -53,12 +53,12 @@ def main() -> None:
         single = Stack(base.root, base.server, base.env, url, base.config)
         with clawbus_worker(single) as worker, single.client() as client:
             assert worker.process is not None
-            call = _calls(single, options.figure, client)
-            for i in range(50):  # warm both processes up before sampling
+            calls = options.calls if options.figure == "send" else max(options.calls // 7, 10)
+            call = _calls(single, options.figure, client, WARMUP + calls)
+            for i in range(WARMUP):  # warm both processes up before sampling
                 call(i)
             pids = {"api": api_pid(url), "worker": worker.process.pid}
             raw = {role: RESULTS / f"profile-{options.figure}-{role}.txt" for role in pids}
-            calls = options.calls if options.figure == "send" else max(options.calls // 7, 10)
             with _sampling(spy, pids, raw):
                 for i in range(calls):
                     call(1000 + i)
@@ -67,14 +67,18 @@ def main() -> None:
         print(top_frames(path.read_text().splitlines()))
 
 
-def _calls(single: Stack, figure: str, client: object) -> Callable[[int], object]:
+def _calls(single: Stack, figure: str, client: object, total: int) -> Callable[[int], object]:
+    """The figure's call; figure 1's ``total`` sends go to sessions opened here, before any sampling (a
+    send opens none)."""
     if figure == "exchange":
         return lambda i: exchange.one_exchange(client, i)  # type: ignore[arg-type]
+    keys = [f"agent:main:cron:profile-{i}" for i in range(total)]
+    open_sessions(single, keys)
     poster = Poster(single.api_url, TOKEN)
-    sessions = count()
+    sessions = iter(keys)
 
     def send(_: int) -> None:
-        key = f"agent:main:cron:profile-{next(sessions)}"
+        key = next(sessions)
         args = {"sessionKey": key, "message": "ping", "timeoutSeconds": send_latency.WAIT_S}
         answer = poster.post("/tools/invoke", {"tool": "sessions_send", "args": args})
         flow_id = answer["result"]["details"]["flowId"]  # type: ignore[index]

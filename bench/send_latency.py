@@ -1,10 +1,10 @@
 """Figure 1: ``sessions_send`` with a wait, sequential, against a bare Celery ``delay().get()`` round trip.
 
 Both sides run one worker process: clawbus's at the defaults a user gets (a threads pool), bare Celery's a
-prefork pool of one (its fastest round trip). Each send targets a fresh cron session so
-every call does the same work. A send's reply comes before its announce step and delivery; those are let
-finish (untimed) before the next call, so each call meets an idle worker like each bare round trip does.
-Figure 4 times the whole exchange.
+prefork pool of one (its fastest round trip). Each send targets a fresh cron session (opened beforehand,
+untimed: a send opens none) so every call does the same work. A send's reply comes before its announce
+step and delivery; those are let finish (untimed) before the next call, so each call meets an idle worker
+like each bare round trip does. Figure 4 times the whole exchange.
 
 The figure's client is a keep-alive ``http.client`` connection (``bench.load.Poster``, figure 2's load
 generator): the figure is the service's latency, and the client shares the two cores with it. The same
@@ -24,7 +24,7 @@ from itertools import count as counter
 
 from api.client import Client
 from bench import bare_celery
-from bench.load import Poster
+from bench.load import Poster, open_sessions
 from bench.report import Row, Section, Target
 from bench.stack import TOKEN, Stack, bare_workers, clawbus_workers
 from bench.stats import Latency, timed_calls
@@ -41,6 +41,8 @@ def clawbus_latency(
 ) -> list[float]:
     """``count`` timed sends with a wait, through ``Poster`` (or the Python client)."""
     seconds: list[float] = []
+    keys = [f"agent:main:cron:bench-send-{next(sessions)}" for _ in range(warmup + count)]
+    open_sessions(stack, keys)  # a send opens no session: opened here, untimed
     with clawbus_workers(stack, 1), stack.client() as client:
         poster = Poster(stack.api_url, TOKEN)
 
@@ -52,9 +54,9 @@ def clawbus_latency(
             return SendResult.model_validate(answer["result"]["details"])
 
         try:
-            for i in range(warmup + count):
+            for i, key in enumerate(keys):
                 started = time.perf_counter()
-                result = send(f"agent:main:cron:bench-send-{next(sessions)}")
+                result = send(key)
                 took = time.perf_counter() - started
                 if not isinstance(result, SendResult) or result.status != "ok" or result.flow_id is None:
                     raise RuntimeError(f"sessions_send {i} did not succeed: {result}")

@@ -24,6 +24,7 @@ from typing import Any
 
 import httpx
 
+from bench.load import open_sessions
 from bench.report import Row, Section, Target
 from bench.stack import TOKEN, Stack, api_pid, clawbus_workers, model_stack, pids_of
 from bench.stats import percentile
@@ -152,6 +153,7 @@ def run(stack: Stack, params: Params) -> Section:
     tally = Tally()
     samples: list[Sample] = []
     with model_stack(stack, config()) as bound, clawbus_workers(bound, 2), bound.redis() as redis:
+        open_sessions(bound, [f"{_key(n)}-peer" for n in range(SESSIONS)])  # what the sends go to
         api_pids = [api_pid(bound.api_url)]
         worker_pids = pids_of(b"api.cli\0worker\0", b"--name=bench-")
         started = time.monotonic()

@@ -23,7 +23,7 @@ from typing import Any
 
 import httpx
 
-from bench.load import fan_out, posters
+from bench.load import fan_out, open_sessions, posters
 from bench.report import Row, Section, Target
 from bench.stack import TOKEN, Stack, api_pid, model_stack
 from bench.stats import percentile
@@ -106,6 +106,8 @@ def run(stack: Stack, params: Params) -> Section:
     with model_stack(stack, config()) as bound:
         pid = api_pid(bound.api_url)
         run_ids = _queued_runs(bound, gets, tag)
+        # The sending half's sessions (bench/locust_waits.py names them), opened first: a send opens none.
+        open_sessions(bound, [f"agent:main:webchat:direct:{tag}-send-{n}" for n in range(gets, params.waits)])
         (root / "runs.txt").write_text("\n".join(run_ids))
         idle_rss = _rss(pid)
         env = {

@@ -63,7 +63,7 @@ def receive(
         return ToolFailure(status="error", error=policy.BLOCKED, run_id=run_id)
     # A busy session: the message's queue mode (docs/contract.md §11).
     mode = queueing.mode_for(ctx.config, existing, inbound.channel, inbound.queue_mode)
-    held = queueing.limits(ctx.config, existing, options)
+    held = queueing.limits(ctx.config, existing, options, inbound.channel)
     if mode == "interrupt":
         queueing.interrupt(ctx.config, ctx.store, ctx.dispatcher, session_key)
     room = queueing.make_room(ctx.config, ctx.store, ctx.dispatcher, session_key, mode, held)

@@ -60,17 +60,24 @@ class Limits:
     cap_source: str
 
 
-def limits(config: Config, session: SessionEntry | None, asked: QueueOptions | None = None) -> Limits:
+def limits(
+    config: Config,
+    session: SessionEntry | None,
+    asked: QueueOptions | None = None,
+    channel: str | None = None,
+) -> Limits:
     """Each option on its own, as the release takes them: the message's, else the session's (``/queue
-    ... debounce: cap: drop:``), else ``messages.queue``'s."""
+    ... debounce: cap: drop:``), else ``messages.queue``'s (the debounce of the message's channel,
+    ``debounceMsByChannel``, over its own)."""
     queue = config.messages.queue
     own = asked or QueueOptions()
     cap = _first(own.cap, session.queue_cap if session else None)
     debounce_ms = _first(own.debounce_ms, session.queue_debounce_ms if session else None)
+    configured = queue.debounce_ms_by_channel.get(channel or "", queue.debounce_ms)
     return Limits(
         cap=queue.cap if cap is None else cap,
         drop=own.drop or (session.queue_drop if session else None) or queue.drop,
-        debounce_ms=queue.debounce_ms if debounce_ms is None else debounce_ms,
+        debounce_ms=configured if debounce_ms is None else debounce_ms,
         cap_source="messages.queue.cap=" if cap is None else "/queue cap:",
     )
 

@@ -113,6 +113,22 @@ def age(updated_ms: int, now_ms: int, tz: tzinfo | None = None) -> str:
     return datetime.fromtimestamp(updated_ms / 1000, tz).strftime("%Y-%m-%d %H:%M")
 
 
+@sessions_app.command("open")
+def sessions_open(
+    session_key: Annotated[str, typer.Argument(help="The session's key (a send opens none).")],
+    url: UrlOpt = None,
+    token: TokenOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Open a session if it does not exist yet (PUT /v1/sessions/{key}), so that sends can reach it."""
+    with client_for(url, token) as client:
+        entry = call(client.open_session, session_key)
+    if as_json:
+        print_json(entry)
+        return
+    typer.echo(f"{entry.key} (sessionId {entry.session_id})")
+
+
 @sessions_app.command("history")
 def sessions_history(
     session_key: Annotated[str, typer.Argument(help="Session key, sessionId or `current`.")],

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 
@@ -11,14 +11,16 @@ from shared.models import QueueMode
 
 
 class QueueConfig(Section):
-    mode: QueueMode = "followup"
+    # OpenClaw 2026.9's defaults: steer into the running run, 500 ms debounce, cap 20, summarize.
+    mode: QueueMode = "steer"
     # Queued messages of one session; past it ``drop`` decides: ``old`` drops the oldest queued, ``new``
     # refuses the newest, ``summarize`` folds the dropped ones into one line of the next run's input.
     cap: int = Field(20, ge=1, le=1000)
-    drop: Literal["old", "new", "summarize"] = "old"
+    drop: Literal["old", "new", "summarize"] = "summarize"
     debounce_ms: int = Field(500, ge=0, le=600_000)
-    # A channel's own mode (``discord: "collect"``), over ``mode``.
+    # A channel's own mode (``discord: "collect"``), over ``mode``, and its own debounce.
     by_channel: dict[str, QueueMode] = {}
+    debounce_ms_by_channel: dict[str, Annotated[int, Field(ge=0, le=600_000)]] = {}
 
 
 class MessagesConfig(Section):

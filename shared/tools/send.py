@@ -58,6 +58,11 @@ def sessions_send(ctx: ToolContext, params: SessionsSendParams) -> SendResult | 
             session_key=target,
         )
     caller, existing = ctx.store.sessions.get_many([ctx.caller_key, target])
+    # Visibility first: a session the caller may not see is refused whether or not it exists, so a refusal
+    # never tells which sessions exist.
+    refused = None if remote_key else visibility.refusal(ctx.config, ctx.caller_key, target, existing, "send")
+    if refused is not None:
+        return ToolFailure(status="forbidden", error=refused, run_id=run_id)
     # A send opens no session, as in the release (an agent's main session is always there): sessions come
     # from chat, spawns, and PUT /v1/sessions/{key}.
     if existing is None and not remote_key and target != ctx.main_key_of(target):
@@ -68,9 +73,6 @@ def sessions_send(ctx: ToolContext, params: SessionsSendParams) -> SendResult | 
             run_id=run_id,
             session_key=target if session_keys_like(reference) else None,
         )
-    refused = None if remote_key else visibility.refusal(ctx.config, ctx.caller_key, target, existing, "send")
-    if refused is not None:
-        return ToolFailure(status="forbidden", error=refused, run_id=run_id)
     now = ctx.store.clock.now_ms()
     entry = existing or new_entry(ctx.config, target, now)
     if remote_key and entry.model is None:

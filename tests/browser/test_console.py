@@ -37,6 +37,12 @@ def key(agent: str, what: str) -> str:
     return f"agent:{agent}:cron:{what}-{uuid.uuid4().hex[:6]}"
 
 
+def opened(stack: ConsoleStack, agent: str, what: str) -> str:
+    """A fresh session's key (``key``), the session opened as ``PUT /v1/sessions/{key}`` opens it: a send
+    opens none."""
+    return stack.client.open_session(key(agent, what)).key
+
+
 def sent(result: object) -> SendResult:
     assert isinstance(result, SendResult), result
     return result
@@ -75,7 +81,7 @@ def test_a_wrong_token_is_refused(page: Page, stack: ConsoleStack) -> None:
 def test_a_session_created_by_an_api_call_appears_and_opens_its_transcript(
     page: Page, stack: ConsoleStack
 ) -> None:
-    target = key("main", "hello")
+    target = opened(stack, "main", "hello")
     reply = sent(stack.client.sessions_send(target, "hello console", timeout_seconds=30))
     assert reply.status == "ok"
     sign_in(page, stack)
@@ -163,7 +169,7 @@ def test_work_in_flight_shows_a_queued_run_and_a_flow_is_cancelled_from_its_butt
 ) -> None:
     exchange = sent(
         stack.client.sessions_send(
-            key("gpt", "inflight"), "later", timeout_seconds=0, caller="agent:gpt:main"
+            opened(stack, "gpt", "inflight"), "later", timeout_seconds=0, caller="agent:gpt:main"
         )
     )
     assert exchange.flow_id
@@ -290,9 +296,9 @@ def test_a_spawned_orchestrators_tree_shows_and_is_killed_from_its_button(
 
 def test_a_flows_sequence_shows_its_steps(page: Page, stack: ConsoleStack) -> None:
     """An exchange from main to another of its sessions: primary run, reply-back turns, announce."""
-    # The requester's session must exist for the reply-back turns to run in it.
+    # The requester's session, where the reply-back turns run.
     stack.client.post_message("agent:main:main", "hello", timeout_seconds=30)
-    exchange = sent(stack.client.sessions_send(key("main", "flow"), "ping", timeout_seconds=30))
+    exchange = sent(stack.client.sessions_send(opened(stack, "main", "flow"), "ping", timeout_seconds=30))
     assert exchange.flow_id
     wait_for(
         lambda: stack.client.get_flow(exchange.flow_id or "").status == "done", 30, what="the flow to end"
@@ -318,7 +324,7 @@ def test_the_fleet_view_charts_the_status_figures(page: Page, stack: ConsoleStac
 
 
 def test_no_view_has_a_serious_or_critical_accessibility_violation(page: Page, stack: ConsoleStack) -> None:
-    exchange = sent(stack.client.sessions_send(key("main", "axe"), "for axe", timeout_seconds=30))
+    exchange = sent(stack.client.sessions_send(opened(stack, "main", "axe"), "for axe", timeout_seconds=30))
     target = exchange.session_key
     page.goto(f"{stack.url}/console")
     assert_accessible(page, "sign-in")

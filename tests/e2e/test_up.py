@@ -112,6 +112,7 @@ class QuickStart:
     """What each call of the README's quick start answered, made in its order."""
 
     inbound: dict[str, Any]
+    opened: httpx.Response
     sent: dict[str, Any]
     listed: dict[str, Any]
     history: dict[str, Any]
@@ -126,6 +127,7 @@ def quick_start(up: Up) -> QuickStart:
         inbound = http.post(
             "/v1/sessions/main/messages", json={"message": "hello", "channel": "webchat", "to": "me"}
         ).json()
+        opened = http.put("/v1/sessions/discord:group:ops")  # a send opens no session
         sent = http.post(
             "/tools/invoke",
             json={
@@ -142,6 +144,7 @@ def quick_start(up: Up) -> QuickStart:
         waited = http.get(f"/v1/runs/{sent['result']['details']['runId']}/wait", params={"timeout": 5})
     return QuickStart(
         inbound,
+        opened,
         sent,
         listed,
         history,
@@ -172,6 +175,7 @@ def test_the_quick_start_calls_of_the_readme(up: Up) -> None:
     assert done.inbound["status"] == "ok"
     assert done.inbound["reply"] == "echo: hello"
 
+    assert (done.opened.status_code, done.opened.json()["key"]) == (201, "agent:main:discord:group:ops")
     assert done.sent["ok"]
     assert done.sent["result"]["details"]["status"] == "ok"
     assert done.sent["result"]["details"]["reply"] == "echo: status?"
@@ -256,6 +260,8 @@ def test_without_a_config_file_the_quick_start_send_and_history_are_refused_by_t
     assert done.inbound["status"] == "ok"
     assert done.inbound["reply"] == "echo: hello"
 
+    # Opening the session is no send: it is open, but main's tree does not reach it.
+    assert (done.opened.status_code, done.opened.json()["key"]) == (201, "agent:main:discord:group:ops")
     assert done.sent["ok"]
     assert done.sent["result"]["details"]["status"] == "forbidden"
     assert done.sent["result"]["details"]["error"] == TREE_REFUSES.format("send")
@@ -263,7 +269,7 @@ def test_without_a_config_file_the_quick_start_send_and_history_are_refused_by_t
         "status": "forbidden",
         "error": TREE_REFUSES.format("history"),
     }
-    # The refused send made no session and no run: main is all there is to list, and nothing to wait on.
+    # The refused send made no run: main is all its tree shows to list, and there is nothing to wait on.
     assert [row["key"] for row in done.listed["result"]["details"]["sessions"]] == ["agent:main:main"]
     assert done.waited.status_code == 404
 

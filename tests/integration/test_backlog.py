@@ -48,7 +48,7 @@ def test_a_backlog_many_times_the_step_bound_delays_every_flow_and_drops_none(fr
     client, url = start(fresh, session={"agentToAgent": {"maxPingPongTurns": 2}})
     with client:
         client.post_message("main", "hello", timeout_seconds=10)  # the requester exists: turns can run
-        targets = [f"agent:paced:cron:{uuid.uuid4().hex[:8]}" for _ in range(16)]
+        targets = [client.open_session(f"agent:paced:cron:{uuid.uuid4().hex[:8]}").key for _ in range(16)]
 
         # timeoutSeconds=2 bounds each step at 2 s; 16 exchanges of two half-second runs at concurrency 1
         # queue for about 16 s, so most primary runs and announces start long after their send.
@@ -117,7 +117,7 @@ def test_a_sub_agent_whose_announce_waits_behind_its_sessions_backlog_reports_on
 def test_a_flow_past_its_flow_timeout_ends_with_that_reason(fresh: Fresh) -> None:
     client, url = start(fresh, session={"agentToAgent": {"maxPingPongTurns": 0, "flowTimeoutSeconds": 2}})
     with client:
-        target = f"agent:paced:cron:{uuid.uuid4().hex[:8]}"
+        target = client.open_session(f"agent:paced:cron:{uuid.uuid4().hex[:8]}").key
         # Eight half-second runs in one lane: the last send's primary run starts about 3.5 s after it.
         sends = [client.sessions_send(target, f"job {i}", timeout_seconds=0) for i in range(8)]
         assert all(isinstance(s, SendResult) for s in sends)

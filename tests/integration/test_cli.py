@@ -49,6 +49,7 @@ def test_status_shows_queues_workers_and_totals(stack: Stack, client: Client) ->
 def test_every_client_command_speaks_json(stack: Stack, client: Client) -> None:
     env = {**stack.env, "CLAWBUS_URL": stack.url, "CLAWBUS_TOKEN": TOKEN}
     key = "agent:main:cron:json-cli"
+    client.open_session(key)  # a send opens no session
     sent = json.loads(clawbus(env, "send", key, "hello", "--json", "--timeout", "20").stdout)
     assert (sent["status"], sent["reply"]) == ("ok", "echo: hello")
     listed = json.loads(clawbus(env, "sessions", "list", "--json", "--limit", "200").stdout)
@@ -68,6 +69,7 @@ def test_every_client_command_speaks_json(stack: Stack, client: Client) -> None:
 def test_sessions_list_says_how_long_ago_each_session_was_updated(stack: Stack, client: Client) -> None:
     env = {**stack.env, "CLAWBUS_URL": stack.url, "CLAWBUS_TOKEN": TOKEN}
     key = f"agent:main:cron:{uuid.uuid4().hex[:8]}"
+    client.open_session(key)
     sent = clawbus(env, "send", key, "hello", "--timeout", "20")
     assert sent.returncode == 0, sent.stderr
     listed = clawbus(env, "sessions", "list", "--limit", "200")
@@ -103,6 +105,7 @@ def test_ctrl_c_during_a_send_detaches_and_says_how_to_wait_again(stack: Stack, 
     # Still running at the Ctrl-C however long the CLI and the poll of its wait take on a loaded machine
     # (a 3 s model once answered first, and the CLI exited 0).
     key = f"agent:stalled:cron:{uuid.uuid4().hex[:8]}"
+    client.open_session(key)
     waits_before = _active_waits(stack.url)
     process = subprocess.Popen(
         [sys.executable, "-m", "api.cli", "send", key, "take a while", "--timeout", "60"],
@@ -130,6 +133,7 @@ def test_ctrl_c_during_a_send_detaches_and_says_how_to_wait_again(stack: Stack, 
 def test_runs_cancel_stops_a_run_and_send_stream_prints_the_reply(stack: Stack, client: Client) -> None:
     env = _cli_env(stack)
     key = f"agent:stalled:cron:{uuid.uuid4().hex[:8]}"  # running until cancelled, however slow the CLI starts
+    client.open_session(key)
     accepted = json.loads(clawbus(env, "send", key, "stop me", "--timeout", "0", "--json").stdout)
     cancelled = clawbus(env, "runs", "cancel", accepted["runId"], "--json")
     assert cancelled.returncode == 0, cancelled.stderr
@@ -142,7 +146,8 @@ def test_runs_cancel_stops_a_run_and_send_stream_prints_the_reply(stack: Stack, 
     shown = clawbus(env, "flows", "cancel", accepted["flowId"])
     assert shown.returncode == 0, shown.stderr
     assert shown.stdout.splitlines()[0] == f"flow {accepted['flowId']}  send  done  stopReason primary_failed"
-    streamed = clawbus(env, "send", f"agent:brisk:cron:{uuid.uuid4().hex[:8]}", "hello", "--stream")
+    brisk = client.open_session(f"agent:brisk:cron:{uuid.uuid4().hex[:8]}").key
+    streamed = clawbus(env, "send", brisk, "hello", "--stream")
     assert streamed.returncode == 0, streamed.stderr
     assert streamed.stdout == "echo: hello\n"
 

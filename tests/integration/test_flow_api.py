@@ -58,8 +58,10 @@ def test_an_unknown_flow_is_404_and_a_bad_id_400(stack: Stack) -> None:
 def test_the_run_id_of_a_tool_call_must_belong_to_the_caller(stack: Stack, client: Client) -> None:
     requester, ann = unique("main")
     chat(client, requester, ann)
-    foreign = client.sessions_send(unique("research")[0], "x", timeout_seconds=0)
+    foreign_key = client.open_session(unique("research")[0]).key  # a send opens no session
+    foreign = client.sessions_send(foreign_key, "x", timeout_seconds=0)
     assert isinstance(foreign, SendResult)
+    assert foreign.status == "accepted"  # a run of research's session, not of the caller's
     body = {
         "tool": "sessions_send",
         "sessionKey": requester,

@@ -74,6 +74,9 @@ def test_an_mcp_client_lists_the_tools_and_calls_sessions_list(stack: Stack, tra
 
 
 def test_a_send_over_mcp_waits_for_the_reply(stack: Stack) -> None:
+    with stack.client() as http:
+        http.open_session("agent:research:mcp-send")  # a send opens no session
+
     async def scenario() -> dict[str, Any]:
         async with over_http(stack) as client:
             args = {"sessionKey": "agent:research:mcp-send", "message": "over mcp", "timeoutSeconds": 30}
@@ -122,6 +125,7 @@ def test_a_cancelled_tool_call_cancels_the_run_it_started(stack: Stack, transpor
     running on."""
     target = f"agent:stalled:mcp-cancel-{transport}"
     with stack.client() as http:
+        http.open_session(target)  # a send opens no session
 
         async def scenario() -> str:
             opened = over_http(stack) if transport == "http" else over_stdio(stack)

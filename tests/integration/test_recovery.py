@@ -15,8 +15,9 @@ from tests.integration.conftest import TOKEN, Fresh
 from workers.testing.processes import wait_for
 
 
-def slow_key() -> str:
-    return f"agent:slow:cron:{uuid.uuid4().hex[:10]}"
+def slow_key(client: Client) -> str:
+    """A fresh session of the slow agent, opened (a send opens none)."""
+    return client.open_session(f"agent:slow:cron:{uuid.uuid4().hex[:10]}").key
 
 
 def texts(client: Client, key: str, run_id: str | None = None) -> list[str]:
@@ -33,7 +34,7 @@ def pool_children(pid: int) -> list[int]:
 
 def start_slow_run(client: Client, text: str) -> tuple[str, str]:
     """A 3 s run, returned once a worker is executing it: (session key, run id)."""
-    key = slow_key()
+    key = slow_key(client)
     sent = client.sessions_send(key, text, timeout_seconds=0)
     assert isinstance(sent, SendResult)
     wait_for(lambda: client.get_run(sent.run_id).status == "running", 20, what="the run to start")
@@ -77,6 +78,7 @@ def test_accepted_runs_survive_a_redis_restart(fresh: Fresh) -> None:
     _, url = fresh.api()
     key = f"agent:main:cron:{uuid.uuid4().hex[:8]}"
     with Client(url, TOKEN) as client:
+        client.open_session(key)  # a send opens no session
         run_ids = []
         for i in range(3):
             sent = client.sessions_send(key, f"keep {i}", timeout_seconds=0)

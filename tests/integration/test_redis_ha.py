@@ -63,9 +63,8 @@ def test_a_run_whose_message_was_lost_with_redis_is_dispatched_again_within_5s(
     worker = fresh.worker(queues="maintenance")  # reconnects after the restart; runs stay queued meanwhile
     _, url = fresh.api()
     with Client(url, TOKEN) as client:
-        sent = [
-            client.sessions_send(f"agent:main:cron:lost-{i}", "again", timeout_seconds=0) for i in range(3)
-        ]
+        sessions = [client.open_session(f"agent:main:cron:lost-{i}").key for i in range(3)]
+        sent = [client.sessions_send(key, "again", timeout_seconds=0) for key in sessions]
         run_ids = {s.run_id for s in sent if isinstance(s, SendResult)}
         assert len(run_ids) == 3
         assert server.child is not None

@@ -7,6 +7,7 @@ from typing import Any
 
 import httpx
 
+from api.client import Client
 from tests.integration.conftest import STACK_CONFIG, TOKEN, Fresh
 from workers.testing.processes import free_port, replica_of, wait_for
 
@@ -31,11 +32,19 @@ def _send(url: str, key: str, timeout_seconds: float = 0) -> httpx.Response:
     )
 
 
+def _open(url: str, *keys: str) -> None:
+    """Open the sessions the sends go to (a send opens none)."""
+    with Client(url, TOKEN) as client:
+        for key in keys:
+            client.open_session(key)
+
+
 def test_an_accept_no_replica_confirms_answers_503_and_one_a_replica_confirms_is_accepted(
     fresh: Fresh,
 ) -> None:
     server = fresh.start_redis(config=ACKING_CONFIG)
     _, url = fresh.api()
+    _open(url, "agent:main:cron:unconfirmed", "agent:main:cron:confirmed")
     refused = _send(url, "agent:main:cron:unconfirmed")
     assert refused.status_code == 503
     assert (
@@ -53,6 +62,7 @@ def test_workers_go_on_with_flows_while_no_replica_confirms(fresh: Fresh) -> Non
     replicas: an exchange accepted while a replica was there ends after the replica is gone."""
     server = fresh.start_redis(config=ACKING_CONFIG)
     _, url = fresh.api()
+    _open(url, "agent:main:cron:exchange")
     with replica_of(server):
         response = _send(url, "agent:main:cron:exchange")
         assert response.status_code == 200, response.text
@@ -77,6 +87,7 @@ def test_an_accept_on_a_master_that_was_demoted_answers_503(fresh: Fresh) -> Non
     and the call answers 503 (never 500); the API asks again at its next call."""
     server = fresh.start_redis(config=ACKING_CONFIG)
     _, url = fresh.api()
+    _open(url, "agent:main:cron:before", "agent:main:cron:demoted")
     with replica_of(server):
         before = _send(url, "agent:main:cron:before")
         assert before.status_code == 200, before.text

@@ -194,6 +194,7 @@ def test_a_run_parked_on_a_wait_ends_at_once_and_the_run_it_waited_for_goes_on(
         session={"agentToAgent": {"maxPingPongTurns": 0}},
     )
     with stack.client as client:
+        client.open_session(target)  # a send opens no session: the run's tool call finds it open
         session_key = key()
         parked = send(client, session_key)
         # Parked: its tool call started the target's run and the waiting run gave its worker slot back.
@@ -235,7 +236,7 @@ def test_a_cancelled_flow_starts_no_further_step(fresh: Fresh, model: FakeOpenAI
     stack = start(fresh, model, session={"agentToAgent": {"maxPingPongTurns": 2}})
     with stack.client as client:
         client.post_message("main", "hello", timeout_seconds=0)  # a requester: turns and announce would run
-        target = key()
+        target = client.open_session(key()).key
         sent = client.sessions_send(target, "talk to me", timeout_seconds=0)
         assert isinstance(sent, SendResult)
         assert sent.flow_id
@@ -315,6 +316,7 @@ def test_a_cancel_through_another_api_process_answers_a_send_waiting_on_the_firs
 
     def waiting_send() -> None:
         with Client(stack.url, TOKEN) as first:
+            first.open_session(target)  # a send opens no session
             result = first.sessions_send(target, "take your time", timeout_seconds=60)
             assert isinstance(result, SendResult)
             answers.append(result)

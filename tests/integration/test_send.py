@@ -30,6 +30,7 @@ def history_texts(client: Client, key: str) -> list[str]:
 
 def test_send_with_zero_timeout_returns_accepted_and_the_reply_appears_in_history(client: Client) -> None:
     key = unique()
+    client.open_session(key)
     result = client.sessions_send(key, "fire and forget", timeout_seconds=0)
     assert isinstance(result, SendResult)
     assert result.status == "accepted"
@@ -43,14 +44,18 @@ def test_send_with_zero_timeout_returns_accepted_and_the_reply_appears_in_histor
 
 
 def test_send_with_a_wait_returns_ok_and_the_reply(client: Client) -> None:
-    result = client.sessions_send(unique(), "are you there?", timeout_seconds=20)
+    key = unique()
+    client.open_session(key)
+    result = client.sessions_send(key, "are you there?", timeout_seconds=20)
     assert isinstance(result, SendResult)
     assert (result.status, result.reply) == ("ok", "echo: are you there?")
 
 
 def test_a_1s_wait_on_a_3s_run_is_accepted_and_a_later_wait_returns_ok(client: Client) -> None:
+    key = unique("agent:slow:cron")
+    client.open_session(key)
     started = time.monotonic()
-    result = client.sessions_send(unique("agent:slow:cron"), "take your time", timeout_seconds=1)
+    result = client.sessions_send(key, "take your time", timeout_seconds=1)
     assert isinstance(result, SendResult)
     # A wait that ran out is answered as the release answers it: accepted, the run under way.
     assert (result.status, result.target_disposition) == ("accepted", "queued")
@@ -67,6 +72,7 @@ def test_20_concurrent_sends_into_one_session_give_20_whole_turns_in_order(
     client: Client, stack: Stack
 ) -> None:
     key = unique()
+    client.open_session(key)
 
     def send(i: int) -> str:
         with stack.client() as own:
@@ -155,6 +161,11 @@ UNKNOWN_ID = "0b1f6a3e-1111-4222-8333-444455556666"
             f"Session not found: {UNKNOWN_ID} (use the full sessionKey from sessions_list)",
         ),
         (
+            {"sessionKey": "cron:never-opened", "message": "m", "timeoutSeconds": 0},
+            200,
+            "No session found: agent:main:cron:never-opened",
+        ),
+        (
             {"sessionKey": "cron:x", "message": "m", "timeoutSeconds": -1},
             400,
             "timeoutSeconds must be a non-negative integer",
@@ -170,6 +181,7 @@ UNKNOWN_ID = "0b1f6a3e-1111-4222-8333-444455556666"
         "key-and-label",
         "neither",
         "unknown-session-id",
+        "session-never-opened",
         "negative-timeout",
         "10MB-message",
     ],

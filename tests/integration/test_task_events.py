@@ -29,10 +29,8 @@ def test_a_backlog_of_runs_reports_every_event_once_in_fewer_publishes(fresh: Fr
     fresh.worker(concurrency=SLOTS)
     _, url = fresh.api()
     with _published(server.client()) as publishes, Client(url, TOKEN) as client:
-        run_ids = [
-            client.sessions_send(f"agent:brisk:cron:events-{i}", "hi", timeout_seconds=0).run_id
-            for i in range(RUNS)
-        ]
+        sessions = [client.open_session(f"agent:brisk:cron:events-{i}").key for i in range(RUNS)]
+        run_ids = [client.sessions_send(key, "hi", timeout_seconds=0).run_id for key in sessions]
         for run_id in run_ids:
             assert client.wait_run(run_id, timeout=30) is not None
 

@@ -25,12 +25,14 @@ from tests.support.runs import a_run
 from workers.testing.processes import RedisServer, free_port, wait_for
 
 
-def slow_key() -> str:
-    return f"agent:slow:cron:{uuid.uuid4().hex[:10]}"
+def slow_key(client: Client) -> str:
+    """A fresh session of the slow agent, opened (a send opens none)."""
+    return client.open_session(f"agent:slow:cron:{uuid.uuid4().hex[:10]}").key
 
 
 def test_a_waiter_whose_run_finished_before_it_subscribed_returns_at_once(client: Client) -> None:
-    result = client.sessions_send(f"agent:main:cron:{uuid.uuid4().hex[:8]}", "quick", timeout_seconds=0)
+    key = client.open_session(f"agent:main:cron:{uuid.uuid4().hex[:8]}").key  # a send opens no session
+    result = client.sessions_send(key, "quick", timeout_seconds=0)
     assert isinstance(result, SendResult)
     wait_for(lambda: client.get_run(result.run_id).status == "ok", 20, what="the run to end")
     started = time.monotonic()
@@ -41,7 +43,7 @@ def test_a_waiter_whose_run_finished_before_it_subscribed_returns_at_once(client
 
 
 def test_a_wait_timeout_answers_timeout_and_never_touches_the_run(client: Client) -> None:
-    result = client.sessions_send(slow_key(), "slowly", timeout_seconds=0)
+    result = client.sessions_send(slow_key(client), "slowly", timeout_seconds=0)
     assert isinstance(result, SendResult)
     assert client.wait_run(result.run_id, timeout=0.5) is None
     assert client.get_run(result.run_id).status in ("queued", "running")
@@ -52,6 +54,7 @@ def test_a_wait_timeout_answers_timeout_and_never_touches_the_run(client: Client
 
 def test_many_waiters_share_one_pubsub_connection(stack: Stack, client: Client) -> None:
     key = f"agent:brisk:cron:{uuid.uuid4().hex[:8]}"  # 20 runs of 0.2 s in one lane: waits stay pending
+    client.open_session(key)
     run_ids = []
     for i in range(20):
         result = client.sessions_send(key, f"m{i}", timeout_seconds=0)
@@ -83,7 +86,7 @@ def test_many_waiters_share_one_pubsub_connection(stack: Stack, client: Client) 
 
 
 def test_a_wait_survives_its_pubsub_connection_being_killed(stack: Stack, client: Client) -> None:
-    result = client.sessions_send(slow_key(), "through a reconnect", timeout_seconds=0)
+    result = client.sessions_send(slow_key(client), "through a reconnect", timeout_seconds=0)
     assert isinstance(result, SendResult)
     outcome: list[Run | None] = []
     waiter = threading.Thread(target=lambda: outcome.append(client.wait_run(result.run_id, timeout=25)))
@@ -113,7 +116,7 @@ def test_the_api_restarted_between_send_and_wait_still_answers_the_wait(fresh: F
     port = free_port()
     first, url = fresh.api(port)
     with Client(url, TOKEN) as client:
-        sent = client.sessions_send(slow_key(), "outlive the API", timeout_seconds=0)
+        sent = client.sessions_send(slow_key(client), "outlive the API", timeout_seconds=0)
     assert isinstance(sent, SendResult)
     first.stop()
     _, url = fresh.api(port)
@@ -128,7 +131,7 @@ def test_an_api_process_answers_waits_for_runs_another_one_accepted(stack: Stack
     fresh.env = stack.env
     _, other_url = fresh.api()
     with Client(stack.url, TOKEN) as client:
-        sent = client.sessions_send(slow_key(), "cross-process", timeout_seconds=0)
+        sent = client.sessions_send(slow_key(client), "cross-process", timeout_seconds=0)
     assert isinstance(sent, SendResult)
     response = httpx.get(
         f"{other_url}/v1/runs/{sent.run_id}/wait",

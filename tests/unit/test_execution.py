@@ -19,9 +19,16 @@ from shared.tools.context import ToolContext
 from shared.tools.registry import TOOLS
 from shared.tools.send_schema import SendResult
 from tests.conftest import BrokenModel
+from tests.support.sessions import open_sessions
 from workers.testing import InlineDispatcher, drain_runs
 
 TARGET = "agent:main:webchat:direct:ann"
+
+
+@pytest.fixture(autouse=True)
+def _target_open(store: Store, config: Config) -> None:
+    """The session the runs go to is open (a send opens none: chat, spawns and PUT /v1/sessions/{key} do)."""
+    open_sessions(store, config, TARGET)
 
 
 def send(ctx: ToolContext, message: str, target: str = TARGET) -> str:

@@ -23,6 +23,7 @@ from shared.tools.context import ToolContext
 from shared.tools.registry import TOOLS
 from shared.tools.send_schema import SendResult
 from tests.conftest import BrokenModel, WorldFactory
+from tests.support.sessions import open_sessions
 from workers.testing import InlineDispatcher, drain, drain_runs
 
 REQUESTER = "agent:main:webchat:direct:ann"
@@ -222,6 +223,7 @@ def test_a_failed_primary_ends_the_flow_without_announce(
 ) -> None:
     config, store, dispatcher = world()
     chat(config, store, dispatcher, REQUESTER, "webchat", "ann")
+    open_sessions(store, config, TARGET)
     monkeypatch.setattr("shared.execution.runtime_for", lambda *_: BrokenModel())
     ctx = ToolContext.for_caller(config, store, dispatcher, REQUESTER)
     sent = TOOLS["sessions_send"].invoke(ctx, {"sessionKey": TARGET, "message": "hi", "timeoutSeconds": 0})
@@ -266,6 +268,7 @@ def test_a_denied_route_blocks_the_delivery_but_not_the_runs(world: WorldFactory
         }
     )
     target = "agent:research:cron:report"  # no route of its own: its announce would go to the log channel
+    open_sessions(store, config, target)
     ctx = ToolContext.for_caller(config, store, dispatcher, REQUESTER)
     sent = TOOLS["sessions_send"].invoke(ctx, {"sessionKey": target, "message": "hi", "timeoutSeconds": 0})
     assert isinstance(sent, SendResult)
@@ -279,6 +282,7 @@ def test_a_denied_route_blocks_the_delivery_but_not_the_runs(world: WorldFactory
 def _send(config: Config, store: Store, dispatcher: InlineDispatcher, timeout_seconds: float = 5) -> str:
     """A send from the requester to the target that nobody has worked on yet."""
     chat(config, store, dispatcher, REQUESTER, "webchat", "ann")
+    open_sessions(store, config, TARGET)
     ctx = ToolContext.for_caller(config, store, dispatcher, REQUESTER)
     sent = TOOLS["sessions_send"].invoke(
         ctx, {"sessionKey": TARGET, "message": "hi", "timeoutSeconds": timeout_seconds}

@@ -19,6 +19,7 @@ from shared.tools.registry import TOOLS
 from shared.tools.send_schema import SendResult
 from shared.tools.spawn_schema import SpawnResult
 from tests.support.replies import reply_lost
+from tests.support.sessions import open_sessions
 from tests.unit.test_orchestration import MAIN, runs_of, spawn_orchestrator
 from tests.unit.test_orchestration import config as orchestra_config
 from workers.testing import World, world
@@ -54,6 +55,7 @@ def an_exchange(w: World) -> None:
     # Someone wrote in the requester's session first: it has a route, so reply turns come back to it.
     said = receive(ctx, InboundMessageParams.model_validate({"message": "hello", "timeoutSeconds": 0}))
     assert isinstance(said, SendResult), said
+    open_sessions(w.store, w.config, TARGET)  # a send opens no session
     sent = TOOLS["sessions_send"].invoke(ctx, {"sessionKey": TARGET, "message": "ping", "timeoutSeconds": 0})
     assert isinstance(sent, SendResult), sent
     w.drain()

@@ -19,9 +19,16 @@ from shared.tools.context import ToolContext
 from shared.tools.registry import TOOLS
 from shared.tools.send_schema import SendResult
 from tests.support.replies import reply_lost
+from tests.support.sessions import open_sessions
 from workers.testing import InlineDispatcher, drain, drain_runs
 
 TARGET = "agent:research:cron:job"
+
+
+@pytest.fixture(autouse=True)
+def _target_open(store: Store, config: Config) -> None:
+    """The session the runs go to is open (a send opens none: chat, spawns and PUT /v1/sessions/{key} do)."""
+    open_sessions(store, config, TARGET)
 
 
 def send(ctx: ToolContext, message: str, target: str = TARGET) -> SendResult:

@@ -2,9 +2,10 @@
 benchmark both drive a real fleet with this.
 
 ``Load`` posts fire-and-forget sends from one thread per API process; ``waiting_sends`` holds sends that
-wait for their answers; ``settle`` follows every run the clients were told was accepted to its end and
-reads its session's transcript, so a lost or duplicated run shows. ``restart_under_load`` and
-``failover_under_load`` are the two outages: a lone Redis killed and restarted, and a Sentinel failover.
+wait for their answers (both open their sessions first: a send opens none); ``settle`` follows every run
+the clients were told was accepted to its end and reads its session's transcript, so a lost or duplicated
+run shows. ``restart_under_load`` and ``failover_under_load`` are the two outages: a lone Redis killed and
+restarted, and a Sentinel failover.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 
@@ -79,6 +81,7 @@ class Load:
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def start(self) -> Load:
+        open_sessions(self.urls[0], self.token, [self._key(n) for n in range(self.sessions)])
         tag = uuid.uuid4().hex[:6]
         for index, url in enumerate(self.urls):
             thread = threading.Thread(target=self._post, args=(url, f"{tag}-{index}"), daemon=True)
@@ -96,11 +99,14 @@ class Load:
         for thread in self._threads:
             thread.join(30)
 
+    def _key(self, n: int) -> str:
+        return f"agent:{self.agent}:cron:ha-{n}"
+
     def _post(self, url: str, tag: str) -> None:
         with httpx.Client(base_url=url, headers=_auth(self.token), timeout=10) as client:
             n = 0
             while not self._stop.is_set():
-                key = f"agent:{self.agent}:cron:ha-{n % self.sessions}"
+                key = self._key(n % self.sessions)
                 message = f"{tag}-{n}"
                 n += 1
                 args = {"sessionKey": key, "message": message, "timeoutSeconds": 0}
@@ -129,6 +135,7 @@ def waiting_sends(urls: list[str], token: str, agent: str, count: int, timeout_s
     processes; each must be answered with its own reply, or refused before it was accepted."""
 
     took: list[float] = []
+    open_sessions(urls[0], token, [_wait_key(agent, i) for i in range(count)])
 
     def one(i: int) -> Any:
         started = time.monotonic()
@@ -142,7 +149,7 @@ def waiting_sends(urls: list[str], token: str, agent: str, count: int, timeout_s
             base_url=urls[i % len(urls)], headers=_auth(token), timeout=timeout_s + 30
         ) as client:
             message = f"wait-{i}-{uuid.uuid4().hex[:6]}"
-            session_key = f"agent:{agent}:cron:wait-{i}"
+            session_key = _wait_key(agent, i)
             args = {
                 "sessionKey": session_key,
                 "message": message,
@@ -167,6 +174,17 @@ def waiting_sends(urls: list[str], token: str, agent: str, count: int, timeout_s
         slowest_s=max(took, default=0.0),
         accepted=[o["accepted"] for o in outcomes if isinstance(o, dict)],
     )
+
+
+def _wait_key(agent: str, i: int) -> str:
+    return f"agent:{agent}:cron:wait-{i}"
+
+
+def open_sessions(url: str, token: str, session_keys: list[str]) -> None:
+    """Open the sessions the sends go to (``PUT /v1/sessions/{key}``), before the load: a send opens none."""
+    with httpx.Client(base_url=url, headers=_auth(token), timeout=10) as client:
+        for key in session_keys:
+            client.put(f"/v1/sessions/{quote(key, safe=':@-._~')}").raise_for_status()
 
 
 @dataclass(frozen=True)

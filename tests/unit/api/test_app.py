@@ -138,6 +138,7 @@ def test_a_body_over_the_limit_is_413(http: TestClient) -> None:
 def test_fire_and_forget_send_is_accepted_and_dispatched(
     http: TestClient, recorded: InlineDispatcher
 ) -> None:
+    http.put("/v1/sessions/cron:x").raise_for_status()  # a send opens no session
     response = http.post(
         "/tools/invoke",
         json={
@@ -150,6 +151,24 @@ def test_fire_and_forget_send_is_accepted_and_dispatched(
     assert result["status"] == "accepted"
     assert result["sessionKey"] == "agent:main:cron:x"
     assert [h.run_id for h in recorded.heads] == [result["runId"]]
+
+
+def test_a_send_opens_no_session_and_put_opens_one(http: TestClient, api_store: Store) -> None:
+    send = {"tool": "sessions_send", "args": {"sessionKey": "cron:y", "message": "hi", "timeoutSeconds": 0}}
+    refused = http.post("/tools/invoke", json=send).json()["result"]["details"]
+    assert refused == {
+        "runId": refused["runId"],
+        "status": "error",
+        "error": "No session found: agent:main:cron:y",
+        "sessionKey": "agent:main:cron:y",
+    }
+    assert http.get("/v1/sessions/cron:y").status_code == 404
+    opened = http.put("/v1/sessions/cron:y")
+    assert (opened.status_code, opened.json()["key"]) == (201, "agent:main:cron:y")
+    again = http.put("/v1/sessions/cron:y")
+    assert (again.status_code, again.json()["sessionId"]) == (200, opened.json()["sessionId"])
+    assert http.post("/tools/invoke", json=send).json()["result"]["details"]["status"] == "accepted"
+    assert http.put("/v1/sessions/agent:ghost:x").status_code == 404
 
 
 def test_inbound_messages_create_the_session(http: TestClient) -> None:
@@ -251,6 +270,7 @@ def test_runs_and_flows_come_back_with_secrets_redacted(
     http: TestClient, api_store: Store, api_config: Config, recorded: InlineDispatcher
 ) -> None:
     secret = "sk-abcdefghijklmnopqrstuvwx1234"
+    http.put("/v1/sessions/cron:keys").raise_for_status()
     sent = http.post(
         "/tools/invoke",
         json={

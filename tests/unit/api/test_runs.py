@@ -12,6 +12,7 @@ from workers.testing import InlineDispatcher, drain_runs
 def test_a_runs_events_page_on_from_the_last_id_seen(
     http: TestClient, api_store: Store, api_config: Config, recorded: InlineDispatcher
 ) -> None:
+    http.put("/v1/sessions/cron:ev").raise_for_status()  # a send opens no session
     sent = http.post(
         "/tools/invoke",
         json={
@@ -28,6 +29,7 @@ def test_a_runs_events_page_on_from_the_last_id_seen(
 
 
 def test_streamed_text_is_redacted(http: TestClient, api_store: Store) -> None:
+    http.put("/v1/sessions/cron:ev2").raise_for_status()
     sent = http.post(
         "/tools/invoke",
         json={

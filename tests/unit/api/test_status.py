@@ -18,6 +18,7 @@ def test_work_in_flight_lists_each_busy_lane_and_the_flows_in_progress(http: Tes
         ).json()
         for m in ("one", "two")
     ]
+    http.put("/v1/sessions/cron:other", headers=owner).raise_for_status()  # a send opens no session
     args = {"sessionKey": "cron:other", "message": "ping", "timeoutSeconds": 0}
     sent = http.post("/tools/invoke", json={"tool": "sessions_send", "args": args}, headers=owner).json()
     view = http.get("/v1/inflight", headers=owner).json()

@@ -33,7 +33,7 @@ def busy(chat: Chat) -> str:
 
 def test_queue_alone_shows_the_settings_in_force_and_the_options(chat: Chat) -> None:
     assert chat.text("/queue") == (
-        f"Current queue settings: mode=followup, debounce=500ms, cap=20, drop=old.\n{OPTIONS}"
+        f"Current queue settings: mode=steer, debounce=500ms, cap=20, drop=summarize.\n{OPTIONS}"
     )
 
 

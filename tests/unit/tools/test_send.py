@@ -16,9 +16,23 @@ from shared.tools.context import ToolContext
 from shared.tools.registry import TOOLS
 from shared.tools.send_schema import SendResult
 from tests.conftest import make_config
+from tests.support.sessions import open_sessions
 from workers.testing import InlineDispatcher, drain_runs
 
 TARGET = "agent:main:discord:group:42"
+
+
+@pytest.fixture
+def ctx(ctx: ToolContext, store: Store, config: Config) -> ToolContext:
+    """main's context, TARGET open (a send opens no session: chat, spawns and PUT /v1/sessions/{key} do)."""
+    open_sessions(store, config, TARGET)
+    return ctx
+
+
+@pytest.fixture
+def unopened(config: Config, store: Store, dispatcher: InlineDispatcher) -> ToolContext:
+    """main's context where no session has been opened."""
+    return ToolContext.for_caller(config, store, dispatcher, "main")
 
 
 def send(ctx: ToolContext, **args: object) -> SendResult | ToolFailure | AwaitRun:
@@ -153,6 +167,7 @@ def test_the_target_gets_the_agent_to_agent_context(ctx: ToolContext, store: Sto
 def test_the_requester_channel_is_its_last_inbound_channel(
     config: Config, store: Store, dispatcher: InlineDispatcher
 ) -> None:
+    open_sessions(store, config, TARGET)
     caller = ToolContext.for_caller(config, store, dispatcher, "agent:main:telegram:group:7")
     result = send(caller, sessionKey=TARGET, message="x", timeoutSeconds=0)
     assert isinstance(result, SendResult)
@@ -194,14 +209,15 @@ def test_a_key_of_an_unconfigured_agent_is_refused(ctx: ToolContext) -> None:
     assert result.session_key == "agent:ghost:main"
 
 
-def test_refusals_leave_redis_unchanged(ctx: ToolContext, store: Store) -> None:
+def test_refusals_leave_redis_unchanged(unopened: ToolContext, store: Store) -> None:
     for args in (
         {"sessionKey": TARGET, "label": "x", "message": "m"},
         {"message": "m"},
         {"label": "n", "message": "m"},
         {"sessionKey": "2b1f6a3e-1111-4222-8333-444455556666", "message": "m"},
+        {"sessionKey": TARGET, "message": "m", "timeoutSeconds": 0},
     ):
-        send(ctx, **args)
+        send(unopened, **args)
     assert store.redis.keys("*") == []
 
 
@@ -221,7 +237,6 @@ def test_a_label_resolves_within_the_callers_agent_or_the_named_one(
 def test_session_ids_and_current_resolve(
     ctx: ToolContext, store: Store, config: Config, dispatcher: InlineDispatcher
 ) -> None:
-    send(ctx, sessionKey=TARGET, message="create", timeoutSeconds=0)
     entry = store.sessions.get(TARGET)
     assert entry is not None
     by_id = send(ctx, sessionKey=entry.session_id, message="m", timeoutSeconds=0)
@@ -239,8 +254,30 @@ def test_a_waited_send_to_the_calling_session_by_its_key_is_refused(ctx: ToolCon
     assert isinstance(send(ctx, sessionKey="main", message="m", timeoutSeconds=5), AwaitRun)
 
 
-def test_a_bare_name_must_name_a_session_that_exists(ctx: ToolContext, store: Store) -> None:
-    result = send(ctx, sessionKey="nope", message="m", timeoutSeconds=0)
+def test_a_send_to_a_session_never_opened_is_refused_and_opens_none(
+    unopened: ToolContext, store: Store
+) -> None:
+    for named in (TARGET, "discord:group:42"):
+        result = send(unopened, sessionKey=named, message="m", timeoutSeconds=0)
+        assert isinstance(result, ToolFailure)
+        assert result.wire() == {
+            "runId": result.run_id,
+            "status": "error",
+            "error": f"No session found: {TARGET}",
+            "sessionKey": TARGET,
+        }
+    assert store.redis.keys("*") == []
+
+
+def test_an_agents_main_session_takes_a_send_before_it_exists(unopened: ToolContext, store: Store) -> None:
+    result = send(unopened, sessionKey="agent:research:main", message="m", timeoutSeconds=0)
+    assert isinstance(result, SendResult)
+    assert result.session_key == "agent:research:main"
+    assert store.sessions.exists("agent:research:main")
+
+
+def test_a_bare_name_must_name_a_session_that_exists(unopened: ToolContext, store: Store) -> None:
+    result = send(unopened, sessionKey="nope", message="m", timeoutSeconds=0)
     assert isinstance(result, ToolFailure)
     assert result.error == "Session not found: nope (use the full sessionKey from sessions_list)"
     assert store.redis.keys("*") == []
@@ -304,7 +341,6 @@ def test_a_refused_send_does_not_touch_the_clock_or_the_lane(
 def test_a_send_to_a_denied_session_is_refused(
     ctx: ToolContext, store: Store, config: Config, dispatcher: InlineDispatcher
 ) -> None:
-    send(ctx, sessionKey=TARGET, message="create", timeoutSeconds=0)
     entry = store.sessions.get(TARGET)
     assert entry is not None
     store.sessions.patch(entry, SessionPatch({"sendPolicy": "deny"}))
@@ -317,6 +353,7 @@ def test_sends_from_inside_runs_carry_the_chain_and_stop_at_the_hop_limit(
     store: Store, dispatcher: InlineDispatcher
 ) -> None:
     config = make_config({"session": {"agentToAgent": {"maxHops": 2}}})
+    open_sessions(store, config, *(f"agent:main:cron:{hop}" for hop in range(3)))
     origin: str | None = None
     chain: list[tuple[str | None, int]] = []
     for hop in range(2):

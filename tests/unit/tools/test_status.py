@@ -85,7 +85,7 @@ def test_a_fresh_main_session_is_shown_as_main_with_the_releases_details_in_orde
         "⚙️ Execution: direct",
         "🤖 Runtime: clawbus",
         "🎛️ Modes: think off · fast off · elevated",
-        "🪢 Queue: followup",
+        "🪢 Queue: steer",
     ]
 
 
@@ -99,8 +99,8 @@ def test_the_content_text_is_the_card_and_clawbus_keeps_its_own_keys_after_the_r
     details = result["details"]
     assert details["sessionKey"] == "agent:main:main"
     assert list(details)[len(RELEASE_KEYS) :][:3] == ["modelRef", "modelSource", "runsQueued"]
-    assert (details["modelRef"], details["runsQueued"], details["queueMode"]) == ("echo/echo", 1, "followup")
-    assert "🪢 Queue: followup (depth 1)" in shown.status_text
+    assert (details["modelRef"], details["runsQueued"], details["queueMode"]) == ("echo/echo", 1, "steer")
+    assert "🪢 Queue: steer (depth 1)" in shown.status_text
 
 
 def test_current_main_and_the_callers_own_key_all_show_the_caller(ctx: ToolContext) -> None:

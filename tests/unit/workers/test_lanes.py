@@ -10,6 +10,8 @@ from shared.models import InboundMessageParams, RunStatus
 from shared.store import Store
 from shared.tools.context import ToolContext
 from shared.tools.registry import TOOLS
+from shared.tools.send_schema import SendResult
+from tests.support.sessions import open_sessions
 from workers.context import WorkerContext
 from workers.lanes import execute_lane
 from workers.testing import InlineDispatcher
@@ -61,9 +63,13 @@ def test_a_run_with_runs_queued_behind_it_hands_its_flows_next_step_to_its_task(
 ) -> None:
     """Following a flow may run a step's run in this task (another session's model call): with runs
     waiting in the session, they go on first and the step goes to its task."""
+    open_sessions(store, config, SESSION)  # a send opens no session
     send = TOOLS["sessions_send"]
     caller = ToolContext.for_caller(config, store, dispatcher, "main")
-    send.run(caller, send.parse({"sessionKey": SESSION, "message": "ask", "timeoutSeconds": 0}, caller))
+    sent = send.run(
+        caller, send.parse({"sessionKey": SESSION, "message": "ask", "timeoutSeconds": 0}, caller)
+    )
+    assert isinstance(sent, SendResult)
     chat = ToolContext.for_caller(config, store, dispatcher, SESSION)
     receive(chat, InboundMessageParams(message="chat", timeout_seconds=0))
     [primary] = dispatcher.heads
@@ -75,5 +81,6 @@ def test_a_run_with_runs_queued_behind_it_hands_its_flows_next_step_to_its_task(
     assert first.status == RunStatus.OK
     assert inline == 1  # the chat message, in the same task
     assert transcript(store)[-2:] == ["chat", "echo: chat"]
-    # No requester session, so no reply turns: the announce is next, handed to its task.
-    assert dispatcher.steps == [(StepTask.ANNOUNCE, primary.run_id, None)]
+    # The requester (main) has no session yet and gets its reply turn all the same: the turn is next,
+    # handed to its task.
+    assert dispatcher.steps == [(StepTask.REPLY_TURN, primary.run_id, 1)]

@@ -12,6 +12,7 @@ from shared.tools.context import ToolContext
 from shared.tools.registry import TOOLS
 from shared.tools.send_schema import SendResult
 from tests.support.fake_http import fake_server
+from tests.support.sessions import open_sessions
 from workers.testing import InlineDispatcher, world
 
 AGENTS = {"agents": {"list": [{"id": "main", "default": True}]}, "tools": {"sessions": {"visibility": "all"}}}
@@ -31,6 +32,7 @@ def test_the_accept_script_itself_enqueues_a_lane_head_and_only_the_head() -> No
     w = world(AGENTS)
     dispatcher = Counting(w.store.redis)
     ctx = ToolContext.for_caller(w.config, w.store, dispatcher, "agent:main:webchat:direct:op")
+    open_sessions(w.store, w.config, "agent:main:cron:x")  # a send opens no session
     first, second = (
         TOOLS["sessions_send"].invoke(ctx, {"sessionKey": "cron:x", "message": m, "timeoutSeconds": 0})
         for m in ("one", "two")

@@ -21,7 +21,8 @@ from shared.models import ThreadBinding
 from shared.ports import Storage
 from shared.sessions import Route
 
-BINDING_CHANNELS = ("discord",)
+# Discord's threads and Telegram's forum topics bind to sub-agents; Discord also opens one for a spawn.
+BINDING_CHANNELS = ("discord", "telegram")
 _HOUR_MS = 3_600_000
 
 
@@ -49,7 +50,7 @@ class Rules:
 
 def rules(config: Config, channel: str) -> Rules | None:
     """The binding rules of ``channel``'s threads; None where its threads are not bound."""
-    spec = _discord(config, channel)
+    spec = _binding_channel(config, channel)
     if spec is None and not (config.channels.get(channel) is None and channel in BINDING_CHANNELS):
         return None
     own = spec.bindings if spec else DiscordThreadBindings()
@@ -61,7 +62,7 @@ def rules(config: Config, channel: str) -> Rules | None:
     return Rules(
         idle_ms=int(idle * _HOUR_MS) or None,
         max_age_ms=int(age * _HOUR_MS) or None,
-        opens_threads=spec is not None and own.spawn_subagent_sessions,
+        opens_threads=spec is not None and spec.type == "discord" and own.spawns(base.spawn_sessions),
     )
 
 
@@ -75,11 +76,11 @@ def refusal(config: Config, route: Route, caller_key: str) -> str | None:
     """Why ``thread: true`` cannot bind from this route; None when it can."""
     if route.thread_id is not None or opens_thread(config, route):
         return None
-    if route.channel in BINDING_CHANNELS or _discord(config, route.channel):
+    if route.channel == "discord" or _discord(config, route.channel):
         return (
             f"thread=true opens a {route.channel} thread only with a {route.channel} channel configured "
             f"(channels.{route.channel}: a bot token) and channels.{route.channel}.threadBindings "
-            f"enabled with spawnSubagentSessions; {caller_key} is in no thread to bind instead"
+            f"enabled with spawnSessions; {caller_key} is in no thread to bind instead"
         )
     return (
         f"thread=true binds the sub-agent to the {route.channel} thread this session is in, and "
@@ -144,6 +145,12 @@ def inbound_target(store: Storage, config: Config, session_key: str) -> str:
     else:
         store.threads.touch(binding, now)
     return binding.parent_key if binding.released else binding.session_key
+
+
+def _binding_channel(config: Config, channel: str) -> ChatChannel | None:
+    """``channel``'s settings when its adapter's threads (or topics) bind."""
+    spec = config.channels.get(channel)
+    return spec if isinstance(spec, ChatChannel) and spec.type in BINDING_CHANNELS else None
 
 
 def _discord(config: Config, channel: str) -> ChatChannel | None:

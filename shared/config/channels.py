@@ -27,13 +27,22 @@ class WebhookChannel(Section):
 
 
 class DiscordThreadBindings(Section):
-    """``session.threadBindings`` for Discord: a value left out is the session's."""
+    """``session.threadBindings`` for one chat channel (Discord threads, Telegram forum topics): a value left
+    out is the session's."""
 
     enabled: bool | None = None
     idle_hours: float | None = Field(None, ge=0)
     max_age_hours: float | None = Field(None, ge=0)
-    # ``sessions_spawn`` with ``thread: true`` from outside a thread opens one (Discord's start-thread call).
-    spawn_subagent_sessions: bool = True
+    # ``sessions_spawn`` with ``thread: true`` may bind (and on Discord, from outside a thread, open) one;
+    # ``spawnSubagentSessions`` is its name before OpenClaw 2026.9, still read.
+    spawn_sessions: bool | None = None
+    spawn_subagent_sessions: bool | None = None
+    default_spawn_context: Literal["fork", "isolated"] | None = None
+
+    def spawns(self, default: bool) -> bool:
+        if self.spawn_sessions is not None:
+            return self.spawn_sessions
+        return default if self.spawn_subagent_sessions is None else self.spawn_subagent_sessions
 
 
 ChatPlatform = Literal["telegram", "discord", "slack"]
@@ -53,13 +62,13 @@ class ChatChannel(Section):
     bot_token: str = Field(min_length=1)
     base_url: HttpUrl | None = None
     timeout_seconds: float = Field(10.0, gt=0)
-    # Discord only: its threads bound to sub-agents.
+    # Discord's threads and Telegram's forum topics bound to sub-agents.
     thread_bindings: DiscordThreadBindings | None = None
 
     @model_validator(mode="after")
-    def _bindings_on_discord(self) -> ChatChannel:
-        if self.thread_bindings is not None and self.type != "discord":
-            raise ValueError(f"threadBindings: only a discord channel binds threads, not {self.type}")
+    def _bindings_where_threads_bind(self) -> ChatChannel:
+        if self.thread_bindings is not None and self.type not in ("discord", "telegram"):
+            raise ValueError(f"threadBindings: discord threads and telegram topics bind, not {self.type}")
         return self
 
     @property

@@ -61,8 +61,8 @@ def test_json5_features_are_accepted(tmp_path: Path) -> None:
         ("{session: {sendPolicy: {rules: [{action: 'maybe'}]}}}", "session.sendPolicy.rules[0].action"),
         ("{agents: {list: []}}", "agents.list: Value error, at least one agent"),
         (
-            "{channels: {telegram: {botToken: 't', threadBindings: {idleHours: 1}}}}",
-            "channels.telegram: threadBindings: only a discord channel binds threads, not telegram",
+            "{channels: {slack: {botToken: 't', threadBindings: {idleHours: 1}}}}",
+            "channels.slack: threadBindings: discord threads and telegram topics bind, not slack",
         ),
         (
             "{channels: {ops: {type: 'slack', botToken: 'x', baseUrl: 'ftp://x'}}}",

@@ -220,4 +220,25 @@ def test_both_thread_binding_settings_load_from_a_file(tmp_path: Any) -> None:
     config = load_config(path, env={})
     assert config.session.thread_bindings.idle_hours == 12
     discord = config.channels["discord"]
-    assert discord.thread_bindings.spawn_subagent_sessions is False  # type: ignore[union-attr]
+    assert discord.thread_bindings.spawns(True) is False  # type: ignore[union-attr]
+
+
+def test_a_telegram_forum_topic_is_bound_to_the_sub_agent_spawned_from_it(world: WorldFactory) -> None:
+    """A spawn from inside a topic binds that topic, as a Discord thread is bound: the topic's next
+    message goes to the child."""
+    config, store, dispatcher = world({"channels": {"telegram": {"botToken": "123:abc"}}})
+    topic = "agent:main:telegram:group:-100200:topic:7"
+    requester = ToolContext.for_caller(config, store, dispatcher, topic)
+    receive(
+        requester, InboundMessageParams(message="hi", channel="telegram", to="-100200", timeout_seconds=0)
+    )
+    drain(store, config, dispatcher)
+    spawned = spawn(config, store, dispatcher, topic, thread=True)
+    assert isinstance(spawned, SpawnResult), spawned
+    assert spawned.mode == "session"
+    answer = receive(
+        requester,
+        InboundMessageParams(message="any news?", channel="telegram", to="-100200", timeout_seconds=0),
+    )
+    assert isinstance(answer, SendResult)
+    assert answer.session_key == spawned.child_session_key

@@ -201,7 +201,7 @@ def test_a_thread_bound_child_posts_into_the_callers_thread(world: WorldFactory)
             # Discord opens a thread, but only with a bot token to do it with (shared/threads.py).
             "agent:main:discord:group:42",
             "thread=true opens a discord thread only with a discord channel configured (channels.discord: "
-            "a bot token) and channels.discord.threadBindings enabled with spawnSubagentSessions; "
+            "a bot token) and channels.discord.threadBindings enabled with spawnSessions; "
             "agent:main:discord:group:42 is in no thread to bind instead",
         ),
     ],

@@ -19,8 +19,11 @@ log = logging.getLogger(__name__)
 
 
 def discard(config: Config, store: Storage, entry: SessionEntry) -> None:
+    """``cleanup: "delete"``: the session goes now, its transcript kept at its ``transcriptPath`` as the
+    release keeps a deleted session's (moved out of Redis whole first: a crash before the delete leaves the
+    session, which a repeat deletes), its attachments removed."""
+    hot_window.move(store, entry, 0)
     _remove_attachments(config, entry)
-    store.transcripts.drop_cold(entry.key)  # first: a crash after it leaves the session, not an orphan file
     store.sessions.delete(entry)
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,6 +22,7 @@ from shared.flows.view import describe
 from shared.inbound import receive
 from shared.models import DeliveryContext, InboundMessageParams, ToolFailure
 from shared.runtime.base import StepResult
+from shared.sessions import transcript_path
 from shared.store import Store
 from shared.tools.context import ToolContext
 from shared.tools.registry import TOOLS
@@ -423,14 +426,21 @@ def test_announce_skip_posts_nothing(world: WorldFactory) -> None:
     assert store.flows.read_outbox("webchat", "ann") == []
 
 
-def test_cleanup_delete_removes_the_child_after_the_announce(world: WorldFactory) -> None:
+def test_cleanup_delete_removes_the_child_after_the_announce_and_keeps_its_transcript(
+    world: WorldFactory,
+) -> None:
     config, store, dispatcher = world()
     result = spawn(config, store, dispatcher, cleanup="delete")
     assert isinstance(result, SpawnResult)
+    child = store.sessions.get(result.child_session_key)
+    assert child is not None
     drain(store, config, dispatcher)
     assert store.sessions.get(result.child_session_key) is None
     assert store.transcripts.length(result.child_session_key) == 0
     assert _reports(store)[0].startswith("Status: success")
+    # Kept at its transcriptPath, as the release keeps a deleted session's transcript.
+    kept = Path(transcript_path(config.store_url(), child)).read_text().splitlines()
+    assert json.loads(kept[0])["content"][0]["text"] == "[Subagent Task]: find out"
 
 
 def _child_ran(config: Config, store: Store, dispatcher: InlineDispatcher) -> SpawnResult:

@@ -24,13 +24,14 @@ def new_flow(
     chain_id: str,
     hops: int,
     now: int,
+    loop_to_self: bool = False,
 ) -> Flow:
     main_key = config.session.main_key
     max_turns = config.session.agent_to_agent.max_ping_pong_turns
     skipped = None
     # A requester with no session yet (a caller over HTTP as ``main``) gets its turns all the same, in a
     # session they open, as the release runs them.
-    if requester_key == target_key:
+    if requester_key == target_key and not loop_to_self:
         skipped = "requester is the target"
     elif max_turns == 0:
         skipped = "maxPingPongTurns is 0"

@@ -118,6 +118,9 @@ def sessions_send(ctx: ToolContext, params: SessionsSendParams) -> SendResult | 
         chain_id=chain_id,
         hops=hops,
         now=now,
+        # The release runs the reply-back turns of a send to ``main`` from ``main`` (by its alias it is
+        # another session to its self-check), the agent answering itself until one says REPLY_SKIP.
+        loop_to_self=named == "main",
     )
     # A busy target: the send's own queue mode (docs/contract.md §11); it never waits to be steered in.
     if params.queue_mode == "interrupt":

@@ -206,21 +206,6 @@ DOCUMENTED: tuple[Documented, ...] = (
         )
     ),
     Documented("sessions_send_child_by_label", "result.details.delivery.status", "value", "completions"),
-    # A send to oneself (main -> main) runs no reply-back turns; what the main session then holds.
-    *(
-        Documented(call, path, kind, "self-send")
-        for call in ("sessions_history_main_after_self_send", "sessions_history_main_limit_one")
-        for path, kind in (
-            ("result.details.messages", "length"),
-            ("result.details.messages[*].**", "value"),
-            ("result.details.messages[*].**", "missing"),
-            ("result.details.messages[*].**", "extra"),
-            ("result.details.messages[*].**", "type"),
-            ("result.details.truncated", "value"),
-            ("result.details.contentTruncated", "value"),
-            ("result.details.bytes", "value"),
-        )
-    ),
     # Which messages a page from an offset holds: clawbus counts the ones it shows.
     *(
         Documented("sessions_history_peer_offset", path, kind, "history-paging")

@@ -508,3 +508,20 @@ def test_a_requester_with_no_session_yet_gets_its_reply_turn_in_a_session_it_ope
     steps = drain(store, config, dispatcher)
     assert steps[:3] == ["run:send", "reply_turn:1", "run:reply"]
     assert store.sessions.exists(requester)
+
+
+def test_a_send_to_main_from_main_runs_its_reply_turns_as_the_release_does(world: WorldFactory) -> None:
+    """By its alias the main session is another to the release's self-check: it answers itself."""
+    config, store, dispatcher = world(turns(2))
+    main = ToolContext.for_caller(config, store, dispatcher, "main")
+    sent = TOOLS["sessions_send"].invoke(main, {"sessionKey": "main", "message": "hi", "timeoutSeconds": 0})
+    assert isinstance(sent, SendResult)
+    steps = drain(store, config, dispatcher)
+    assert steps[:5] == ["run:send", "reply_turn:1", "run:reply", "reply_turn:2", "run:reply"]
+    by_key = TOOLS["sessions_send"].invoke(
+        main, {"sessionKey": "agent:main:main", "message": "hi", "timeoutSeconds": 0}
+    )
+    assert isinstance(by_key, SendResult)
+    flow = store.flows.get(by_key.run_id)
+    assert flow is not None
+    assert flow.loop_skipped == "requester is the target"

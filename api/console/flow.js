@@ -16,18 +16,25 @@ const STEP_NAMES = {
   announce: "announce",
   deliver: "delivery",
   subagent_announce: "child's announce",
+  relay: "report to the parent's agent",
 };
 
 function arrows(flow) {
   const lanes = [flow.requesterKey, flow.targetKey];
   const other = (lane) => (lane === 0 ? 1 : 0);
-  return (flow.steps || []).map((step) => {
+  const steps = flow.steps || [];
+  // A delivery that follows a relay step posts the parent's turn on the report.
+  const relays = steps.filter((step, i) => step.step === "deliver" && steps.slice(0, i).some((s) => s.step === "relay"));
+  return steps.map((step) => {
     if (step.step === "deliver") {
       const attempts = flow.delivery ? ` (${flow.delivery.attempts} attempt${flow.delivery.attempts === 1 ? "" : "s"})` : "";
-      // An exchange's announce goes out on the target's channel; a spawn's report comes back to the parent.
-      const to = flow.kind === "spawn" ? 0 : 2;
-      const label = flow.kind === "spawn" ? "report" : "delivery";
-      return { from: 1, to, step, label: `${label}${attempts}`, status: step.status || flow.deliveryStatus };
+      // An exchange's announce goes out on the target's channel; a spawn's report comes back to a parent
+      // sub-agent, or (relayed) goes out as the top-level parent's agent put it.
+      const relayed = relays.includes(step);
+      const internal = flow.kind === "spawn" && !relayed;
+      const [from, to] = relayed ? [0, 2] : internal ? [1, 0] : [1, 2];
+      const label = internal ? "report" : "delivery";
+      return { from, to, step, label: `${label}${attempts}`, status: step.status || flow.deliveryStatus };
     }
     const to = Math.max(0, lanes.indexOf(step.sessionKey));
     const from = step.step === "announce" || step.step === "subagent_announce" ? to : other(to);

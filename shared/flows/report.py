@@ -93,6 +93,8 @@ def start_subagent_delivery(ctx: FlowContext, snap: Snapshot, action: StartSubag
     )
     requester = _recipient(ctx, flow)
     recorded = store.sessions.record_report(requester.key, flow.flow_id, text)
+    # The report is in: the child's archive clock starts now, whatever the requester makes of it.
+    clean_up(ctx, flow, child)
     if requester.spawned_by is not None and recorded is not None:
         # A sub-agent requester takes the report in as a follow-up of its own, never posted to a channel.
         _report_inside(ctx, flow, requester, recorded, text, post_single=True)
@@ -102,7 +104,6 @@ def start_subagent_delivery(ctx: FlowContext, snap: Snapshot, action: StartSubag
         # its turn's reply is what reaches the channel (``deliver_relay``), as the release hands it on.
         ctx.start(requester, _relay(flow, requester, text, now))
         ctx.store.flows.update(flow.flow_id, {}, due_in_ms=flow.step_timeout_ms)
-    clean_up(ctx, flow, child)
 
 
 def deliver_relay(ctx: FlowContext, snap: Snapshot, action: DeliverRelay) -> None:

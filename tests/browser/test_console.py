@@ -209,7 +209,7 @@ def test_a_busy_sessions_queue_and_mode_show_and_its_mode_is_set_to_reject(
         stack.client.post_message(target, text, timeout_seconds=0)
     sign_in(page, stack, at=f"#/session/{target}")
     facts = page.get_by_test_id("queue-facts")
-    expect(facts).to_contain_text("mode followup (the configuration's)", timeout=SEEN_S)
+    expect(facts).to_contain_text("mode steer (the configuration's)", timeout=SEEN_S)
     expect(facts).to_contain_text(re.compile(r"[01] running · [12] queued"))
     page.get_by_label("This session's mode (/queue)").select_option("reject")
     wait_for(lambda: stack.client.get_session(target).queue_mode == "reject", 10, what="the mode set")
@@ -239,9 +239,10 @@ def test_a_sub_agent_spawned_from_the_console_reports_back(page: Page, stack: Co
     # The spawn drawn as parent -> child -> report: the report's arrow goes back to the parent's lane.
     outcome.get_by_role("link", name="flow").click()
     sequence = page.locator("svg.sequence")
-    expect(sequence.locator('g.step[data-step="deliver"]')).to_contain_text("report", timeout=SEEN_S)
+    expect(sequence.locator('g.step[data-step="relay"]')).to_contain_text("report", timeout=SEEN_S)
+    expect(sequence.locator('g.step[data-step="deliver"]')).to_contain_text("delivery", timeout=SEEN_S)
     drawn = [step.get_attribute("data-step") for step in sequence.locator("g.step").all()]
-    assert drawn == ["run", "subagent_announce", "deliver"]
+    assert drawn == ["run", "subagent_announce", "relay", "deliver"]
 
 
 def test_a_spawned_orchestrators_tree_shows_and_is_killed_from_its_button(

@@ -34,8 +34,8 @@ def test_status_shows_queues_workers_and_totals(stack: Stack, client: Client) ->
     fleet = json.loads(as_json.stdout)
     assert set(fleet["queues"]) == {"runs", "nested", "subagent", "delivery", "maintenance"}
     assert len(fleet["workers"]) == 1
-    assert fleet["runsCreated"]["chat"] >= 1
-    assert fleet["runsFinished"]["chat:ok"] >= 1
+    assert fleet["runsCreated"]["steer"] >= 1  # messages.queue.mode defaults to steer
+    assert fleet["runsFinished"]["steer:ok"] >= 1
     wait_for(
         lambda: json.loads(clawbus(env, "status", "--json").stdout).get("reaperRanAt"), 20, what="a reap"
     )

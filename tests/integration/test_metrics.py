@@ -41,10 +41,10 @@ def test_metrics_count_the_runs_deliveries_and_waits_of_a_known_workload(fresh: 
     def value(name: str, **labels: str) -> float:
         return figures.get((name, tuple(sorted(labels.items()))), 0.0)
 
-    assert value("clawbus_runs_created_total", kind="chat") == 3
+    assert value("clawbus_runs_created_total", kind="steer") == 3
     assert value("clawbus_runs_created_total", kind="send") == 1
     assert value("clawbus_runs_created_total", kind="announce") == 1
-    assert value("clawbus_runs_finished_total", kind="chat", status="ok") == 3
+    assert value("clawbus_runs_finished_total", kind="steer", status="ok") == 3
     assert value("clawbus_runs_finished_total", kind="send", status="ok") == 1
     assert value("clawbus_runs_finished_total", kind="announce", status="ok") == 1
     assert value("clawbus_deliveries_total", status="delivered") == 1

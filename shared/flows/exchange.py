@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from shared import policy
+from shared import policy, session_keys
 from shared.contexts import ANNOUNCE_MESSAGE, announce_context, reply_context
 from shared.flows.context import FlowContext
 from shared.flows.decide import StartAnnounce, StartDelivery, StartTurn
@@ -26,7 +26,11 @@ def start_turn(ctx: FlowContext, flow: Flow, action: StartTurn) -> bool:
     run_id = turn_run_id(flow.flow_id, action.turn)
     provenance = Provenance(
         kind="inter_session",
-        source_session_key=other.key,
+        # A turn's message names the other side as callers see it (the default agent's main: ``main``),
+        # as the release records it.
+        source_session_key=session_keys.display(
+            other.key, default_agent=ctx.config.default_agent.id, main_key=ctx.config.session.main_key
+        ),
         source_channel=flow.target_channel if by_requester else flow.requester_channel,
         source_tool="sessions_send",
         source_run_id=action.previous_run_id,

@@ -163,22 +163,9 @@ DOCUMENTED: tuple[Documented, ...] = (
             *_each(call, "result.details", _HISTORY_KEYS, "missing", "never-500"),
         )
     ),
-    # subagents: clawbus's own actions; the release's wait and cancel come with the next issue.
+    # subagents: clawbus's own kill action, which the release does not have.
     *_each("subagents_kill_all", "result.details", ("action", "killed"), "extra", "subagents-actions"),
     *_each("subagents_kill_all", "result.details", _ERROR_RESULT, "missing", "subagents-actions"),
-    *(
-        entry
-        for call in ("subagents_cancel_*", "subagents_wait_*")
-        for entry in (
-            Documented(call, "", "status", "subagents-actions"),
-            Documented(call, "", "shape", "subagents-actions"),
-            Documented(call, "ok", "value", "subagents-actions"),
-            Documented(call, "error", "missing", "subagents-actions"),
-            Documented(call, "result", "extra", "subagents-actions"),
-            Documented(call, "result.details.status", "value", "subagents-actions"),
-            Documented(call, "result.details.error", "text", "subagents-actions"),
-        )
-    ),
     # How a sub-agent's completion reaches its requester, and what follows from it.
     *(
         Documented(call, path, kind, "completions")

@@ -93,9 +93,9 @@ def test_anything_but_idle_max_age_or_unbind_answers_the_usage(bound: Bound, com
 
 def test_outside_a_bound_thread_there_is_nothing_to_change(bound: Bound) -> None:
     assert bound.text("/session unbind", key=CHANNEL) == "ℹ️ This conversation is not currently bound."
-    telegram = f"{CHANNEL.replace('discord:channel:c1', 'telegram:group:g1')}"
+    slack = CHANNEL.replace("discord:channel:c1", "slack:channel:c1")  # Slack binds no threads
     assert (
-        bound.text("/session idle", key=telegram)
+        bound.text("/session idle", key=slack)
         == "⚠️ /session commands must be run inside a bindable conversation."
     )
 

@@ -232,5 +232,5 @@ def test_agents_lists_the_active_sub_agents_with_their_binding(chat: Chat) -> No
     assert chat.text("/agents") == "agents:\n-----\n(none)"
     done(chat, label="weather")
     running(chat, label="wind")
-    # Telegram binds no threads here (only Discord does): no binding to show.
-    assert chat.text("/agents") == "agents:\n-----\n1. wind (bindings unavailable)"
+    # Telegram binds forum topics; this child was spawned without one.
+    assert chat.text("/agents") == "agents:\n-----\n1. wind (unbound)"

@@ -26,6 +26,7 @@ from shared.runtime.base import RunCancelled, RunTimedOut, StepRequest
 from shared.runtime.registry import runtime_for
 from shared.tool_schemas import tool_schemas
 from shared.tools.registry import TOOLS
+from shared.visible_text import visible
 
 log = logging.getLogger(__name__)
 
@@ -184,7 +185,7 @@ def _run_agent(held: _Held, loop: LoopState) -> _Finished | Literal["parked", "l
         log.exception("run %s: agent runtime failed", run.run_id)
         error = f"{type(exc).__name__}: {exc}"
         return _Finished(Outcome(RunStatus.ERROR, error=error, usage=loop.usage), loop.messages)
-    reply = loop.final or ""
+    reply = visible(loop.final or "")
     return _Finished(
         Outcome(RunStatus.OK, reply=reply, usage=loop.usage),
         loop.messages,

@@ -235,6 +235,9 @@ class SessionEntry(SessionFacts):
     queue_debounce_ms: int | None = None
     queue_cap: int | None = None
     queue_drop: QueueDrop | None = None
+    # When its latest run started, and ended (unset while it runs), as the release keeps them on an entry.
+    started_at: int | None = None
+    ended_at: int | None = None
 
 
 class ThreadBinding(Wire):

@@ -186,7 +186,17 @@ def _row(ctx: ToolContext, entry: SessionEntry, store: str, children: list[str])
         spawn_depth=entry.spawn_depth,
         role=entry.role,
         estimated_cost_usd=entry.estimated_cost_usd,
+        started_at=entry.started_at,
+        ended_at=entry.ended_at,
+        runtime_ms=_runtime_ms(entry, ctx.store.clock.now_ms()),
     )
+
+
+def _runtime_ms(entry: SessionEntry, now: int) -> int | None:
+    if entry.started_at is None:
+        return None
+    ended = entry.ended_at if entry.ended_at is not None and entry.ended_at >= entry.started_at else now
+    return max(0, ended - entry.started_at)
 
 
 # The release's bounds: a preview of at most 200 characters, a title of at most 60.

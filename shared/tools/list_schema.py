@@ -115,6 +115,11 @@ class SessionRow(Wire):
     last_message_preview: str | None = None
     messages: list[dict[str, Any]] | None = None
     # clawbus's own, beyond the release's row (docs/contract.md, differences).
+    # The latest run: when it started, ended (unset while it runs) and how long it ran, or has run so far
+    # (what the release's gateway keeps on a session; its tool does not show them).
+    started_at: int | None = None
+    ended_at: int | None = None
+    runtime_ms: int | None = None
     transcript_path: str | None = None
     thinking_level: str | None = None
     system_sent: bool | None = None

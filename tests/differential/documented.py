@@ -78,6 +78,9 @@ _ROW_EXTRAS = (
     "spawnDepth",
     "role",
     "estimatedCostUsd",
+    "startedAt",
+    "endedAt",
+    "runtimeMs",
 )
 _ERROR_RESULT = ("status", "error")
 _HISTORY_KEYS = (

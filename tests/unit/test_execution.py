@@ -189,3 +189,14 @@ def test_a_session_whose_model_is_no_longer_configured_ends_its_run_with_a_clear
     assert run.status is RunStatus.ERROR
     assert run.error is not None
     assert "unknown model: gone/model (configured: echo/echo" in run.error
+
+
+def test_a_runs_reply_is_the_models_prose_while_its_transcript_keeps_what_it_wrote(
+    ctx: ToolContext, store: Store, config: Config, dispatcher: InlineDispatcher
+) -> None:
+    run_id = send(ctx, "<think>weigh it</think>the answer<|im_end|>")
+    drain_runs(store, config, dispatcher)
+    run = store.runs.get(run_id)
+    assert run is not None
+    assert run.reply == "echo: the answer"
+    assert store.transcripts.last(TARGET, 1)[0].text == "echo: <think>weigh it</think>the answer<|im_end|>"

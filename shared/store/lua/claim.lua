@@ -78,6 +78,10 @@ if attempts > tonumber(ARGV[6]) then
 end
 if status == 'queued' then
   redis.call('HSET', KEYS[1], 'status', 'running', 'startedAt', now)
+  if redis.call('EXISTS', KEYS[8]) == 1 then
+    redis.call('HSET', KEYS[8], 'startedAt', now)
+    redis.call('HDEL', KEYS[8], 'endedAt')
+  end
 end
 -- A session nobody spawned shows how its latest run goes (a spawned one, how its task went).
 if redis.call('EXISTS', KEYS[8]) == 1 and redis.call('HEXISTS', KEYS[8], 'spawnedBy') == 0 then

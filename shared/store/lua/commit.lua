@@ -38,7 +38,7 @@ if redis.call('LINDEX', KEYS[3], 0) == ARGV[1] then
 end
 redis.call('DEL', KEYS[2])
 if redis.call('EXISTS', KEYS[4]) == 1 then
-  redis.call('HSET', KEYS[4], 'updatedAt', now)
+  redis.call('HSET', KEYS[4], 'updatedAt', now, 'endedAt', now)
   -- abortedLastRun holds until a later run ends ok.
   if ARGV[4] == 'aborted' then
     redis.call('HSET', KEYS[4], 'abortedLastRun', 'true')

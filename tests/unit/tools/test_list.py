@@ -254,3 +254,17 @@ def test_titles_and_last_message_previews_on_request(
     assert row.derived_title == "write the weekly report about the fleet and its workers…"
     assert row.last_message_preview is not None
     assert row.last_message_preview.startswith("echo: write the weekly report")
+
+
+def test_rows_say_when_the_latest_run_started_ended_and_how_long_it_ran(
+    ctx: ToolContext, store: Store, config: Config, dispatcher: InlineDispatcher, clock: FixedClock
+) -> None:
+    message(ctx, "cron:first")
+    first_at = clock.now_ms()
+    drain_runs(store, config, dispatcher)
+    clock.advance(5)
+    message(ctx, "cron:second")
+    [second, first] = [row.wire() for row in listing(ctx).sessions]
+    assert (first["startedAt"], first["endedAt"], first["runtimeMs"]) == (first_at, first_at, 0)
+    # Queued, not started: nothing to say yet.
+    assert not {"startedAt", "endedAt", "runtimeMs"} & set(second)

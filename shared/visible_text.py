@@ -1,5 +1,7 @@
-"""An assistant's text as the release shows it to people (its ``sanitizeAssistantVisibleText`` for a
-history): what a model writes for itself or for the runtime taken out, its prose kept.
+"""An assistant's text as the release hands it on (its ``sanitizeAssistantVisibleText`` for a history):
+what a model writes for itself or for the runtime taken out, its prose kept. A run's reply is this text (a
+send's ``reply``, the texts a reply-back turn, an announce and a report pass on, ``/subagents log``); the
+transcript keeps what the model wrote, and ``sessions_history`` shows it so, as the release's does.
 
 Taken out: reasoning blocks (``<think>``, ``<thinking>``, ``<thought>``, ``<reasoning>``, ... with what is
 in them; an unclosed one to the end; text before a closing tag with no opening one), ``<final>`` tags (their

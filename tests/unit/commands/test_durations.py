@@ -1,12 +1,10 @@
-"""shared/commands/durations.py and prose.py: durations and times as the release's commands read and write
-them, and an assistant's text cleaned to its prose as the release's history shows it."""
+"""shared/commands/durations.py: durations and times as the release's commands read and write them."""
 
 from __future__ import annotations
 
 import pytest
 
 from shared.commands.durations import binding_duration, iso, parse_duration_ms, stamped
-from shared.commands.prose import visible
 
 
 @pytest.mark.parametrize(
@@ -54,36 +52,3 @@ def test_times_are_written_as_javascripts_iso_strings_with_their_age() -> None:
     assert stamped(1_795_779_256_080, 1_795_779_256_080 + 125_000) == "2026-11-27T11:34:16.080Z (2m ago)"
     assert stamped(None, 0) == "n/a"
     assert stamped(2_000, 1_000) == "1970-01-01T00:00:02.000Z (n/a)"  # a moment still to come
-
-
-@pytest.mark.parametrize(
-    ("text", "shown"),
-    [
-        ("<think>weigh it up</think>The answer is 42.", "The answer is 42."),
-        ("<THINKING>\nhmm\n</THINKING>\nDone.", "\nDone."),
-        ("<thinking>x</thinking>Yes", "Yes"),
-        ("Plan.<thought>never closed", "Plan."),
-        ("I reasoned here</think>Answer", "Answer"),
-        ("<final>Shipped.</final>", "Shipped."),
-        ('Calling.<tool_call>{"name": "exec"}</tool_call> Done.', "Calling. Done."),
-        ("<function_calls><invoke name='x'></invoke></function_calls>ok", "ok"),
-        ("[TOOL_CALL]{tool => 'x', args => {}}[/TOOL_CALL]after", "after"),
-        ("<relevant-memories>old notes</relevant-memories>Hi", "Hi"),
-        ("Hello<|im_end|>", "Hello"),
-        ("🛠️ Exec: ls -la\nThe folder is empty.", "The folder is empty."),
-        ("tool_call: read\n[tool calls omitted]\n(no output)\nFine.", "Fine."),
-    ],
-)
-def test_an_assistants_text_keeps_its_prose_only(text: str, shown: str) -> None:
-    assert visible(text) == shown
-
-
-def test_code_is_kept_as_written() -> None:
-    text = "Use `<think>` tags like this:\n```\n<think>plan</think>\n```\nThat is all."
-    assert visible(text) == text
-
-
-def test_prose_without_markup_is_untouched() -> None:
-    assert (
-        visible("Two < three, and 5 > 4: <b>bold</b> stays.") == "Two < three, and 5 > 4: <b>bold</b> stays."
-    )

@@ -17,12 +17,13 @@ from shared.tools.send_schema import SendResult
 
 
 def receive(
-    ctx: ToolContext, inbound: InboundMessageParams, context: str | None = None
+    ctx: ToolContext, inbound: InboundMessageParams, context: str | None = None, *, commands: bool = True
 ) -> SendResult | AwaitRun | ToolFailure | CommandReply:
     """``ctx.caller_key`` is the session the message is addressed to; a thread bound to a sub-agent hands it
     to that sub-agent's session (``shared.threads``). ``context``: system text for this run only, kept out
-    of the transcript (an OpenAI-compatible request's system messages). Raises ToolError for a key of an
-    unknown agent."""
+    of the transcript (an OpenAI-compatible request's system messages). ``commands``: a chat command is run
+    as one (not through the OpenAI-compatible endpoints, where the release hands every text to the model).
+    Raises ToolError for a key of an unknown agent."""
     require_agent(ctx.config, ctx.caller_key)
     addressed = ctx.caller_key
     session_key = threads.inbound_target(ctx.store, ctx.config, addressed)
@@ -30,7 +31,7 @@ def receive(
     if rerouted:
         ctx = dataclasses.replace(ctx, caller_key=session_key)
     options = queueing.QueueOptions()
-    if is_command(inbound.message):
+    if commands and is_command(inbound.message):
         handled = run_command(ctx, inbound, addressed)
         if not isinstance(handled, Forward):
             return handled

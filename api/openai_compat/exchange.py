@@ -9,6 +9,7 @@ import asyncio
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from functools import partial
 
 import anyio
 from fastapi import Request
@@ -24,7 +25,7 @@ from api.routes.resolve import acting_as
 from api.services import Services
 from shared import logs, policy, run_control
 from shared.inbound import receive
-from shared.models import CommandReply, InboundMessageParams, ToolFailure, Usage
+from shared.models import CommandReply, InboundMessageParams, ToolFailure
 from shared.submit import AwaitRun
 from shared.tools.send_schema import SendResult
 
@@ -72,7 +73,7 @@ class Exchange:
     async def start(self, prompt: Prompt, demanded: str | None) -> tuple[str, Outcome | None]:
         """The id the answer is named by (the run's) and, when no run is followed, the answer: a
         demanded client tool call (no clawbus run makes one: answered at once as the release answers one
-        not made), or what the session said without a run (a chat command, a refusal)."""
+        not made), or the session's refusal."""
         if demanded is not None:
             return str(uuid.uuid4()), Failure(502, demanded)
         _check_size(self.services, prompt.message)
@@ -81,7 +82,7 @@ class Exchange:
         )
         inbound = InboundMessageParams(message=prompt.message, timeout_seconds=self.cap_s)
         with logs.bound(session_key=ctx.caller_key):
-            result = await run_in_threadpool(receive, ctx, inbound, prompt.system)
+            result = await run_in_threadpool(partial(receive, commands=False), ctx, inbound, prompt.system)
         if isinstance(result, AwaitRun):
             return result.run_id, None
         if isinstance(result, SendResult) and result.status == "accepted":  # accepted, not waited on
@@ -144,9 +145,8 @@ async def _told(outcome: Outcome) -> AsyncIterator[str | Ended | None]:
 
 
 def _without_run(result: SendResult | ToolFailure | CommandReply) -> Outcome:
-    """What the session answered without a run to follow."""
-    if isinstance(result, CommandReply):
-        return Reply(result.reply or result.error or "", Usage())
+    """What the session answered without a run to follow (no command is run here: never a command's reply)."""
+    assert not isinstance(result, CommandReply)
     if isinstance(result, ToolFailure) and result.error == policy.BLOCKED:
         return Failure(403, result.error, "forbidden")
     # A busy session that refuses messages (queue mode ``reject``), or whose queue is full.

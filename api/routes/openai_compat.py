@@ -28,10 +28,11 @@ Where clawbus differs from the release, on purpose:
   kept (``runs.retentionHours``), from any API process, for a token that may act for that session's
   agent; the release keeps the ids in one process's memory for 30 minutes;
 - ``/v1/models`` lists the agents the token may act for;
-- the message goes in as any inbound message: a chat command (``/stop``, ``/queue ...``) is run as one
-  and its text is the reply; a session whose queue refuses it (queue mode ``reject``, a full queue) is a
-  429 ``rate_limit_error``, one whose send policy denies it a 403 ``forbidden``; the header
-  ``x-openclaw-message-channel`` is not used (the reply goes back over HTTP, not to a channel);
+- the message goes in as any inbound message, but for chat commands: as the release, ``/status`` or
+  ``/stop`` here is text for the agent, never a command; a session whose queue refuses it (queue mode
+  ``reject``, a full queue) is a 429 ``rate_limit_error``, one whose send policy denies it a 403
+  ``forbidden``; the header ``x-openclaw-message-channel`` is not used (the reply goes back over HTTP,
+  not to a channel);
 - a ``user`` no session key can hold (whitespace, control characters, over 512 characters) is a 400,
   not rewritten into another key.
 

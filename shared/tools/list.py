@@ -168,8 +168,12 @@ def _row(ctx: ToolContext, entry: SessionEntry, store: str, children: list[str])
         context_tokens=config.context_window(model_ref),
         total_tokens=entry.context_tokens,
         status=entry.status,
-        # The release says it of every session that ran but a spawned one.
-        aborted_last_run=bool(entry.aborted_last_run) if entry.status and not spawner else None,
+        # The release says it of every session that ran, and of a spawned one once more than its task did.
+        aborted_last_run=entry.aborted_last_run
+        if spawner
+        else bool(entry.aborted_last_run)
+        if entry.status
+        else None,
         child_sessions=visible or None,
         transcript_path=transcript_path(store, entry),
         thinking_level=entry.thinking_level,
@@ -207,8 +211,8 @@ TITLE_CHARS = 60
 def _attach_titles(
     ctx: ToolContext, entries: list[SessionEntry], rows: list[SessionRow], params: SessionsListParams
 ) -> None:
-    """``lastMessagePreview`` (the last message shown, cut) and ``derivedTitle`` (the label, else the chat's
-    name, else the first line a person wrote, cut at a word)."""
+    """``lastMessagePreview`` (the last message shown, cut) and ``derivedTitle`` (the label, else the row's
+    ``displayName``: ``main`` for a main session, else the first line a person wrote, cut at a word)."""
     if params.include_last_message:
         tails = ctx.store.transcripts.tails([entry.key for entry in entries], 10)
         for row, tail in zip(rows, tails, strict=True):
@@ -216,7 +220,7 @@ def _attach_titles(
             row.last_message_preview = _cut(" ".join(last.text.split()), PREVIEW_CHARS) if last else None
     if params.include_derived_titles:
         for row, entry in zip(rows, entries, strict=True):
-            row.derived_title = entry.label or entry.display_name or _first_words(ctx, entry)
+            row.derived_title = entry.label or row.display_name or _first_words(ctx, entry)
 
 
 def _first_words(ctx: ToolContext, entry: SessionEntry) -> str | None:

@@ -104,6 +104,7 @@ _AFTER_CHILD = (
     "subagents_list_final",
     "sessions_list_after_child",
     "sessions_list_final*",
+    "sessions_list_previews_and_titles",
 )
 # The OpenAI-compatible requests' sessions and the exchanges whose transcripts hold their runs.
 _OPENAI_RUNS = (

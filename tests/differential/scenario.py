@@ -297,6 +297,24 @@ SUBAGENT_LIFE: list[Step] = [
     tool("subagents_list_final", "subagents", {"action": "list"}),
     tool("sessions_history_main_final", "sessions_history", {"sessionKey": "main"}),
     tool("session_status_final", "session_status"),
+    # The listing's options (issue 32), on the sessions the scenario left.
+    tool("sessions_list_search", "sessions_list", {"search": "diff"}),
+    tool("sessions_list_exclude_subagents", "sessions_list", {"excludeSubagents": True}),
+    tool("sessions_list_active_only", "sessions_list", {"activeOnly": True}),
+    tool("sessions_list_archived", "sessions_list", {"archived": True}),
+    tool("sessions_list_pinned", "sessions_list", {"pinned": True}),
+    tool(
+        "sessions_list_previews_and_titles",
+        "sessions_list",
+        {"includeLastMessage": True, "includeDerivedTitles": True, "limit": 3},
+    ),
+    tool("session_status_model_default", "session_status", {"model": "default"}),
+    _chat("chat_command_status", "diff-command", "/status"),
+    tool(
+        "spawn_child_forked",
+        "sessions_spawn",
+        {"task": "Carry on.", "label": "diff-child-4", "context": "fork", "runTimeoutSeconds": 30},
+    ),
 ]
 
 SCENARIO: list[Step] = [*FRESH, *HTTP_ERRORS, *ARGUMENT_ERRORS, *INBOUND_CHAT, *EXCHANGE, *SUBAGENT_LIFE]

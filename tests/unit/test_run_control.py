@@ -74,7 +74,7 @@ def test_a_run_behind_the_head_is_taken_out_without_touching_the_head(
     assert [store.runs.get(r).status for r in (first, second, third)] == ["ok", "aborted", "ok"]  # type: ignore[union-attr]
     entry = store.sessions.get(TARGET)
     assert entry is not None
-    assert entry.aborted_last_run is None  # a later run ended ok
+    assert entry.aborted_last_run is False  # a later run ended ok
 
 
 def test_an_ended_run_is_reported_with_its_status_and_a_missing_one_as_missing(

@@ -39,11 +39,13 @@ end
 redis.call('DEL', KEYS[2])
 if redis.call('EXISTS', KEYS[4]) == 1 then
   redis.call('HSET', KEYS[4], 'updatedAt', now, 'endedAt', now)
-  -- abortedLastRun holds until a later run ends ok.
+  -- abortedLastRun holds until a later run ends ok. A sub-agent's own task and announce leave it
+  -- unwritten (the release shows it on a sub-agent only once something else ran there, a send).
+  local kind = redis.call('HGET', KEYS[1], 'kind')
   if ARGV[4] == 'aborted' then
     redis.call('HSET', KEYS[4], 'abortedLastRun', 'true')
-  elseif ARGV[4] == 'ok' then
-    redis.call('HDEL', KEYS[4], 'abortedLastRun')
+  elseif ARGV[4] == 'ok' and kind ~= 'subagent' and kind ~= 'subagent_announce' then
+    redis.call('HSET', KEYS[4], 'abortedLastRun', 'false')
   end
   if redis.call('HEXISTS', KEYS[4], 'spawnedBy') == 0 then
     local shown = {ok = 'done', error = 'failed', timeout = 'timeout', aborted = 'killed'}

@@ -305,6 +305,15 @@ def test_a_chat_completion_is_the_agents_reply_in_the_releases_shape(app: App) -
     }
 
 
+def test_a_chat_command_is_text_for_the_agent_as_the_release_takes_it(app: App) -> None:
+    body = app.chat(hi("/status", user="alice")).json()
+    assert body["choices"][0]["message"]["content"] == "echo: /status"
+    assert app.transcript("agent:main:openai-user:alice") == [
+        ("user", "/status"),
+        ("assistant", "echo: /status"),
+    ]
+
+
 def test_the_model_is_answered_as_the_request_named_it(app: App) -> None:
     assert app.chat(hi(model="openclaw/default")).json()["model"] == "openclaw/default"
     assert app.chat({"messages": [{"role": "user", "content": "x"}]}).json()["model"] == "openclaw"

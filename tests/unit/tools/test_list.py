@@ -201,6 +201,13 @@ def test_rows_carry_the_releases_fields_for_a_main_session_and_its_child(
     assert child["workspaceDir"] == child["spawnedWorkspaceDir"] == str(config.workspace("main"))
     assert "abortedLastRun" not in child
     assert child["model"] == "echo"
+    # A send to the child is a run of the usual kind: from then on its row says it, as the release's.
+    TOOLS["sessions_send"].invoke(
+        ctx, {"sessionKey": spawned["childSessionKey"], "message": "hi", "timeoutSeconds": 0}
+    )
+    drain_runs(store, config, dispatcher)
+    child = {row.key: row.wire() for row in listing(ctx).sessions}[spawned["childSessionKey"]]
+    assert child["abortedLastRun"] is False
 
 
 def test_label_and_agent_id_keep_only_the_sessions_asked_for(
@@ -254,6 +261,10 @@ def test_titles_and_last_message_previews_on_request(
     assert row.derived_title == "write the weekly report about the fleet and its workers…"
     assert row.last_message_preview is not None
     assert row.last_message_preview.startswith("echo: write the weekly report")
+    message(ctx, "main", "hello")
+    drain_runs(store, config, dispatcher)
+    titles = {r.key: r.derived_title for r in listing(ctx, includeDerivedTitles=True).sessions}
+    assert titles["agent:main:main"] == "main"  # its displayName, as the release titles it
 
 
 def test_rows_say_when_the_latest_run_started_ended_and_how_long_it_ran(

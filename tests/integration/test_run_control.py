@@ -152,7 +152,7 @@ def test_a_run_queued_in_its_lane_never_starts_and_the_lane_moves_on(fresh: Fres
         assert "started" not in [e["type"] for e in client.run_events(second)]
         assert len(model.bodies("gpt")) == 2  # the model never heard of the cancelled one
         # abortedLastRun holds until a later run ends ok.
-        assert client.get_session(session_key).aborted_last_run is None
+        assert client.get_session(session_key).aborted_last_run is False
 
 
 def test_a_run_queued_in_the_broker_behind_a_busy_worker_never_starts(

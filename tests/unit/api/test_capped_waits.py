@@ -27,7 +27,7 @@ from workers.testing import InlineDispatcher, drain_runs
 
 MAX_WAIT = 1
 # Long enough that every wait below ends before the run does, with room to spare on a busy machine.
-DELAY_MS = 2000
+DELAY_MS = 4000
 SLOW = "agent:slow:main"
 CAPPED = "(gateway.maxWaitSeconds=1 caps a wait over HTTP; 10s were asked for)"
 

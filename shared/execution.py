@@ -17,12 +17,14 @@ from typing import Literal
 from shared import agent_loop, cancellation, hot_window, leases, logs, session_keys, subagents
 from shared.a2a import push
 from shared.agent_loop import LoopState, StepsExhausted
-from shared.config import Config
+from shared.budgets import BudgetExceeded
+from shared.config import Config, OpenAIProvider, UnknownModel
 from shared.dispatch import Dispatcher
+from shared.model_gate import AwaitingCapacity, ModelGate, NoCapacity, root_of
 from shared.models import Message, Run, RunKind, RunStatus, SessionEntry
 from shared.ports import Storage
-from shared.runs import Claim, ClaimOutcome, ExecutionState, LaneHead, Outcome, SuspendOutcome
-from shared.runtime.base import RunCancelled, RunTimedOut, StepRequest
+from shared.runs import Claim, ClaimOutcome, ExecutionState, LaneHead, Outcome, ParkOutcome, SuspendOutcome
+from shared.runtime.base import CallGate, RunCancelled, RunTimedOut, StepRequest
 from shared.runtime.registry import runtime_for
 from shared.tool_schemas import tool_schemas
 from shared.tools.registry import TOOLS
@@ -50,9 +52,9 @@ class AttemptResult:
     kind: RunKind | None = None
     # Runs that were suspended waiting for this one: enqueue them, they resume.
     wake: list[LaneHead] = field(default_factory=list)
-    # The run parked on a tool call's wait; it is not over.
+    # The run parked on a tool call's wait, or for model capacity; it is not over.
     suspended: bool = False
-    # EARLY: dispatch the run again this much later.
+    # EARLY, or parked for model capacity: dispatch the run again this much later.
     retry_in_ms: int = 0
 
 
@@ -60,7 +62,6 @@ class LeaseLost(Exception):
     """Another attempt took the run over: this one stops without writing."""
 
 
-_PARKED: Literal["parked"] = "parked"
 _LOST: Literal["lost"] = "lost"
 
 
@@ -106,8 +107,10 @@ def _claimed(
         cancellation.watching(store, attempt.run_id, state.run.cancel_requested) as cancel,
     ):
         finished = _run_agent(_Held(store, config, dispatcher, claim, state, lease, cancel), loop)
-    if finished == _PARKED:
-        return AttemptResult(ClaimOutcome.CLAIMED, suspended=True)
+    if isinstance(finished, _Parked):
+        return AttemptResult(
+            ClaimOutcome.CLAIMED, suspended=True, kind=state.run.kind, retry_in_ms=finished.due_in_ms
+        )
     if finished == _LOST:
         return AttemptResult(ClaimOutcome.BUSY)
     run = state.run
@@ -150,8 +153,9 @@ class _Held:
     cancel: threading.Event
 
 
-def _run_agent(held: _Held, loop: LoopState) -> _Finished | Literal["parked", "lost"]:
-    """What to commit; or the run was parked on a tool call's wait; or this attempt lost its lease."""
+def _run_agent(held: _Held, loop: LoopState) -> _Finished | _Parked | Literal["lost"]:
+    """What to commit; or the run was parked (on a tool call's wait, or for model capacity); or this
+    attempt lost its lease."""
     run, claim = held.state.run, held.claim
     if claim.outcome is ClaimOutcome.EXHAUSTED:
         error = f"run abandoned after {claim.attempts - 1} attempts: its worker was lost each time"
@@ -163,8 +167,8 @@ def _run_agent(held: _Held, loop: LoopState) -> _Finished | Literal["parked", "l
     try:
         if not memo_stored:  # a memoized final state is committed as it is, without a runtime
             _run_to_reply(held, loop)
-    except _Parked:
-        return _PARKED
+    except _Parked as parked:
+        return parked
     except LeaseLost as exc:
         log.warning("%s; another attempt owns it", exc)
         return _LOST
@@ -179,7 +183,7 @@ def _run_agent(held: _Held, loop: LoopState) -> _Finished | Literal["parked", "l
         assert run.timeout_ms is not None
         error = f"the run exceeded runTimeoutSeconds={run.timeout_ms / 1000:g} ({exc})"
         return _Finished(Outcome(RunStatus.TIMEOUT, error=error, usage=loop.usage), loop.messages)
-    except StepsExhausted as exc:
+    except (StepsExhausted, BudgetExceeded, NoCapacity) as exc:
         return _Finished(Outcome(RunStatus.ERROR, error=str(exc), usage=loop.usage), loop.messages)
     except Exception as exc:  # the agent failed, not the worker: the run ends in error, the lane moves on
         log.exception("run %s: agent runtime failed", run.run_id)
@@ -195,7 +199,12 @@ def _run_agent(held: _Held, loop: LoopState) -> _Finished | Literal["parked", "l
 
 
 class _Parked(Exception):
-    """The run is parked on a tool call's wait: nothing to commit."""
+    """The run is parked on a tool call's wait, or for model capacity (then it is dispatched again in
+    ``due_in_ms``): nothing to commit."""
+
+    def __init__(self, due_in_ms: int = 0) -> None:
+        super().__init__()
+        self.due_in_ms = due_in_ms
 
 
 def _run_to_reply(held: _Held, loop: LoopState) -> None:
@@ -204,7 +213,10 @@ def _run_to_reply(held: _Held, loop: LoopState) -> None:
     env = _loop_env(held)
     run, token = held.state.run, held.claim.token
     while True:
-        agent_loop.run_loop(env, loop)
+        try:
+            agent_loop.run_loop(env, loop)
+        except AwaitingCapacity as waiting:
+            _park(held, loop, waiting)
         if loop.pending is None:
             return
         held.lease.pause()
@@ -219,6 +231,21 @@ def _run_to_reply(held: _Held, loop: LoopState) -> None:
         if parked is SuspendOutcome.CANCELLED:
             raise RunCancelled()
         held.lease.resume()
+
+
+def _park(held: _Held, loop: LoopState, waiting: AwaitingCapacity) -> None:
+    """The run's model call waits long for capacity: the run gives its worker slot back until its turn."""
+    run = held.state.run
+    due_in_ms = max(int(waiting.wait_s * 1000), 1)
+    held.lease.pause()
+    due = held.store.clock.now_ms() + due_in_ms
+    parked = held.store.runs.park(run, held.claim.token, loop.model_dump_json(), due)
+    if parked is ParkOutcome.FENCED:
+        raise LeaseLost(f"run {run.run_id}: lease lost before it could park")
+    if parked is ParkOutcome.CANCELLED:
+        raise RunCancelled()
+    log.info("run %s parked for %d ms: %s", run.run_id, due_in_ms, waiting)
+    raise _Parked(due_in_ms)
 
 
 def _loop_env(held: _Held) -> agent_loop.LoopEnv:
@@ -245,6 +272,7 @@ def _loop_env(held: _Held) -> agent_loop.LoopEnv:
         on_text=streamed.write,
         on_restart=streamed.restart,
         cancel=held.cancel,
+        gate=_gate(held, model),
     )
     return agent_loop.LoopEnv(
         config=config,
@@ -258,6 +286,29 @@ def _loop_env(held: _Held) -> agent_loop.LoopEnv:
         memoize=memoize,
         time_left=lambda: _time_left(store, run),
         text_done=streamed.flush,
+    )
+
+
+def _gate(held: _Held, model: str) -> CallGate | None:
+    """The gate of the run's calls to an OpenAI-compatible provider (budgets and limits count real
+    traffic; the built-in runtimes cost nothing)."""
+    store, state = held.store, held.state
+    try:
+        provider, _ = held.config.provider(model)
+    except UnknownModel:
+        return None
+    if not isinstance(provider, OpenAIProvider):
+        return None
+    run = state.run
+    root = root_of(store, state.session) if session_keys.is_subagent(run.session_key) else None
+    return ModelGate(
+        store,
+        held.config,
+        run,
+        model,
+        root=root,
+        cancel=held.cancel,
+        time_left=lambda: _time_left(store, run),
     )
 
 

@@ -355,6 +355,8 @@ class Run(RunSpec):
     cancel_reason: str | None = None
     # A ``steer`` run taken in by the running run of its session (its message reached that run's step).
     steered_into: str | None = None
+    # What the running run waits for before its next model call ("model capacity"), while it waits.
+    waiting_for: str | None = None
 
 
 # --- flows and deliveries ------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Literal, Protocol
 
+from shared.budgets import Limits, Override, Refusal, Spend
 from shared.clock import Clock
 from shared.models import (
     Delivery,
@@ -36,10 +37,12 @@ from shared.runs import (
     LaneHead,
     NewRun,
     Outcome,
+    ParkOutcome,
     SuspendOutcome,
     WhenBusy,
 )
 from shared.sessions import ReportRecorded, SessionPatch
+from shared.traffic import Admission, CallLimits, ModelTraffic
 
 
 class Sessions(Protocol):
@@ -187,6 +190,13 @@ class Runs(Protocol):
         """Park ``run`` until ``awaited_run_id`` ends (its commit returns this run as a waiter) or the
         deadline passes (the reaper dispatches it then); ``memo`` is the loop state to resume from."""
 
+    def park(self, run: Run, token: str, memo: str, due_ms: int) -> ParkOutcome:
+        """Park ``run`` until ``due_ms`` (it waits for model capacity): its lease is parked and ``memo``
+        is the loop state to resume from; the caller dispatches it again for then, the reaper is the net."""
+
+    def mark_waiting(self, run_id: str, what: str | None) -> None:
+        """Show on the run what it waits for (None: nothing any more)."""
+
     def commit(
         self,
         run: Run,
@@ -309,6 +319,72 @@ class Fleet(Protocol):
     def reaper_ran_at(self) -> int | None: ...
 
 
+class Traffic(Protocol):
+    """Model calls admitted within their model's limits, fleet-wide (``shared.store.traffic``)."""
+
+    def admit(
+        self,
+        model: str,
+        waiter: str,
+        *,
+        klass: int,
+        flow: str,
+        weight: int,
+        limits: CallLimits,
+        tokens: int,
+        hold_ms: int,
+        grace_ms: int,
+    ) -> Admission: ...
+
+    def settle(
+        self,
+        model: str,
+        ticket: str,
+        *,
+        tokens_used: int | None,
+        cooldown_ms: int = 0,
+        learned: CallLimits = ...,
+        rate_limited: bool = False,
+        tokens_in: int = 0,
+        tokens_out: int = 0,
+    ) -> None: ...
+
+    def leave(self, model: str, waiter: str) -> None: ...
+
+    def models(self) -> list[str]: ...
+
+    def snapshot(self, models: list[str]) -> list[ModelTraffic]: ...
+
+
+class Budgets(Protocol):
+    """Spend per agent and UTC day and per sub-agent tree, and owners' runtime budgets
+    (``shared.store.budgets``)."""
+
+    def reserve(
+        self,
+        agent_id: str,
+        day: str,
+        root: str | None,
+        limits: Limits,
+        *,
+        usd_micros: int,
+        tokens: int,
+        now_ms: int,
+    ) -> Refusal | None: ...
+
+    def settle(self, agent_id: str, day: str, root: str | None, *, usd_micros: int, tokens: int) -> None: ...
+
+    def spent(self, agent_ids: list[str], day: str) -> dict[str, Spend]: ...
+
+    def tree(self, root: str) -> Spend: ...
+
+    def trees(self, since_ms: int, limit: int = 100) -> dict[str, Spend]: ...
+
+    def override(self, agent_id: str) -> Override: ...
+
+    def set_override(self, agent_id: str, override: Override) -> None: ...
+
+
 class ThreadBindings(Protocol):
     """Chat threads bound to sub-agents' sessions."""
 
@@ -369,3 +445,7 @@ class Storage(Protocol):
     def threads(self) -> ThreadBindings: ...
     @property
     def a2a(self) -> A2ARecords: ...
+    @property
+    def traffic(self) -> Traffic: ...
+    @property
+    def budgets(self) -> Budgets: ...

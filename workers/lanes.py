@@ -27,6 +27,11 @@ def run_and_follow(ctx: WorkerContext, attempt: Attempt) -> AttemptResult:
         head = LaneHead(attempt.run_id, attempt.session_key, "collect")
         ctx.dispatcher.dispatch_run(head, delay_s=result.retry_in_ms / 1000)
         return result
+    if result.suspended and result.retry_in_ms and result.kind is not None:
+        # Parked for model capacity: back in its turn (the reaper resumes it if this message is lost).
+        head = LaneHead(attempt.run_id, attempt.session_key, result.kind)
+        ctx.dispatcher.dispatch_run(head, delay_s=result.retry_in_ms / 1000)
+        return result
     for waiter in result.wake:
         ctx.dispatcher.dispatch_run(waiter)
     if result.flow_id is None:

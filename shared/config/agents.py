@@ -40,6 +40,15 @@ class SubagentDefaults(Section):
     require_agent_id: bool = False
     # Agents a spawn may name besides the caller's own (``*``: any); an agent's own list wins.
     allow_agents: list[str] | None = None
+    # What a root session's whole sub-agent tree (every depth) may spend on model calls, in USD.
+    max_tree_cost_usd: float | None = Field(None, gt=0)
+
+
+class Budget(Section):
+    """What one agent may spend on model calls per UTC day; a value left out is not limited."""
+
+    daily_usd: float | None = Field(None, gt=0)
+    daily_tokens: int | None = Field(None, ge=1)
 
 
 class AgentDefaults(Section):
@@ -47,6 +56,7 @@ class AgentDefaults(Section):
     workspace: str | None = None
     sandbox: SandboxConfig = SandboxConfig()
     subagents: SubagentDefaults = SubagentDefaults()
+    budget: Budget = Budget()
 
 
 class AgentSubagents(Section):
@@ -87,6 +97,10 @@ class AgentConfig(Section):
     workspace: str | None = None
     sandbox: AgentSandbox | None = None
     subagents: AgentSubagents = AgentSubagents()
+    # Over ``agents.defaults.budget`` (each value left out is the default's).
+    budget: Budget | None = None
+    # This agent's weight in the share of model capacity when calls wait (docs/architecture.md).
+    priority: int = Field(1, ge=1, le=100)
 
     @field_validator("id")
     @classmethod

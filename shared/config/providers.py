@@ -86,6 +86,26 @@ class ModelCost(Section):
     cache_write: float = Field(0, ge=0)
 
 
+class ModelLimits(Section):
+    """What a provider account allows one model, counted across the whole fleet (docs/architecture.md,
+    "Model traffic"); a value left out is not limited (or learned from the provider's headers)."""
+
+    requests_per_minute: int | None = Field(None, ge=1)
+    tokens_per_minute: int | None = Field(None, ge=1)
+    # Calls in flight at once.
+    concurrent: int | None = Field(None, ge=1)
+
+    def over(self, defaults: ModelLimits | None) -> ModelLimits:
+        """These limits, each value left out taken from ``defaults`` (the provider's)."""
+        if defaults is None:
+            return self
+        return ModelLimits(
+            requests_per_minute=self.requests_per_minute or defaults.requests_per_minute,
+            tokens_per_minute=self.tokens_per_minute or defaults.tokens_per_minute,
+            concurrent=self.concurrent or defaults.concurrent,
+        )
+
+
 class OpenAIModel(Section):
     """One model of an OpenAI-compatible provider (OpenClaw's shape: ``id``, ``cost``, ``reasoning``)."""
 
@@ -100,6 +120,8 @@ class OpenAIModel(Section):
     name: str | None = Field(None, max_length=200)
     # OpenClaw's list of what the model takes in (text, image): clawbus sends text.
     input: list[str] = ["text"]
+    # This model's own limits, over its provider's.
+    limits: ModelLimits | None = None
 
     def cost_usd(self, input_tokens: int | None, output_tokens: int | None) -> float | None:
         if self.cost is None or input_tokens is None or output_tokens is None:
@@ -131,9 +153,15 @@ class OpenAIProvider(Section):
     # Connections one worker process keeps to this endpoint, shared by its threads' model calls (default:
     # as many as the process runs at once); a call beyond them waits for one, within timeoutSeconds.
     max_connections: int | None = Field(None, ge=1, le=10_000)
+    # Every model's limits (each counted per model), unless the model names its own.
+    limits: ModelLimits | None = None
 
     def model(self, model_id: str) -> OpenAIModel:
         return next(m for m in self.models if m.id == model_id)
+
+    def limits_of(self, model_id: str) -> ModelLimits:
+        own = self.model(model_id).limits
+        return own.over(self.limits) if own is not None else (self.limits or ModelLimits())
 
     def api_key(self) -> str | None:
         return os.environ.get(self.api_key_env) if self.api_key_env else None
@@ -143,8 +171,18 @@ AnyProvider = EchoProvider | ScriptProvider | OpenAIProvider
 Provider = Annotated[AnyProvider, Field(discriminator="type")]
 
 
+class AdmissionConfig(Section):
+    """``models.admission``: how a model call waits for its provider's capacity."""
+
+    # A call expected to wait longer gives its worker slot back and is dispatched again in its turn.
+    park_after_seconds: float = Field(3.0, ge=0)
+    # The longest a call of a run without a time limit waits for capacity before its run fails.
+    max_wait_seconds: float = Field(600.0, gt=0)
+
+
 class ModelsConfig(Section):
     providers: dict[str, Provider] = {}
+    admission: AdmissionConfig = AdmissionConfig()
 
     def all_providers(self) -> dict[str, AnyProvider]:
         """Configured providers plus the built-in ``echo`` one (a configured ``echo`` replaces it)."""

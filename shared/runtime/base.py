@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -53,6 +53,32 @@ class CancelSignal(threading.Event):
 
 
 @dataclass(frozen=True, slots=True)
+class CallTicket:
+    """One admitted model call: its place in its model's counts, and what it reserved of the budgets."""
+
+    traffic: str
+    usd_micros: int
+    tokens: int
+
+
+class CallGate(Protocol):
+    """What a model call passes before it is sent and reports to after (``shared.model_gate``)."""
+
+    def output_cap(self) -> int:
+        """The output cap the call asks for (its reservation assumed it)."""
+
+    def admit(self, body: Mapping[str, Any]) -> CallTicket:
+        """Wait for the call's turn; ``BudgetExceeded``, ``AwaitingCapacity``, ``RunTimedOut`` or
+        ``RunCancelled`` instead when it may not go."""
+
+    def settle(self, ticket: CallTicket, usage: Usage | None, headers: Mapping[str, str]) -> None:
+        """The call is over (``usage`` None: it failed)."""
+
+    def rate_limited(self, ticket: CallTicket, headers: Mapping[str, str], backoff_s: float) -> None:
+        """The provider refused the call for its rate limit."""
+
+
+@dataclass(frozen=True, slots=True)
 class StepRequest:
     agent_id: str
     model: str
@@ -74,6 +100,8 @@ class StepRequest:
     # Set when the run is cancelled: the step stops (``RunCancelled``), at once where the runtime hangs up
     # on its model through ``CancelSignal.on_set``, else at its next streamed chunk.
     cancel: threading.Event | None = None
+    # The gate of the run's model calls (budgets, the model's limits across the fleet); None: none.
+    gate: CallGate | None = None
 
     def cancelled(self) -> bool:
         return self.cancel is not None and self.cancel.is_set()

@@ -4,6 +4,8 @@ LM Studio, OpenRouter): one ``POST /chat/completions`` per model step.
 The session's transcript tail is the conversation, the run's agent-to-agent context is system text, and the
 agent's tools go as function schemas. A 429, a 5xx or a dropped connection is retried with backoff
 (``Retry-After`` when the server gives one); any other 4xx ends the run with the server's own message.
+Under a gate (``StepRequest.gate``) each request is admitted first, and a 429 is no failure: it sets the
+cooldown every worker obeys, and the request waits for its turn again.
 Streamed text lands in the run's event stream as it arrives; a retry after some of it says so there. A
 step that outlives the run's time limit is cut off, between two streamed chunks at the latest.
 """
@@ -56,6 +58,9 @@ class OpenAIRuntime:
 
     def step(self, request: StepRequest) -> StepResult:
         body = self.body(request)
+        gate = request.gate
+        if gate is not None and "max_tokens" not in body:
+            body["max_tokens"] = gate.output_cap()  # the bound its budget reservation assumed
         deadline = None if request.time_limit is None else time.monotonic() + request.time_limit
         failures = 0
         while True:
@@ -64,11 +69,19 @@ class OpenAIRuntime:
                 timeout = min(timeout, deadline - time.monotonic())
                 if timeout <= 0:
                     raise RunTimedOut("the model did not answer in time")
+            ticket = gate.admit(body) if gate is not None else None
+            headers: dict[str, str] = {}
             try:
-                return self._attempt(body, request, timeout, deadline)
+                result = self._attempt(body, request, timeout, deadline, headers)
             except _Retryable as exc:
                 if exc.streamed and request.on_restart is not None:
                     request.on_restart()
+                if gate is not None and ticket is not None and exc.rate_limited:
+                    # The fleet's cooldown paces the retry; a rate limit fails no run while it may wait.
+                    gate.rate_limited(ticket, exc.headers, delay(failures + 1, 0.5, MAX_BACKOFF_SECONDS))
+                    continue
+                if gate is not None and ticket is not None:
+                    gate.settle(ticket, None, exc.headers)
                 failures += 1
                 if failures > self._provider.max_retries:
                     raise ModelRequestFailed(f"{exc} (gave up after {failures} attempts)") from None
@@ -83,6 +96,14 @@ class OpenAIRuntime:
                     self._sleep(pause)
                 elif request.cancel.wait(pause):  # a cancel ends the pause, and the step
                     raise RunCancelled() from None
+                continue
+            except BaseException:
+                if gate is not None and ticket is not None:
+                    gate.settle(ticket, None, headers)
+                raise
+            if gate is not None and ticket is not None:
+                gate.settle(ticket, result.usage, headers)
+            return result
 
     def body(self, request: StepRequest) -> dict[str, Any]:
         body: dict[str, Any] = {"model": self._model.id, "messages": chat_messages(request)}
@@ -98,8 +119,14 @@ class OpenAIRuntime:
         return body
 
     def _attempt(
-        self, body: dict[str, Any], request: StepRequest, timeout: float, deadline: float | None
+        self,
+        body: dict[str, Any],
+        request: StepRequest,
+        timeout: float,
+        deadline: float | None,
+        headers: dict[str, str],
     ) -> StepResult:
+        """One request; ``headers`` gets the response's (the gate learns from them)."""
         url = self._provider.base_url.rstrip("/") + "/chat/completions"
         headers = {**self._provider.headers}
         key = self._provider.api_key()
@@ -117,6 +144,7 @@ class OpenAIRuntime:
                 self._client.stream("POST", url, json=body, headers=headers, timeout=timeout) as response,
                 _hanging_up(request, response),
             ):
+                headers.update((name.lower(), value) for name, value in response.headers.items())
                 if response.status_code >= 400:
                     response.read()
                     _raise_for(response)
@@ -158,18 +186,31 @@ def _tokens(value: Any) -> int | None:
 
 
 class _Retryable(Exception):
-    def __init__(self, message: str, retry_after: float | None = None, streamed: bool = False) -> None:
+    def __init__(
+        self,
+        message: str,
+        retry_after: float | None = None,
+        streamed: bool = False,
+        rate_limited: bool = False,
+        headers: dict[str, str] | None = None,
+    ) -> None:
         super().__init__(message)
         self.retry_after = retry_after
         # Some text of the failed attempt already went out to the run's events.
         self.streamed = streamed
+        # A 429, or a 503 that says when to come back: the provider's rate limit, not a failure.
+        self.rate_limited = rate_limited
+        self.headers = headers or {}
 
 
 def _raise_for(response: httpx.Response) -> None:
     detail = _error_text(response)
     message = f"model request failed: HTTP {response.status_code}: {detail}"
     if retryable(response.status_code):
-        raise _Retryable(message, _retry_after(response))
+        after = _retry_after(response)
+        limited = response.status_code == 429 or (response.status_code == 503 and after is not None)
+        headers = {name.lower(): value for name, value in response.headers.items()}
+        raise _Retryable(message, after, rate_limited=limited, headers=headers)
     raise ModelRequestFailed(message)
 
 

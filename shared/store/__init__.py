@@ -10,6 +10,7 @@ from shared.backoff import delay
 from shared.clock import Clock, SystemClock
 from shared.config import Config, RedisConfig
 from shared.store.a2a import A2AStore
+from shared.store.budgets import BudgetStore
 from shared.store.cold import ColdTranscripts
 from shared.store.connection import sync_client
 from shared.store.errors import NotReplicated
@@ -20,6 +21,7 @@ from shared.store.runs import RunStore
 from shared.store.scripts import Scripts
 from shared.store.sessions import SessionStore
 from shared.store.threads import ThreadBindingStore
+from shared.store.traffic import TrafficStore
 from shared.store.transcripts import TranscriptStore
 
 __all__ = [
@@ -117,6 +119,8 @@ class Store:
         self.fleet = FleetStore(client, self.keys)
         self.threads = ThreadBindingStore(client, self.keys)
         self.a2a = A2AStore(client, self.keys, scripts, retention_seconds=config.runs.retention_hours * 3600)
+        self.traffic = TrafficStore(client, self.keys, scripts)
+        self.budgets = BudgetStore(client, self.keys, scripts)
 
     @classmethod
     def from_config(

@@ -233,6 +233,40 @@ class RedisKeys:
         after its reply was lost answers with them, not with none."""
         return f"{self.prefix}reaper:flows:{pass_id}"
 
+    # model traffic: one set of keys per model (``<provider>/<model>``), written by scripts only
+    def traffic(self, model_ref: str) -> list[str]:
+        """The keys of one model's admission, in the order its scripts take them: ZSET calls started in
+        the last minute (ticket -> ms); HASH their tokens (ticket -> reserved, then used); ZSET calls in
+        flight (ticket -> when their hold lapses); STRING the cooldown (its TTL); ZSET calls waiting
+        (waiter -> class and fair-share order); ZSET when each waiter lapses unless it asks again; HASH
+        when each began waiting; HASH each flow's place in its fair share; HASH the model's counters,
+        learned limits and ticket sequence."""
+        base = f"{self.prefix}traffic:{model_ref}:"
+        parts = ("window", "tokens", "inflight", "cooldown", "queue", "queue-expiry", "queue-since", "fair")
+        return [base + part for part in parts] + [base + "state"]
+
+    def traffic_models(self) -> str:
+        """SET: the models that have had traffic, for the fleet view."""
+        return f"{self.prefix}traffic:models"
+
+    # budgets
+    def budget_spent(self, agent_id: str, day: str) -> str:
+        """HASH: an agent's model spend on one UTC day (``usdMicros``, ``tokens``), reservations included."""
+        return f"{self.prefix}budget:spent:{agent_id}:{day}"
+
+    def budget_override(self, agent_id: str) -> str:
+        """HASH: an agent's budget as an owner set it at runtime (``dailyUsd``, ``dailyTokens``; ``none``:
+        unlimited), over the configuration's."""
+        return f"{self.prefix}budget:override:{agent_id}"
+
+    def tree_spent(self, root_key: str) -> str:
+        """HASH: what a root session's sub-agent tree spent (``usdMicros``, ``tokens``)."""
+        return f"{self.prefix}budget:tree:{root_key}"
+
+    def trees_active(self) -> str:
+        """ZSET: root sessions whose tree spent, by when it last did (ms)."""
+        return f"{self.prefix}budget:trees"
+
     def worker_heartbeat(self, hostname: str) -> str:
         """STRING with TTL: a worker is alive and consuming."""
         return f"{self.prefix}worker:{hostname}"

@@ -63,6 +63,11 @@ class Scripts:
         self.extend_lease: Script = client.register_script(_source("extend_lease"))
         self.append_outbox: Script = client.register_script(_source("append_outbox"))
         self.add_event: Script = client.register_script(_source("add_event"))
+        self.admit_call: Script = client.register_script(_source("admit_call"))
+        self.settle_call: Script = client.register_script(_source("settle_call"))
+        self.reserve_budget: Script = client.register_script(_source("reserve_budget"))
+        self.park: Script = client.register_script(_source("park"))
+        self.mark_waiting: Script = client.register_script(_source("mark_waiting"))
 
 
 def run_pipelined(

@@ -48,6 +48,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "shared.tools.*_schema",
             "shared.runtime.base",
             "shared.flows.decide",
+            "shared.traffic",
+            "shared.budgets",
         ),
     ),
     ("the store adapter", ("shared.store", "shared.store.*")),

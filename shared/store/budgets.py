@@ -1,0 +1,104 @@
+"""Budgets in Redis: each agent's spend per UTC day, each sub-agent tree's, and the budgets owners set at
+runtime; a call's worst case is reserved before it starts (one script) and settled after."""
+
+from __future__ import annotations
+
+from redis import Redis
+
+from shared.budgets import DAY_TTL_SECONDS, MICROS, UNLIMITED, Limits, Override, Refusal, Spend, micros
+from shared.store.keys import RedisKeys
+from shared.store.scripts import Scripts
+
+
+class BudgetStore:
+    def __init__(self, client: Redis, keys: RedisKeys, scripts: Scripts) -> None:
+        self._redis = client
+        self._keys = keys
+        self._scripts = scripts
+
+    def reserve(
+        self,
+        agent_id: str,
+        day: str,
+        root: str | None,
+        limits: Limits,
+        *,
+        usd_micros: int,
+        tokens: int,
+        now_ms: int,
+    ) -> Refusal | None:
+        k = self._keys
+        answer = self._scripts.reserve_budget(
+            keys=[
+                k.budget_spent(agent_id, day),
+                k.budget_override(agent_id),
+                k.tree_spent(root or "-"),
+                k.trees_active(),
+            ],
+            args=[
+                UNLIMITED if limits.daily_usd is None else micros(limits.daily_usd),
+                UNLIMITED if limits.daily_tokens is None else limits.daily_tokens,
+                UNLIMITED if limits.tree_usd is None else micros(limits.tree_usd),
+                usd_micros,
+                tokens,
+                DAY_TTL_SECONDS,
+                now_ms,
+                root or "",
+            ],
+        )
+        if answer[0] == "ok":
+            return None
+        which, spent, limit = str(answer[1]), float(answer[2]), float(answer[3])
+        if which != "dailyTokens":
+            spent, limit = spent / MICROS, limit / MICROS
+        return Refusal(which, spent, limit)
+
+    def settle(self, agent_id: str, day: str, root: str | None, *, usd_micros: int, tokens: int) -> None:
+        """Add the difference between what a call used and what it reserved (negative: given back)."""
+        k = self._keys
+        pipe = self._redis.pipeline(transaction=False)
+        pipe.hincrby(k.budget_spent(agent_id, day), "usdMicros", usd_micros)
+        pipe.hincrby(k.budget_spent(agent_id, day), "tokens", tokens)
+        if root:
+            pipe.hincrby(k.tree_spent(root), "usdMicros", usd_micros)
+            pipe.hincrby(k.tree_spent(root), "tokens", tokens)
+        pipe.execute()
+
+    def spent(self, agent_ids: list[str], day: str) -> dict[str, Spend]:
+        pipe = self._redis.pipeline(transaction=False)
+        for agent_id in agent_ids:
+            pipe.hmget(self._keys.budget_spent(agent_id, day), "usdMicros", "tokens")
+        return {agent_id: _spend(values) for agent_id, values in zip(agent_ids, pipe.execute(), strict=True)}
+
+    def tree(self, root: str) -> Spend:
+        return _spend(self._redis.hmget(self._keys.tree_spent(root), "usdMicros", "tokens"))
+
+    def trees(self, since_ms: int, limit: int = 100) -> dict[str, Spend]:
+        """Trees that spent since ``since_ms``, latest first."""
+        k = self._keys
+        roots = self._redis.zrevrangebyscore(k.trees_active(), "+inf", since_ms, start=0, num=limit)
+        pipe = self._redis.pipeline(transaction=False)
+        for root in roots:
+            pipe.hmget(k.tree_spent(root), "usdMicros", "tokens")
+        return {
+            root: _spend(values) for root, values in zip(roots, pipe.execute() if roots else [], strict=True)
+        }
+
+    def override(self, agent_id: str) -> Override:
+        values = self._redis.hmget(self._keys.budget_override(agent_id), "dailyUsdMicros", "dailyTokens")
+        return Override(*(int(value) if value is not None else None for value in values))
+
+    def set_override(self, agent_id: str, override: Override) -> None:
+        """Replace ``agent_id``'s runtime budget; every worker's next call reads it."""
+        key = self._keys.budget_override(agent_id)
+        fields = {"dailyUsdMicros": override.daily_usd_micros, "dailyTokens": override.daily_tokens}
+        pipe = self._redis.pipeline(transaction=True)
+        pipe.delete(key)
+        present = {name: value for name, value in fields.items() if value is not None}
+        if present:
+            pipe.hset(key, mapping=present)
+        pipe.execute()
+
+
+def _spend(values: list[str | None]) -> Spend:
+    return Spend(int(values[0] or 0), int(values[1] or 0))

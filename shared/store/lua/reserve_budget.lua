@@ -1,0 +1,41 @@
+-- Reserve a model call's worst-case spend against its agent's day and its sub-agent tree, or refuse the
+-- call: a budget is never passed by more than rounding (docs/architecture.md, "Budgets").
+-- An owner's runtime budget (KEYS 2) stands over the configuration's; -1 is no limit. A model without a
+-- price reserves no USD: it counts against tokens only.
+-- KEYS: 1 the agent's day, 2 the agent's runtime budget, 3 the tree's spend, 4 trees active
+-- ARGV: 1 day's USD limit (micro-USD, -1: none), 2 day's token limit (-1: none), 3 tree USD limit
+--       (micro-USD, -1: none), 4 reserved micro-USD, 5 reserved tokens, 6 day key ttl s, 7 now ms,
+--       8 root session ('' : the call is no sub-agent's)
+-- Returns {'ok'} or {'over', which, spent, limit}.
+local runtime = redis.call('HMGET', KEYS[2], 'dailyUsdMicros', 'dailyTokens')
+local usd_limit = tonumber(runtime[1] or ARGV[1])
+local token_limit = tonumber(runtime[2] or ARGV[2])
+local spent = redis.call('HMGET', KEYS[1], 'usdMicros', 'tokens')
+local usd = tonumber(spent[1] or '0')
+local tokens = tonumber(spent[2] or '0')
+local reserve_usd = tonumber(ARGV[4])
+local reserve_tokens = tonumber(ARGV[5])
+if usd_limit >= 0 and reserve_usd > 0 and usd + reserve_usd > usd_limit then
+  return {'over', 'dailyUsd', tostring(usd), tostring(usd_limit)}
+end
+if token_limit >= 0 and tokens + reserve_tokens > token_limit then
+  return {'over', 'dailyTokens', tostring(tokens), tostring(token_limit)}
+end
+local root = ARGV[8]
+local tree_limit = tonumber(ARGV[3])
+if root ~= '' and tree_limit >= 0 and reserve_usd > 0 then
+  local tree = tonumber(redis.call('HGET', KEYS[3], 'usdMicros') or '0')
+  if tree + reserve_usd > tree_limit then
+    return {'over', 'maxTreeCostUsd', tostring(tree), tostring(tree_limit)}
+  end
+end
+redis.call('HINCRBY', KEYS[1], 'usdMicros', reserve_usd)
+redis.call('HINCRBY', KEYS[1], 'tokens', reserve_tokens)
+redis.call('EXPIRE', KEYS[1], tonumber(ARGV[6]))
+if root ~= '' then
+  redis.call('HINCRBY', KEYS[3], 'usdMicros', reserve_usd)
+  redis.call('HINCRBY', KEYS[3], 'tokens', reserve_tokens)
+  redis.call('EXPIRE', KEYS[3], tonumber(ARGV[6]))
+  redis.call('ZADD', KEYS[4], tonumber(ARGV[7]), root)
+end
+return {'ok'}

@@ -1,0 +1,34 @@
+-- A model call is over: its hold on a place in flight ends, its tokens become what the provider says it
+-- used, and what the provider's answer taught is kept (a cooldown after a 429, limits from its headers).
+-- Applied twice (a repeat after a lost reply), it changes nothing more but the counters.
+-- KEYS: 1 window, 2 tokens, 3 inflight, 4 cooldown, 5-8 unused, 9 state
+-- ARGV: 1 ticket, 2 tokens used (-1: unknown, the reservation stands), 3 cooldown ms (0: none),
+--       4 learned requests/min (0: none), 5 learned tokens/min (0: none), 6 '1' if the provider refused
+--       the call for its rate limit, 7 tokens in, 8 tokens out
+redis.call('ZREM', KEYS[3], ARGV[1])
+local used = tonumber(ARGV[2])
+if used >= 0 then
+  local held = redis.call('HGET', KEYS[2], ARGV[1])
+  if held then
+    redis.call('HSET', KEYS[2], ARGV[1], used)
+    redis.call('HINCRBY', KEYS[9], 'windowTokens', used - tonumber(held))
+  end
+end
+local cooldown = tonumber(ARGV[3])
+if cooldown > 0 and redis.call('PTTL', KEYS[4]) < cooldown then
+  redis.call('SET', KEYS[4], ARGV[1], 'PX', cooldown)
+  redis.call('HINCRBY', KEYS[9], 'cooldowns', 1)
+  redis.call('HINCRBY', KEYS[9], 'cooldownMs', cooldown)
+end
+if tonumber(ARGV[4]) > 0 then
+  redis.call('HSET', KEYS[9], 'learnedRpm', ARGV[4])
+end
+if tonumber(ARGV[5]) > 0 then
+  redis.call('HSET', KEYS[9], 'learnedTpm', ARGV[5])
+end
+if ARGV[6] == '1' then
+  redis.call('HINCRBY', KEYS[9], 'rateLimited', 1)
+end
+redis.call('HINCRBY', KEYS[9], 'tokensIn', tonumber(ARGV[7]))
+redis.call('HINCRBY', KEYS[9], 'tokensOut', tonumber(ARGV[8]))
+return 1

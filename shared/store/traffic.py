@@ -1,0 +1,140 @@
+"""Model traffic in Redis: the admission of each model call within its model's limits, counted together by
+every worker (one script), the settling of a call, and each model's figures."""
+
+from __future__ import annotations
+
+from redis import Redis
+
+from shared.store.keys import RedisKeys
+from shared.store.scripts import Scripts
+from shared.traffic import CLASSES, Admission, CallLimits, ModelTraffic
+
+
+class TrafficStore:
+    def __init__(self, client: Redis, keys: RedisKeys, scripts: Scripts) -> None:
+        self._redis = client
+        self._keys = keys
+        self._scripts = scripts
+
+    def admit(
+        self,
+        model: str,
+        waiter: str,
+        *,
+        klass: int,
+        flow: str,
+        weight: int,
+        limits: CallLimits,
+        tokens: int,
+        hold_ms: int,
+        grace_ms: int,
+    ) -> Admission:
+        """Admit ``waiter``'s call now, or say how long it should wait; it keeps its place in the queue for
+        ``grace_ms`` unless it asks again."""
+        answer = self._scripts.admit_call(
+            keys=[*self._keys.traffic(model), self._keys.traffic_models()],
+            args=[
+                waiter,
+                klass,
+                flow,
+                weight,
+                limits.requests_per_minute,
+                limits.tokens_per_minute,
+                limits.concurrent,
+                tokens,
+                hold_ms,
+                grace_ms,
+                model,
+            ],
+        )
+        if answer[0] == "ok":
+            return Admission(ticket=str(answer[1]), waited_ms=int(answer[2]))
+        return Admission(ticket=None, wait_ms=int(answer[1]), reason=answer[2], position=int(answer[3]))
+
+    def settle(
+        self,
+        model: str,
+        ticket: str,
+        *,
+        tokens_used: int | None,
+        cooldown_ms: int = 0,
+        learned: CallLimits = CallLimits(),
+        rate_limited: bool = False,
+        tokens_in: int = 0,
+        tokens_out: int = 0,
+    ) -> None:
+        self._scripts.settle_call(
+            keys=self._keys.traffic(model),
+            args=[
+                ticket,
+                -1 if tokens_used is None else tokens_used,
+                cooldown_ms,
+                learned.requests_per_minute,
+                learned.tokens_per_minute,
+                "1" if rate_limited else "0",
+                tokens_in,
+                tokens_out,
+            ],
+        )
+
+    def leave(self, model: str, waiter: str) -> None:
+        """``waiter`` stops waiting (its run ended or failed while it waited)."""
+        keys = self._keys.traffic(model)
+        pipe = self._redis.pipeline(transaction=False)
+        pipe.zrem(keys[4], waiter)
+        pipe.zrem(keys[5], waiter)
+        pipe.hdel(keys[6], waiter)
+        pipe.execute()
+
+    def models(self) -> list[str]:
+        return sorted(self._redis.smembers(self._keys.traffic_models()))
+
+    def snapshot(self, models: list[str]) -> list[ModelTraffic]:
+        """Each model's traffic now; one round trip. Counts in the window include calls that started up to
+        a minute ago and have not been trimmed by an admission since."""
+        pipe = self._redis.pipeline(transaction=False)
+        for model in models:
+            window, _tokens, inflight, cooldown, queue, *_rest, state = self._keys.traffic(model)
+            pipe.zcard(window)
+            pipe.zcard(inflight)
+            pipe.pttl(cooldown)
+            pipe.zcard(queue)
+            pipe.hgetall(state)
+        replies = pipe.execute()
+        out = []
+        for index, model in enumerate(models):
+            started, flying, ttl, waiting, state = replies[index * 5 : index * 5 + 5]
+            out.append(_traffic(model, int(started), int(flying), int(ttl), int(waiting), state))
+        return out
+
+
+def _traffic(
+    model: str, started: int, flying: int, ttl: int, waiting: int, state: dict[str, str]
+) -> ModelTraffic:
+    figures = ModelTraffic(
+        model=model,
+        requests_in_window=started,
+        in_flight=flying,
+        waiting=waiting,
+        cooldown_ms=max(ttl, 0),
+        tokens_in_window=max(int(state.get("windowTokens", 0)), 0),
+        learned_requests_per_minute=int(state["learnedRpm"]) if "learnedRpm" in state else None,
+        learned_tokens_per_minute=int(state["learnedTpm"]) if "learnedTpm" in state else None,
+        rate_limited=int(state.get("rateLimited", 0)),
+        cooldowns=int(state.get("cooldowns", 0)),
+        cooldown_ms_total=int(state.get("cooldownMs", 0)),
+        tokens_in=int(state.get("tokensIn", 0)),
+        tokens_out=int(state.get("tokensOut", 0)),
+        holds_lapsed=int(state.get("holdsLapsed", 0)),
+    )
+    for index, name in enumerate(CLASSES):
+        figures.admitted[name] = int(state.get(f"admitted|{index}", 0))
+        figures.throttled[name] = int(state.get(f"throttled|{index}", 0))
+        figures.waited_ms[name] = int(state.get(f"waitedMs|{index}", 0))
+        prefix = f"wait|{index}|"
+        figures.wait_buckets[name] = {
+            field.removeprefix(prefix): int(count)
+            for field, count in state.items()
+            if field.startswith(prefix)
+        }
+    return figures

@@ -1,0 +1,96 @@
+"""shared/store/traffic.py and its scripts: admission within a model's limits, classes, fair shares,
+cooldowns, settling."""
+
+from __future__ import annotations
+
+from shared.store import Store
+from shared.traffic import CallLimits
+
+MODEL = "fake/m"
+
+
+def _admit(store: Store, waiter: str, *, limits: CallLimits, klass: int = 0, flow: str = "a", tokens: int = 10):
+    return store.traffic.admit(
+        MODEL, waiter, klass=klass, flow=flow, weight=1, limits=limits, tokens=tokens, hold_ms=60_000, grace_ms=5_000
+    )
+
+
+def test_calls_within_requests_per_minute_are_admitted_and_the_next_waits_for_the_window(store: Store) -> None:
+    limits = CallLimits(requests_per_minute=3)
+    assert all(_admit(store, f"r{i}", limits=limits).ticket for i in range(3))
+    refused = _admit(store, "r3", limits=limits)
+    assert refused.ticket is None
+    assert refused.reason == "requests"
+    assert 59_000 < refused.wait_ms <= 60_000
+
+
+def test_concurrent_limit_counts_calls_in_flight_until_they_settle(store: Store) -> None:
+    limits = CallLimits(concurrent=1)
+    first = _admit(store, "r1", limits=limits)
+    assert first.ticket is not None
+    waiting = _admit(store, "r2", limits=limits)
+    assert (waiting.ticket, waiting.reason) == (None, "concurrent")
+    store.traffic.settle(MODEL, first.ticket, tokens_used=5)
+    assert _admit(store, "r2", limits=limits).ticket is not None
+
+
+def test_token_limit_counts_reservations_and_settles_to_what_was_used(store: Store) -> None:
+    limits = CallLimits(tokens_per_minute=100)
+    first = _admit(store, "r1", limits=limits, tokens=80)
+    assert first.ticket is not None
+    assert _admit(store, "r2", limits=limits, tokens=50).reason == "tokens"
+    store.traffic.settle(MODEL, first.ticket, tokens_used=30)
+    assert _admit(store, "r2", limits=limits, tokens=50).ticket is not None
+    [figures] = store.traffic.snapshot([MODEL])
+    assert figures.tokens_in_window == 80
+
+
+def test_people_are_admitted_before_background_work_that_waited_longer(store: Store) -> None:
+    limits = CallLimits(concurrent=1)
+    holder = _admit(store, "busy", limits=limits, klass=2)
+    assert holder.ticket is not None
+    assert _admit(store, "leaf", limits=limits, klass=2).ticket is None
+    chat = _admit(store, "chat", limits=limits, klass=0)
+    assert chat.position == 0
+    store.traffic.settle(MODEL, holder.ticket, tokens_used=1)
+    assert _admit(store, "leaf", limits=limits, klass=2).ticket is None
+    assert _admit(store, "chat", limits=limits, klass=0).ticket is not None
+
+
+def test_flows_of_one_class_take_turns(store: Store) -> None:
+    limits = CallLimits(concurrent=1)
+    holder = _admit(store, "hold", limits=limits, flow="x")
+    assert holder.ticket is not None
+    for i in range(5):
+        _admit(store, f"fan{i}", limits=limits, flow="fanout")
+    lone = _admit(store, "lone", limits=limits, flow="other")
+    assert lone.position == 1  # behind the fan-out's first call only
+
+
+def test_a_rate_limited_call_sets_a_cooldown_every_caller_obeys(store: Store) -> None:
+    limits = CallLimits()
+    first = _admit(store, "r1", limits=limits)
+    assert first.ticket is not None
+    store.traffic.settle(MODEL, first.ticket, tokens_used=0, cooldown_ms=2_000, rate_limited=True)
+    held = _admit(store, "r2", limits=limits)
+    assert held.reason == "cooldown"
+    assert 0 < held.wait_ms <= 2_000
+    [figures] = store.traffic.snapshot([MODEL])
+    assert (figures.rate_limited, figures.cooldowns) == (1, 1)
+
+
+def test_learned_limits_apply_when_none_are_configured(store: Store) -> None:
+    first = _admit(store, "r1", limits=CallLimits())
+    assert first.ticket is not None
+    store.traffic.settle(MODEL, first.ticket, tokens_used=1, learned=CallLimits(requests_per_minute=1))
+    assert _admit(store, "r2", limits=CallLimits()).reason == "requests"
+
+
+def test_a_waiter_that_leaves_frees_its_place(store: Store) -> None:
+    limits = CallLimits(concurrent=1)
+    assert _admit(store, "hold", limits=limits).ticket is not None
+    _admit(store, "gone", limits=limits)
+    assert _admit(store, "next", limits=limits).position == 1
+    store.traffic.leave(MODEL, "gone")
+    assert _admit(store, "next", limits=limits).position == 0
+    assert store.traffic.models() == [MODEL]

@@ -27,7 +27,7 @@ from shared.traffic import CLASS_OF_KIND, CLASSES, CallLimits
 log = logging.getLogger(__name__)
 
 # What a call reserves as its output when its model names no maxTokens (and what it then asks for, when a
-# budget applies, so the reservation is a bound).
+# budget or a token limit is configured, so the reservation is a bound).
 DEFAULT_OUTPUT_CAP = 4096
 # A call in flight holds its place this long past its request timeout: a worker that died holding it gives
 # it back then.
@@ -91,16 +91,20 @@ class ModelGate:
         # Since when this run's current call has been kept from its model (its waits and 429s together).
         self._held_since: float | None = None
 
-    def output_cap(self) -> int:
-        """The output cap a call asks for: the model's, else the default one the reservation assumed."""
-        return self._model.max_tokens or DEFAULT_OUTPUT_CAP
+    def output_cap(self) -> int | None:
+        """The output cap a call asks for: the model's; else, where a budget or a token limit is configured,
+        the default one its reservation assumes (so the reservation is a bound); else none."""
+        if self._model.max_tokens is not None:
+            return self._model.max_tokens
+        bounded = self._budget.any or self._limits.tokens_per_minute
+        return DEFAULT_OUTPUT_CAP if bounded else None
 
     def admit(self, body: Mapping[str, Any]) -> CallTicket:
         """Reserve the call's worst case against the budgets (``BudgetExceeded`` if it would pass one),
         then wait for its model's capacity: in this thread while the wait is short, else ``AwaitingCapacity``
         (the reservation given back; the run keeps its place in the queue)."""
         prompt = len(json.dumps(body.get("messages", []))) // CHARS_PER_TOKEN + 1
-        cap = self.output_cap()
+        cap = self.output_cap() or DEFAULT_OUTPUT_CAP
         tokens = prompt + cap
         usd_micros = budgets.micros(self._model.cost_usd(prompt, cap) or 0.0)
         now_ms = self._store.clock.now_ms()

@@ -64,8 +64,8 @@ class CallTicket:
 class CallGate(Protocol):
     """What a model call passes before it is sent and reports to after (``shared.model_gate``)."""
 
-    def output_cap(self) -> int:
-        """The output cap the call asks for (its reservation assumed it)."""
+    def output_cap(self) -> int | None:
+        """The output cap the call asks for (its reservation assumed it); None: none."""
 
     def admit(self, body: Mapping[str, Any]) -> CallTicket:
         """Wait for the call's turn; ``BudgetExceeded``, ``AwaitingCapacity``, ``RunTimedOut`` or

@@ -59,8 +59,9 @@ class OpenAIRuntime:
     def step(self, request: StepRequest) -> StepResult:
         body = self.body(request)
         gate = request.gate
-        if gate is not None and "max_tokens" not in body:
-            body["max_tokens"] = gate.output_cap()  # the bound its budget reservation assumed
+        cap = gate.output_cap() if gate is not None else None
+        if cap is not None and "max_tokens" not in body:
+            body["max_tokens"] = cap  # the bound its budget reservation assumed
         deadline = None if request.time_limit is None else time.monotonic() + request.time_limit
         failures = 0
         while True:

@@ -97,11 +97,18 @@ def test_a_call_is_counted_against_its_model_and_its_agents_day(
     assert spent.usd_micros == budgets.micros((100 * 1.0 + 20 * 2.0) / 1_000_000)
 
 
-def test_the_output_cap_the_reservation_assumed_is_asked_for(world: WorldFactory, server: FakeOpenAI) -> None:
-    config, store = world_with(world, server, model={"maxTokens": None})
-    server.script("m", text("capped"))
+def test_the_output_cap_the_reservation_assumed_is_asked_for_under_a_budget(
+    world: WorldFactory, server: FakeOpenAI
+) -> None:
+    config, store = world_with(
+        world, server, model={"maxTokens": None}, agents={"defaults": {"budget": {"dailyUsd": 5}}}
+    )
+    server.script("m", text("capped"), text("free"))
     step(config, store, gate_of(config, store))
     assert server.bodies("m")[-1]["max_tokens"] == 4096
+    unbounded, store = world_with(world, server, model={"maxTokens": None})
+    step(unbounded, store, gate_of(unbounded, store))
+    assert "max_tokens" not in server.bodies("m")[-1]
 
 
 def test_a_call_that_would_pass_the_days_tokens_is_not_made(world: WorldFactory, server: FakeOpenAI) -> None:

@@ -22,6 +22,7 @@ from api.limits import BodyLimit
 from api.mcp_route import LazyMcpEndpoint
 from api.metrics import registry_for
 from api.routes import (
+    budgets,
     channels,
     console,
     flows,
@@ -96,9 +97,9 @@ def create_app(
     errors.install(app)
     app.add_middleware(BodyLimit, max_bytes=config.gateway.limits.body_bytes)
     routers = (health.router, metrics.router, tools.router, sessions.router, subagents.router, runs.router)
-    others = (flows.router, channels.router, status.router, principal.router, console.router, a2a.router)
+    others = (flows.router, channels.router, status.router, budgets.router, principal.router, console.router)
     app.include_router(openai_compat.router)
-    for router in (*routers, *others):
+    for router in (*routers, *others, a2a.router):
         app.include_router(router)
     app.mount(console.ASSETS, console.assets(), name="console-assets")
     app.router.routes.append(Route("/mcp", endpoint=mcp, methods=["GET", "POST", "DELETE"]))

@@ -1,4 +1,5 @@
-"""``GET /v1/status``: the fleet at a glance (owner tokens): queues, workers, work in flight, totals; and
+"""``GET /v1/status``: the fleet at a glance (owner tokens): queues, workers, work in flight, totals, each
+model's traffic (limits, in use, waiting, cooldown); and
 ``GET /v1/inflight``: which sessions have runs under way, and which flows."""
 
 from __future__ import annotations
@@ -10,19 +11,21 @@ from fastapi import APIRouter, Query
 from api.auth import forbidden
 from api.deps import PrincipalDep, ServicesDep
 from api.errors import ErrorResponse
-from shared.models import FleetStatus, InFlightLane, InFlightView
+from shared.models import InFlightLane, InFlightView
+from shared.traffic_view import FleetView, traffic_rows
 from workers import queues
 
 router = APIRouter(tags=["fleet"])
 _errors: dict[int | str, dict[str, Any]] = {code: {"model": ErrorResponse} for code in (401, 403)}
 
 
-@router.get("/v1/status", response_model=FleetStatus, response_model_exclude_none=True, responses=_errors)
-def status(services: ServicesDep, principal: PrincipalDep) -> FleetStatus:
+@router.get("/v1/status", response_model=FleetView, response_model_exclude_none=True, responses=_errors)
+def status(services: ServicesDep, principal: PrincipalDep) -> FleetView:
     if not principal.owner:
         raise forbidden("the fleet status needs an owner token")
     figures = services.store.fleet.figures(queues.ALL)
-    return FleetStatus(
+    traffic = services.store.traffic
+    return FleetView(
         queues=figures.queue_depths,
         workers=figures.workers,
         busy_lanes=figures.busy_lanes,
@@ -31,6 +34,7 @@ def status(services: ServicesDep, principal: PrincipalDep) -> FleetStatus:
         runs_created=figures.runs_created,
         runs_finished={f"{kind}:{state}": n for (kind, state), n in figures.runs_finished.items()},
         deliveries=figures.deliveries,
+        models=traffic_rows(services.config, traffic.snapshot(traffic.models())),
     )
 
 

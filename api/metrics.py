@@ -2,7 +2,8 @@
 
 Counts of the whole fleet (runs created and finished, deliveries), queue depths, live workers and busy
 lanes are read from Redis at scrape time, so any API process reports the same totals and a restart loses
-nothing. What only this process knows (its active waits, how long its waits took) is its own. The
+nothing; so are each model's traffic (admission waits, throttled calls, 429s, cooldowns, tokens) and each
+agent's spend today. What only this process knows (its active waits, how long its waits took) is its own. The
 workers' own task figures come from Flower's ``/metrics``.
 """
 
@@ -11,10 +12,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from prometheus_client import CollectorRegistry
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from api.services import Services
+from shared.budgets import Spend, day_of, usd
+from shared.traffic import CLASSES, WAIT_BUCKETS_MS, ModelTraffic
 from workers import queues
 
 
@@ -73,6 +76,68 @@ class FleetCollector(Collector):
         waiter = self._services.waiter
         yield GaugeMetricFamily("clawbus_active_waits", "Waits this API process holds open.", waiter.active)
         yield from waiter.wait_seconds.collect()
+        traffic = self._services.store.traffic
+        yield from traffic_metrics(traffic.snapshot(traffic.models()))
+        agents = self._services.config.agent_ids()
+        day = day_of(self._services.store.clock.now_ms())
+        yield from spend_metrics(self._services.store.budgets.spent(agents, day))
+
+
+def traffic_metrics(figures: list[ModelTraffic]) -> Iterator[Metric]:
+    """Each model's admission counters since the deployment began."""
+    waits = HistogramMetricFamily(
+        "clawbus_model_admission_wait_seconds",
+        "How long model calls waited for their model's capacity, by model and class.",
+        labels=["model", "class"],
+    )
+    throttled = CounterMetricFamily(
+        "clawbus_model_calls_throttled", "Model calls that waited for capacity.", labels=["model", "class"]
+    )
+    limited = CounterMetricFamily(
+        "clawbus_model_rate_limited", "Provider 429 answers to model calls.", labels=["model"]
+    )
+    cooldown = CounterMetricFamily(
+        "clawbus_model_cooldown_seconds", "Seconds models were cooling down after a 429.", labels=["model"]
+    )
+    tokens = CounterMetricFamily(
+        "clawbus_model_tokens", "Tokens of model calls, in (prompt) and out.", labels=["model", "direction"]
+    )
+    for figure in figures:
+        for klass in CLASSES:
+            buckets = wait_buckets(figure.wait_buckets.get(klass, {}))
+            waits.add_metric([figure.model, klass], buckets, sum_value=figure.waited_ms.get(klass, 0) / 1000)
+            throttled.add_metric([figure.model, klass], figure.throttled.get(klass, 0))
+        limited.add_metric([figure.model], figure.rate_limited)
+        cooldown.add_metric([figure.model], figure.cooldown_ms_total / 1000)
+        tokens.add_metric([figure.model, "in"], figure.tokens_in)
+        tokens.add_metric([figure.model, "out"], figure.tokens_out)
+    yield from (waits, throttled, limited, cooldown, tokens)
+
+
+def wait_buckets(counts: dict[str, int]) -> list[tuple[str, float]]:
+    """The admission script's counts per bound (ms, not cumulative) as Prometheus buckets: cumulative, the
+    bound in seconds, ``+Inf`` last."""
+    buckets: list[tuple[str, float]] = []
+    total = 0
+    for bound in WAIT_BUCKETS_MS:
+        total += counts.get(str(bound), 0)
+        buckets.append((f"{bound / 1000:g}", total))
+    buckets.append(("+Inf", total + counts.get("+Inf", 0)))
+    return buckets
+
+
+def spend_metrics(spent: dict[str, Spend]) -> Iterator[Metric]:
+    """What each agent spent on model calls today (UTC), reservations of calls under way included."""
+    dollars = GaugeMetricFamily(
+        "clawbus_agent_spend_usd", "Agents' model spend today (UTC).", labels=["agent"]
+    )
+    tokens = GaugeMetricFamily(
+        "clawbus_agent_spend_tokens", "Agents' model tokens today (UTC).", labels=["agent"]
+    )
+    for agent, spend in sorted(spent.items()):
+        dollars.add_metric([agent], usd(spend.usd_micros))
+        tokens.add_metric([agent], spend.tokens)
+    yield from (dollars, tokens)
 
 
 def registry_for(services: Services) -> CollectorRegistry:

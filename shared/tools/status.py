@@ -13,6 +13,8 @@ from importlib import metadata
 from typing import Any, Literal
 
 from shared import queueing, session_keys, subagents, visibility
+from shared.budget_view import AgentBudget, agent_budget
+from shared.budgets import day_of
 from shared.config import Config
 from shared.config.providers import OpenAIProvider, UnknownModel
 from shared.errors import ToolError
@@ -20,7 +22,7 @@ from shared.models import SessionEntry, ToolFailure
 from shared.sessions import SessionPatch, new_entry
 from shared.tools.context import ToolContext, looks_like_key
 from shared.tools.status_card import DEFAULT_CONTEXT_WINDOW, CardFacts, compact_duration, render
-from shared.tools.subagents_schema import SessionStatusCard, SessionStatusParams
+from shared.tools.subagents_schema import SessionStatusCard, SessionStatusParams, StatusBudget
 from shared.tools.subagents_view import descendants, observe, subagents_line, tasks_line
 
 Target = tuple[str, SessionEntry | None]
@@ -114,10 +116,15 @@ def _card(ctx: ToolContext, key: str, entry: SessionEntry | None, *, model_asked
     lane = store.runs.lane(key)
     head = store.runs.get(lane[0]) if lane else None
     running = 1 if head is not None and head.status.value == "running" else 0
+    # A run kept from its model (``model capacity``), running or parked until its turn.
+    held = head.waiting_for if head is not None else None
     mode = queueing.mode_for(config, shown, shown.last_channel, None)
     route = _route(key, shown)
-    facts = _facts(ctx, session_key, shown, entry is not None, now, queued=len(lane) - running, mode=mode)
+    facts = _facts(
+        ctx, session_key, shown, entry is not None, now, queued=len(lane) - running, mode=mode, held=held
+    )
     latest = store.runs.latest(key)
+    budget = _budget(ctx, shown.agent_id, now)
     return SessionStatusCard(
         session_key=session_key,
         agent_id=shown.agent_id,
@@ -138,16 +145,33 @@ def _card(ctx: ToolContext, key: str, entry: SessionEntry | None, *, model_asked
         queue_mode=mode,
         queue_mode_source=_mode_source(config, shown),
         children_pending=shown.pending_children or 0,
-        state=_state(shown, running, latest.status.value if latest else None),
+        state=_state(shown, running, latest.status.value if latest else None, held),
         last_run_status=latest.status.value if latest else None,
         spawn_depth=shown.spawn_depth or 0,
         role=shown.role,
+        spent_usd=budget.spent_usd,
+        spent_tokens=budget.spent_tokens,
+        budget=StatusBudget(
+            daily_usd=budget.daily_usd,
+            daily_tokens=budget.daily_tokens,
+            left_usd=budget.left_usd,
+            left_tokens=budget.left_tokens,
+            source=budget.source,
+        ),
     )
 
 
-def _state(entry: SessionEntry, running: int, last: str | None) -> str:
+def _budget(ctx: ToolContext, agent_id: str, now: int) -> AgentBudget:
+    """The agent's spend today and its budget in force (an owner's runtime one over the configuration's)."""
+    spent = ctx.store.budgets.spent([agent_id], day_of(now))[agent_id]
+    return agent_budget(ctx.config, agent_id, spent, ctx.store.budgets.override(agent_id))
+
+
+def _state(entry: SessionEntry, running: int, last: str | None, held: str | None = None) -> str:
     if entry.waiting is not None:
         return f"waiting for {entry.pending_children or 0} children"
+    if held:
+        return f"waiting for {held}"
     if running:
         return "running"
     return f"idle (last run {last})" if last else "idle"
@@ -160,7 +184,15 @@ def _mode_source(config: Config, entry: SessionEntry) -> Literal["session", "cha
 
 
 def _facts(
-    ctx: ToolContext, session_key: str, entry: SessionEntry, stored: bool, now: int, *, queued: int, mode: str
+    ctx: ToolContext,
+    session_key: str,
+    entry: SessionEntry,
+    stored: bool,
+    now: int,
+    *,
+    queued: int,
+    mode: str,
+    held: str | None = None,
 ) -> CardFacts:
     config, store = ctx.config, ctx.store
     model_ref = entry.model or config.model_of(entry.agent_id)
@@ -189,6 +221,7 @@ def _facts(
         subagents_line=subagents_line(children, now),
         tasks_line=tasks_line([own, *children] if own else children, now),
         route=_route(entry.key, entry),
+        waiting_for=held,
     )
 
 

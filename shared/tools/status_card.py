@@ -153,6 +153,8 @@ class CardFacts:
     subagents_line: str | None = None
     tasks_line: str | None = None
     route: dict[str, Any] = field(default_factory=dict)
+    # What the session's run waits for (``model capacity``): a line of its own, only then.
+    waiting_for: str | None = None
 
 
 def render(facts: CardFacts) -> str:
@@ -164,7 +166,12 @@ def render(facts: CardFacts) -> str:
         ],
         [_model(facts), f"🔑 Auth: {facts.auth}" if facts.auth else None],
         [*_usage(facts), f"📚 Context: {_context(facts)}"],
-        [f"🧵 Session: {_session(facts)}", facts.subagents_line, facts.tasks_line],
+        [
+            f"🧵 Session: {_session(facts)}",
+            f"⏳ Waiting for {facts.waiting_for}" if facts.waiting_for else None,
+            facts.subagents_line,
+            facts.tasks_line,
+        ],
         [
             f"⚙️ Execution: {facts.execution}",
             "🤖 Runtime: clawbus",

@@ -240,6 +240,17 @@ class SessionStatusParams(Params):
     )
 
 
+class StatusBudget(Wire):
+    """The card's agent's budget today (``shared.budget_view``): a limit absent is no limit."""
+
+    daily_usd: float | None = None
+    daily_tokens: int | None = None
+    left_usd: float | None = None
+    left_tokens: int | None = None
+    # ``runtime``: an owner set it (PUT /v1/agents/{agentId}/budget); ``config``: the configuration's.
+    source: Literal["config", "runtime"] = "config"
+
+
 class SessionStatusCard(Wire):
     """``session_status``'s details: the release's keys in its order, then clawbus's own (docs/contract.md
     §10). ``model``, ``modelProvider`` and ``modelOverride`` are there only when a ``model`` argument was
@@ -274,16 +285,23 @@ class SessionStatusCard(Wire):
     queue_mode: QueueMode
     queue_mode_source: Literal["session", "channel", "default"]
     children_pending: int
-    # ``waiting for N children`` while it yields; else what its latest run did.
+    # ``waiting for N children`` while it yields, ``waiting for model capacity`` while its run waits for
+    # its model's provider; else what its latest run did.
     state: str
     last_run_status: str | None = None
     spawn_depth: int
     role: SpawnRole | None = None
+    # What the session's agent spent on model calls today (UTC), and its budget.
+    spent_usd: float | None = None
+    spent_tokens: int | None = None
+    budget: StatusBudget | None = None
 
     def wire(self) -> dict[str, Any]:
         """Absent fields omitted, but for ``modelOverride`` once a model argument was given: the release
         writes ``null`` for an override cleared."""
         data = self.model_dump(mode="json", by_alias=True)
+        if data.get("budget") is not None:
+            data["budget"] = {key: value for key, value in data["budget"].items() if value is not None}
         return {
             key: value
             for key, value in data.items()

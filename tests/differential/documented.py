@@ -63,6 +63,9 @@ _STATUS_FIELDS = (
     "lastRunStatus",
     "spawnDepth",
     "role",
+    "spentUsd",
+    "spentTokens",
+    "budget",
 )
 _ROW_EXTRAS = (
     "transcriptPath",

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from shared.budgets import Limits, Override, day_of
 from shared.clock import FixedClock
 from shared.inbound import receive
 from shared.models import InboundMessageParams, ToolFailure
@@ -227,3 +228,46 @@ def test_a_finished_childs_card_has_its_usage_and_its_own_task(
     assert f"🧵 Session: {child.child_session_key} • duration 6s • updated just now" in lines
     assert "📌 Tasks: latest succeeded · subagent · probe-child" in lines
     assert (shown.spawn_depth, shown.role, shown.state) == (1, "leaf", "idle (last run ok)")
+
+
+def test_a_run_waiting_for_its_models_capacity_is_said_in_the_state_and_a_line_of_the_card(
+    ctx: ToolContext,
+) -> None:
+    message(ctx, "main")
+    [run_id] = ctx.store.runs.lane("agent:main:main")
+    ctx.store.runs.mark_waiting(run_id, "model capacity")
+    shown = card(ctx)
+    assert shown.state == "waiting for model capacity"
+    assert (
+        "🧵 Session: agent:main:main • updated just now\n⏳ Waiting for model capacity" in shown.status_text
+    )
+    ctx.store.runs.mark_waiting(run_id, None)
+    shown = card(ctx)
+    assert shown.state != "waiting for model capacity"
+    assert "⏳" not in shown.status_text
+
+
+def test_the_card_has_the_agents_spend_today_and_what_is_left_of_its_budget(world: WorldFactory) -> None:
+    config, store, dispatcher = world({"agents": {"defaults": {"budget": {"dailyUsd": 2.0}}}})
+    ctx = ToolContext.for_caller(config, store, dispatcher, "main")
+    now = store.clock.now_ms()
+    assert (
+        store.budgets.reserve("main", day_of(now), None, Limits(), usd_micros=500_000, tokens=40, now_ms=now)
+        is None
+    )
+    details = card(ctx).wire()
+    assert (details["spentUsd"], details["spentTokens"]) == (0.5, 40)
+    assert details["budget"] == {"dailyUsd": 2.0, "leftUsd": 1.5, "source": "config"}
+    store.budgets.set_override("main", Override(daily_usd_micros=None, daily_tokens=100))
+    assert card(ctx).wire()["budget"] == {
+        "dailyUsd": 2.0,
+        "dailyTokens": 100,
+        "leftUsd": 1.5,
+        "leftTokens": 60,
+        "source": "runtime",
+    }
+
+
+def test_a_card_without_budgets_shows_the_spend_and_no_limits(ctx: ToolContext) -> None:
+    details = card(ctx).wire()
+    assert (details["spentUsd"], details["spentTokens"], details["budget"]) == (0.0, 0, {"source": "config"})

@@ -12,7 +12,7 @@ import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from types import TracebackType
+from types import EllipsisType, TracebackType
 from typing import Any
 from urllib.parse import quote
 
@@ -20,8 +20,9 @@ import httpx
 from httpx_sse import connect_sse
 
 from shared.backoff import delay
+from shared.budget_view import AgentBudget, BudgetsView
 from shared.home import clawbus_home
-from shared.models import CommandReply, FleetStatus, Flow, QueueMode, Run, SessionEntry, ToolFailure
+from shared.models import CommandReply, Flow, QueueMode, Run, SessionEntry, ToolFailure
 from shared.tools.history_schema import SessionsHistoryResult
 from shared.tools.list_schema import SessionsListResult
 from shared.tools.send_schema import SendResult
@@ -32,6 +33,7 @@ from shared.tools.subagents_schema import (
     SubagentsList,
     SubagentSteered,
 )
+from shared.traffic_view import FleetView
 
 DEFAULT_URL = "http://127.0.0.1:8787"
 # Beyond the server-side wait, allow this much for the request itself.
@@ -292,9 +294,30 @@ class Client:
         tools: list[dict[str, Any]] = self._request("GET", "/v1/tools", params=params)["tools"]
         return tools
 
-    def status(self) -> FleetStatus:
-        """The fleet at a glance (an owner token)."""
-        return FleetStatus.model_validate(self._request("GET", "/v1/status"))
+    def status(self) -> FleetView:
+        """The fleet at a glance, its models' traffic too (an owner token)."""
+        return FleetView.model_validate(self._request("GET", "/v1/status"))
+
+    def budgets(self) -> BudgetsView:
+        """Every agent's spend today and every active sub-agent tree against budgets (an owner token)."""
+        return BudgetsView.model_validate(self._request("GET", "/v1/budgets"))
+
+    def set_budget(
+        self,
+        agent_id: str,
+        *,
+        daily_usd: float | EllipsisType | None = ...,
+        daily_tokens: int | EllipsisType | None = ...,
+    ) -> AgentBudget:
+        """Replace ``agent_id``'s runtime budget (an owner token): a number sets a value, None lifts the
+        limit, a value left out (``...``) is the configuration's."""
+        body = {
+            name: value
+            for name, value in (("dailyUsd", daily_usd), ("dailyTokens", daily_tokens))
+            if value is not ...
+        }
+        data = self._request("PUT", f"/v1/agents/{_path(agent_id)}/budget", json=body)
+        return AgentBudget.model_validate(data)
 
     def ready(self) -> dict[str, Any]:
         return self._request("GET", "/readyz")

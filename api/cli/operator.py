@@ -16,6 +16,7 @@ from api.cli.orchestration import session_card
 from shared.config import TokenSpec
 from shared.store import UNAVAILABLE
 from shared.text import token_digest
+from shared.traffic_view import ModelTrafficRow
 
 
 @app.command("check-config")
@@ -77,6 +78,30 @@ def status(
         console.print("[yellow]the reaper has not run: is beat running?[/yellow]")
     else:
         typer.echo(f"reaper:   last ran {max(time.time() - fleet.reaper_ran_at / 1000, 0):.0f}s ago")
+    for row in fleet.models:
+        typer.echo(f"model:    {model_line(row)}")
+
+
+def model_line(row: ModelTrafficRow) -> str:
+    """``fake/m: 12/60 requests, 3400 tokens in the last minute, 1/2 in flight, 3 waiting, cooldown 12s``:
+    what is in use against the limit (the configured one, else the one learned from the provider)."""
+
+    def of(used: int, configured: int | None, learned: int | None = None) -> str:
+        limit = configured or learned
+        return f"{used}/{limit}" if limit else str(used)
+
+    limits, learned = row.limits, row.learned
+    requests = of(row.requests_in_window, limits.requests_per_minute, learned.requests_per_minute)
+    tokens = of(row.tokens_in_window, limits.tokens_per_minute, learned.tokens_per_minute)
+    parts = [
+        f"{requests} requests",
+        f"{tokens} tokens in the last minute",
+        f"{of(row.in_flight, limits.concurrent)} in flight",
+        f"{row.waiting} waiting",
+    ]
+    if row.cooldown_ms > 0:
+        parts.append(f"cooldown {row.cooldown_ms / 1000:.0f}s")
+    return f"{row.model}: " + ", ".join(parts)
 
 
 @app.command()

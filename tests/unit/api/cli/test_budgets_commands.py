@@ -1,0 +1,168 @@
+"""api/cli/budgets.py (`clawbus budgets`, `clawbus budgets set`) and the model lines of `clawbus status`,
+against the in-process API; api/client.py's budget methods."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import typer
+from fastapi.testclient import TestClient
+from typer.testing import CliRunner, Result
+
+from api.cli import app, budgets, operator
+from api.cli.budgets import limit_of
+from api.client import ClawbusError, Client
+from shared.budgets import Limits, Override, day_of
+from shared.config import Config
+from shared.store import Store
+from shared.traffic import CallLimits
+from tests.conftest import make_config
+from tests.unit.api.conftest import TOKEN
+from tests.unit.api.orchestra import client_through
+
+
+@pytest.fixture
+def api_config() -> Config:
+    return make_config(
+        {
+            "gateway": {"auth": {"tokens": [TOKEN]}},
+            "agents": {"defaults": {"budget": {"dailyUsd": 2.0}, "subagents": {"maxTreeCostUsd": 1.0}}},
+            "models": {
+                "providers": {
+                    "fake": {
+                        "type": "openai",
+                        "baseUrl": "http://127.0.0.1:9/v1",
+                        "models": [{"id": "fast", "limits": {"requestsPerMinute": 60, "concurrent": 2}}],
+                    }
+                }
+            },
+        }
+    )
+
+
+@pytest.fixture
+def clawbus(http: TestClient, monkeypatch: pytest.MonkeyPatch) -> CliRunner:
+    """The commands call the in-process API, whatever --url and --token say."""
+    for module in (budgets, operator):
+        monkeypatch.setattr(module, "client_for", lambda _url, _token: client_through(http))
+    return CliRunner()
+
+
+def run(runner: CliRunner, *args: str, code: int = 0) -> Result:
+    result = runner.invoke(app, list(args))
+    assert result.exit_code == code, (result.stdout, result.stderr)
+    return result
+
+
+def spend(store: Store, agent_id: str, usd_micros: int, tokens: int, root: str | None = None) -> None:
+    now = store.clock.now_ms()
+    assert (
+        store.budgets.reserve(
+            agent_id, day_of(now), root, Limits(), usd_micros=usd_micros, tokens=tokens, now_ms=now
+        )
+        is None
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "whole", "value"),
+    [
+        (None, False, ...),
+        ("none", False, None),
+        ("Unlimited", True, None),
+        ("2.5", False, 2.5),
+        ("0", True, 0),
+    ],
+)
+def test_a_budget_option_is_a_number_none_or_left_out(text: str | None, whole: bool, value: object) -> None:
+    assert limit_of(text, "--daily-usd", whole=whole) == value
+
+
+@pytest.mark.parametrize(("text", "whole"), [("lots", False), ("1.5", True), ("-1", False), ("inf", False)])
+def test_a_bad_budget_option_is_refused_before_any_call(text: str, whole: bool) -> None:
+    with pytest.raises(typer.BadParameter):
+        limit_of(text, "--daily-tokens", whole=whole)
+
+
+def test_budgets_prints_each_agents_day_and_the_active_trees(clawbus: CliRunner, api_store: Store) -> None:
+    spend(api_store, "main", 500_000, 1_200, root="agent:main:main")
+    lines = run(clawbus, "budgets").stdout.splitlines()
+    assert lines[0] == f"day {day_of(api_store.clock.now_ms())} (UTC)"
+    assert lines[1].split() == [
+        "agent",
+        "spent",
+        "$",
+        "daily",
+        "$",
+        "left",
+        "$",
+        "tokens",
+        "daily",
+        "tokens",
+        "left",
+        "tokens",
+        "source",
+    ]
+    assert lines[2].split() == ["main", "0.5000", "2.0000", "1.5000", "1200", "-", "-", "config"]
+    assert lines[3].split()[0] == "research"
+    assert "sub-agent trees (active in the last 24 h):" in lines
+    assert lines[-1].split() == ["agent:main:main", "0.5000", "1200", "1.0000", "0.5000"]
+
+
+def test_budgets_json_is_the_apis_view(clawbus: CliRunner) -> None:
+    view = json.loads(run(clawbus, "budgets", "--json").stdout)
+    assert [row["agentId"] for row in view["agents"]] == ["main", "research"]
+    assert view["trees"] == []
+
+
+def test_budgets_set_changes_the_runtime_budget_and_prints_the_agents_row(
+    clawbus: CliRunner, api_store: Store
+) -> None:
+    out = run(clawbus, "budgets", "set", "research", "--daily-usd", "none", "--daily-tokens", "5000").stdout
+    assert out.strip() == (
+        "agent research  spent $ 0.0000  daily $ -  left $ -  tokens 0  daily tokens 5000  left tokens 5000"
+        "  source runtime"
+    )
+    assert api_store.budgets.override("research") == Override(-1, 5000)
+    row = json.loads(run(clawbus, "budgets", "set", "research", "--json").stdout)
+    assert (row["dailyUsd"], row["source"]) == (2.0, "config")
+    assert api_store.budgets.override("research") == Override()
+
+
+def test_budgets_set_of_an_unknown_agent_fails_with_the_apis_message(clawbus: CliRunner) -> None:
+    result = run(clawbus, "budgets", "set", "nobody", "--daily-usd", "1", code=1)
+    assert "404 not_found: Agent not found: nobody" in result.stderr
+
+
+def test_budgets_set_refuses_a_bad_value(clawbus: CliRunner) -> None:
+    result = run(clawbus, "budgets", "set", "main", "--daily-tokens", "many", code=2)
+    assert "--daily-tokens" in result.stderr
+
+
+def test_the_client_sends_only_the_values_given(http: TestClient, api_store: Store) -> None:
+    client: Client = client_through(http)
+    row = client.set_budget("main", daily_tokens=None)
+    assert (row.daily_tokens, row.daily_usd, row.source) == (None, 2.0, "runtime")
+    assert api_store.budgets.override("main") == Override(None, -1)
+    with pytest.raises(ClawbusError) as refused:
+        client.set_budget("main", daily_usd=-2)
+    assert (refused.value.status, refused.value.field) == (400, "dailyUsd")
+
+
+def test_status_prints_each_models_use_against_its_limits(clawbus: CliRunner, api_store: Store) -> None:
+    limits = CallLimits(requests_per_minute=60, concurrent=2)
+    admitted = api_store.traffic.admit(
+        "fake/fast",
+        "run-1",
+        klass=0,
+        flow="main|main",
+        weight=1,
+        limits=limits,
+        tokens=70,
+        hold_ms=60_000,
+        grace_ms=5_000,
+    )
+    assert admitted.ticket is not None
+    out = run(clawbus, "status").stdout
+    assert "model:    fake/fast: 1/60 requests, 70 tokens in the last minute, 1/2 in flight, 0 waiting" in out

@@ -1,4 +1,5 @@
-// The fleet: GET /v1/status every two seconds, as figures and small live charts (uPlot).
+// The fleet: GET /v1/status every two seconds, as figures and small live charts (uPlot), each model's traffic
+// against its limits, and each agent's spend today (GET /v1/budgets).
 import { useEffect, useRef, useState } from "preact/hooks";
 import uPlot from "uplot";
 import { get } from "./api.js";
@@ -9,6 +10,36 @@ const KEEP = 150; // five minutes of points
 const COLOURS = ["#1f5fbf", "#b3261e", "#2e7d32", "#8a4b08", "#6a1b9a", "#00695c"];
 
 const total = (counts) => Object.values(counts || {}).reduce((sum, n) => sum + n, 0);
+// What is in use against its limit (the configured one, else the one learned from the provider).
+const against = (used, configured, learned) => (configured || learned ? `${used} / ${configured || learned}` : `${used}`);
+const dollars = (usd) => (usd == null ? "no limit" : `$${usd.toFixed(4)}`);
+const tokens = (count) => (count == null ? "no limit" : `${count}`);
+
+function ModelTraffic({ models }) {
+  return html`<table class="models"><caption>Model traffic</caption>
+    <thead><tr><th scope="col">Provider</th><th scope="col">Model</th><th scope="col">Requests (last min)</th>
+      <th scope="col">Tokens (last min)</th><th scope="col">In flight</th><th scope="col">Waiting</th><th scope="col">Cooldown</th></tr></thead>
+    <tbody>${models.map((row) => html`<tr>
+      <td>${row.provider}</td><td>${row.modelId}</td>
+      <td>${against(row.requestsInWindow, row.limits.requestsPerMinute, row.learned.requestsPerMinute)}</td>
+      <td>${against(row.tokensInWindow, row.limits.tokensPerMinute, row.learned.tokensPerMinute)}</td>
+      <td>${against(row.inFlight, row.limits.concurrent)}</td>
+      <td>${row.waiting}</td>
+      <td>${row.cooldownMs > 0 ? `${Math.ceil(row.cooldownMs / 1000)} s` : "none"}</td>
+    </tr>`)}</tbody>
+  </table>`;
+}
+
+function Spend({ budgets }) {
+  return html`<table class="spend"><caption>Spend today (${budgets.day}, UTC)</caption>
+    <thead><tr><th scope="col">Agent</th><th scope="col">Spent</th><th scope="col">Daily budget</th><th scope="col">Left</th>
+      <th scope="col">Tokens</th><th scope="col">Daily tokens</th><th scope="col">Tokens left</th><th scope="col">Set by</th></tr></thead>
+    <tbody>${budgets.agents.map((row) => html`<tr>
+      <td>${row.agentId}</td><td>${dollars(row.spentUsd)}</td><td>${dollars(row.dailyUsd)}</td><td>${dollars(row.leftUsd)}</td>
+      <td>${row.spentTokens}</td><td>${tokens(row.dailyTokens)}</td><td>${tokens(row.leftTokens)}</td><td>${row.source}</td>
+    </tr>`)}</tbody>
+  </table>`;
+}
 
 function Chart({ title, series, data }) {
   const box = useRef(null);
@@ -33,15 +64,17 @@ function Chart({ title, series, data }) {
 
 export function FleetView() {
   const [status, setStatus] = useState(null);
+  const [budgets, setBudgets] = useState(null);
   const [error, setError] = useState("");
   const [points, setPoints] = useState({ t: [], queues: {}, workers: [], busy: [], rate: [], lastFinished: null, lastAt: null });
   useEffect(() => {
     let stopped = false;
     const load = async () => {
       try {
-        const now = await get("/v1/status");
+        const [now, spent] = await Promise.all([get("/v1/status"), get("/v1/budgets")]);
         if (stopped) return;
         setStatus(now);
+        setBudgets(spent);
         setError("");
         setPoints((p) => {
           const at = Date.now() / 1000;
@@ -88,6 +121,8 @@ export function FleetView() {
       <thead><tr><th scope="col">Queue</th><th scope="col">Waiting</th></tr></thead>
       <tbody>${Object.entries(status.queues).map(([name, depth]) => html`<tr><td>${name}</td><td>${depth}</td></tr>`)}</tbody>
     </table>
+    ${status.models && status.models.length > 0 && html`<${ModelTraffic} models=${status.models} />`}
+    ${budgets && html`<${Spend} budgets=${budgets} />`}
     <h3>Workers</h3><ul class="workers">${status.workers.map((name) => html`<li>${name}</li>`)}</ul>`}
   </section>`;
 }

@@ -324,6 +324,19 @@ def test_the_fleet_view_charts_the_status_figures(page: Page, stack: ConsoleStac
     expect(page.locator(".workers li")).to_have_count(len(workers))
 
 
+def test_the_fleet_view_shows_each_models_traffic_and_each_agents_spend_today(
+    page: Page, stack: ConsoleStack
+) -> None:
+    sign_in(page, stack, at="#/fleet")
+    models = page.get_by_role("table", name="Model traffic")
+    expect(models).to_be_visible(timeout=SEEN_S)
+    expect(models.get_by_role("row").filter(has_text="slow")).to_have_count(1)
+    expect(models.get_by_role("columnheader", name="Waiting")).to_be_visible()
+    spend = page.get_by_role("table", name=re.compile(r"^Spend today"))
+    expect(spend.get_by_role("row").filter(has_text="gpt")).to_have_count(1)
+    expect(spend.get_by_role("columnheader", name="Daily budget")).to_be_visible()
+
+
 def test_no_view_has_a_serious_or_critical_accessibility_violation(page: Page, stack: ConsoleStack) -> None:
     exchange = sent(stack.client.sessions_send(opened(stack, "main", "axe"), "for axe", timeout_seconds=30))
     target = exchange.session_key

@@ -1,10 +1,11 @@
-"""The gate every model call of a run passes: its agent's budgets first, then its model's limits across the
-fleet (docs/architecture.md, "Model traffic" and "Budgets").
+"""The gate every model call of a run passes: its model's limits across the fleet, then its agent's and its
+tree's budgets (docs/architecture.md, "Model traffic" and "Budgets").
 
 A call reserves its worst case (its prompt estimate plus its output cap, at the model's price) before it
-starts and settles with what the provider reports after. Waiting for capacity happens here: a short wait
-in the worker's thread, a long one parks the run (``AwaitingCapacity``) so its slot serves other work
-until its turn. A 429 (or a 503 with ``Retry-After``) sets one cooldown every worker obeys.
+starts and settles with what the provider reports after; both its holds lapse if its worker dies. Waiting
+for capacity happens here: a short wait in the worker's thread, a long one parks the run
+(``AwaitingCapacity``) so its slot serves other work until its turn. A 429 (or a 503 with
+``Retry-After``) sets one cooldown every worker obeys.
 """
 
 from __future__ import annotations
@@ -88,6 +89,8 @@ class ModelGate:
         self._cancel = cancel
         self._time_left = time_left
         self._may_park = may_park
+        # How long a call's holds (its place in flight, its budget reservation) outlive a dead worker.
+        self._hold_ms = int(provider.timeout_seconds * 1000) + HOLD_MARGIN_MS
         # Since when this run's current call has been kept from its model (its waits and 429s together).
         self._held_since: float | None = None
 
@@ -100,33 +103,33 @@ class ModelGate:
         return DEFAULT_OUTPUT_CAP if bounded else None
 
     def admit(self, body: Mapping[str, Any]) -> CallTicket:
-        """Reserve the call's worst case against the budgets (``BudgetExceeded`` if it would pass one),
-        then wait for its model's capacity: in this thread while the wait is short, else ``AwaitingCapacity``
-        (the reservation given back; the run keeps its place in the queue)."""
+        """Wait for the model's capacity (in this thread while the wait is short, else
+        ``AwaitingCapacity``: the run keeps its place in the queue), then reserve the call's worst case
+        against the budgets: ``BudgetExceeded`` if it would pass one (the call leaves the window unsent)."""
         prompt = len(json.dumps(body.get("messages", []))) // CHARS_PER_TOKEN + 1
         cap = self.output_cap() or DEFAULT_OUTPUT_CAP
         tokens = prompt + cap
         usd_micros = budgets.micros(self._model.cost_usd(prompt, cap) or 0.0)
+        traffic = self._wait_for_capacity(tokens)
         now_ms = self._store.clock.now_ms()
-        day = budgets.day_of(now_ms)
-        refusal = self._store.budgets.reserve(
-            self._run.agent_id,
-            day,
-            self._root,
-            self._budget,
-            usd_micros=usd_micros,
-            tokens=tokens,
-            now_ms=now_ms,
-        )
-        if refusal is not None:
-            raise budgets.BudgetExceeded(refusal)
         try:
-            traffic = self._wait_for_capacity(tokens)
-        except BaseException:
-            self._store.budgets.settle(
-                self._run.agent_id, day, self._root, usd_micros=-usd_micros, tokens=-tokens
+            refusal = self._store.budgets.reserve(
+                self._run.agent_id,
+                budgets.day_of(now_ms),
+                self._root,
+                self._budget,
+                usd_micros=usd_micros,
+                tokens=tokens,
+                now_ms=now_ms,
+                hold=traffic,
+                hold_ms=self._hold_ms,
             )
+        except BaseException:
+            self._store.traffic.settle(self._ref, traffic, tokens_used=None, unsent=True)
             raise
+        if refusal is not None:
+            self._store.traffic.settle(self._ref, traffic, tokens_used=None, unsent=True)
+            raise budgets.BudgetExceeded(refusal)
         return CallTicket(traffic, usd_micros, tokens)
 
     def _wait_for_capacity(self, tokens: int) -> str:
@@ -134,7 +137,6 @@ class ModelGate:
         if self._held_since is None:
             self._held_since = time.monotonic()
         started = self._held_since
-        hold_ms = int(self._provider.timeout_seconds * 1000) + HOLD_MARGIN_MS
         announced = False
         parked = False
         try:
@@ -149,7 +151,7 @@ class ModelGate:
                     weight=self._weight,
                     limits=self._limits,
                     tokens=tokens,
-                    hold_ms=hold_ms,
+                    hold_ms=self._hold_ms,
                     grace_ms=GRACE_MS,
                 )
                 if answer.ticket is not None:
@@ -250,11 +252,7 @@ class ModelGate:
     def _settle_budget(self, ticket: CallTicket, usd_micros: int, tokens: int) -> None:
         day = budgets.day_of(self._store.clock.now_ms())
         self._store.budgets.settle(
-            self._run.agent_id,
-            day,
-            self._root,
-            usd_micros=usd_micros - ticket.usd_micros,
-            tokens=tokens - ticket.tokens,
+            self._run.agent_id, day, self._root, ticket.traffic, usd_micros=usd_micros, tokens=tokens
         )
 
 

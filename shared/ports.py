@@ -347,6 +347,7 @@ class Traffic(Protocol):
         rate_limited: bool = False,
         tokens_in: int = 0,
         tokens_out: int = 0,
+        unsent: bool = False,
     ) -> None: ...
 
     def leave(self, model: str, waiter: str) -> None: ...
@@ -370,9 +371,13 @@ class Budgets(Protocol):
         usd_micros: int,
         tokens: int,
         now_ms: int,
+        hold: str,
+        hold_ms: int,
     ) -> Refusal | None: ...
 
-    def settle(self, agent_id: str, day: str, root: str | None, *, usd_micros: int, tokens: int) -> None: ...
+    def settle(
+        self, agent_id: str, day: str, root: str | None, hold: str, *, usd_micros: int, tokens: int
+    ) -> None: ...
 
     def spent(self, agent_ids: list[str], day: str) -> dict[str, Spend]: ...
 

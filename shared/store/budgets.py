@@ -26,7 +26,11 @@ class BudgetStore:
         usd_micros: int,
         tokens: int,
         now_ms: int,
+        hold: str,
+        hold_ms: int,
     ) -> Refusal | None:
+        """Reserve a call's worst case as ``hold`` (given back after ``hold_ms`` unless settled), or say
+        which budget it would pass."""
         k = self._keys
         answer = self._scripts.reserve_budget(
             keys=[
@@ -34,6 +38,8 @@ class BudgetStore:
                 k.budget_override(agent_id),
                 k.tree_spent(root or "-"),
                 k.trees_active(),
+                k.budget_holds(),
+                k.budget_hold_amounts(),
             ],
             args=[
                 UNLIMITED if limits.daily_usd is None else micros(limits.daily_usd),
@@ -44,6 +50,8 @@ class BudgetStore:
                 DAY_TTL_SECONDS,
                 now_ms,
                 root or "",
+                hold,
+                now_ms + hold_ms,
             ],
         )
         if answer[0] == "ok":
@@ -53,16 +61,21 @@ class BudgetStore:
             spent, limit = spent / MICROS, limit / MICROS
         return Refusal(which, spent, limit)
 
-    def settle(self, agent_id: str, day: str, root: str | None, *, usd_micros: int, tokens: int) -> None:
-        """Add the difference between what a call used and what it reserved (negative: given back)."""
+    def settle(
+        self, agent_id: str, day: str, root: str | None, hold: str, *, usd_micros: int, tokens: int
+    ) -> None:
+        """``hold``'s call spent this much (0 and 0: nothing, the reservation given back)."""
         k = self._keys
-        pipe = self._redis.pipeline(transaction=False)
-        pipe.hincrby(k.budget_spent(agent_id, day), "usdMicros", usd_micros)
-        pipe.hincrby(k.budget_spent(agent_id, day), "tokens", tokens)
-        if root:
-            pipe.hincrby(k.tree_spent(root), "usdMicros", usd_micros)
-            pipe.hincrby(k.tree_spent(root), "tokens", tokens)
-        pipe.execute()
+        self._scripts.settle_budget(
+            keys=[k.budget_holds(), k.budget_hold_amounts()],
+            args=[
+                hold,
+                usd_micros,
+                tokens,
+                k.budget_spent(agent_id, day),
+                k.tree_spent(root) if root else "",
+            ],
+        )
 
     def spent(self, agent_ids: list[str], day: str) -> dict[str, Spend]:
         pipe = self._redis.pipeline(transaction=False)

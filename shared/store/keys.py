@@ -263,6 +263,14 @@ class RedisKeys:
         """HASH: what a root session's sub-agent tree spent (``usdMicros``, ``tokens``)."""
         return f"{self.prefix}budget:tree:{root_key}"
 
+    def budget_holds(self) -> str:
+        """ZSET: the reservations of calls in flight, by when each lapses (its worker died) unless settled."""
+        return f"{self.prefix}budget:holds"
+
+    def budget_hold_amounts(self) -> str:
+        """HASH: each reservation's ``usdMicros|tokens|<day key>|<tree key>``, to settle or give back."""
+        return f"{self.prefix}budget:hold-amounts"
+
     def trees_active(self) -> str:
         """ZSET: root sessions whose tree spent, by when it last did (ms)."""
         return f"{self.prefix}budget:trees"

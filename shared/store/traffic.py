@@ -62,7 +62,9 @@ class TrafficStore:
         rate_limited: bool = False,
         tokens_in: int = 0,
         tokens_out: int = 0,
+        unsent: bool = False,
     ) -> None:
+        """The call is over; ``unsent``: it was never sent, and leaves the window."""
         self._scripts.settle_call(
             keys=self._keys.traffic(model),
             args=[
@@ -74,6 +76,7 @@ class TrafficStore:
                 "1" if rate_limited else "0",
                 tokens_in,
                 tokens_out,
+                "1" if unsent else "0",
             ],
         )
 

@@ -2,11 +2,30 @@
 -- call: a budget is never passed by more than rounding (docs/architecture.md, "Budgets").
 -- An owner's runtime budget (KEYS 2) stands over the configuration's; -1 is no limit. A model without a
 -- price reserves no USD: it counts against tokens only.
--- KEYS: 1 the agent's day, 2 the agent's runtime budget, 3 the tree's spend, 4 trees active
+-- A reservation is a hold that lapses (ARGV 10) unless the call settles it first: the holds of a worker
+-- killed mid-call are given back here, by the next reservation of any agent.
+-- KEYS: 1 the agent's day, 2 the agent's runtime budget, 3 the tree's spend, 4 trees active, 5 holds by
+--       expiry, 6 each hold's amounts and keys
 -- ARGV: 1 day's USD limit (micro-USD, -1: none), 2 day's token limit (-1: none), 3 tree USD limit
 --       (micro-USD, -1: none), 4 reserved micro-USD, 5 reserved tokens, 6 day key ttl s, 7 now ms,
---       8 root session ('' : the call is no sub-agent's)
+--       8 root session ('' : the call is no sub-agent's), 9 hold id, 10 hold expiry ms
 -- Returns {'ok'} or {'over', which, spent, limit}.
+local lapsed = redis.call('ZRANGEBYSCORE', KEYS[5], '-inf', ARGV[7], 'LIMIT', 0, 100)
+for _, hold in ipairs(lapsed) do
+  local held = redis.call('HGET', KEYS[6], hold)
+  if held then
+    local usd, tokens, day, tree = string.match(held, '^(%-?%d+)|(%-?%d+)|([^|]*)|(.*)$')
+    redis.call('HINCRBY', day, 'usdMicros', -tonumber(usd))
+    redis.call('HINCRBY', day, 'tokens', -tonumber(tokens))
+    if tree ~= '' then
+      redis.call('HINCRBY', tree, 'usdMicros', -tonumber(usd))
+      redis.call('HINCRBY', tree, 'tokens', -tonumber(tokens))
+    end
+  end
+  redis.call('ZREM', KEYS[5], hold)
+  redis.call('HDEL', KEYS[6], hold)
+end
+
 local runtime = redis.call('HMGET', KEYS[2], 'dailyUsdMicros', 'dailyTokens')
 local usd_limit = tonumber(runtime[1] or ARGV[1])
 local token_limit = tonumber(runtime[2] or ARGV[2])
@@ -32,10 +51,14 @@ end
 redis.call('HINCRBY', KEYS[1], 'usdMicros', reserve_usd)
 redis.call('HINCRBY', KEYS[1], 'tokens', reserve_tokens)
 redis.call('EXPIRE', KEYS[1], tonumber(ARGV[6]))
+local tree_key = ''
 if root ~= '' then
+  tree_key = KEYS[3]
   redis.call('HINCRBY', KEYS[3], 'usdMicros', reserve_usd)
   redis.call('HINCRBY', KEYS[3], 'tokens', reserve_tokens)
   redis.call('EXPIRE', KEYS[3], tonumber(ARGV[6]))
   redis.call('ZADD', KEYS[4], tonumber(ARGV[7]), root)
 end
+redis.call('ZADD', KEYS[5], tonumber(ARGV[10]), ARGV[9])
+redis.call('HSET', KEYS[6], ARGV[9], reserve_usd .. '|' .. reserve_tokens .. '|' .. KEYS[1] .. '|' .. tree_key)
 return {'ok'}

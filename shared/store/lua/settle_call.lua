@@ -4,8 +4,18 @@
 -- KEYS: 1 window, 2 tokens, 3 inflight, 4 cooldown, 5-8 unused, 9 state
 -- ARGV: 1 ticket, 2 tokens used (-1: unknown, the reservation stands), 3 cooldown ms (0: none),
 --       4 learned requests/min (0: none), 5 learned tokens/min (0: none), 6 '1' if the provider refused
---       the call for its rate limit, 7 tokens in, 8 tokens out
+--       the call for its rate limit, 7 tokens in, 8 tokens out, 9 '1' if the call was never sent (its
+--       budget refused it): it leaves the window as if it had not been admitted
 redis.call('ZREM', KEYS[3], ARGV[1])
+if ARGV[9] == '1' then
+  local held = redis.call('HGET', KEYS[2], ARGV[1])
+  if held then
+    redis.call('HINCRBY', KEYS[9], 'windowTokens', -tonumber(held))
+    redis.call('HDEL', KEYS[2], ARGV[1])
+  end
+  redis.call('ZREM', KEYS[1], ARGV[1])
+  return 1
+end
 local used = tonumber(ARGV[2])
 if used >= 0 then
   local held = redis.call('HGET', KEYS[2], ARGV[1])

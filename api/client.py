@@ -20,7 +20,7 @@ import httpx
 from httpx_sse import connect_sse
 
 from shared.backoff import delay
-from shared.budget_view import AgentBudget, BudgetsView
+from shared.fleet_wire import AgentBudget, BudgetsView, FleetView
 from shared.home import clawbus_home
 from shared.models import CommandReply, Flow, QueueMode, Run, SessionEntry, ToolFailure
 from shared.tools.history_schema import SessionsHistoryResult
@@ -33,7 +33,6 @@ from shared.tools.subagents_schema import (
     SubagentsList,
     SubagentSteered,
 )
-from shared.traffic_view import FleetView
 
 DEFAULT_URL = "http://127.0.0.1:8787"
 # Beyond the server-side wait, allow this much for the request itself.

@@ -4,45 +4,9 @@ the metrics show it. Pure: the callers read the spend and the runtime budget fro
 
 from __future__ import annotations
 
-from typing import Literal
-
 from shared.budgets import UNLIMITED, Limits, Override, Spend, configured, micros, usd
 from shared.config import Config
-from shared.models import Wire
-
-BudgetSource = Literal["config", "runtime"]
-
-
-class AgentBudget(Wire):
-    """One agent's day: what it spent, its budget in force (None: not limited) and what is left of it."""
-
-    agent_id: str
-    spent_usd: float
-    spent_tokens: int
-    daily_usd: float | None
-    daily_tokens: int | None
-    left_usd: float | None
-    left_tokens: int | None
-    # ``runtime``: an owner set a value at runtime (the other may still be the configuration's).
-    source: BudgetSource
-
-
-class TreeBudget(Wire):
-    """One sub-agent tree (its root session): what its sub-agents spent, against ``maxTreeCostUsd``."""
-
-    root_key: str
-    spent_usd: float
-    spent_tokens: int
-    max_tree_cost_usd: float | None
-    left_usd: float | None
-
-
-class BudgetsView(Wire):
-    """``GET /v1/budgets``: every agent's spend on ``day`` (UTC), and every tree active in the last day."""
-
-    day: str
-    agents: list[AgentBudget]
-    trees: list[TreeBudget]
+from shared.fleet_wire import AgentBudget, BudgetSource, TreeBudget
 
 
 def effective(configured: Limits, override: Override) -> tuple[float | None, int | None, BudgetSource]:

@@ -4,41 +4,10 @@ waiting and the cooldown. Pure: the caller reads the figures from the store."""
 
 from __future__ import annotations
 
-from pydantic import Field
-
 from shared.config import Config
 from shared.config.providers import OpenAIProvider
-from shared.models import FleetStatus, Wire
+from shared.fleet_wire import ModelTrafficRow, TrafficLimits
 from shared.traffic import ModelTraffic
-
-
-class TrafficLimits(Wire):
-    """Per minute and at once; None: not limited (or not learned)."""
-
-    requests_per_minute: int | None = None
-    tokens_per_minute: int | None = None
-    concurrent: int | None = None
-
-
-class ModelTrafficRow(Wire):
-    model: str  # ``<provider>/<model>``
-    provider: str
-    model_id: str
-    limits: TrafficLimits
-    learned: TrafficLimits
-    # Calls started in the last minute and their tokens, calls under way, calls waiting for capacity.
-    requests_in_window: int = 0
-    tokens_in_window: int = 0
-    in_flight: int = 0
-    waiting: int = 0
-    # What is left of the model's cooldown after a 429 (0: none).
-    cooldown_ms: int = 0
-
-
-class FleetView(FleetStatus):
-    """``GET /v1/status``: the fleet's figures and its model traffic."""
-
-    models: list[ModelTrafficRow] = Field(default_factory=list)
 
 
 def traffic_rows(config: Config, figures: list[ModelTraffic]) -> list[ModelTrafficRow]:

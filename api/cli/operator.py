@@ -14,9 +14,9 @@ from api.cli.client_commands import call, client_for, print_json
 from api.cli.common import JsonOpt, TokenOpt, UrlOpt, app, console, fail, load, token_app
 from api.cli.orchestration import session_card
 from shared.config import TokenSpec
+from shared.fleet_wire import ModelTrafficRow
 from shared.store import UNAVAILABLE
 from shared.text import token_digest
-from shared.traffic_view import ModelTrafficRow
 
 
 @app.command("check-config")

@@ -11,8 +11,9 @@ from fastapi import APIRouter, Query
 from api.auth import forbidden
 from api.deps import PrincipalDep, ServicesDep
 from api.errors import ErrorResponse
+from shared.fleet_wire import FleetView
 from shared.models import InFlightLane, InFlightView
-from shared.traffic_view import FleetView, traffic_rows
+from shared.traffic_view import traffic_rows
 from workers import queues
 
 router = APIRouter(tags=["fleet"])

@@ -13,11 +13,12 @@ from importlib import metadata
 from typing import Any, Literal
 
 from shared import queueing, session_keys, subagents, visibility
-from shared.budget_view import AgentBudget, agent_budget
+from shared.budget_view import agent_budget
 from shared.budgets import day_of
 from shared.config import Config
 from shared.config.providers import OpenAIProvider, UnknownModel
 from shared.errors import ToolError
+from shared.fleet_wire import AgentBudget
 from shared.models import SessionEntry, ToolFailure
 from shared.sessions import SessionPatch, new_entry
 from shared.tools.context import ToolContext, looks_like_key

@@ -8,7 +8,7 @@ import hashlib
 import pytest
 from fastapi.testclient import TestClient
 
-from shared.budgets import UNLIMITED, Limits, Override, day_of
+from shared.budgets import UNLIMITED, Override, day_of
 from shared.config import Config
 from shared.store import Store
 from tests.conftest import make_config
@@ -37,11 +37,15 @@ def api_config() -> Config:
 
 
 def spend(store: Store, agent_id: str, usd_micros: int, tokens: int, root: str | None = None) -> None:
+    """What ``agent_id``'s settled calls spent today (and ``root``'s tree), as the budget scripts keep it."""
     now = store.clock.now_ms()
-    refused = store.budgets.reserve(
-        agent_id, day_of(now), root, Limits(), usd_micros=usd_micros, tokens=tokens, now_ms=now
+    keys = store.keys
+    store.redis.hset(
+        keys.budget_spent(agent_id, day_of(now)), mapping={"usdMicros": usd_micros, "tokens": tokens}
     )
-    assert refused is None
+    if root:
+        store.redis.hset(keys.tree_spent(root), mapping={"usdMicros": usd_micros, "tokens": tokens})
+        store.redis.zadd(keys.trees_active(), {root: now})
 
 
 def test_budgets_show_each_agents_spend_today_against_its_configured_budget(

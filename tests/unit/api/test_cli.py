@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from api.cli import app, client_commands, roles
 
 COMMANDS = {"up", "api", "worker", "beat", "flower", "send", "mcp", "check-config", "status", "probe"}
-GROUPS = {"sessions", "runs", "flows", "token", "subagents"}
+GROUPS = {"sessions", "runs", "flows", "token", "subagents", "budgets"}
 
 
 def test_every_command_is_on_the_one_app() -> None:

@@ -7,9 +7,9 @@ from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
 from api.metrics import wait_buckets
-from shared.budgets import Limits, day_of
 from shared.store import Store
 from shared.traffic import CallLimits
+from tests.unit.api.test_budgets import spend
 
 MODEL = "fake/fast"
 
@@ -108,13 +108,7 @@ def test_a_call_admitted_after_waiting_counts_as_throttled_and_its_wait_is_summe
 
 
 def test_each_agents_spend_today_is_scraped(http: TestClient, api_store: Store) -> None:
-    now = api_store.clock.now_ms()
-    assert (
-        api_store.budgets.reserve(
-            "main", day_of(now), None, Limits(), usd_micros=1_250_000, tokens=900, now_ms=now
-        )
-        is None
-    )
+    spend(api_store, "main", 1_250_000, 900)
     found = samples(http)
     assert value(found, "clawbus_agent_spend_usd", agent="main") == 1.25
     assert value(found, "clawbus_agent_spend_tokens", agent="main") == 900

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from shared.budgets import Limits, Override, day_of
+from shared.budgets import Override, day_of
 from shared.clock import FixedClock
 from shared.inbound import receive
 from shared.models import InboundMessageParams, ToolFailure
@@ -250,11 +250,8 @@ def test_a_run_waiting_for_its_models_capacity_is_said_in_the_state_and_a_line_o
 def test_the_card_has_the_agents_spend_today_and_what_is_left_of_its_budget(world: WorldFactory) -> None:
     config, store, dispatcher = world({"agents": {"defaults": {"budget": {"dailyUsd": 2.0}}}})
     ctx = ToolContext.for_caller(config, store, dispatcher, "main")
-    now = store.clock.now_ms()
-    assert (
-        store.budgets.reserve("main", day_of(now), None, Limits(), usd_micros=500_000, tokens=40, now_ms=now)
-        is None
-    )
+    spent = store.keys.budget_spent("main", day_of(store.clock.now_ms()))
+    store.redis.hset(spent, mapping={"usdMicros": 500_000, "tokens": 40})
     details = card(ctx).wire()
     assert (details["spentUsd"], details["spentTokens"]) == (0.5, 40)
     assert details["budget"] == {"dailyUsd": 2.0, "leftUsd": 1.5, "source": "config"}

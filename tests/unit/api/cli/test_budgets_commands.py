@@ -13,13 +13,14 @@ from typer.testing import CliRunner, Result
 from api.cli import app, budgets, operator
 from api.cli.budgets import limit_of
 from api.client import ClawbusError, Client
-from shared.budgets import Limits, Override, day_of
+from shared.budgets import Override, day_of
 from shared.config import Config
 from shared.store import Store
 from shared.traffic import CallLimits
 from tests.conftest import make_config
 from tests.unit.api.conftest import TOKEN
 from tests.unit.api.orchestra import client_through
+from tests.unit.api.test_budgets import spend
 
 
 @pytest.fixture
@@ -53,16 +54,6 @@ def run(runner: CliRunner, *args: str, code: int = 0) -> Result:
     result = runner.invoke(app, list(args))
     assert result.exit_code == code, (result.stdout, result.stderr)
     return result
-
-
-def spend(store: Store, agent_id: str, usd_micros: int, tokens: int, root: str | None = None) -> None:
-    now = store.clock.now_ms()
-    assert (
-        store.budgets.reserve(
-            agent_id, day_of(now), root, Limits(), usd_micros=usd_micros, tokens=tokens, now_ms=now
-        )
-        is None
-    )
 
 
 @pytest.mark.parametrize(

@@ -125,10 +125,10 @@ class ModelGate:
                 hold_ms=self._hold_ms,
             )
         except BaseException:
-            self._store.traffic.settle(self._ref, traffic, tokens_used=None, unsent=True)
+            self._store.traffic.settle(self._ref, traffic, tokens_used=None, unsent=True, limits=self._limits)
             raise
         if refusal is not None:
-            self._store.traffic.settle(self._ref, traffic, tokens_used=None, unsent=True)
+            self._store.traffic.settle(self._ref, traffic, tokens_used=None, unsent=True, limits=self._limits)
             raise budgets.BudgetExceeded(refusal)
         return CallTicket(traffic, usd_micros, tokens)
 
@@ -225,6 +225,7 @@ class ModelGate:
             learned=learned,
             tokens_in=(usage.input_tokens or 0) if usage else 0,
             tokens_out=(usage.output_tokens or 0) if usage else 0,
+            limits=self._limits,
         )
         if usage is None or used is None:  # what it used is not known: its reservation stands
             self._settle_budget(ticket, ticket.usd_micros, ticket.tokens)
@@ -246,6 +247,7 @@ class ModelGate:
             cooldown_ms=max(cooldown_ms, 1),
             learned=learned,
             rate_limited=True,
+            limits=self._limits,
         )
         self._settle_budget(ticket, 0, 0)
 

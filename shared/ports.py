@@ -348,6 +348,7 @@ class Traffic(Protocol):
         tokens_in: int = 0,
         tokens_out: int = 0,
         unsent: bool = False,
+        limits: CallLimits = ...,
     ) -> None: ...
 
     def leave(self, model: str, waiter: str) -> None: ...

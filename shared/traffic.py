@@ -78,3 +78,5 @@ class ModelTraffic:
     tokens_in: int = 0
     tokens_out: int = 0
     holds_lapsed: int = 0
+    # Admission scripts run: a call's first ask, and each ask again after a wait.
+    asks: int = 0

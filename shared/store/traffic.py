@@ -63,8 +63,10 @@ class TrafficStore:
         tokens_in: int = 0,
         tokens_out: int = 0,
         unsent: bool = False,
+        limits: CallLimits = CallLimits(),
     ) -> None:
-        """The call is over; ``unsent``: it was never sent, and leaves the window."""
+        """The call is over; ``unsent``: it was never sent, and leaves the window. ``limits``: the
+        configured ones, whose paces get back what the call did not use."""
         self._scripts.settle_call(
             keys=self._keys.traffic(model),
             args=[
@@ -77,6 +79,8 @@ class TrafficStore:
                 tokens_in,
                 tokens_out,
                 "1" if unsent else "0",
+                limits.requests_per_minute,
+                limits.tokens_per_minute,
             ],
         )
 
@@ -129,6 +133,7 @@ def _traffic(
         tokens_in=int(state.get("tokensIn", 0)),
         tokens_out=int(state.get("tokensOut", 0)),
         holds_lapsed=int(state.get("holdsLapsed", 0)),
+        asks=int(state.get("asks", 0)),
     )
     for index, name in enumerate(CLASSES):
         figures.admitted[name] = int(state.get(f"admitted|{index}", 0))

@@ -4,6 +4,9 @@
 -- share (start-time fair queuing: a flow's next call is placed 1000/weight after its previous one, never
 -- before its class's virtual time), so one agent's fan-out takes turns with another agent's chat. Only the
 -- first waiters, as many as there is room for, may start; a cooldown (a provider's 429) holds every call.
+-- Room is the 60 s windows (hard: never more than the limits in any minute) and a pace (GCRA: calls start
+-- at the limits' rate, a second's worth at once at most), so a burst of background work cannot take a
+-- whole minute's calls at once and leave a person's message waiting for the window to turn.
 -- A repeat of this call after its reply was lost counts the call twice: a slot lost for a minute, never
 -- one too many.
 -- KEYS: 1 window, 2 tokens, 3 inflight, 4 cooldown, 5 queue, 6 queue expiry, 7 queue since, 8 fair,
@@ -22,6 +25,7 @@ local weight = tonumber(ARGV[4])
 local estimate = tonumber(ARGV[8])
 local minute = 60000
 redis.call('SADD', KEYS[10], ARGV[11])
+redis.call('HINCRBY', KEYS[9], 'asks', 1)
 
 -- Calls started over a minute ago leave the window, with their tokens.
 local old = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now - minute, 'LIMIT', 0, 1000)
@@ -80,6 +84,15 @@ local concurrent = tonumber(ARGV[7])
 local started = redis.call('ZCARD', KEYS[1])
 local inflight = redis.call('ZCARD', KEYS[3])
 
+local pace = redis.call('HMGET', KEYS[9], 'tatRequests', 'tatTokens')
+-- When the next call may start on each pace (its theoretical arrival time), and how far ahead of now a
+-- start may be scheduled: a second's worth of calls (of tokens) at once.
+local tat_requests = math.max(tonumber(pace[1] or '0'), now)
+local tat_tokens = math.max(tonumber(pace[2] or '0'), now)
+local request_interval = rpm > 0 and minute / rpm or 0
+local token_interval = tpm > 0 and minute / tpm or 0
+local request_burst = request_interval * (math.max(math.floor(rpm / 60), 1) - 1)
+
 if rpm > 0 and position >= rpm - started then
   -- The window entry whose leaving makes room for this waiter.
   local needed = position - (rpm - started)
@@ -91,6 +104,12 @@ if rpm > 0 and position >= rpm - started then
     ms = minute + math.floor((needed - started + 1) * minute / rpm)
   end
   return wait(math.max(ms, 1), 'requests', position)
+end
+if rpm > 0 then
+  local ahead = tat_requests + position * request_interval - now - request_burst
+  if ahead > 0 then
+    return wait(math.max(math.ceil(ahead), 1), 'requests', position)
+  end
 end
 if concurrent > 0 and position >= concurrent - inflight then
   -- Nothing says when a call in flight ends: ask again soon, later the further back in the queue.
@@ -106,6 +125,12 @@ if tpm > 0 and used > 0 and used + estimate > tpm then
     end
   end
   return wait(minute, 'tokens', position)
+end
+if tpm > 0 then
+  local ahead = tat_tokens + position * estimate * token_interval - now - 1000
+  if ahead > 0 then
+    return wait(math.max(math.ceil(ahead), 1), 'tokens', position)
+  end
 end
 
 local score = tonumber(redis.call('ZSCORE', KEYS[5], waiter))
@@ -123,6 +148,8 @@ redis.call('ZADD', KEYS[1], now, ticket)
 redis.call('HSET', KEYS[2], ticket, estimate)
 redis.call('HINCRBY', KEYS[9], 'windowTokens', estimate)
 redis.call('ZADD', KEYS[3], now + tonumber(ARGV[9]), ticket)
+redis.call('HSET', KEYS[9], 'tatRequests', tostring(tat_requests + request_interval),
+  'tatTokens', tostring(tat_tokens + estimate * token_interval))
 local waited = now - since
 redis.call('HINCRBY', KEYS[9], 'admitted|' .. class, 1)
 redis.call('HINCRBY', KEYS[9], 'waitedMs|' .. class, waited)

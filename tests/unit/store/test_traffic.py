@@ -9,19 +9,41 @@ from shared.traffic import CallLimits
 MODEL = "fake/m"
 
 
-def _admit(store: Store, waiter: str, *, limits: CallLimits, klass: int = 0, flow: str = "a", tokens: int = 10):
+def _admit(
+    store: Store, waiter: str, *, limits: CallLimits, klass: int = 0, flow: str = "a", tokens: int = 10
+):
     return store.traffic.admit(
-        MODEL, waiter, klass=klass, flow=flow, weight=1, limits=limits, tokens=tokens, hold_ms=60_000, grace_ms=5_000
+        MODEL,
+        waiter,
+        klass=klass,
+        flow=flow,
+        weight=1,
+        limits=limits,
+        tokens=tokens,
+        hold_ms=60_000,
+        grace_ms=5_000,
     )
 
 
-def test_calls_within_requests_per_minute_are_admitted_and_the_next_waits_for_the_window(store: Store) -> None:
-    limits = CallLimits(requests_per_minute=3)
-    assert all(_admit(store, f"r{i}", limits=limits).ticket for i in range(3))
-    refused = _admit(store, "r3", limits=limits)
-    assert refused.ticket is None
-    assert refused.reason == "requests"
-    assert 59_000 < refused.wait_ms <= 60_000
+def test_calls_start_at_the_limits_pace_a_seconds_worth_at_once(store: Store) -> None:
+    limits = CallLimits(requests_per_minute=120)  # one each 500 ms, two at once
+    assert _admit(store, "r1", limits=limits).ticket is not None
+    assert _admit(store, "r2", limits=limits).ticket is not None
+    paced = _admit(store, "r3", limits=limits)
+    assert (paced.ticket, paced.reason) == (None, "requests")
+    assert 0 < paced.wait_ms <= 500
+
+
+def test_the_window_caps_any_minute_whatever_the_pace(store: Store) -> None:
+    """Calls other workers started 30 s ago fill the minute: the next waits for the first of them to leave."""
+    window, tokens, *_ = store.keys.traffic(MODEL)
+    now_ms = int(store.redis.time()[0]) * 1000
+    for i in range(3):
+        store.redis.zadd(window, {f"earlier#{i}": now_ms - 30_000 + i})
+        store.redis.hset(tokens, f"earlier#{i}", 1)
+    refused = _admit(store, "r1", limits=CallLimits(requests_per_minute=3))
+    assert (refused.ticket, refused.reason) == (None, "requests")
+    assert 25_000 < refused.wait_ms <= 31_000
 
 
 def test_concurrent_limit_counts_calls_in_flight_until_they_settle(store: Store) -> None:
@@ -34,15 +56,23 @@ def test_concurrent_limit_counts_calls_in_flight_until_they_settle(store: Store)
     assert _admit(store, "r2", limits=limits).ticket is not None
 
 
-def test_token_limit_counts_reservations_and_settles_to_what_was_used(store: Store) -> None:
+def test_tokens_are_paced_by_reservation_and_given_back_to_what_was_used(store: Store) -> None:
+    limits = CallLimits(tokens_per_minute=6_000)  # 10 ms a token, a second's worth (100) at once
+    first = _admit(store, "r1", limits=limits, tokens=80)
+    assert first.ticket is not None
+    assert _admit(store, "r2", limits=limits, tokens=50).ticket is not None
+    assert _admit(store, "r3", limits=limits, tokens=50).reason == "tokens"
+    store.traffic.settle(MODEL, first.ticket, tokens_used=30, limits=limits)
+    assert _admit(store, "r3", limits=limits, tokens=50).ticket is not None
+    [figures] = store.traffic.snapshot([MODEL])
+    assert figures.tokens_in_window == 130
+
+
+def test_the_token_window_caps_any_minute(store: Store) -> None:
     limits = CallLimits(tokens_per_minute=100)
     first = _admit(store, "r1", limits=limits, tokens=80)
     assert first.ticket is not None
     assert _admit(store, "r2", limits=limits, tokens=50).reason == "tokens"
-    store.traffic.settle(MODEL, first.ticket, tokens_used=30)
-    assert _admit(store, "r2", limits=limits, tokens=50).ticket is not None
-    [figures] = store.traffic.snapshot([MODEL])
-    assert figures.tokens_in_window == 80
 
 
 def test_people_are_admitted_before_background_work_that_waited_longer(store: Store) -> None:

@@ -129,10 +129,10 @@ class OpenAIRuntime:
     ) -> StepResult:
         """One request; ``headers`` gets the response's (the gate learns from them)."""
         url = self._provider.base_url.rstrip("/") + "/chat/completions"
-        headers = {**self._provider.headers}
+        sent = {**self._provider.headers}
         key = self._provider.api_key()
         if key:
-            headers["Authorization"] = f"Bearer {key}"
+            sent["Authorization"] = f"Bearer {key}"
         streamed: list[str] = []
 
         def on_text(text: str) -> None:
@@ -142,7 +142,7 @@ class OpenAIRuntime:
 
         try:
             with (
-                self._client.stream("POST", url, json=body, headers=headers, timeout=timeout) as response,
+                self._client.stream("POST", url, json=body, headers=sent, timeout=timeout) as response,
                 _hanging_up(request, response),
             ):
                 headers.update((name.lower(), value) for name, value in response.headers.items())

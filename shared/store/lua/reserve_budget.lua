@@ -15,11 +15,12 @@ for _, hold in ipairs(lapsed) do
   local held = redis.call('HGET', KEYS[6], hold)
   if held then
     local usd, tokens, day, tree = string.match(held, '^(%-?%d+)|(%-?%d+)|([^|]*)|(.*)$')
-    redis.call('HINCRBY', day, 'usdMicros', -tonumber(usd))
-    redis.call('HINCRBY', day, 'tokens', -tonumber(tokens))
+    -- 0 - x, not -x: -0 reaches Redis as '-0', which HINCRBY refuses (an unpriced model holds 0 USD).
+    redis.call('HINCRBY', day, 'usdMicros', 0 - tonumber(usd))
+    redis.call('HINCRBY', day, 'tokens', 0 - tonumber(tokens))
     if tree ~= '' then
-      redis.call('HINCRBY', tree, 'usdMicros', -tonumber(usd))
-      redis.call('HINCRBY', tree, 'tokens', -tonumber(tokens))
+      redis.call('HINCRBY', tree, 'usdMicros', 0 - tonumber(usd))
+      redis.call('HINCRBY', tree, 'tokens', 0 - tonumber(tokens))
     end
   end
   redis.call('ZREM', KEYS[5], hold)

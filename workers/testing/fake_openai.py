@@ -4,12 +4,18 @@ Each model has its own queue of answers, so two agents on two models can be driv
 answer is a ``Reply`` or a function of the request body returning one (to answer with what a tool
 returned). The server streams (SSE, text and tool-call arguments split over several chunks) when asked
 to, records every request body, and times its own work so a benchmark can subtract it.
+
+Like a provider's account, it can enforce rate limits (``ProviderLimits``, off unless given): per API key
+(the Authorization header), a 60-second sliding window of the requests it answered and of their tokens (the
+usage each answer reports); a request beyond either gets a 429 with ``Retry-After`` and OpenAI's
+``x-ratelimit-*`` headers, which every answer then carries.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import math
 import re
 import socket
 import threading
@@ -42,6 +48,9 @@ class Reply:
     chunk_delay: float = 0.0
     stream_seconds: float = 0.0
     cut_after: int | None = None
+    # An error answer's ``type`` and ``code`` in its body.
+    error_type: str = "invalid_request_error"
+    error_code: str | None = None
 
 
 Answer = Reply | Callable[[dict[str, Any]], Reply]
@@ -61,7 +70,59 @@ def tool(name: str, usage: tuple[int, int] = (100, 20), **args: Any) -> Reply:
 
 
 def failure(status: int, message: str, **headers: str) -> Reply:
+    """An error answer; a header's name with a hyphen goes through a dict:
+    ``failure(429, "slow down", **{"Retry-After": "2"})``."""
     return Reply(status=status, error=message, headers=headers)
+
+
+# The span of a provider's rate window.
+WINDOW_SECONDS = 60.0
+
+
+@dataclass(frozen=True)
+class ProviderLimits:
+    """What the fake provider allows one API key in any 60 s (None: not limited). A request's tokens are
+    the usage its answer reports (prompt + completion)."""
+
+    requests_per_minute: int | None = None
+    tokens_per_minute: int | None = None
+
+
+def openai_duration(seconds: float) -> str:
+    """A span as OpenAI's ``x-ratelimit-reset-*`` headers write it: ``20ms``, ``1s``, ``1.5s``, ``6m0s``."""
+    ms = max(math.ceil(seconds * 1000), 0)
+    if ms < 1000:
+        return f"{ms}ms"
+    minutes, rest = divmod(ms, 60_000)
+    return f"{minutes}m{rest / 1000:g}s" if minutes else f"{rest / 1000:g}s"
+
+
+@dataclass
+class _Window:
+    """One API key's answered requests of the last 60 s: (when, tokens), oldest first."""
+
+    entries: deque[tuple[float, int]] = field(default_factory=deque)
+
+    def trim(self, now: float) -> None:
+        while self.entries and self.entries[0][0] <= now - WINDOW_SECONDS:
+            self.entries.popleft()
+
+    @property
+    def tokens(self) -> int:
+        return sum(tokens for _, tokens in self.entries)
+
+    def frees_in(self, now: float, index: int) -> float:
+        """Seconds until the entry at ``index`` (and every one before it) has left the window."""
+        return max(self.entries[index][0] + WINDOW_SECONDS - now, 0.0) if self.entries else 0.0
+
+
+@dataclass(frozen=True)
+class _Refusal:
+    kind: str  # "requests" or "tokens"
+    retry_after: float
+    limit: int
+    used: int
+    requested: int
 
 
 # ``plan: steps=N seconds=S``: the run's first message asks ``planned`` for N steps of about S seconds.
@@ -157,6 +218,18 @@ class FakeOpenAI:
     hung_up: list[float] = field(default_factory=list)
     # The model's own time to first token: seconds from a streamed request's arrival to its first chunk.
     first_chunk_seconds: list[float] = field(default_factory=list)
+    # The provider's rate limits (None: none), per API key; see ``limit``.
+    limits: ProviderLimits | None = None
+    # Requests answered 2xx and refused with a 429 (a limit's, a scripted one or a forced one), and when
+    # (monotonic, on arrival) each was.
+    answered: int = 0
+    rate_limited: int = 0
+    answered_at: list[float] = field(default_factory=list)
+    rate_limited_at: list[float] = field(default_factory=list)
+    _windows: dict[str, _Window] = field(default_factory=lambda: defaultdict(_Window))
+    # Unexpected 429s still to answer, whatever the limits, and the Retry-After they carry.
+    _forced: int = 0
+    _forced_after: str = "1"
     _count_lock: threading.Lock = field(default_factory=threading.Lock)
 
     def streaming(self, change: int) -> None:
@@ -170,10 +243,122 @@ class FakeOpenAI:
     def bodies(self, model: str) -> list[dict[str, Any]]:
         return [body for body in self.requests if body["model"] == model]
 
+    def limit(self, limits: ProviderLimits | None) -> None:
+        """Enforce ``limits`` from now on (None: none); what the windows hold already still counts."""
+        self.limits = limits
+
+    def rate_limit_next(self, count: int, retry_after: float | str = 1) -> None:
+        """The next ``count`` requests get a 429 with ``Retry-After: retry_after``, whatever the limits (a
+        provider's unexpected refusal); no scripted answer is used up by them."""
+        self._forced = count
+        self._forced_after = f"{retry_after:g}" if isinstance(retry_after, float | int) else retry_after
+
+    def most_in_window(self, seconds: float = WINDOW_SECONDS) -> int:
+        """The most answered requests that ever arrived within ``seconds`` of each other (all keys)."""
+        times = sorted(self.answered_at)
+        most, first = 0, 0
+        for last, at in enumerate(times):
+            while at - times[first] >= seconds:
+                first += 1
+            most = max(most, last - first + 1)
+        return most
+
     def _next(self, body: dict[str, Any]) -> Reply:
         queue = self.queues[body["model"]]
         answer = queue.popleft() if queue else self.default
         return answer(body) if callable(answer) else answer
+
+    def _peek(self, body: dict[str, Any]) -> tuple[Reply, bool]:
+        """The answer ``body`` would get, and whether it comes off the model's queue (``_next`` takes it)."""
+        queue = self.queues[body["model"]]
+        answer = queue[0] if queue else self.default
+        return (answer(body) if callable(answer) else answer), bool(queue)
+
+    def _refusal(self, key: str, tokens: int, now: float) -> _Refusal | None:
+        """Why a request of ``tokens`` by ``key`` is beyond the limits now, if it is."""
+        limits, window = self.limits, self._windows[key]
+        if limits is None:
+            return None
+        window.trim(now)
+        rpm = limits.requests_per_minute
+        if rpm is not None and len(window.entries) >= rpm:
+            # The entry whose leaving brings the window below the limit.
+            wait = window.frees_in(now, len(window.entries) - rpm)
+            return _Refusal("requests", wait, rpm, len(window.entries), 1)
+        tpm = limits.tokens_per_minute
+        used = window.tokens
+        if tpm is not None and used + tokens > tpm:
+            wait, freed = WINDOW_SECONDS, 0
+            if tokens <= tpm:
+                for index, (_, spent) in enumerate(window.entries):
+                    freed += spent
+                    if used - freed + tokens <= tpm:
+                        wait = window.frees_in(now, index)
+                        break
+            return _Refusal("tokens", wait, tpm, used, tokens)
+        return None
+
+    def _limit_headers(self, key: str, now: float) -> dict[str, str]:
+        """OpenAI's ``x-ratelimit-*`` headers of ``key``'s window now (none without limits). A reset is the
+        time until the oldest request in the window leaves it: when the next place frees."""
+        limits, window = self.limits, self._windows[key]
+        if limits is None:
+            return {}
+        window.trim(now)
+        reset = openai_duration(window.frees_in(now, 0))
+        headers: dict[str, str] = {}
+        if limits.requests_per_minute is not None:
+            headers["x-ratelimit-limit-requests"] = str(limits.requests_per_minute)
+            left = limits.requests_per_minute - len(window.entries)
+            headers["x-ratelimit-remaining-requests"] = str(max(left, 0))
+            headers["x-ratelimit-reset-requests"] = reset
+        if limits.tokens_per_minute is not None:
+            headers["x-ratelimit-limit-tokens"] = str(limits.tokens_per_minute)
+            headers["x-ratelimit-remaining-tokens"] = str(max(limits.tokens_per_minute - window.tokens, 0))
+            headers["x-ratelimit-reset-tokens"] = reset
+        return headers
+
+    def _answer(self, body: dict[str, Any], key: str, now: float) -> tuple[Reply, dict[str, str]]:
+        """The reply to a request arriving ``now`` (a 429 if it is beyond the limits, or one is forced),
+        with the rate-limit headers it carries; counted. Called under the server's lock."""
+        if self._forced > 0:
+            self._forced -= 1
+            reply = _rate_limit_reply(
+                "Rate limit reached (the fake provider refuses this request)", "requests", self._forced_after
+            )
+            self.rate_limited += 1
+            self.rate_limited_at.append(now)
+            return reply, self._limit_headers(key, now)
+        reply, queued = self._peek(body)
+        refusal = self._refusal(key, sum(reply.usage), now) if reply.status < 400 else None
+        if refusal is not None:
+            self.rate_limited += 1
+            self.rate_limited_at.append(now)
+            per = "requests per min (RPM)" if refusal.kind == "requests" else "tokens per min (TPM)"
+            message = (
+                f"Rate limit reached for {body.get('model')} on {per}: Limit {refusal.limit}, "
+                f"Used {refusal.used}, Requested {refusal.requested}. "
+                f"Please try again in {openai_duration(refusal.retry_after)}."
+            )
+            after = str(max(math.ceil(refusal.retry_after), 1))
+            return _rate_limit_reply(message, refusal.kind, after), self._limit_headers(key, now)
+        if queued:
+            self.queues[body["model"]].popleft()
+        if reply.status < 400:
+            self.answered += 1
+            self.answered_at.append(now)
+            if self.limits is not None:
+                self._windows[key].entries.append((now, sum(reply.usage)))
+        elif reply.status == 429:
+            self.rate_limited += 1
+            self.rate_limited_at.append(now)
+        return reply, self._limit_headers(key, now)
+
+
+def _rate_limit_reply(message: str, kind: str, retry_after: str) -> Reply:
+    reply = Reply(status=429, error=message, headers={"Retry-After": retry_after})
+    reply.error_type, reply.error_code = kind, "rate_limit_exceeded"
+    return reply
 
 
 def _app(state: FakeOpenAI) -> FastAPI:
@@ -184,25 +369,31 @@ def _app(state: FakeOpenAI) -> FastAPI:
     async def completions(request: Request) -> Response:
         started = time.perf_counter()
         body = await request.json()
+        key = request.headers.get("authorization", "")
         with lock:
+            now = time.monotonic()
             state.requests.append(body)
-            state.arrived.append(time.monotonic())
+            state.arrived.append(now)
             state.headers.append(dict(request.headers))
-            reply = state._next(body)
+            reply, limit_headers = state._answer(body, key, now)
         if reply.status >= 400:
             state.server_seconds.append(time.perf_counter() - started)
+            error: dict[str, Any] = {"message": reply.error, "type": reply.error_type}
+            if reply.error_code is not None:
+                error["code"] = reply.error_code
             return JSONResponse(
-                {"error": {"message": reply.error, "type": "invalid_request_error"}},
-                status_code=reply.status,
-                headers=reply.headers,
+                {"error": error}, status_code=reply.status, headers={**limit_headers, **reply.headers}
             )
+        headers = {**limit_headers, **reply.headers}
         if body.get("stream"):
             chunks = list(_chunks(body["model"], reply))
             state.server_seconds.append(time.perf_counter() - started)
-            return StreamingResponse(_paced(state, chunks, reply, started), media_type="text/event-stream")
+            return StreamingResponse(
+                _paced(state, chunks, reply, started), media_type="text/event-stream", headers=headers
+            )
         payload = _whole(body["model"], reply)
         state.server_seconds.append(time.perf_counter() - started)
-        return JSONResponse(payload)
+        return JSONResponse(payload, headers=headers)
 
     return app
 
@@ -292,13 +483,13 @@ def _chunks(model: str, reply: Reply) -> Iterator[str]:
 
 
 @contextmanager
-def fake_openai(default: Answer | None = None) -> Iterator[FakeOpenAI]:
+def fake_openai(default: Answer | None = None, limits: ProviderLimits | None = None) -> Iterator[FakeOpenAI]:
     """The server; ``default`` answers whatever no script queued (``reference_reply``: the reference kit's
-    model), else ``text("ok")``."""
+    model), else ``text("ok")``; ``limits``: the rate limits it enforces (none unless given)."""
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    state = FakeOpenAI(f"http://127.0.0.1:{port}/v1")
+    state = FakeOpenAI(f"http://127.0.0.1:{port}/v1", limits=limits)
     if default is not None:
         state.default = default
     server = uvicorn.Server(uvicorn.Config(_app(state), log_level="warning", lifespan="off"))

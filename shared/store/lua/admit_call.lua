@@ -36,7 +36,7 @@ if #old > 0 then
     redis.call('HDEL', KEYS[2], ticket)
     redis.call('ZREM', KEYS[1], ticket)
   end
-  redis.call('HINCRBY', KEYS[9], 'windowTokens', -freed)
+  redis.call('HINCRBY', KEYS[9], 'windowTokens', 0 - freed)
 end
 -- A call in flight whose hold lapsed belonged to a worker that died: its place is free again.
 local lapsed = redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)

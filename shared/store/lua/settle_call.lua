@@ -23,7 +23,7 @@ end
 local held = redis.call('HGET', KEYS[2], ARGV[1])
 if ARGV[9] == '1' then
   if held then
-    redis.call('HINCRBY', KEYS[9], 'windowTokens', -tonumber(held))
+    redis.call('HINCRBY', KEYS[9], 'windowTokens', 0 - tonumber(held))
     redis.call('HDEL', KEYS[2], ARGV[1])
     if rpm > 0 then give_back('tatRequests', 60000 / rpm) end
     if tpm > 0 then give_back('tatTokens', tonumber(held) * 60000 / tpm) end

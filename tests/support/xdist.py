@@ -36,6 +36,7 @@ FIRST = [
     "tests/fuzz/test_api_fuzz.py",
     "tests/e2e/test_up.py",
     "tests/integration/test_spawn.py",
+    "tests/integration/test_model_traffic.py",
     "tests/integration/test_backlog.py",
     # make unit's longest (mostly waiting out a cap), so that it does not run alone at the end.
     "tests/unit/api/test_capped_waits.py",

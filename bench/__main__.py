@@ -2,7 +2,7 @@
 
 ``--quick`` runs small sizes as a smoke test; ``--only FIGURE`` (repeatable: send, throughput, list,
 exchange, spawn, loop, model, backlog, control, ha, orchestration, busy,
-capacity, waits, redis, soak) picks figures.
+capacity, waits, redis, soak, traffic) picks figures.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from bench import (
     exchange,
     list_latency,
     model_bound,
+    model_traffic,
     orchestration,
     redis_cost,
     redis_ha,
@@ -56,6 +57,7 @@ FIGURES = (
     "waits",
     "redis",
     "soak",
+    "traffic",
 )
 
 
@@ -86,6 +88,7 @@ class Sizes:
     capacity: capacity.Params
     waits: waits.Params
     soak: soak.Params
+    traffic: model_traffic.Params
 
 
 FULL = Sizes(
@@ -121,6 +124,8 @@ FULL = Sizes(
     ),
     waits=waits.Params(waits=10_000, cancelled=500, spawn_rate=125),
     soak=soak.Params(minutes=30),
+    # The issue's sizes: 1,500 one-call runs on 3 x 100 threads against 1,200 requests/min; 500 leaves.
+    traffic=model_traffic.Params(runs=1_500, workers=3, requests_per_minute=1_200, leaves=500),
 )
 QUICK = replace(
     FULL,
@@ -147,6 +152,7 @@ QUICK = replace(
     capacity=capacity.Params(many_sessions=500, short=100, long_sessions=10, stages=(1_000, 2_500, 5_000)),
     waits=waits.Params(waits=1_000, cancelled=50, spawn_rate=200),
     soak=soak.Params(minutes=2, sample_s=15),
+    traffic=model_traffic.Params(runs=300, workers=2, requests_per_minute=240, leaves=100),
 )
 
 
@@ -182,6 +188,8 @@ def measure(figure: str, running: Stack, sizes: Sizes) -> Section:
         return capacity.run(running, sizes.capacity)
     if figure == "waits":
         return waits.run(running, sizes.waits)
+    if figure == "traffic":
+        return model_traffic.run(running, sizes.traffic)
     if figure == "soak":
         return soak.run(running, sizes.soak)
     if figure == "redis":

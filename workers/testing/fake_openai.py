@@ -86,6 +86,9 @@ class ProviderLimits:
 
     requests_per_minute: int | None = None
     tokens_per_minute: int | None = None
+    # Whether answers state the limits (``x-ratelimit-*``), as OpenAI's do; many compatible servers only
+    # answer a 429 with its ``Retry-After``.
+    states_limits: bool = True
 
 
 def openai_duration(seconds: float) -> str:
@@ -302,7 +305,7 @@ class FakeOpenAI:
         """OpenAI's ``x-ratelimit-*`` headers of ``key``'s window now (none without limits). A reset is the
         time until the oldest request in the window leaves it: when the next place frees."""
         limits, window = self.limits, self._windows[key]
-        if limits is None:
+        if limits is None or not limits.states_limits:
             return {}
         window.trim(now)
         reset = openai_duration(window.frees_in(now, 0))

@@ -66,7 +66,6 @@ class ModelGate:
         root: str | None,
         cancel: threading.Event | None,
         time_left: Callable[[], float | None],
-        may_park: bool = True,
     ) -> None:
         provider_name, _, model_id = model_ref.partition("/")
         provider = config.models.all_providers()[provider_name]
@@ -88,7 +87,6 @@ class ModelGate:
         self._class = CLASS_OF_KIND.get(run.kind, 2)
         self._cancel = cancel
         self._time_left = time_left
-        self._may_park = may_park
         # How long a call's holds (its place in flight, its budget reservation) outlive a dead worker.
         self._hold_ms = int(provider.timeout_seconds * 1000) + HOLD_MARGIN_MS
         # Since when this run's current call has been kept from its model (its waits and 429s together).
@@ -172,7 +170,7 @@ class ModelGate:
                 if not announced:
                     announced = True
                     self._announce(answer.reason or "", answer.wait_ms, answer.position)
-                if self._may_park and wait_s > admission.park_after_seconds and wait_s < left:
+                if wait_s > admission.park_after_seconds and wait_s < left:
                     parked = True
                     raise AwaitingCapacity(wait_s, answer.reason or "")
                 pause = min(wait_s, left, admission.park_after_seconds or wait_s)

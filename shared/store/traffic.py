@@ -45,6 +45,7 @@ class TrafficStore:
                 hold_ms,
                 grace_ms,
                 model,
+                self._keys.run(""),
             ],
         )
         if answer[0] == "ok":

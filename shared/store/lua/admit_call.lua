@@ -14,7 +14,7 @@
 -- ARGV: 1 waiter (the run), 2 class, 3 flow, 4 weight, 5 requests/min (0: none), 6 tokens/min,
 --       7 concurrent, 8 estimated tokens, 9 hold ms (how long a call in flight counts unless settled),
 --       10 grace ms (a waiter keeps its place this long past the wait it is told, unless it asks again),
---       11 model ref
+--       11 model ref, 12 run key prefix (a waiter is a run id)
 -- The time is the server's: workers' clocks may differ, the window is one.
 -- Returns {'ok', ticket, waited ms} or {'wait', ms, reason, position}.
 local time = redis.call('TIME')
@@ -69,6 +69,18 @@ local function wait(ms, reason, position)
 end
 
 local position = redis.call('ZRANK', KEYS[5], waiter)
+-- A waiter ahead whose run ended while it was parked (cancelled, say) would hold its place until it lapses:
+-- the first ones, those that could take the room, are looked at.
+if position > 0 then
+  for _, ahead in ipairs(redis.call('ZRANGE', KEYS[5], 0, math.min(position, 16) - 1)) do
+    if not is_active(redis.call('HGET', ARGV[12] .. ahead, 'status')) then
+      redis.call('ZREM', KEYS[5], ahead)
+      redis.call('ZREM', KEYS[6], ahead)
+      redis.call('HDEL', KEYS[7], ahead)
+    end
+  end
+  position = redis.call('ZRANK', KEYS[5], waiter)
+end
 local cooldown = redis.call('PTTL', KEYS[4])
 if cooldown > 0 then
   return wait(cooldown, 'cooldown', position)

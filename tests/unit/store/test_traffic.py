@@ -12,6 +12,8 @@ MODEL = "fake/m"
 def _admit(
     store: Store, waiter: str, *, limits: CallLimits, klass: int = 0, flow: str = "a", tokens: int = 10
 ):
+    """``waiter``'s run (running, as a run waiting for its model is) asks for admission."""
+    store.redis.hset(store.keys.run(waiter), "status", "running")
     return store.traffic.admit(
         MODEL,
         waiter,
@@ -124,3 +126,12 @@ def test_a_waiter_that_leaves_frees_its_place(store: Store) -> None:
     store.traffic.leave(MODEL, "gone")
     assert _admit(store, "next", limits=limits).position == 0
     assert store.traffic.models() == [MODEL]
+
+
+def test_a_waiter_whose_run_ended_while_parked_does_not_hold_its_place(store: Store) -> None:
+    limits = CallLimits(concurrent=1)
+    assert _admit(store, "hold", limits=limits).ticket is not None
+    _admit(store, "cancelled", limits=limits)
+    assert _admit(store, "next", limits=limits).position == 1
+    store.redis.hset(store.keys.run("cancelled"), "status", "aborted")
+    assert _admit(store, "next", limits=limits).position == 0

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Path
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from api.auth import forbidden
@@ -27,6 +27,16 @@ MAX_USD = 1_000_000_000.0
 MAX_TOKENS = 10**15
 
 
+def _whole_number(value: Any) -> Any:
+    """JSON has one number type: ``5.0`` is the whole number 5 (JSON Schema's ``integer`` says so too),
+    ``true`` and ``"5"`` are no amount."""
+    if isinstance(value, bool | str):
+        raise ValueError("must be a whole number")
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
 class BudgetBody(BaseModel):
     """An agent's runtime budget: a number sets a value, ``null`` lifts the limit, a field left out is the
     configuration's. The whole runtime budget is replaced."""
@@ -35,7 +45,7 @@ class BudgetBody(BaseModel):
 
     # Strict: JSON true or "5" is no amount.
     daily_usd: float | None = Field(None, ge=0, le=MAX_USD, strict=True, allow_inf_nan=False)
-    daily_tokens: int | None = Field(None, ge=0, le=MAX_TOKENS, strict=True)
+    daily_tokens: Annotated[int | None, BeforeValidator(_whole_number)] = Field(None, ge=0, le=MAX_TOKENS)
 
 
 AgentIdPath = Annotated[str, Path(min_length=1, max_length=128, description="A configured agent's id")]

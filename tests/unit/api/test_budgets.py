@@ -130,6 +130,11 @@ def test_a_runtime_budget_of_zero_stops_the_agent_spending(http: TestClient) -> 
     assert (row["dailyTokens"], row["leftTokens"]) == (0, 0)
 
 
+def test_a_whole_number_of_tokens_written_with_a_point_is_taken(http: TestClient) -> None:
+    row = http.put("/v1/agents/main/budget", json={"dailyTokens": 500.0}).json()
+    assert row["dailyTokens"] == 500
+
+
 def test_an_unknown_agent_is_404(http: TestClient) -> None:
     answer = http.put("/v1/agents/nobody/budget", json={"dailyUsd": 1})
     assert answer.status_code == 404
@@ -143,6 +148,8 @@ def test_an_unknown_agent_is_404(http: TestClient) -> None:
         ({"dailyUsd": "5"}, "dailyUsd"),
         ({"dailyUsd": True}, "dailyUsd"),
         ({"dailyTokens": 1.5}, "dailyTokens"),
+        ({"dailyTokens": True}, "dailyTokens"),
+        ({"dailyTokens": "5"}, "dailyTokens"),
         ({"dailyTokens": -3}, "dailyTokens"),
         ({"dailyTokens": 10**16}, "dailyTokens"),
         ({"weekly": 3}, "weekly"),

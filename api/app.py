@@ -35,9 +35,11 @@ from api.routes import (
     status,
     subagents,
     tools,
+    waterfall,
 )
 from api.services import Services
 from api.waits import RunWaiter
+from shared import tracing
 from shared.config import Config, ConfigError, load_config
 from shared.logs import configure, keep_secrets_out
 
@@ -96,10 +98,14 @@ def create_app(
     )
     errors.install(app)
     app.add_middleware(BodyLimit, max_bytes=config.gateway.limits.body_bytes)
+    if tracing.setup(config, "api"):
+        from opentelemetry.instrumentation.fastapi import FastAPIInstrumentor
+
+        FastAPIInstrumentor.instrument_app(app, excluded_urls="/healthz,/readyz,/metrics")
     routers = (health.router, metrics.router, tools.router, sessions.router, subagents.router, runs.router)
     others = (flows.router, channels.router, status.router, budgets.router, principal.router, console.router)
     app.include_router(openai_compat.router)
-    for router in (*routers, *others, a2a.router):
+    for router in (*routers, *others, waterfall.router, a2a.router):
         app.include_router(router)
     app.mount(console.ASSETS, console.assets(), name="console-assets")
     app.router.routes.append(Route("/mcp", endpoint=mcp, methods=["GET", "POST", "DELETE"]))

@@ -19,7 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
-from shared import attachments
+from shared import attachments, tracing
 from shared.config import Config
 from shared.config.providers import ModelCost, OpenAIProvider
 from shared.dispatch import Dispatcher
@@ -164,10 +164,12 @@ def _step(env: LoopEnv, state: LoopState) -> None:
         raise RunTimedOut("no time was left when the step started")
     base = env.request
     request = dataclasses.replace(base, messages=[*base.messages, *state.messages], time_limit=limit)
-    try:
-        result = env.runtime.step(request)
-    finally:
-        env.text_done()
+    with tracing.model_step(env.config, env.model, env.run) as span:
+        try:
+            result = env.runtime.step(request)
+        finally:
+            env.text_done()
+        tracing.step_done(span, result.usage, len(result.tool_calls), result.reply)
     state.steps += 1
     state.usage = state.usage.plus(result.usage)
     state.context_tokens = result.usage.input_tokens or state.context_tokens
@@ -292,7 +294,8 @@ def _call(env: LoopEnv, call: ToolCallBlock, step: int) -> Wire | AwaitRun:
     if refused is not None:
         return refused
     try:
-        return tool.invoke(ctx, env.raw_arguments.get(call.id, call.arguments))
+        with tracing.tool_call(call.name, env.run.session_key, call.id, call.arguments):
+            return tool.invoke(ctx, env.raw_arguments.get(call.id, call.arguments))
     except ValidationError as exc:
         return ToolFailure(status="error", error=tool_input_error(exc.errors())[1])
     except ToolError as exc:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from shared import backoff, logs, policy
+from shared import backoff, logs, policy, tracing
 from shared.channels import DeliveryError, adapter_for
 from shared.config import Config
 from shared.flows import ids as flow_ids
@@ -32,6 +32,14 @@ def attempt(store: Storage, config: Config, flow_id: str, owner: str) -> Attempt
         return _attempt(store, config, flow_id, owner)
 
 
+def _trace_of(store: Storage, flow_id: str) -> str | None:
+    """The exchange's trace (its primary run's), read only when traces are sent."""
+    if not tracing.enabled():
+        return None
+    primary = store.runs.get(flow_id)
+    return primary.trace_parent if primary else None
+
+
 def _attempt(store: Storage, config: Config, flow_id: str, owner: str) -> AttemptOutcome:
     delivery_id = flow_ids.delivery_id(flow_id)
     claimed, attempts = store.flows.claim_delivery(delivery_id, owner=owner, lease_ms=ATTEMPT_LEASE_MS)
@@ -45,7 +53,8 @@ def _attempt(store: Storage, config: Config, flow_id: str, owner: str) -> Attemp
         store.flows.finish_delivery(delivery, "blocked", policy.BLOCKED)
         return AttemptOutcome()
     try:
-        adapter_for(config, store.flows, delivery.channel).send(delivery)
+        with tracing.delivery(delivery.channel, flow_id, attempts, _trace_of(store, flow_id)):
+            adapter_for(config, store.flows, delivery.channel).send(delivery)
     except DeliveryError as exc:
         settings = config.delivery
         if exc.retryable and attempts < settings.max_attempts:

@@ -14,7 +14,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Literal
 
-from shared import agent_loop, cancellation, hot_window, leases, logs, session_keys, subagents
+from opentelemetry.trace import Span
+
+from shared import agent_loop, cancellation, hot_window, leases, logs, session_keys, subagents, tracing
 from shared.a2a import push
 from shared.agent_loop import LoopState, StepsExhausted
 from shared.budgets import BudgetExceeded
@@ -88,8 +90,23 @@ def execute(store: Storage, config: Config, dispatcher: Dispatcher, attempt: Att
         )
         if claim.state is None:
             return AttemptResult(claim.outcome, retry_in_ms=claim.retry_in_ms)
-        with logs.bound(flow_id=claim.state.run.flow_id):
-            return _claimed(store, config, dispatcher, attempt, claim, claim.state, lease_ms)
+        run = claim.state.run
+        with (
+            logs.bound(flow_id=run.flow_id),
+            tracing.agent_run(run, claim.attempts, store.clock.now_ms()) as span,
+        ):
+            result = _claimed(store, config, dispatcher, attempt, claim, claim.state, lease_ms)
+            _trace_outcome(span, result)
+            return result
+
+
+def _trace_outcome(span: Span, result: AttemptResult) -> None:
+    if result.suspended:
+        span.set_attribute("clawbus.run.status", "parked")
+    elif result.outcome is ClaimOutcome.BUSY:
+        tracing.lease_lost(span, "another attempt owns the run")
+    elif result.status is not None:
+        tracing.run_ended(span, result.status.value)
 
 
 def _claimed(
@@ -322,8 +339,12 @@ class _TextEvents:
         self._store, self._run_id = store, run_id
         self._pending: list[str] = []
         self._flushed = time.monotonic()
+        self._written = False
 
     def write(self, text: str) -> None:
+        if not self._written:
+            self._written = True
+            tracing.first_token()
         self._pending.append(text)
         if time.monotonic() - self._flushed >= self.FLUSH_SECONDS:
             self.flush()

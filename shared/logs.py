@@ -17,6 +17,7 @@ from enum import Enum
 from typing import IO, Final
 
 import structlog
+from opentelemetry import trace
 from structlog.typing import EventDict, Processor, WrappedLogger
 
 from shared.config import Config, LoggingConfig
@@ -109,7 +110,17 @@ def _shared_processors() -> list[Processor]:
         structlog.stdlib.add_log_level,
         structlog.stdlib.add_logger_name,
         _timestamp,
+        _trace_ids,
     ]
+
+
+def _trace_ids(_: WrappedLogger, __: str, event: EventDict) -> EventDict:
+    """A line written inside a span names it (``trace_id``, ``span_id``), so logs and traces join up."""
+    span = trace.get_current_span().get_span_context()
+    if span.is_valid:
+        event["trace_id"] = format(span.trace_id, "032x")
+        event["span_id"] = format(span.span_id, "016x")
+    return event
 
 
 def _formatter(settings: LoggingConfig, stream: IO[str]) -> structlog.stdlib.ProcessorFormatter:

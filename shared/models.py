@@ -334,6 +334,8 @@ class RunSpec(Wire):
     hops: int = 0
     # A sub-agent run's runTimeoutSeconds, in ms: the step is interrupted and the run ends ``timeout``.
     timeout_ms: int | None = None
+    # The trace the run belongs to (W3C traceparent of the span that asked for it; shared/trace_context.py).
+    trace_parent: str | None = None
 
 
 class Run(RunSpec):

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Literal
 
+from shared import trace_context
 from shared.models import Message, Provenance, Run, RunKind, RunSpec, RunStatus, SessionEntry, Usage
 
 
@@ -34,6 +35,7 @@ def new_run(
     with the run and, for a message from another session, its ``provenance``); ``spec`` sets the rest of
     its ``RunSpec`` (its flow, turn, context, chain...)."""
     message = Message.of("user", text, timestamp=now, run_id=run_id, provenance=provenance)
+    spec.setdefault("trace_parent", trace_context.current())
     return NewRun(
         run_id=run_id, session_key=session.key, agent_id=session.agent_id, kind=kind, input=message, **spec
     )

@@ -18,11 +18,13 @@ from celery.signals import (
     setup_logging,
     task_postrun,
     task_prerun,
+    worker_init,
+    worker_process_init,
     worker_ready,
     worker_shutdown,
 )
 
-from shared import logs
+from shared import logs, tracing
 from shared.config import Config
 from shared.store import Store
 
@@ -55,6 +57,13 @@ def register(config: Config) -> None:
     worker_ready.connect(ready, weak=False)
     heartbeat_sent.connect(lambda **_: beat(), weak=False)
     worker_shutdown.connect(gone, weak=False)
+
+
+def send_traces(config: Config) -> None:
+    """A worker sends its spans to ``telemetry.tracing``'s collector, when one is set (a prefork child
+    keeps its parent's provider: the SDK restarts its export thread after the fork)."""
+    worker_init.connect(lambda **_: tracing.setup(config, "worker"), weak=False)
+    worker_process_init.connect(lambda **_: tracing.setup(config, "worker"), weak=False)
 
 
 def route_logs(config: Config) -> None:

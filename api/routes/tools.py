@@ -18,7 +18,7 @@ from api.params import SESSION_KEY_CONSTRAINTS
 from api.routes.resolve import acting_as
 from api.schemas import INVOKE_BODY, InvokeRequest, InvokeResponse
 from api.services import Services
-from shared import logs, run_control, session_keys, subagents
+from shared import logs, run_control, session_keys, subagents, tracing
 from shared.errors import tool_input_error
 from shared.models import Wire
 from shared.submit import AwaitRun
@@ -91,7 +91,10 @@ async def call_tool(
     if tool is None or services.config.gateway.tools.denied(name):
         raise ApiError(404, "not_found", f"Tool not available: {name}")
     ctx = _caller(services, principal, session_key, run_id)
-    with logs.bound(session_key=ctx.caller_key, run_id=run_id):
+    with (
+        logs.bound(session_key=ctx.caller_key, run_id=run_id),
+        tracing.tool_call(name, ctx.caller_key, None, args),
+    ):
         return await _call(services, tool, ctx, args, wait, abandon_cancels)
 
 

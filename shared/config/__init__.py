@@ -66,7 +66,9 @@ from shared.config.service import (
     RedisConfig,
     RunsConfig,
     SentinelConfig,
+    TelemetryConfig,
     TokenSpec,
+    TracingConfig,
     WorkerConfig,
 )
 from shared.config.session import (
@@ -153,10 +155,12 @@ __all__ = [
     "SessionsToolConfig",
     "SubagentDefaults",
     "SubagentToolsConfig",
+    "TelemetryConfig",
     "ThreadBindingsConfig",
     "TokenSpec",
     "ToolFilter",
     "ToolsConfig",
+    "TracingConfig",
     "UnknownModel",
     "Visibility",
     "WebchatChannel",

@@ -224,6 +224,28 @@ class FlowerConfig(Section):
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR"]
 
 
+class TracingConfig(Section):
+    """``telemetry.tracing``: traces over OTLP (docs/architecture.md, "Traces"). Off without an endpoint
+    (here or in ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` / ``OTEL_EXPORTER_OTLP_ENDPOINT``); the standard
+    ``OTEL_*`` variables win over these values."""
+
+    # The collector: http/protobuf, the full URL of its traces path (``http://host:4318/v1/traces``);
+    # grpc, ``host:4317`` or ``http://host:4317``.
+    endpoint: str | None = None
+    protocol: Literal["http/protobuf", "grpc"] = "http/protobuf"
+    service_name: str = "clawbus"
+    sample_ratio: float = Field(1.0, ge=0, le=1)
+    # Message texts, tool arguments and replies in spans (redacted and cut as sessions_history shows them).
+    capture_content: bool = False
+    headers: dict[str, str] = {}
+    # A link to a trace in the operator's backend, ``{traceId}`` replaced (the console shows it).
+    trace_url: str | None = None
+
+
+class TelemetryConfig(Section):
+    tracing: TracingConfig = TracingConfig()
+
+
 class LoggingConfig(Section):
     """Every process's log lines (``CLAWBUS_LOG_LEVEL`` and ``CLAWBUS_LOG_FORMAT`` override the file; the
     ``--loglevel`` of ``clawbus worker`` and ``clawbus beat`` sets ``CLAWBUS_LOG_LEVEL``)."""

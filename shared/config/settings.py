@@ -42,6 +42,7 @@ from shared.config.service import (
     LoggingConfig,
     RedisConfig,
     RunsConfig,
+    TelemetryConfig,
     TokenSpec,
     WorkerConfig,
 )
@@ -97,6 +98,7 @@ class Config(_Settings):
     worker: WorkerConfig = WorkerConfig()
     flower: FlowerConfig = FlowerConfig()
     logging: LoggingConfig = LoggingConfig()
+    telemetry: TelemetryConfig = TelemetryConfig()
     a2a: A2AConfig = A2AConfig()
 
     @model_validator(mode="after")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from shared import channels, deliveries, logs
+from shared import channels, deliveries, logs, trace_context
 from shared.dispatch import StepTask
 from shared.flows.context import FlowContext
 from shared.flows.decide import (
@@ -32,7 +32,7 @@ from shared.flows.exchange import start_announce, start_delivery, start_turn
 from shared.flows.ids import delivery_id
 from shared.flows.report import deliver_relay, start_subagent_announce, start_subagent_delivery
 from shared.flows.view import snapshot
-from shared.models import Flow
+from shared.models import Flow, Snapshot
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +89,12 @@ def _advance(ctx: FlowContext, flow_id: str, performs: tuple[type[Action], ...])
     snap = snapshot(ctx.store, flow_id)
     if snap is None:
         return Finish("gone", "the flow is gone")
+    # The runs a step starts belong to the trace of the flow's primary run (the send or the spawn).
+    with trace_context.continued(snap.primary.trace_parent if snap.primary else None):
+        return _step(ctx, flow_id, performs, snap)
+
+
+def _step(ctx: FlowContext, flow_id: str, performs: tuple[type[Action], ...], snap: Snapshot) -> Action:
     action = next_action(snap, ctx.store.clock.now_ms())
     if isinstance(action, Finish):
         _end(ctx, snap.flow, action)

@@ -28,6 +28,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "shared.session_keys",
             "shared.tool_args",
             "shared.flows.ids",
+            "shared.trace_context",
         ),
     ),
     ("configuration and wire models", ("shared.config", "shared.config.*", "shared.models")),

@@ -4,6 +4,8 @@ over OTLP/HTTP to a receiver that decodes them (workers/testing/otlp_receiver.py
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -12,7 +14,7 @@ from api.client import Client
 from shared.tools.send_schema import SendResult
 from tests.integration.conftest import TOKEN, Fresh
 from workers.testing.otlp_receiver import ReceivedSpan, Receiver, otlp_receiver
-from workers.testing.processes import wait_for
+from workers.testing.processes import Role, wait_for
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -25,31 +27,45 @@ def _config(endpoint: str, capture: bool = False) -> dict[str, Any]:
             "tracing": {"endpoint": endpoint, "serviceName": "clawbus-test", "captureContent": capture}
         },
         "session": {"agentToAgent": {"maxPingPongTurns": 1}},
-        "tools": {"sessions": {"visibility": "all"}},
+        "tools": {"sessions": {"visibility": "all"}, "agentToAgent": {"enabled": True}},
     }
 
 
-@pytest.fixture
-def traced(fresh: Fresh) -> Iterator[tuple[Fresh, Receiver, str]]:
+@dataclass
+class Traced:
+    fresh: Fresh
+    receiver: Receiver
+    url: str
+    worker: Role
+
+
+@contextmanager
+def traced_stack(fresh: Fresh, capture: bool = False) -> Iterator[Traced]:
     with otlp_receiver() as receiver:
-        fresh.start_redis(config=_config(receiver.url))
+        fresh.start_redis(config=_config(receiver.url, capture))
         # Spans leave each process within 200 ms instead of the SDK's 5 s.
         fresh.env["OTEL_BSP_SCHEDULE_DELAY"] = "200"
-        fresh.worker(concurrency=4)
+        worker = fresh.worker(concurrency=4)
         _, url = fresh.api()
-        yield fresh, receiver, url
+        yield Traced(fresh, receiver, url, worker)
 
 
-def _one(spans: list[ReceivedSpan], name: str) -> ReceivedSpan:
-    found = [span for span in spans if span.name == name]
-    assert len(found) == 1, (name, [span.name for span in spans])
-    return found[0]
+@pytest.fixture
+def traced(fresh: Fresh) -> Iterator[Traced]:
+    with traced_stack(fresh) as stack:
+        yield stack
 
 
-def test_a_waiting_send_is_one_trace_from_the_http_call_to_the_delivery(
-    traced: tuple[Fresh, Receiver, str],
-) -> None:
-    _, receiver, url = traced
+def _tool_span(receiver: Receiver, tool: str, run_id: str) -> ReceivedSpan | None:
+    """The API's span of the tool call that made ``run_id`` (the trace its runs share)."""
+    for span in receiver.named(f"execute_tool {tool}"):
+        if any(s.attributes.get("clawbus.run.id") == run_id for s in receiver.trace(span.trace_id)):
+            return span
+    return None
+
+
+def test_a_waiting_send_is_one_trace_from_the_http_call_to_the_delivery(traced: Traced) -> None:
+    receiver, url = traced.receiver, traced.url
     target = "agent:main:cron:traced"
     with Client(url, TOKEN) as client:
         client.open_session(target)
@@ -93,3 +109,44 @@ def test_a_waiting_send_is_one_trace_from_the_http_call_to_the_delivery(
     # captureContent is off: no text of the exchange is in any span.
     assert not any(SECRET in str(span.attributes) for span in receiver.spans)
     assert {span.resource["clawbus.role"] for span in spans} == {"api", "worker"}
+
+
+def test_a_run_a_killed_worker_left_is_finished_by_another_in_the_same_trace(traced: Traced) -> None:
+    traced.fresh.beat()
+    with Client(traced.url, TOKEN) as client:
+        key = client.open_session("agent:slow:cron:crash").key
+        sent = client.sessions_send(key, "survive a crash", timeout_seconds=0)
+        assert isinstance(sent, SendResult)
+        wait_for(lambda: client.get_run(sent.run_id).status == "running", 20, what="the run to start")
+        traced.worker.kill()  # its span of the first attempt never ends: it is never sent
+        traced.fresh.worker()
+        run = client.wait_run(sent.run_id, timeout=60)
+    assert run is not None
+    assert (run.status, run.attempts) == ("ok", 2)
+
+    def finished() -> list[ReceivedSpan]:
+        tool = _tool_span(traced.receiver, "sessions_send", sent.run_id)
+        spans = traced.receiver.trace(tool.trace_id) if tool else []
+        return [s for s in spans if s.attributes.get("clawbus.run.id") == sent.run_id]
+
+    assert wait_for(lambda: len(finished()) == 1, 30, what="the second attempt's span")
+    [span] = finished()
+    assert span.attributes["clawbus.run.attempt"] == 2
+    assert span.attributes["clawbus.run.status"] == "ok"
+
+
+def test_content_is_in_spans_only_when_asked_for_and_then_redacted(fresh: Fresh) -> None:
+    key = "sk-" + "a1B2c3D4" * 6
+    with traced_stack(fresh, capture=True) as stack, Client(stack.url, TOKEN) as client:
+        target = client.open_session("agent:main:cron:captured").key
+        result = client.sessions_send(target, f"remember {key}", timeout_seconds=30)
+        assert isinstance(result, SendResult)
+        assert wait_for(lambda: stack.receiver.named("chat "), 30, what="a model step's span")
+        spans = stack.receiver.spans
+    replies = [s.attributes.get("gen_ai.output.messages") for s in spans if s.name.startswith("chat ")]
+    assert any(reply and reply.startswith("echo: remember ") for reply in replies)
+    arguments = [
+        s.attributes.get("gen_ai.tool.call.arguments", "") for s in spans if s.name.startswith("execute_tool")
+    ]
+    assert any("remember" in text for text in arguments)
+    assert not any(key in str(span.attributes) for span in spans)

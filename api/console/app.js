@@ -6,6 +6,7 @@ import { follow, get, patch, post, sessionPath, token, tool, whoAmI } from "./ap
 import { FlowView } from "./flow.js";
 import { FleetView } from "./fleet.js";
 import { SpawnTree } from "./tree.js";
+import { WaterfallView } from "./waterfall.js";
 import { html, link, TERMINAL, when } from "./ui.js";
 const KINDS = ["main", "group", "cron", "hook", "node", "other"];
 const ACTIVITY = [["", "any time"], ["5", "last 5 minutes"], ["60", "last hour"], ["1440", "last day"]];
@@ -438,6 +439,7 @@ function App() {
     session: () => html`<${Session} auth=${auth} sessionKey=${current.arg} key=${current.arg} />`,
     flow: () => html`<${FlowView} flowId=${current.arg} key=${current.arg} />`,
     run: () => html`<${RunView} runId=${current.arg} key=${current.arg} />`,
+    waterfall: () => html`<${WaterfallView} arg=${current.arg} key=${current.arg} />`,
     fleet: () => html`<${FleetView} />`,
     inflight: () => (auth.owner ? html`<${InFlight} />` : html`<p>Work in flight across sessions is for owner tokens.</p>`),
   };

@@ -4,6 +4,7 @@
 import { useEffect, useState } from "preact/hooks";
 import { follow, get, post } from "./api.js";
 import { html, link, when } from "./ui.js";
+import { waterfallLink } from "./waterfall.js";
 
 const LANE_X = [120, 380, 600];
 const ROW = 54;
@@ -98,6 +99,7 @@ export function FlowView({ flowId }) {
       ${flow.error && html` · <span class="error">${flow.error}</span>`}
       · from <a href=${link("session", flow.requesterKey)}>${flow.requesterKey}</a>
       to <a href=${link("session", flow.targetKey)}>${flow.targetKey}</a> · started ${when(flow.createdAt)}
+      · <a href=${waterfallLink("flow", flowId)}>its runs over time (waterfall)</a>
       ${flow.status === "running" && html` <button type="button" class="danger" onClick=${cancel}>Cancel flow</button>`}
     </p>
     <${Sequence} flow=${flow} />

@@ -5,6 +5,7 @@
 import { useEffect, useState } from "preact/hooks";
 import { get, post, sessionPath } from "./api.js";
 import { html, link } from "./ui.js";
+import { waterfallLink } from "./waterfall.js";
 
 const REFRESH_MS = 3000;
 const ENDED = ["done", "error", "timeout", "killed"];
@@ -99,6 +100,7 @@ export function SpawnTree({ sessionKey }) {
   };
   const tree = rows ? nest(rows) : [];
   return html`<div class="spawn-tree"><h3>Sub-agents</h3>
+    <p><a href=${waterfallLink("session", sessionKey)}>The tree's runs over time (waterfall)</a></p>
     ${card && html`<p class="facts" data-state=${card.state}>This session: <strong>${card.state}</strong>
       ${card.childrenPending ? ` · ${card.childrenPending} to report` : ""}${card.role ? ` · ${card.role}` : ""} · depth ${card.spawnDepth}</p>`}
     ${unreadable ? html`<p class="error">${unreadable}</p>` : rows === null ? html`<p>Loading…</p>` : tree.length === 0 ? html`<p class="quiet">No sub-agents.</p>` :

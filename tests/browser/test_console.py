@@ -315,6 +315,49 @@ def test_a_flows_sequence_shows_its_steps(page: Page, stack: ConsoleStack) -> No
     expect(page.get_by_text(f"stop reason {flow.stop_reason}")).to_be_visible()
 
 
+def test_an_exchanges_runs_show_as_a_waterfall_reached_from_its_flow(page: Page, stack: ConsoleStack) -> None:
+    """An exchange from main to another of its sessions, ended: its flow's page links the waterfall, one bar
+    per run the flow names (the requester's turns at depth 0, the target's at 1), each with its queued and
+    running parts, its model step, its run id and its trace id (or "no trace id"); the target's session
+    tree links its own waterfall."""
+    stack.client.post_message("agent:main:main", "hello", timeout_seconds=30)
+    exchange = sent(stack.client.sessions_send(opened(stack, "main", "time"), "ping", timeout_seconds=30))
+    flow_id = exchange.flow_id or ""
+    wait_for(lambda: stack.client.get_flow(flow_id).status == "done", 60, what="the flow to end")
+    flow = stack.client.get_flow(flow_id)
+    named = [step.run_id for step in flow.steps if step.run_id]
+    sign_in(page, stack, at=f"#/flow/{flow_id}")
+    page.get_by_role("link", name="its runs over time (waterfall)").click()
+    expect(page.get_by_role("heading", name=f"Waterfall of flow {flow_id}")).to_be_visible(timeout=SEEN_S)
+    bars = page.get_by_role("list", name="Runs over time").locator("li.wf-row")
+    expect(bars).to_have_count(len(named), timeout=SEEN_S)
+    assert sorted(bar.get_attribute("data-run-id") or "" for bar in bars.all()) == sorted(named)
+    primary = page.locator(f'li.wf-row[data-run-id="{flow_id}"]')
+    assert primary.get_attribute("data-depth") == "1"
+    expect(primary.locator(".seg-queued")).to_have_count(1)
+    expect(primary.locator(".seg-running")).to_have_count(1)
+    expect(primary.locator(".seg-step")).to_have_count(1)  # the fake model answers in one step
+    expect(primary.get_by_role("link", name=flow_id[:8])).to_have_attribute("href", f"#/run/{flow_id}")
+    expect(primary.locator(".trace")).to_be_visible()
+    expect(primary.get_by_role("img")).to_have_attribute(
+        "aria-label", re.compile(r"^send run .*1 model step, ok$")
+    )
+    assert {bar.get_attribute("data-depth") for bar in bars.all()} == {"0", "1"}
+    expect(page.locator(".wf-axis .tick").first).to_have_text("+0 ms")
+    assert_accessible(page, "flow waterfall")
+    # The target session's tree (no sub-agents: its own runs), from the link under its spawn tree.
+    page.goto(f"{stack.url}/console#/session/{exchange.session_key}")
+    page.get_by_role("link", name="The tree's runs over time (waterfall)").click()
+    expect(
+        page.get_by_role("heading", name=re.compile(r"^Waterfall of .* and its sub-agents$"))
+    ).to_be_visible()
+    tree = page.get_by_role("list", name="Runs over time").locator("li.wf-row")
+    expect(tree.first).to_be_visible(timeout=SEEN_S)
+    target_runs = {r for r in named if stack.client.get_run(r).session_key == exchange.session_key}
+    assert target_runs <= {bar.get_attribute("data-run-id") for bar in tree.all()}
+    assert {bar.get_attribute("data-depth") for bar in tree.all()} == {"0"}
+
+
 def test_the_fleet_view_charts_the_status_figures(page: Page, stack: ConsoleStack) -> None:
     sign_in(page, stack, at="#/fleet")
     expect(page.get_by_role("heading", name="Fleet")).to_be_visible()

@@ -18,6 +18,8 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from opentelemetry import trace
+
 from shared import budgets, session_keys
 from shared.config import Config, OpenAIModel, OpenAIProvider
 from shared.models import Run, SessionEntry, Usage
@@ -207,6 +209,9 @@ class ModelGate:
             },
         )
         self._store.runs.mark_waiting(self._run.run_id, WAITING_FOR)
+        trace.get_current_span().add_event(
+            "throttled", {"clawbus.model": self._ref, "clawbus.reason": reason, "clawbus.wait_ms": wait_ms}
+        )
 
     def settle(self, ticket: CallTicket, usage: Usage | None, headers: Mapping[str, str]) -> None:
         """The call is over (``usage`` None: it failed, and what it reserved stands for its tokens)."""

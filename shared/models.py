@@ -20,9 +20,11 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationInfo,
+    computed_field,
 )
 from pydantic.alias_generators import to_camel
 
+from shared import trace_context
 from shared.session_keys import SessionKind
 from shared.text import CONTROL_CLASS, has_control_characters
 from shared.tool_args import list_required
@@ -360,6 +362,12 @@ class Run(RunSpec):
     # What the running run waits for before its next model call ("model capacity"), while it waits.
     waiting_for: str | None = None
 
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def trace_id(self) -> str | None:
+        """The trace the run belongs to (docs/architecture.md, "Traces"), when traces are sent."""
+        return trace_context.trace_id_of(self.trace_parent)
+
 
 # --- flows and deliveries ------------------------------------------------------------------------------
 
@@ -460,6 +468,8 @@ class Flow(Wire):
     last_run_id: str | None = None
     ancestors: list[str] = Field(default_factory=list)
     steps: list[FlowStep] = Field(default_factory=list)
+    # The trace the exchange belongs to (its primary run's), when traces are sent; shown, never stored.
+    trace_id: str | None = None
     delivery: Delivery | None = None
 
 

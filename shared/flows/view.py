@@ -37,7 +37,8 @@ def describe(store: Storage, flow_id: str) -> Flow | None:
         steps.append(
             FlowStep(step="deliver", session_key=snap.delivery.session_key, status=snap.delivery.status)
         )
-    return snap.flow.model_copy(update={"steps": steps, "delivery": snap.delivery})
+    trace_id = snap.primary.trace_id if snap.primary else None
+    return snap.flow.model_copy(update={"steps": steps, "delivery": snap.delivery, "trace_id": trace_id})
 
 
 def _step(

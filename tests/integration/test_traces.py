@@ -109,6 +109,10 @@ def test_a_waiting_send_is_one_trace_from_the_http_call_to_the_delivery(traced: 
     # captureContent is off: no text of the exchange is in any span.
     assert not any(SECRET in str(span.attributes) for span in receiver.spans)
     assert {span.resource["clawbus.role"] for span in spans} == {"api", "worker"}
+    # The run and the flow name their trace (GET /v1/runs/{id}, GET /v1/flows/{id}).
+    with Client(url, TOKEN) as client:
+        assert client.get_run(result.run_id).trace_id == tool.trace_id
+        assert client.get_flow(result.run_id).trace_id == tool.trace_id
 
 
 def test_a_run_a_killed_worker_left_is_finished_by_another_in_the_same_trace(traced: Traced) -> None:

@@ -11,19 +11,16 @@ What the records hold, and so what a row says:
   result). A run's messages reach its transcript when it commits, so a running run has no steps yet;
 - ``resumedAt``: every ``started`` event after the first (the run went on after a park, a wait for another
   run, or a lost worker). When it stopped before each is not recorded, so neither is ``parkedMs``: the field
-  is in the shape and left out, rather than guessed from the gaps.
+  is in the shape and left out, rather than guessed from the gaps;
+- ``traceId``: the run's (from the ``traceparent`` it was accepted with), when traces are sent.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from shared.models import Message, Run, RunKind, RunStatus, Wire
-
-# A W3C traceparent: version, trace id, parent span id, flags.
-_TRACEPARENT = re.compile(r"^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$")
 
 
 class Step(Wire):
@@ -99,7 +96,7 @@ def row(record: RunRecords) -> WaterfallRow:
         steps=steps or None,
         resumed_at=resumed or None,
         flow_id=run.flow_id,
-        trace_id=trace_id_of(run),
+        trace_id=run.trace_id,
     )
 
 
@@ -120,17 +117,6 @@ def model_steps(run: Run, messages: Sequence[Message], starts: Sequence[int] = (
             steps.append(Step(started_at=min(begin, end), ended_at=end))
         previous.append(message.timestamp)
     return steps
-
-
-def trace_id_of(run: Run) -> str | None:
-    """The run's trace id, once runs carry one (a ``trace_id``, or the id inside a ``trace_parent``)."""
-    found = getattr(run, "trace_id", None)
-    if isinstance(found, str) and found:
-        return found
-    parent = getattr(run, "trace_parent", None)
-    if isinstance(parent, str) and (match := _TRACEPARENT.match(parent.strip().lower())):
-        return match.group(1)
-    return None
 
 
 def _starts(events: Sequence[Mapping[str, str]]) -> list[int]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from shared.models import Message, Run, RunStatus
-from shared.waterfall import RunRecords, Step, model_steps, row, rows, trace_id_of
+from shared.waterfall import RunRecords, Step, model_steps, row, rows
 
 RUN = "run-1"
 
@@ -114,11 +114,7 @@ def test_rows_are_oldest_first_shallower_first_and_each_run_once() -> None:
     assert [(r.run_id, r.depth) for r in rows(records)] == [("early", 0), ("child", 1), ("late", 0)]
 
 
-def test_the_trace_id_comes_from_the_runs_traceparent_once_it_has_one() -> None:
-    assert trace_id_of(run()) is None
-    traced = run().model_copy(
-        update={"trace_parent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}
-    )
-    assert trace_id_of(traced) == "4bf92f3577b34da6a3ce929d0e0e4736"
+def test_the_trace_id_is_the_runs_when_it_has_one() -> None:
+    assert "traceId" not in row(RunRecords(run(), depth=0)).wire()
+    traced = run(trace_parent="00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
     assert row(RunRecords(traced, depth=0)).wire()["traceId"] == "4bf92f3577b34da6a3ce929d0e0e4736"
-    assert trace_id_of(run().model_copy(update={"trace_parent": "not a traceparent"})) is None

@@ -13,6 +13,7 @@ import pytest
 from api.client import Client
 from shared.tools.send_schema import SendResult
 from tests.integration.conftest import TOKEN, Fresh
+from tests.integration.test_orchestration import LEAVES, finished, orchestra, requester, spawn_orchestrator
 from workers.testing.otlp_receiver import ReceivedSpan, Receiver, otlp_receiver
 from workers.testing.processes import Role, wait_for
 
@@ -154,3 +155,47 @@ def test_content_is_in_spans_only_when_asked_for_and_then_redacted(fresh: Fresh)
     ]
     assert any("remember" in text for text in arguments)
     assert not any(key in str(span.attributes) for span in spans)
+
+
+def test_an_orchestrator_tree_is_one_trace_with_its_leaves_under_the_spawns_that_made_them(
+    fresh: Fresh,
+) -> None:
+    with otlp_receiver() as receiver:
+        fresh.start_redis(config={**orchestra(leaf_ms=100), "telemetry": _config(receiver.url)["telemetry"]})
+        fresh.env["OTEL_BSP_SCHEDULE_DELAY"] = "200"
+        fresh.worker(concurrency=8)
+        fresh.worker(concurrency=8)
+        _, url = fresh.api()
+        with Client(url, TOKEN) as client:
+            caller = requester(client)
+            boss = spawn_orchestrator(client, caller)
+            finished(client, caller)
+
+        def tree() -> list[ReceivedSpan]:
+            tool = _tool_span(receiver, "sessions_spawn", boss.run_id)
+            return receiver.trace(tool.trace_id) if tool else []
+
+        def whole() -> bool:
+            kinds = [
+                s.attributes.get("clawbus.run.kind") for s in tree() if s.name.startswith("invoke_agent")
+            ]
+            return kinds.count("subagent") >= 1 + LEAVES and "report" in kinds
+
+        assert wait_for(whole, 60, what="the tree's spans")
+        spans = tree()
+    by_id = {span.span_id: span for span in spans}
+    leaves = [
+        s for s in spans if s.name == "invoke_agent worker" and s.attributes["clawbus.run.kind"] == "subagent"
+    ]
+    assert len({s.attributes["clawbus.run.id"] for s in leaves}) == LEAVES
+    for leaf_span in leaves:
+        # A leaf's run sits under the orchestrator's spawn call, inside the orchestrator's run.
+        assert leaf_span.parent_id is not None
+        spawn = by_id[leaf_span.parent_id]
+        assert spawn.name == "execute_tool sessions_spawn"
+        assert spawn.parent_id is not None
+        assert by_id[spawn.parent_id].name == "invoke_agent main"
+    wakes = [
+        s for s in spans if s.name == "invoke_agent main" and s.attributes["clawbus.run.kind"] == "report"
+    ]
+    assert wakes  # the yielded orchestrator woken on its children's reports, in the same trace

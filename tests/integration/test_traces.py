@@ -199,3 +199,55 @@ def test_an_orchestrator_tree_is_one_trace_with_its_leaves_under_the_spawns_that
         s for s in spans if s.name == "invoke_agent main" and s.attributes["clawbus.run.kind"] == "report"
     ]
     assert wakes  # the yielded orchestrator woken on its children's reports, in the same trace
+
+
+def test_a_parked_continuation_is_resumed_in_its_trace(fresh: Fresh) -> None:
+    parker = {
+        "type": "script",
+        "models": ["p"],
+        "rules": [
+            {
+                "match": r"^park please",
+                "tool": {
+                    "name": "sessions_send",
+                    "args": {
+                        "sessionKey": "agent:slow:cron:parked-target",
+                        "message": "take a while",
+                        "timeoutSeconds": 30,
+                    },
+                },
+            },
+            {"match": r'"status":\s*"ok"', "reply": "got it"},
+        ],
+    }
+    with otlp_receiver() as receiver:
+        config = _config(receiver.url)
+        config["agents"] = {
+            "list": [
+                {"id": "main", "default": True, "model": "parker/p"},
+                {"id": "slow", "model": "slowecho/echo"},
+            ]
+        }
+        config["models"] = {"providers": {"parker": parker, "slowecho": {"type": "echo", "delayMs": 2000}}}
+        fresh.start_redis(config=config)
+        fresh.env["OTEL_BSP_SCHEDULE_DELAY"] = "200"
+        fresh.worker(concurrency=1)  # one slot: the waiting run must give it back for its target to run
+        _, url = fresh.api()
+        with Client(url, TOKEN) as client:
+            client.open_session("agent:slow:cron:parked-target")
+            key = "agent:main:cron:parker"
+            client.open_session(key)
+            sent = client.post_message(key, "park please", timeout_seconds=60)
+        assert isinstance(sent, SendResult)
+        assert sent.reply == "got it"
+
+        def attempts() -> list[ReceivedSpan]:
+            return [s for s in receiver.spans if s.attributes.get("clawbus.run.id") == sent.run_id]
+
+        assert wait_for(lambda: len(attempts()) == 2, 30, what="the run's two spans")
+        first, second = sorted(attempts(), key=lambda s: s.attributes.get("clawbus.run.status") != "parked")
+    assert first.attributes["clawbus.run.status"] == "parked"
+    assert second.attributes["clawbus.run.status"] == "ok"
+    assert first.trace_id == second.trace_id
+    target = [s for s in receiver.trace(first.trace_id) if s.attributes.get("clawbus.run.kind") == "send"]
+    assert target  # the run it waited for is in the same trace

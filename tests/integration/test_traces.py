@@ -13,7 +13,10 @@ import pytest
 from api.client import Client
 from shared.tools.send_schema import SendResult
 from tests.integration.conftest import TOKEN, Fresh
+from tests.integration.test_delivery import send_with_announce_to
+from tests.integration.test_flows import finished as flow_finished
 from tests.integration.test_orchestration import LEAVES, finished, orchestra, requester, spawn_orchestrator
+from tests.support.fake_http import fake_server
 from workers.testing.otlp_receiver import ReceivedSpan, Receiver, otlp_receiver
 from workers.testing.processes import Role, wait_for
 
@@ -251,3 +254,29 @@ def test_a_parked_continuation_is_resumed_in_its_trace(fresh: Fresh) -> None:
     assert first.trace_id == second.trace_id
     target = [s for s in receiver.trace(first.trace_id) if s.attributes.get("clawbus.run.kind") == "send"]
     assert target  # the run it waited for is in the same trace
+
+
+def test_a_retried_delivery_is_two_attempts_in_the_exchanges_trace(fresh: Fresh) -> None:
+    with otlp_receiver() as receiver, fake_server((500, {"error": "busy"}), (200, {"ok": True})) as flaky:
+        config = _config(receiver.url)
+        config["channels"] = {"flaky": {"type": "webhook", "url": flaky.url, "secret": "webhook-shared-secret"}}
+        config["delivery"] = {"maxAttempts": 4, "backoffSeconds": 0.2}
+        config["session"] = {"agentToAgent": {"maxPingPongTurns": 0}}
+        fresh.start_redis(config=config)
+        fresh.env["OTEL_BSP_SCHEDULE_DELAY"] = "200"
+        fresh.worker()
+        _, url = fresh.api()
+        with Client(url, TOKEN) as client:
+            flow_id = send_with_announce_to(client, "flaky")
+            assert flow_finished(client, flow_id).delivery_status == "delivered"
+
+        def delivered() -> list[ReceivedSpan]:
+            return [
+                s for s in receiver.named("deliver flaky") if s.attributes.get("clawbus.flow.id") == flow_id
+            ]
+
+        assert wait_for(lambda: len(delivered()) == 2, 30, what="both delivery attempts' spans")
+        attempts = sorted(delivered(), key=lambda s: s.attributes["clawbus.delivery.attempt"])
+        primary = [s for s in receiver.spans if s.attributes.get("clawbus.run.id") == flow_id]
+    assert [s.status for s in attempts] == [2, 0]  # the 500 is an error, the second went through
+    assert {s.trace_id for s in attempts} == {primary[0].trace_id}

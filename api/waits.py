@@ -25,6 +25,7 @@ from typing import Any
 
 from prometheus_client import Histogram
 
+from api.metrics import trace_exemplar
 from shared.models import Run
 from shared.store import UNAVAILABLE
 from shared.store.live import Ended, LiveStore, Reconnected, RunSignals, Signal, SignalsLost, Subscribed
@@ -117,7 +118,8 @@ class RunWaiter:
             raise
         finally:
             self._release(run_id, pending)
-            self.wait_seconds.labels(outcome).observe(loop.time() - started)
+            # The request's trace, for a scraper that reads exemplars (api/metrics.py).
+            self.wait_seconds.labels(outcome).observe(loop.time() - started, exemplar=trace_exemplar())
 
     async def _await(self, run_id: str, pending: _Pending, deadline: float) -> Run | None:
         if await self._within(pending.confirmed.wait(), deadline, run_id):

@@ -1,12 +1,16 @@
 """api/metrics.py: GET /metrics reads each model's traffic and each agent's spend today from Redis at
-scrape time: the admission wait histogram, throttled calls, 429s, cooldown seconds, tokens, spend."""
+scrape time: the admission wait histogram, throttled calls, 429s, cooldown seconds, tokens, spend; a
+scraper that asks for OpenMetrics gets it, with the trace ids of the process's own observations as exemplars."""
 
 from __future__ import annotations
 
 from fastapi.testclient import TestClient
+from opentelemetry.sdk.trace import TracerProvider
+from prometheus_client import CONTENT_TYPE_LATEST
+from prometheus_client.openmetrics.parser import text_string_to_metric_families as text_string_to_openmetrics
 from prometheus_client.parser import text_string_to_metric_families
 
-from api.metrics import wait_buckets
+from api.metrics import trace_exemplar, wait_buckets
 from shared.store import Store
 from shared.traffic import CallLimits
 from tests.unit.api.test_budgets import spend
@@ -113,3 +117,31 @@ def test_each_agents_spend_today_is_scraped(http: TestClient, api_store: Store) 
     assert value(found, "clawbus_agent_spend_usd", agent="main") == 1.25
     assert value(found, "clawbus_agent_spend_tokens", agent="main") == 900
     assert value(found, "clawbus_agent_spend_usd", agent="research") == 0
+
+
+def test_metrics_answer_open_metrics_with_exemplars_to_a_scraper_that_asks_for_it(http: TestClient) -> None:
+    """A wait observed inside a span (an SDK tracer provider of the test's own): its trace id shows as an
+    exemplar in the OpenMetrics exposition; the plain text format, the default, has no exemplars."""
+    waits = http.app.state.services.waiter.wait_seconds  # type: ignore[attr-defined]
+    with TracerProvider().get_tracer("test").start_as_current_span("wait") as span:
+        waits.labels("ended").observe(0.3, exemplar=trace_exemplar())
+    trace_id = format(span.get_span_context().trace_id, "032x")
+
+    answer = http.get("/metrics", headers={"Accept": "application/openmetrics-text; version=1.0.0"})
+    assert answer.status_code == 200
+    assert answer.headers["content-type"].startswith("application/openmetrics-text; version=1.0.0")
+    assert answer.text.endswith("# EOF\n")
+    exemplar = next(line for line in answer.text.splitlines() if f'trace_id="{trace_id}"' in line)
+    assert exemplar.startswith('clawbus_wait_seconds_bucket{le="0.5",outcome="ended"} 1.0 # ')
+    families = {family.name: family for family in text_string_to_openmetrics(answer.text)}
+    assert "clawbus_runs_created" in families
+    assert "clawbus_wait_seconds" in families
+
+    plain = http.get("/metrics")
+    assert plain.headers["content-type"] == CONTENT_TYPE_LATEST
+    assert "trace_id" not in plain.text
+    assert 'clawbus_wait_seconds_bucket{le="0.5",outcome="ended"} 1.0' in plain.text
+
+
+def test_no_span_no_exemplar() -> None:
+    assert trace_exemplar() is None

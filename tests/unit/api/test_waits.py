@@ -1,9 +1,15 @@
-"""api/waits.py: a wait hears the end of its run even when the pub/sub connection dropped meanwhile."""
+"""api/waits.py: a wait hears the end of its run even when the pub/sub connection dropped meanwhile; its
+observation carries the trace it was made in as an exemplar."""
 
 from __future__ import annotations
 
 import asyncio
+import re
 from typing import Any, cast
+
+from opentelemetry.sdk.trace import TracerProvider
+from prometheus_client import CollectorRegistry
+from prometheus_client.openmetrics import exposition as openmetrics
 
 from api.waits import RunWaiter
 from shared.models import Run, RunStatus
@@ -83,3 +89,54 @@ def test_a_run_that_ends_while_pub_sub_is_down_is_heard_at_the_first_message_aft
     run: Any = asyncio.run(scenario())
     assert run is not None
     assert run.status == RunStatus.OK
+
+
+def _open_metrics(waiter: RunWaiter) -> str:
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(waiter.wait_seconds)
+    return openmetrics.generate_latest(registry).decode()
+
+
+def test_a_wait_inside_a_span_carries_its_trace_id_as_an_exemplar() -> None:
+    """An SDK tracer provider of the test's own (the global one left alone): the wait's observation, made
+    while the span is current, names the span's trace in the OpenMetrics exposition."""
+    tracer = TracerProvider().get_tracer("test")
+
+    async def scenario() -> tuple[RunWaiter, str]:
+        live = _Live()
+        live.run = a_run(RUN, RunStatus.OK)
+        waiter = RunWaiter(cast(LiveStore, live))
+        await waiter.start()
+        try:
+            with tracer.start_as_current_span("wait") as span:
+                await waiter.wait(RUN, timeout=5)
+            return waiter, format(span.get_span_context().trace_id, "032x")
+        finally:
+            await waiter.close()
+
+    waiter, trace_id = asyncio.run(scenario())
+    exposed = _open_metrics(waiter)
+    exemplars = [line for line in exposed.splitlines() if " # " in line]
+    assert len(exemplars) == 1, exposed
+    # On the bucket the wait's duration fell in (the lowest that holds it).
+    assert re.match(r'clawbus_wait_seconds_bucket\{le="[0-9.]+",outcome="ended"\} 1\.0 # ', exemplars[0])
+    assert f'{{trace_id="{trace_id}"}}' in exemplars[0]
+    assert re.fullmatch(r"[0-9a-f]{32}", trace_id)
+    assert trace_id != "0" * 32
+
+
+def test_a_wait_outside_any_span_has_no_exemplar() -> None:
+    async def scenario() -> RunWaiter:
+        live = _Live()
+        live.run = a_run(RUN, RunStatus.OK)
+        waiter = RunWaiter(cast(LiveStore, live))
+        await waiter.start()
+        try:
+            await waiter.wait(RUN, timeout=5)
+            return waiter
+        finally:
+            await waiter.close()
+
+    exposed = _open_metrics(asyncio.run(scenario()))
+    assert 'clawbus_wait_seconds_count{outcome="ended"} 1' in exposed
+    assert "trace_id" not in exposed

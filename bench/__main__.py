@@ -2,7 +2,7 @@
 
 ``--quick`` runs small sizes as a smoke test; ``--only FIGURE`` (repeatable: send, throughput, list,
 exchange, spawn, loop, model, backlog, control, ha, orchestration, busy,
-capacity, waits, redis, soak, traffic) picks figures.
+capacity, waits, redis, soak, traffic, tracing) picks figures.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from bench import (
     soak,
     spawn,
     throughput,
+    tracing_cost,
     waits,
 )
 from bench.report import Section, render, to_json, write
@@ -58,6 +59,7 @@ FIGURES = (
     "redis",
     "soak",
     "traffic",
+    "tracing",
 )
 
 
@@ -89,6 +91,7 @@ class Sizes:
     waits: waits.Params
     soak: soak.Params
     traffic: model_traffic.Params
+    tracing: tracing_cost.Params
 
 
 FULL = Sizes(
@@ -126,6 +129,8 @@ FULL = Sizes(
     soak=soak.Params(minutes=30),
     # The issue's sizes: 1,500 one-call runs on 3 x 100 threads against 1,200 requests/min; 500 leaves.
     traffic=model_traffic.Params(runs=1_500, workers=3, requests_per_minute=1_200, leaves=500),
+    # Figure 1's and figure 7's sizes, each side.
+    tracing=tracing_cost.Params(sends=200, warmup=20, model=model_bound.Params(runs=1000, sessions=500)),
 )
 QUICK = replace(
     FULL,
@@ -153,6 +158,7 @@ QUICK = replace(
     waits=waits.Params(waits=1_000, cancelled=50, spawn_rate=200),
     soak=soak.Params(minutes=2, sample_s=15),
     traffic=model_traffic.Params(runs=300, workers=2, requests_per_minute=240, leaves=100),
+    tracing=tracing_cost.Params(sends=40, warmup=5, model=model_bound.Params(runs=200, sessions=100)),
 )
 
 
@@ -188,6 +194,8 @@ def measure(figure: str, running: Stack, sizes: Sizes) -> Section:
         return capacity.run(running, sizes.capacity)
     if figure == "waits":
         return waits.run(running, sizes.waits)
+    if figure == "tracing":
+        return tracing_cost.run(running, sizes.tracing)
     if figure == "traffic":
         return model_traffic.run(running, sizes.traffic)
     if figure == "soak":

@@ -86,7 +86,8 @@ def model_stack(stack: Stack, config: dict[str, Any]) -> Iterator[Stack]:
     """The run's Redis with a configuration of its own (agents on slow models) and an API process that
     reads it; workers are started on it as on the run's stack."""
     config_path = write_config(stack.root, config)
-    env = role_env(stack.redis_url, config_path, stack.root / "home", TOKEN)
+    # The stack's own variables (a traced stack's OTEL_*) stay; the configuration is this one.
+    env = {**stack.env, **role_env(stack.redis_url, config_path, stack.root / "home", TOKEN)}
     with api(env, stack.root, processes=1) as url:
         yield Stack(stack.root, stack.server, env, url, load_config(config_path, env))
 

@@ -1,4 +1,5 @@
-"""``GET /v1/me``: who the token is, for a client (the console) to know what to ask for as whom."""
+"""``GET /v1/me``: who the token is, for a client (the console) to know what to ask for as whom, and the
+deployment's link to a trace (none of the tracing settings' secrets)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,9 @@ class Me(Wire):
     agents: list[str]
     # Each of those agents' main session: the caller a client lists and acts as by default.
     main_sessions: list[str]
+    # telemetry.tracing.traceUrl: a link to a trace in the operator's backend, ``{traceId}`` to be replaced
+    # (the console links a run's and a flow's traceId with it); null when unset.
+    trace_url: str | None
 
 
 @router.get("/v1/me", response_model=Me, responses={401: {"model": ErrorResponse}})
@@ -32,4 +36,5 @@ def me(services: ServicesDep, principal: PrincipalDep) -> Me:
         owner=principal.owner,
         agents=agents,
         main_sessions=[main_key_of(agent, main_key) for agent in agents],
+        trace_url=services.config.telemetry.tracing.trace_url,
     )

@@ -1,10 +1,16 @@
 """api/routes/principal.py: GET /v1/me says who a token is, which agents it may act for and their main
-sessions (what the console lists and acts as)."""
+sessions (what the console lists and acts as), and the deployment's trace link (never its tracing secrets)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from fastapi.testclient import TestClient
 
+from api.app import create_app
+from api.services import Services
+from tests.conftest import make_config
+from tests.unit.api.conftest import TOKEN
 from tests.unit.api.test_auth import OWNER, RESEARCH, as_token, config, http  # noqa: F401 (fixtures)
 
 
@@ -16,6 +22,7 @@ def test_a_scoped_token_is_told_its_agents_and_their_main_sessions(http: TestCli
         "owner": False,
         "agents": ["research"],
         "mainSessions": ["agent:research:main"],
+        "traceUrl": None,
     }
 
 
@@ -28,3 +35,20 @@ def test_an_owner_token_for_every_agent_is_told_each_configured_agent(http: Test
 
 def test_a_wrong_token_is_401(http: TestClient) -> None:  # noqa: F811
     assert http.get("/v1/me", headers=as_token("nope")).status_code == 401
+
+
+def test_the_trace_link_is_told_and_the_tracing_headers_are_not(services: Callable[..., Services]) -> None:
+    template = "https://traces.example/trace/{traceId}?from=clawbus"
+    traced = make_config(
+        {
+            "gateway": {"auth": {"tokens": [TOKEN]}},
+            "telemetry": {
+                "tracing": {"traceUrl": template, "headers": {"Authorization": "Bearer otlp-secret"}}
+            },
+        }
+    )
+    with TestClient(create_app(traced, services=services)) as client:
+        answer = client.get("/v1/me", headers={"Authorization": f"Bearer {TOKEN}"})
+    assert answer.status_code == 200
+    assert answer.json()["traceUrl"] == template
+    assert "otlp-secret" not in answer.text

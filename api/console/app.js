@@ -7,7 +7,7 @@ import { FlowView } from "./flow.js";
 import { FleetView } from "./fleet.js";
 import { SpawnTree } from "./tree.js";
 import { WaterfallView } from "./waterfall.js";
-import { html, link, TERMINAL, when } from "./ui.js";
+import { html, link, TERMINAL, TraceId, when } from "./ui.js";
 const KINDS = ["main", "group", "cron", "hook", "node", "other"];
 const ACTIVITY = [["", "any time"], ["5", "last 5 minutes"], ["60", "last hour"], ["1440", "last day"]];
 const REFRESH_MS = 3000;
@@ -353,8 +353,8 @@ function SendPolicy({ sessionKey, entry, onChange }) {
   </div>`;
 }
 
-// A run's own page: its record, its live text, its flow, and a cancel button.
-function RunView({ runId }) {
+// A run's own page: its record, its live text, its flow, its trace, and a cancel button.
+function RunView({ runId, traceUrl }) {
   const [run, setRun] = useState(null);
   const [text, setText] = useState("");
   const [error, setError] = useState("");
@@ -375,6 +375,7 @@ function RunView({ runId }) {
     ${run && html`<p><span class=${`status status-${run.status}`}>${run.status}</span> in
       <a href=${link("session", run.sessionKey)}>${run.sessionKey}</a>
       ${run.flowId && html` · <a href=${link("flow", run.flowId)}>flow ${run.flowId.slice(0, 8)}</a>`}
+      ${run.traceId && html` · <${TraceId} traceId=${run.traceId} traceUrl=${traceUrl} />`}
       ${!TERMINAL.includes(run.status) && html` <button type="button" class="danger" onClick=${cancel}>Cancel run</button>`}</p>`}
     <h3>Text</h3><p class="text streaming" aria-live="polite">${text || (run && run.reply) || ""}</p>
   </section>`;
@@ -437,8 +438,8 @@ function App() {
   const views = {
     sessions: () => html`<${Sessions} auth=${auth} />`,
     session: () => html`<${Session} auth=${auth} sessionKey=${current.arg} key=${current.arg} />`,
-    flow: () => html`<${FlowView} flowId=${current.arg} key=${current.arg} />`,
-    run: () => html`<${RunView} runId=${current.arg} key=${current.arg} />`,
+    flow: () => html`<${FlowView} flowId=${current.arg} traceUrl=${auth.traceUrl} key=${current.arg} />`,
+    run: () => html`<${RunView} runId=${current.arg} traceUrl=${auth.traceUrl} key=${current.arg} />`,
     waterfall: () => html`<${WaterfallView} arg=${current.arg} key=${current.arg} />`,
     fleet: () => html`<${FleetView} />`,
     inflight: () => (auth.owner ? html`<${InFlight} />` : html`<p>Work in flight across sessions is for owner tokens.</p>`),

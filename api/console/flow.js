@@ -3,7 +3,7 @@
 // coloured by its status.
 import { useEffect, useState } from "preact/hooks";
 import { follow, get, post } from "./api.js";
-import { html, link, when } from "./ui.js";
+import { html, link, TraceId, when } from "./ui.js";
 import { waterfallLink } from "./waterfall.js";
 
 const LANE_X = [120, 380, 600];
@@ -71,7 +71,7 @@ function Sequence({ flow }) {
   </svg>`;
 }
 
-export function FlowView({ flowId }) {
+export function FlowView({ flowId, traceUrl }) {
   const [flow, setFlow] = useState(null);
   const [error, setError] = useState("");
   useEffect(() => {
@@ -100,6 +100,7 @@ export function FlowView({ flowId }) {
       · from <a href=${link("session", flow.requesterKey)}>${flow.requesterKey}</a>
       to <a href=${link("session", flow.targetKey)}>${flow.targetKey}</a> · started ${when(flow.createdAt)}
       · <a href=${waterfallLink("flow", flowId)}>its runs over time (waterfall)</a>
+      ${flow.traceId && html` · <${TraceId} traceId=${flow.traceId} traceUrl=${traceUrl} />`}
       ${flow.status === "running" && html` <button type="button" class="danger" onClick=${cancel}>Cancel flow</button>`}
     </p>
     <${Sequence} flow=${flow} />

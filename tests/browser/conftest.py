@@ -20,6 +20,7 @@ from api.client import Client
 from shared.text import token_digest
 from tests.integration.conftest import TOKEN, Fresh
 from workers.testing.fake_openai import FakeOpenAI, Reply, fake_openai, paced
+from workers.testing.otlp_receiver import otlp_receiver
 from workers.testing.processes import REPO
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -54,6 +55,9 @@ ORCHESTRA = {
 # A token for the gpt agent only, next to the owner token the stack's environment gives.
 SCOPED_TOKEN = "gpt-only-token"
 SCOPED = {"name": "gpt-only", "sha256": token_digest(SCOPED_TOKEN), "agents": ["gpt"], "owner": False}
+# Where the console links a trace (telemetry.tracing.traceUrl). Traces are on (a run has a trace id only then),
+# sent to a local OTLP receiver that keeps them.
+TRACE_URL = "https://traces.example/trace/{traceId}?from=clawbus"
 
 
 @dataclass
@@ -87,7 +91,7 @@ def _install_chromium() -> None:
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConsoleStack]:
-    with fake_openai() as model:
+    with fake_openai() as model, otlp_receiver() as traces:
         model.default = _answer
         fresh = Fresh(tmp_path_factory.mktemp("console"))
         try:
@@ -96,6 +100,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConsoleStack]:
                     # The example configuration's visibility: each session sees its own agent's sessions.
                     "tools": {"sessions": {"visibility": "agent"}},
                     "gateway": {"auth": {"tokens": [SCOPED]}},
+                    "telemetry": {"tracing": {"endpoint": traces.url, "traceUrl": TRACE_URL}},
                     "agents": {
                         "list": [
                             {"id": "main", "default": True, "subagents": {"allowAgents": ["gpt", "lead"]}},

@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Page, Route, expect
 
 from api.client import Client
 from shared.tools.send_schema import SendResult
-from tests.browser.conftest import HOLD, SCOPED_TOKEN, WORKER_SLOTS, ConsoleStack
+from tests.browser.conftest import HOLD, SCOPED_TOKEN, TRACE_URL, WORKER_SLOTS, ConsoleStack
 from tests.integration.conftest import TOKEN
 from workers.testing.processes import wait_for
 
@@ -313,6 +313,46 @@ def test_a_flows_sequence_shows_its_steps(page: Page, stack: ConsoleStack) -> No
     assert drawn[0] == "run"
     assert {"reply_turn", "announce"} <= set(drawn)
     expect(page.get_by_text(f"stop reason {flow.stop_reason}")).to_be_visible()
+
+
+def test_a_run_and_its_flow_show_its_trace_id_linked_to_the_trace_backend(
+    page: Page, stack: ConsoleStack
+) -> None:
+    """Traces are on and telemetry.tracing.traceUrl is set: a run's page and its flow's page show the trace
+    id the API gives them, as a link to the template with the id in it, opening in a new tab."""
+    exchange = sent(stack.client.sessions_send(opened(stack, "main", "trace"), "ping", timeout_seconds=0))
+    flow_id = exchange.flow_id or ""
+    run = stack.client.get_run(exchange.run_id or flow_id)
+    trace_id = run.trace_id or ""
+    assert re.fullmatch(r"[0-9a-f]{32}", trace_id), run
+    assert stack.client.get_flow(flow_id).trace_id == trace_id
+    href = TRACE_URL.replace("{traceId}", trace_id)
+    sign_in(page, stack, at=f"#/run/{run.run_id}")
+    for view in (f"run/{run.run_id}", f"flow/{flow_id}"):
+        page.goto(f"{stack.url}/console#/{view}")
+        shown = page.get_by_test_id("trace-id")
+        expect(shown).to_have_text(f"trace {trace_id}", timeout=SEEN_S)
+        trace_link = shown.get_by_role("link", name=f"Trace {trace_id} (opens in a new tab)")
+        expect(trace_link).to_have_attribute("href", href)
+        expect(trace_link).to_have_attribute("target", "_blank")
+        expect(trace_link).to_have_attribute("rel", "noopener")
+        assert_accessible(page, view)
+
+
+def test_without_a_trace_url_the_trace_id_shows_unlinked(page: Page, stack: ConsoleStack) -> None:
+    """A deployment with no traceUrl (GET /v1/me answers null, as it does when it is unset)."""
+
+    def no_trace_url(route: Route) -> None:
+        answer = route.fetch()
+        route.fulfill(response=answer, json={**answer.json(), "traceUrl": None})
+
+    page.route("**/v1/me", no_trace_url)
+    run_id = sent(stack.client.post_message(key("gpt", "untraced-link"), "hi", timeout_seconds=0)).run_id
+    trace_id = stack.client.get_run(run_id).trace_id
+    sign_in(page, stack, at=f"#/run/{run_id}")
+    shown = page.get_by_test_id("trace-id")
+    expect(shown).to_have_text(f"trace {trace_id}", timeout=SEEN_S)
+    expect(shown.get_by_role("link")).to_have_count(0)
 
 
 def test_an_exchanges_runs_show_as_a_waterfall_reached_from_its_flow(page: Page, stack: ConsoleStack) -> None:

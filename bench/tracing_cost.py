@@ -7,6 +7,9 @@ drift of the machine's speed lands on both.
 
 from __future__ import annotations
 
+import os
+import re
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
@@ -16,7 +19,8 @@ from bench import model_bound, send_latency
 from bench.report import Row, Section, Target
 from bench.stack import Stack, api
 from bench.stats import Latency
-from workers.testing.otlp_receiver import Receiver, otlp_receiver
+from shared.processes import free_port, wait_for
+from workers.testing.processes import Role
 
 SEND_TARGET = Target("<=", 1.15)
 ROUNDS = 4
@@ -30,17 +34,28 @@ class Params:
 
 
 @contextmanager
-def traced(stack: Stack) -> Iterator[tuple[Stack, Receiver]]:
-    """The run's Redis with an API (and, started on it, workers) sending every span to a local receiver."""
-    with otlp_receiver() as receiver:
+def traced(stack: Stack) -> Iterator[tuple[Stack, Role]]:
+    """The run's Redis with an API (and, started on it, workers) sending every span to a receiver in a
+    process of its own, as a collector would be: decoding spans takes none of the measuring process's time."""
+    port = free_port()
+    argv = [sys.executable, "-m", "workers.testing.otlp_receiver", str(port)]
+    receiver = Role(argv, {**os.environ, "PYTHONUNBUFFERED": "1"}, stack.root / "otlp-receiver.log").start()
+    try:
+        wait_for(lambda: "ready" in receiver.output() or receiver.exited(), 30, what="the OTLP receiver")
         env = {
             **stack.env,
-            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": receiver.url,
+            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": f"http://127.0.0.1:{port}/v1/traces",
             "OTEL_TRACES_SAMPLER": "always_on",
         }
-        env.pop("OTEL_SDK_DISABLED", None)
         with api(env, stack.root) as url:
             yield Stack(stack.root, stack.server, env, url, stack.config), receiver
+    finally:
+        receiver.stop()
+
+
+def _spans(receiver: Role) -> int:
+    found = re.search(r"spans (\d+)", receiver.output())
+    return int(found[1]) if found else 0
 
 
 def run(stack: Stack, params: Params) -> Section:
@@ -54,7 +69,7 @@ def run(stack: Stack, params: Params) -> Section:
             on += send_latency.clawbus_latency(traced_stack, per_round, params.warmup, sessions)
         model_off = model_bound.measure(stack, params.model)
         model_on = model_bound.measure(traced_stack, params.model)
-        spans = len(receiver.spans)
+    spans = _spans(receiver)
     send_off, send_on = Latency.of(off), Latency.of(on)
     cpu_off = 1000 * model_off.worker_cpu_s / model_off.runs
     cpu_on = 1000 * model_on.worker_cpu_s / model_on.runs

@@ -95,6 +95,8 @@ def execute(store: Storage, config: Config, dispatcher: Dispatcher, attempt: Att
             logs.bound(flow_id=run.flow_id),
             tracing.agent_run(run, claim.attempts, store.clock.now_ms()) as span,
         ):
+            if claim.attempts > 1:
+                tracing.taken_over(span, claim.attempts)
             result = _claimed(store, config, dispatcher, attempt, claim, claim.state, lease_ms)
             _trace_outcome(span, result)
             return result

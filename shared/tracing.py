@@ -147,6 +147,12 @@ def run_ended(span: Span, status: str, error: str | None = None, stop_reason: st
         span.set_status(Status(StatusCode.ERROR, error or status))
 
 
+def taken_over(span: Span, attempt: int) -> None:
+    """This attempt took over a run whose earlier attempt was lost (its worker died: the lease expired);
+    that attempt's own span never ended, so it was never sent: this event says it existed."""
+    span.add_event("earlier attempt lost: its lease expired", {"clawbus.run.attempt": attempt - 1})
+
+
 def lease_lost(span: Span, detail: str) -> None:
     """A worker's attempt lost its run to another (its lease expired): the span ends in error saying so."""
     span.add_event("lease expired", {"clawbus.detail": detail})

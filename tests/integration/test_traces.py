@@ -141,6 +141,7 @@ def test_a_run_a_killed_worker_left_is_finished_by_another_in_the_same_trace(tra
     [span] = finished()
     assert span.attributes["clawbus.run.attempt"] == 2
     assert span.attributes["clawbus.run.status"] == "ok"
+    assert "earlier attempt lost: its lease expired" in span.events
 
 
 def test_content_is_in_spans_only_when_asked_for_and_then_redacted(fresh: Fresh) -> None:
@@ -259,7 +260,9 @@ def test_a_parked_continuation_is_resumed_in_its_trace(fresh: Fresh) -> None:
 def test_a_retried_delivery_is_two_attempts_in_the_exchanges_trace(fresh: Fresh) -> None:
     with otlp_receiver() as receiver, fake_server((500, {"error": "busy"}), (200, {"ok": True})) as flaky:
         config = _config(receiver.url)
-        config["channels"] = {"flaky": {"type": "webhook", "url": flaky.url, "secret": "webhook-shared-secret"}}
+        config["channels"] = {
+            "flaky": {"type": "webhook", "url": flaky.url, "secret": "webhook-shared-secret"}
+        }
         config["delivery"] = {"maxAttempts": 4, "backoffSeconds": 0.2}
         config["session"] = {"agentToAgent": {"maxPingPongTurns": 0}}
         fresh.start_redis(config=config)

@@ -77,8 +77,8 @@ def _value(value: AnyValue) -> Any:
 
 
 @contextmanager
-def otlp_receiver() -> Iterator[Receiver]:
-    """The receiver on a free loopback port; ``url`` is its traces endpoint."""
+def otlp_receiver(port: int = 0) -> Iterator[Receiver]:
+    """The receiver on a loopback port (a free one by default); ``url`` is its traces endpoint."""
     received = Receiver()
 
     class Handler(BaseHTTPRequestHandler):
@@ -97,7 +97,7 @@ def otlp_receiver() -> Iterator[Receiver]:
         def log_message(self, *_: Any) -> None:
             return
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
     received.url = f"http://127.0.0.1:{server.server_address[1]}/v1/traces"
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -106,3 +106,22 @@ def otlp_receiver() -> Iterator[Receiver]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+def main() -> None:
+    """``python -m workers.testing.otlp_receiver PORT``: a receiver in a process of its own (a benchmark's,
+    so decoding spans takes none of the measuring process's time); prints how many spans it got when
+    stopped (SIGTERM)."""
+    import signal
+    import sys
+
+    with otlp_receiver(int(sys.argv[1])) as received:
+        stop = threading.Event()
+        signal.signal(signal.SIGTERM, lambda *_: stop.set())
+        print("ready", flush=True)
+        stop.wait()
+        print(f"spans {len(received.spans)}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

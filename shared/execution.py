@@ -58,6 +58,8 @@ class AttemptResult:
     suspended: bool = False
     # EARLY, or parked for model capacity: dispatch the run again this much later.
     retry_in_ms: int = 0
+    # What ended the run, when it did not end ok.
+    error: str | None = None
 
 
 class LeaseLost(Exception):
@@ -108,7 +110,7 @@ def _trace_outcome(span: Span, result: AttemptResult) -> None:
     elif result.outcome is ClaimOutcome.BUSY:
         tracing.lease_lost(span, "another attempt owns the run")
     elif result.status is not None:
-        tracing.run_ended(span, result.status.value)
+        tracing.run_ended(span, result.status.value, result.error)
 
 
 def _claimed(
@@ -155,6 +157,7 @@ def _claimed(
         run.flow_id,
         run.kind,
         wake=committed.waiters,
+        error=finished.outcome.error,
     )
 
 

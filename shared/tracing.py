@@ -139,12 +139,13 @@ def agent_run(run: Run, attempt: int, now_ms: int) -> Iterator[Span]:
         yield span
 
 
-def run_ended(span: Span, status: str, error: str | None = None, stop_reason: str | None = None) -> None:
+def run_ended(span: Span, status: str, error: str | None = None) -> None:
+    """The run's end: its status, and for one that did not end ok, why (``clawbus.run.stop_reason``)."""
     span.set_attribute("clawbus.run.status", status)
-    if stop_reason:
-        span.set_attribute("clawbus.run.stop_reason", stop_reason)
     if status != "ok":
-        span.set_status(Status(StatusCode.ERROR, error or status))
+        reason = redact(error)[0] if error else status
+        span.set_attribute("clawbus.run.stop_reason", reason)
+        span.set_status(Status(StatusCode.ERROR, reason))
 
 
 def taken_over(span: Span, attempt: int) -> None:

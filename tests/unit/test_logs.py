@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 import structlog
 from celery import Celery
+from opentelemetry.sdk.trace import TracerProvider
 
 from shared import logs
 from shared.config import Config, ConfigError, load_config
@@ -295,3 +296,18 @@ def test_a_bad_level_in_the_environment_is_refused_naming_logging_level(tmp_path
     path.write_text("{}")
     with pytest.raises(ConfigError, match=r"logging\.level"):
         load_config(path, env={"CLAWBUS_LOG_LEVEL": "verbose"})
+
+
+def test_a_line_written_inside_a_span_names_its_trace_and_span(captured: Captured) -> None:
+    captured.configure()
+    tracer = TracerProvider().get_tracer("test")  # a provider of the test's own: the global one stays unset
+    with tracer.start_as_current_span("work") as span:
+        log.info("inside")
+    log.info("outside")
+    inside, outside = captured.records()[-2:]
+    context = span.get_span_context()
+    assert (inside["trace_id"], inside["span_id"]) == (
+        format(context.trace_id, "032x"),
+        format(context.span_id, "016x"),
+    )
+    assert "trace_id" not in outside

@@ -7,33 +7,22 @@ agent's spend today. What only this process knows (its active waits, how long it
 workers' own task figures come from Flower's ``/metrics``.
 
 What this process observes itself carries, when a span is current (telemetry.tracing on), an exemplar with
-that span's trace id (``trace_exemplar``); exemplars show in the OpenMetrics exposition only, which
-``GET /metrics`` answers to a scraper that asks for it (api/routes/metrics.py).
+that span's trace id (``shared.trace_context.exemplar``); exemplars show in the OpenMetrics exposition
+only, which ``GET /metrics`` answers to a scraper that asks for it (api/routes/metrics.py).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
-from opentelemetry import trace
 from prometheus_client import CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from api.services import Services
 from shared.budgets import Spend, day_of, usd
 from shared.traffic import CLASSES, WAIT_BUCKETS_MS, ModelTraffic
 from workers import queues
-
-if TYPE_CHECKING:  # api.services imports api.waits, which imports this module
-    from api.services import Services
-
-
-def trace_exemplar() -> dict[str, str] | None:
-    """The exemplar of an observation made now: the current span's trace id (32 hex digits), or None when no
-    span is current (traces off, or outside a request)."""
-    context = trace.get_current_span().get_span_context()
-    return {"trace_id": format(context.trace_id, "032x")} if context.is_valid else None
 
 
 class FleetCollector(Collector):

@@ -25,7 +25,7 @@ from typing import Any
 
 from prometheus_client import Histogram
 
-from api.metrics import trace_exemplar
+from shared import trace_context
 from shared.models import Run
 from shared.store import UNAVAILABLE
 from shared.store.live import Ended, LiveStore, Reconnected, RunSignals, Signal, SignalsLost, Subscribed
@@ -119,7 +119,9 @@ class RunWaiter:
         finally:
             self._release(run_id, pending)
             # The request's trace, for a scraper that reads exemplars (api/metrics.py).
-            self.wait_seconds.labels(outcome).observe(loop.time() - started, exemplar=trace_exemplar())
+            self.wait_seconds.labels(outcome).observe(
+                loop.time() - started, exemplar=trace_context.exemplar()
+            )
 
     async def _await(self, run_id: str, pending: _Pending, deadline: float) -> Run | None:
         if await self._within(pending.confirmed.wait(), deadline, run_id):

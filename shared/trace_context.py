@@ -54,3 +54,9 @@ def trace_id_of(traceparent: str | None) -> str | None:
     """The 32 hex digits of the trace a ``traceparent`` names."""
     parts = (traceparent or "").split("-")
     return parts[1] if len(parts) == 4 and len(parts[1]) == 32 else None
+
+
+def exemplar() -> dict[str, str] | None:
+    """A metric observation's exemplar now: the current span's trace id, or None outside any span."""
+    span = trace.get_current_span().get_span_context()
+    return {"trace_id": format(span.trace_id, "032x")} if span.is_valid else None

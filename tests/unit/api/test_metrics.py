@@ -10,8 +10,9 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from prometheus_client.openmetrics.parser import text_string_to_metric_families as text_string_to_openmetrics
 from prometheus_client.parser import text_string_to_metric_families
 
-from api.metrics import trace_exemplar, wait_buckets
+from api.metrics import wait_buckets
 from shared.store import Store
+from shared.trace_context import exemplar as trace_exemplar
 from shared.traffic import CallLimits
 from tests.unit.api.test_budgets import spend
 

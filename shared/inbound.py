@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
-import uuid
 
-from shared import policy, queueing, threads
+from shared import idempotency, policy, queueing, threads
 from shared.commands import Forward, is_command, run_command
 from shared.models import CommandReply, DeliveryContext, InboundMessageParams, ToolFailure
 from shared.queueing import QueueOptions
@@ -36,7 +35,9 @@ def receive(
         if not isinstance(handled, Forward):
             return handled
         inbound, options = _forwarded(inbound, handled)
-    run_id = str(uuid.uuid4())
+    if inbound.message_id is not None and ctx.id_seed is None:
+        ctx = dataclasses.replace(ctx, id_seed=idempotency.natural_seed(session_key, inbound.message_id))
+    run_id = ctx.new_run_id()
     now = ctx.store.clock.now_ms()
     existing = ctx.store.sessions.get(session_key)
     seed = new_entry(ctx.config, session_key, now)

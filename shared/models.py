@@ -591,6 +591,9 @@ class InboundMessageParams(Params):
     queue_mode: QueueMode | None = None
     # Strict: a JSON true or false is no number of seconds.
     timeout_seconds: float = Field(30, ge=0, strict=True)
+    # The channel's own id of this message (Telegram's update id, Discord's or Slack's message id): a
+    # redelivery of it to this session makes no second run.
+    message_id: str | None = Field(None, min_length=1, max_length=256)
 
 
 # --- tool results --------------------------------------------------------------------------------------

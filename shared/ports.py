@@ -14,6 +14,7 @@ from typing import Any, Literal, Protocol
 
 from shared.budgets import Limits, Override, Refusal, Spend
 from shared.clock import Clock
+from shared.idempotency import Claimed
 from shared.models import (
     Delivery,
     DeliveryClaim,
@@ -391,6 +392,14 @@ class Budgets(Protocol):
     def set_override(self, agent_id: str, override: Override) -> None: ...
 
 
+class IdempotencyKeys(Protocol):
+    """Idempotency keys' first uses (``shared.store.idempotency``)."""
+
+    def claim(
+        self, principal: str, key: str, fingerprint: str, *, ttl_seconds: int, now_ms: int
+    ) -> Claimed: ...
+
+
 class ThreadBindings(Protocol):
     """Chat threads bound to sub-agents' sessions."""
 
@@ -455,3 +464,5 @@ class Storage(Protocol):
     def traffic(self) -> Traffic: ...
     @property
     def budgets(self) -> Budgets: ...
+    @property
+    def idempotency(self) -> IdempotencyKeys: ...

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Annotated, Any
 
 import anyio
@@ -9,7 +10,7 @@ from fastapi import APIRouter, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import StreamingResponse
 
-from api import streams
+from api import idempotency, streams
 from api.auth import forbidden
 from api.deps import PrincipalDep, ServicesDep
 from api.errors import ApiError, ErrorResponse, bad_request, not_found
@@ -103,7 +104,11 @@ def patch_session(
 
 @router.post("/{key}/messages", responses=_errors)
 async def post_message(
-    key: SessionKeyPath, body: InboundMessageParams, services: ServicesDep, principal: PrincipalDep
+    key: SessionKeyPath,
+    body: InboundMessageParams,
+    request: Request,
+    services: ServicesDep,
+    principal: PrincipalDep,
 ) -> dict[str, Any]:
     limit = services.config.gateway.limits.message_bytes
     size = len(body.message.encode("utf-8"))
@@ -111,6 +116,9 @@ async def post_message(
         raise bad_request("message", f"too large: {size} bytes (limit {limit})")
     arrived = anyio.current_time()
     ctx = session_context(services, principal, key)
+    seed = idempotency.seed(services, principal, request, body.model_dump(mode="json", by_alias=True))
+    if seed is not None:
+        ctx = dataclasses.replace(ctx, id_seed=seed)
     with logs.bound(session_key=ctx.caller_key):
         result = await run_in_threadpool(receive, ctx, body)
         return (await settle(services, result, arrived)).wire()

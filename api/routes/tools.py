@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Annotated, Any
 
@@ -11,6 +12,7 @@ from fastapi import APIRouter, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from pydantic import ValidationError
 
+from api import idempotency
 from api.auth import Principal
 from api.deps import PrincipalDep, ServicesDep
 from api.errors import ApiError, ErrorResponse, bad_request, openclaw_json
@@ -47,7 +49,10 @@ async def invoke(request: Request, services: ServicesDep, principal: PrincipalDe
     if body.action is not None and tool is not None and "action" in tool.params.model_fields:
         args.setdefault("action", body.action)
     caller = _caller_key(services, body.session_key, body.agent_id)
-    result = await call_tool(services, principal, body.tool, args, caller, body.run_id, wait=body.wait)
+    seed = idempotency.seed(services, principal, request, data)
+    result = await call_tool(
+        services, principal, body.tool, args, caller, body.run_id, wait=body.wait, id_seed=seed
+    )
     # Encoded here, once: the result is already its wire form, and validating it again against the
     # response model (which only documents it) cost as much as the encoding.
     answer = {"ok": True, "result": result.tool_result()}
@@ -84,13 +89,17 @@ async def call_tool(
     run_id: str | None = None,
     wait: bool = True,
     abandon_cancels: bool = False,
+    id_seed: str | None = None,
 ) -> Wire:
     """One tool call on behalf of ``principal`` acting as ``session_key``, waits included (the HTTP call and
-    MCP share it). Bad input raises ApiError (4xx, naming the field); refusals are results."""
+    MCP share it). Bad input raises ApiError (4xx, naming the field); refusals are results. ``id_seed``: the
+    runs the call makes have ids derived from it (an idempotent request's repeat makes none)."""
     tool = TOOLS.get(name)
     if tool is None or services.config.gateway.tools.denied(name):
         raise ApiError(404, "not_found", f"Tool not available: {name}")
     ctx = _caller(services, principal, session_key, run_id)
+    if id_seed is not None:
+        ctx = dataclasses.replace(ctx, id_seed=id_seed)
     with (
         logs.bound(session_key=ctx.caller_key, run_id=run_id),
         tracing.tool_call(name, ctx.caller_key, None, args),

@@ -106,6 +106,12 @@ class GatewayToolsConfig(Section):
         )
 
 
+class IdempotencyConfig(Section):
+    """``gateway.idempotency``: how long an ``Idempotency-Key`` gets its first answer again."""
+
+    ttl_hours: float = Field(24, gt=0, le=24 * 30)
+
+
 class GatewayConfig(Section):
     bind: str = "127.0.0.1"
     port: int = Field(8787, ge=1, le=65535)
@@ -115,6 +121,7 @@ class GatewayConfig(Section):
     mcp: McpConfig = McpConfig()
     http: HttpConfig = HttpConfig()
     tools: GatewayToolsConfig = GatewayToolsConfig()
+    idempotency: IdempotencyConfig = IdempotencyConfig()
 
 
 def _host_port(value: str) -> str:

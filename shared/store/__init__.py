@@ -16,6 +16,7 @@ from shared.store.connection import sync_client
 from shared.store.errors import NotReplicated
 from shared.store.fleet import FleetStore
 from shared.store.flows import FlowStore
+from shared.store.idempotency import IdempotencyStore
 from shared.store.keys import RedisKeys
 from shared.store.runs import RunStore
 from shared.store.scripts import Scripts
@@ -121,6 +122,7 @@ class Store:
         self.a2a = A2AStore(client, self.keys, scripts, retention_seconds=config.runs.retention_hours * 3600)
         self.traffic = TrafficStore(client, self.keys, scripts)
         self.budgets = BudgetStore(client, self.keys, scripts)
+        self.idempotency = IdempotencyStore(client, self.keys)
 
     @classmethod
     def from_config(

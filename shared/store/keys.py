@@ -249,6 +249,12 @@ class RedisKeys:
         """SET: the models that have had traffic, for the fleet view."""
         return f"{self.prefix}traffic:models"
 
+    # idempotency
+    def idempotency(self, principal: str, key_digest: str) -> str:
+        """STRING (EX gateway.idempotency.ttlHours): what an ``Idempotency-Key`` of one token was first used
+        for (``<request fingerprint>|<ms>``); the runs that request made have ids derived from it."""
+        return f"{self.prefix}idem:{principal}:{key_digest}"
+
     # budgets
     def budget_spent(self, agent_id: str, day: str) -> str:
         """HASH: an agent's model spend on one UTC day (``usdMicros``, ``tokens``), reservations included."""

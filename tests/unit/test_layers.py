@@ -51,6 +51,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "shared.flows.decide",
             "shared.traffic",
             "shared.budgets",
+            "shared.idempotency",
         ),
     ),
     ("the store adapter", ("shared.store", "shared.store.*")),

@@ -1,0 +1,26 @@
+"""Idempotency keys in Redis: a key's first use, recorded in one command (``SET NX GET``)."""
+
+from __future__ import annotations
+
+from redis import Redis
+
+from shared.idempotency import Claimed, KeyReused, digest, seed_of
+from shared.store.keys import RedisKeys
+
+
+class IdempotencyStore:
+    def __init__(self, client: Redis, keys: RedisKeys) -> None:
+        self._redis = client
+        self._keys = keys
+
+    def claim(self, principal: str, key: str, fingerprint: str, *, ttl_seconds: int, now_ms: int) -> Claimed:
+        """The seed of the request's runs: this use's, or the first use's when the key was used before for
+        the same request; ``KeyReused`` when it was used for another."""
+        name = self._keys.idempotency(principal, digest(key))
+        first = self._redis.set(name, f"{fingerprint}|{now_ms}", nx=True, ex=ttl_seconds, get=True)
+        if first is None:
+            return Claimed(seed_of(principal, key, now_ms))
+        used_for, _, stamp = str(first).partition("|")
+        if used_for != fingerprint:
+            raise KeyReused(key)
+        return Claimed(seed_of(principal, key, int(stamp)))

@@ -8,8 +8,10 @@ with Client() as bus:                      # CLAWBUS_URL / CLAWBUS_TOKEN, or wha
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from types import EllipsisType, TracebackType
@@ -47,6 +49,8 @@ class ClawbusError(Exception):
     def __init__(self, status: int, type_: str, message: str, field: str | None = None) -> None:
         super().__init__(message)
         self.status, self.type, self.message, self.field = status, type_, message, field
+        # Seconds the server asked to wait before sending again (its Retry-After), when it said.
+        self.retry_after: float | None = None
 
 
 def _state_file(name: str) -> str | None:
@@ -61,6 +65,12 @@ def default_url() -> str:
 def default_token() -> str | None:
     return os.environ.get("CLAWBUS_TOKEN") or _state_file("token")
 
+
+# The tools that create or change work: their calls carry an Idempotency-Key, and are sent again with it
+# when the answer is lost (a dropped connection, a 503): the repeat makes nothing new.
+WORK_TOOLS = frozenset({"sessions_send", "sessions_spawn", "sessions_yield", "subagents"})
+# Sends of one call with its key: the first and the retries.
+IDEMPOTENT_ATTEMPTS = 6
 
 # A stream is silent at most 15 s (the server's keep-alive); longer means the connection is gone.
 _STREAM_READ_S = 45.0
@@ -102,7 +112,10 @@ class Client:
     ) -> dict[str, Any]:
         """``wait=False``: a call that would wait for a run answers ``accepted`` with its runId at once."""
         body = {"tool": tool, "args": args, "sessionKey": caller, **({} if wait else {"wait": False})}
-        data = self._request("POST", "/tools/invoke", json=body, wait_seconds=wait_seconds)
+        if tool in WORK_TOOLS:
+            data = self._idempotent("POST", "/tools/invoke", json=body, wait_seconds=wait_seconds)
+        else:
+            data = self._request("POST", "/tools/invoke", json=body, wait_seconds=wait_seconds)
         details: dict[str, Any] = data["result"]["details"]
         return details
 
@@ -171,7 +184,7 @@ class Client:
         mode = {"queueMode": queue_mode} if queue_mode else {}
         body = {"message": message, "timeoutSeconds": timeout_seconds, **mode, **route}
         return _inbound_result(
-            self._request(
+            self._idempotent(
                 "POST", f"/v1/sessions/{_path(session_key)}/messages", json=body, wait_seconds=timeout_seconds
             )
         )
@@ -321,6 +334,25 @@ class Client:
     def ready(self) -> dict[str, Any]:
         return self._request("GET", "/readyz")
 
+    def _idempotent(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
+        """A request that creates work, with a fresh Idempotency-Key, sent again with the same key while its
+        answer is lost (a dropped connection, a timeout, a 503): however many times it is sent, one run."""
+        headers = {"Idempotency-Key": str(uuid.uuid4())}
+        for attempt in range(1, IDEMPOTENT_ATTEMPTS + 1):
+            last = attempt == IDEMPOTENT_ATTEMPTS
+            try:
+                return self._request(method, path, headers=headers, **kwargs)
+            except httpx.TransportError:
+                if last:
+                    raise
+                pause = delay(attempt, 0.1, 2.0)
+            except ClawbusError as exc:
+                if exc.status != 503 or last:
+                    raise
+                pause = max(exc.retry_after or 0.0, delay(attempt, 0.1, 2.0))
+            time.sleep(pause)
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
     def _request(self, method: str, path: str, *, wait_seconds: float = 0, **kwargs: Any) -> dict[str, Any]:
         timeout = httpx.Timeout(30.0 + wait_seconds + _WAIT_MARGIN_S, connect=5.0)
         response = self._http.request(method, path, timeout=timeout, **kwargs)
@@ -338,12 +370,15 @@ class Client:
             error = response.json().get("error") or {}
         except ValueError:
             error = {}
-        raise ClawbusError(
+        failure = ClawbusError(
             response.status_code,
             error.get("type", "http_error"),
             error.get("message", response.text[:200]),
             error.get("field"),
         )
+        with contextlib.suppress(ValueError):
+            failure.retry_after = float(response.headers.get("retry-after", ""))
+        raise failure
 
 
 def _args(**values: Any) -> dict[str, Any]:

@@ -23,6 +23,8 @@ class TcpProxy:
         self.port: int = self._listener.getsockname()[1]
         self._lock = threading.Lock()
         self._marker: bytes | None = None
+        self._every_other = False
+        self._skip_next = False
         self._sockets: list[socket.socket] = []
         self.lost = 0  # replies lost so far
         self._requests_seen: list[bytes] = []
@@ -36,6 +38,13 @@ class TcpProxy:
         """The next request holding ``marker`` (a script's SHA, say) runs; its reply is not passed on."""
         with self._lock:
             self._marker = marker
+
+    def lose_every_other_reply_to(self, marker: bytes) -> None:
+        """From now on, of the requests holding ``marker``, every other one runs and its reply is lost (its
+        connection closed), the first one included."""
+        with self._lock:
+            self._marker = marker
+            self._every_other = True
 
     def requests_holding(self, marker: bytes) -> int:
         """How many of the requests sent so far hold ``marker`` (one read from the client: a request's
@@ -67,8 +76,11 @@ class TcpProxy:
             with self._lock:
                 self._requests_seen.append(data[:HEAD])
                 if self._marker is not None and self._marker in data:
-                    self._marker = None
-                    losing.set()  # before the request goes on: its reply cannot come back first
+                    if not self._every_other:
+                        self._marker = None
+                    if not self._skip_next:
+                        losing.set()  # before the request goes on: its reply cannot come back first
+                    self._skip_next = self._every_other and not self._skip_next
             if not _send(upstream, data):
                 break
         _close(upstream)

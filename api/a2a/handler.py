@@ -299,6 +299,9 @@ class ClawbusRequestHandler(RequestHandler):
                 "senderId": caller.principal.name,
                 "timeoutSeconds": 0,
                 **({"queueMode": queue_mode} if queue_mode else {}),
+                # A2A's own message id is the message's natural key: a client retrying SendMessage
+                # through a lost answer gets the first task, not a second one.
+                **({"messageId": message.message_id} if message.message_id else {}),
             }
         )
         result = await run_in_threadpool(receive, ctx, inbound)

@@ -478,3 +478,16 @@ def _user_texts(api: ClawbusClient, session_key: str) -> list[str]:
     assert isinstance(history, SessionsHistoryResult)
     # A person's message, or one forwarded from another session (shown as the assistant's, with a sender).
     return [text_of(m) for m in history.messages if m["role"] == "user" or "senderLabel" in m]
+
+
+def test_a_send_message_retried_with_its_message_id_makes_one_task(stack: A2AStack) -> None:
+    async def scenario() -> None:
+        async with client(agent_url(stack, "main"), streaming=False) as a2a:
+            once = message("only once", context_id=f"retry-{uuid.uuid4().hex[:8]}")
+            [first] = [event async for event in a2a.send_message(SendMessageRequest(message=once))]
+            # The client lost the answer and sends the same message again.
+            [second] = [event async for event in a2a.send_message(SendMessageRequest(message=once))]
+            assert second.task.id == first.task.id
+            assert first.task.status.state == TaskState.TASK_STATE_COMPLETED
+
+    asyncio.run(scenario())

@@ -6,6 +6,8 @@ message (durable from then on), the run waited on or followed as it streams, wit
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import json
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -16,6 +18,7 @@ from fastapi import Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import StreamingResponse
 
+from api import idempotency
 from api.auth import Principal
 from api.openai_compat import replies, shapes
 from api.openai_compat.errors import invalid
@@ -80,6 +83,11 @@ class Exchange:
         ctx = acting_as(
             self.services, self.principal, self.session_key, field="session", unknown_agent_status=400
         )
+        # The request as its client wrote it (a session made up per request differs between repeats).
+        asked = json.loads(await self.request.body() or b"null")
+        seed = idempotency.seed(self.services, self.principal, self.request, asked)
+        if seed is not None:  # a repeat of the request answers with its first run
+            ctx = dataclasses.replace(ctx, id_seed=seed)
         inbound = InboundMessageParams(message=prompt.message, timeout_seconds=self.cap_s)
         with logs.bound(session_key=ctx.caller_key):
             result = await run_in_threadpool(partial(receive, commands=False), ctx, inbound, prompt.system)

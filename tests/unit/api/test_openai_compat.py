@@ -305,6 +305,15 @@ def test_a_chat_completion_is_the_agents_reply_in_the_releases_shape(app: App) -
     }
 
 
+def test_a_chat_completion_repeated_with_its_idempotency_key_answers_with_its_first_run(app: App) -> None:
+    first = app.chat(hi("only once"), **{"Idempotency-Key": "completion-1"}).json()
+    again = app.chat(hi("only once"), **{"Idempotency-Key": "completion-1"}).json()
+    assert again["id"] == first["id"]
+    assert again["choices"] == first["choices"]
+    other = app.chat(hi("something else"), **{"Idempotency-Key": "completion-1"})
+    assert other.status_code == 422
+
+
 def test_a_chat_command_is_text_for_the_agent_as_the_release_takes_it(app: App) -> None:
     body = app.chat(hi("/status", user="alice")).json()
     assert body["choices"][0]["message"]["content"] == "echo: /status"

@@ -69,8 +69,8 @@ def default_token() -> str | None:
 # The tools that create or change work: their calls carry an Idempotency-Key, and are sent again with it
 # when the answer is lost (a dropped connection, a 503): the repeat makes nothing new.
 WORK_TOOLS = frozenset({"sessions_send", "sessions_spawn", "sessions_yield", "subagents"})
-# Sends of one call with its key: the first and the retries.
-IDEMPOTENT_ATTEMPTS = 6
+# Sends of one call with its key: the first and the retries (about 7 s in all: an API restarting).
+IDEMPOTENT_ATTEMPTS = 8
 
 # A stream is silent at most 15 s (the server's keep-alive); longer means the connection is gone.
 _STREAM_READ_S = 45.0

@@ -14,6 +14,7 @@ from api.client import Client
 from shared.tools.send_schema import SendResult
 from tests.integration.conftest import TOKEN, Fresh
 from tests.support.tcp_proxy import TcpProxy
+from workers.testing.processes import wait_for
 
 pytestmark = pytest.mark.timeout(240)
 SENDS = 200
@@ -93,3 +94,25 @@ def test_a_chat_message_redelivered_five_times_makes_one_run(fresh: Fresh) -> No
     }
     assert len(run_ids) == 1
     assert created(fresh) == 1
+
+
+def test_sends_through_an_api_killed_and_restarted_mid_stream_make_each_run_once(fresh: Fresh) -> None:
+    fresh.start_redis()
+    fresh.worker(concurrency=8)
+    doomed, url = fresh.api()
+    port = urlsplit(url).port
+    target = "agent:main:cron:idem-killed"
+    with Client(url, TOKEN) as client:
+        client.open_session(target)
+        with ThreadPoolExecutor(4) as pool:
+            sending = [
+                pool.submit(client.sessions_send, target, f"send {i}", timeout_seconds=0) for i in range(40)
+            ]
+            # Mid-stream: the API dies with requests in flight, and a new one comes up on its port.
+            wait_for(lambda: sum(future.done() for future in sending) >= 10, 30, what="ten sends answered")
+            doomed.kill()
+            fresh.api(port)
+            results = [future.result() for future in sending]
+    run_ids = {result.run_id for result in results if isinstance(result, SendResult)}
+    assert len(run_ids) == 40
+    assert created(fresh, "send") == 40

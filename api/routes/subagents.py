@@ -9,11 +9,13 @@ sub-agent of the session, 403 for what the tool forbids, 400 for the rest; each 
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Annotated, Any, TypeVar
 
-from fastapi import APIRouter, Path, Query
+from fastapi import APIRouter, Path, Query, Request
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from api import idempotency
 from api.auth import Principal
 from api.deps import PrincipalDep, ServicesDep
 from api.errors import ApiError, ErrorResponse, bad_request, not_found
@@ -118,11 +120,19 @@ def kill_subagent(
     responses=_errors,
 )
 def steer_subagent(
-    key: SessionKeyPath, target: Target, body: SteerBody, services: ServicesDep, principal: PrincipalDep
+    key: SessionKeyPath,
+    target: Target,
+    body: SteerBody,
+    request: Request,
+    services: ServicesDep,
+    principal: PrincipalDep,
 ) -> SubagentSteered:
     """The message reaches a running target at its next model step; one that is not running gets it as a
-    run of its own (``delivered`` says which)."""
+    run of its own (``delivered`` says which). Repeated with its Idempotency-Key, it steers once."""
     ctx = _session(services, principal, key)
+    seed = idempotency.seed(services, principal, request, body.model_dump(mode="json"))
+    if seed is not None:
+        ctx = dataclasses.replace(ctx, id_seed=seed)
     args = {"action": "steer", "target": target, "message": body.message}
     return _call(ctx, "subagents", args, SubagentSteered)
 

@@ -149,6 +149,15 @@ def test_a_steer_to_a_queued_subagent_becomes_a_run_of_its_own(
     assert (run.kind, run.session_key) == ("steer", leaf)
 
 
+def test_a_steer_repeated_with_its_idempotency_key_steers_once(http: TestClient, boss: str) -> None:
+    leaf = rows(http, boss)[0]["key"]
+    headers = {"Idempotency-Key": "steer-once"}
+    path = f"/v1/sessions/{boss}/subagents/{leaf}/steer"
+    first = http.post(path, json={"message": "hurry up"}, headers=headers).json()
+    again = http.post(path, json={"message": "hurry up"}, headers=headers).json()
+    assert again["runId"] == first["runId"]
+
+
 def test_steering_a_killed_subagent_is_403_saying_so(http: TestClient, boss: str) -> None:
     http.post("/v1/sessions/main/subagents/boss/kill")
     response = http.post("/v1/sessions/main/subagents/boss/steer", json={"message": "still there?"})

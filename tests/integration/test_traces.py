@@ -84,8 +84,15 @@ def test_a_waiting_send_is_one_trace_from_the_http_call_to_the_delivery(traced: 
         tool = sends[0] if sends else None
         if tool is None:
             return False
-        names = [span.name for span in receiver.trace(tool.trace_id)]
-        return names.count("invoke_agent main") >= 3 and any(name.startswith("deliver ") for name in names)
+        spans = receiver.trace(tool.trace_id)
+        names = [span.name for span in spans]
+        # The HTTP span ends after the tool call's, and may leave the API in a later batch.
+        server = any(span.span_id == tool.parent_id for span in spans)
+        return (
+            server
+            and names.count("invoke_agent main") >= 3
+            and any(name.startswith("deliver ") for name in names)
+        )
 
     assert wait_for(whole, 30, what="the exchange's spans")
     assert tool is not None
@@ -151,17 +158,19 @@ def test_content_is_in_spans_only_when_asked_for_and_then_redacted(fresh: Fresh)
         result = client.sessions_send(target, f"remember {key}", timeout_seconds=30)
         assert isinstance(result, SendResult)
 
-        def replied() -> bool:
+        def captured() -> bool:
             replies = [str(s.attributes.get("gen_ai.output.messages")) for s in stack.receiver.named("chat ")]
-            return any(reply.startswith("echo: remember ") for reply in replies)
+            calls = [
+                str(s.attributes.get("gen_ai.tool.call.arguments"))
+                for s in stack.receiver.named("execute_tool")
+            ]
+            return any(reply.startswith("echo: remember ") for reply in replies) and any(
+                "remember" in text for text in calls
+            )
 
-        # The step's span may leave its worker a moment after the send's answer.
-        assert wait_for(replied, 30, what="the model step's span with its reply")
+        # Each process sends its spans in batches, a moment after the send's answer.
+        assert wait_for(captured, 30, what="the model step's and the tool call's spans with their content")
         spans = stack.receiver.spans
-    arguments = [
-        s.attributes.get("gen_ai.tool.call.arguments", "") for s in spans if s.name.startswith("execute_tool")
-    ]
-    assert any("remember" in text for text in arguments)
     assert not any(key in str(span.attributes) for span in spans)
 
 

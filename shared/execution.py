@@ -25,7 +25,7 @@ from shared.dispatch import Dispatcher
 from shared.model_gate import AwaitingCapacity, ModelGate, NoCapacity, root_of
 from shared.models import Message, Run, RunKind, RunStatus, SessionEntry
 from shared.ports import Storage
-from shared.runs import Claim, ClaimOutcome, ExecutionState, LaneHead, Outcome, ParkOutcome, SuspendOutcome
+from shared.runs import Claim, ClaimOutcome, ExecutionState, LaneHead, Outcome, SuspendOutcome
 from shared.runtime.base import CallGate, RunCancelled, RunTimedOut, StepRequest
 from shared.runtime.registry import runtime_for
 from shared.tool_schemas import tool_schemas
@@ -262,9 +262,9 @@ def _park(held: _Held, loop: LoopState, waiting: AwaitingCapacity) -> None:
     held.lease.pause()
     due = held.store.clock.now_ms() + due_in_ms
     parked = held.store.runs.park(run, held.claim.token, loop.model_dump_json(), due)
-    if parked is ParkOutcome.FENCED:
+    if parked is SuspendOutcome.FENCED:
         raise LeaseLost(f"run {run.run_id}: lease lost before it could park")
-    if parked is ParkOutcome.CANCELLED:
+    if parked is SuspendOutcome.CANCELLED:
         raise RunCancelled()
     log.info("run %s parked for %d ms: %s", run.run_id, due_in_ms, waiting)
     raise _Parked(due_in_ms)

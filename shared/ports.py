@@ -38,7 +38,6 @@ from shared.runs import (
     LaneHead,
     NewRun,
     Outcome,
-    ParkOutcome,
     SuspendOutcome,
     WhenBusy,
 )
@@ -191,7 +190,7 @@ class Runs(Protocol):
         """Park ``run`` until ``awaited_run_id`` ends (its commit returns this run as a waiter) or the
         deadline passes (the reaper dispatches it then); ``memo`` is the loop state to resume from."""
 
-    def park(self, run: Run, token: str, memo: str, due_ms: int) -> ParkOutcome:
+    def park(self, run: Run, token: str, memo: str, due_ms: int) -> SuspendOutcome:
         """Park ``run`` until ``due_ms`` (it waits for model capacity): its lease is parked and ``memo``
         is the loop state to resume from; the caller dispatches it again for then, the reaper is the net."""
 

@@ -142,12 +142,6 @@ class Cancelled:
     flow_id: str | None = None
 
 
-class ParkOutcome(StrEnum):
-    PARKED = "parked"
-    FENCED = "fenced"  # the lease was lost
-    CANCELLED = "cancelled"  # the run was cancelled: it ends aborted instead of waiting
-
-
 class SuspendOutcome(StrEnum):
     SUSPENDED = "suspended"
     READY = "ready"  # the awaited run has already ended: go on at once

@@ -39,7 +39,6 @@ from shared.runs import (
     LaneHead,
     NewRun,
     Outcome,
-    ParkOutcome,
     SuspendOutcome,
     WhenBusy,
 )
@@ -244,15 +243,15 @@ class RunStore:
         )
         return SuspendOutcome(result)
 
-    def park(self, run: Run, token: str, memo: str, due_ms: int) -> ParkOutcome:
+    def park(self, run: Run, token: str, memo: str, due_ms: int) -> SuspendOutcome:
         """Park ``run`` until ``due_ms`` (it waits for model capacity): its lease is parked and ``memo``
         is the loop state to resume from; the caller dispatches it again for then, the reaper is the net."""
         k = self._keys
-        result = self._scripts.park(
+        result = self._scripts.suspend(
             keys=[k.run(run.run_id), k.lease(run.session_key), k.lanes_due()],
-            args=[token, memo, due_ms, run.session_key, call_id()],
+            args=[token, memo, due_ms, run.session_key, run.run_id, call_id()],
         )
-        return ParkOutcome(result)
+        return SuspendOutcome(result)
 
     def mark_waiting(self, run_id: str, what: str | None) -> None:
         """Show on the run what it waits for (None: nothing any more)."""

@@ -67,7 +67,6 @@ class Scripts:
         self.settle_call: Script = client.register_script(_source("settle_call"))
         self.reserve_budget: Script = client.register_script(_source("reserve_budget"))
         self.settle_budget: Script = client.register_script(_source("settle_budget"))
-        self.park: Script = client.register_script(_source("park"))
         self.mark_waiting: Script = client.register_script(_source("mark_waiting"))
 
 

@@ -484,3 +484,18 @@ def test_the_reaper_frees_a_dead_workers_places_and_hands_on_the_runs_waiting(
     assert store.runs.reap_gate(2) == []  # both places held
     clock.advance(LEASE_MS / 1000 + 1)  # the worker running the first two died: their leases lapsed
     assert [(head.run_id, head.session_key) for head in store.runs.reap_gate(2)] == runs[2:]
+
+
+def test_a_run_parked_for_model_capacity_is_due_again_and_resumed_by_anyone_as_the_same_attempt(
+    store: Store, config: Config
+) -> None:
+    accepted = accept(store, config, "wait for capacity")
+    token = claim(store, accepted.run_id).token
+    run = store.runs.get(accepted.run_id)
+    assert run is not None
+    due = store.clock.now_ms() + 5_000
+    assert store.runs.park(run, token, '{"steps": 0}', due) is SuspendOutcome.SUSPENDED
+    assert store.redis.zscore(store.keys.lanes_due(), KEY) == due  # the reaper's net
+    resumed = claim(store, accepted.run_id, owner="the countdown's task")
+    assert resumed.outcome is ClaimOutcome.CLAIMED
+    assert resumed.attempts == 1  # a resumption, not a new attempt

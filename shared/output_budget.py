@@ -47,6 +47,15 @@ def fit(
     return Budgeted(cleaned, dropped, truncated, redacted, total)
 
 
+def shown(value: str, text_limit: int = TEXT_LIMIT) -> tuple[str, bool, bool]:
+    """One text as a model or client reads it back: redacted, cut at ``text_limit`` characters; and whether
+    it was redacted, and cut."""
+    value, was_redacted = redact(value)
+    if len(value) > text_limit:
+        return value[:text_limit] + TRUNCATION_MARK, was_redacted, True
+    return value, was_redacted, False
+
+
 def clean(
     messages: list[dict[str, Any]], text_limit: int = TEXT_LIMIT
 ) -> tuple[list[dict[str, Any]], bool, bool]:
@@ -55,11 +64,9 @@ def clean(
     changes = {"truncated": False, "redacted": False}
 
     def text(value: str) -> str:
-        value, was_redacted = redact(value)
+        value, was_redacted, was_cut = shown(value, text_limit)
         changes["redacted"] |= was_redacted
-        if len(value) > text_limit:
-            changes["truncated"] = True
-            return value[:text_limit] + TRUNCATION_MARK
+        changes["truncated"] |= was_cut
         return value
 
     def value(item: Any) -> Any:

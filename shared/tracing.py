@@ -21,10 +21,9 @@ from opentelemetry import trace
 from opentelemetry.semconv.schemas import Schemas
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
-from shared import trace_context
+from shared import output_budget, trace_context
 from shared.config import Config, OpenAIProvider, TracingConfig
 from shared.models import Run, Usage
-from shared.output_budget import TEXT_LIMIT, TRUNCATION_MARK
 from shared.redaction import redact
 
 log = logging.getLogger(__name__)
@@ -108,8 +107,7 @@ def content(text: str | None) -> str | None:
     """``text`` as a span may hold it: only with ``captureContent``, redacted and cut."""
     if not _State.capture_content or text is None:
         return None
-    shown = redact(text)[0]
-    return shown if len(shown) <= TEXT_LIMIT else shown[:TEXT_LIMIT] + TRUNCATION_MARK
+    return output_budget.shown(text)[0]
 
 
 @contextmanager

@@ -245,6 +245,51 @@ def test_a_sub_agent_spawned_from_the_console_reports_back(page: Page, stack: Co
     assert drawn == ["run", "subagent_announce", "relay", "deliver"]
 
 
+# A browser gives crypto.randomUUID only in a secure context (127.0.0.1 here is one); over plain http on a
+# LAN address the console makes its keys from crypto.getRandomValues.
+WITHOUT_RANDOM_UUID = "delete Crypto.prototype.randomUUID"
+UUID4 = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
+
+
+@pytest.mark.parametrize("secure", [True, False], ids=["randomUUID", "getRandomValues"])
+def test_a_spawn_whose_answer_is_lost_is_sent_again_with_its_key_and_spawns_once(
+    page: Page, stack: ConsoleStack, secure: bool
+) -> None:
+    """The console's first sessions_spawn reaches the server, which spawns, but its answer never comes back
+    (the connection drops): the console sends it again with the same Idempotency-Key, shows the child the
+    first send made, and the parent has that one child."""
+    parent = opened(stack, "main", "lost")
+    spawns: list[str | None] = []  # each spawn request's Idempotency-Key, in the order they came
+
+    def lose_the_first_answer(route: Route) -> None:
+        # The session view reads through /tools/invoke too (sessions_history): only spawns are counted.
+        if (route.request.post_data_json or {}).get("tool") != "sessions_spawn":
+            route.continue_()
+            return
+        spawns.append(route.request.header_value("Idempotency-Key"))
+        if len(spawns) == 1:
+            route.fetch()  # the server spawns...
+            route.abort()  # ...and the console sees a network error instead of its answer
+        else:
+            route.continue_()
+
+    if not secure:
+        page.add_init_script(WITHOUT_RANDOM_UUID)
+    page.route("**/tools/invoke", lose_the_first_answer)
+    sign_in(page, stack, at=f"#/session/{parent}")
+    page.get_by_label("Sub-agent task (spawned from this session)").fill("spawned once")
+    page.get_by_role("button", name="Spawn").click()
+    outcome = page.get_by_role("status")
+    expect(outcome.locator(".status-accepted")).to_be_visible(timeout=SEEN_S)
+    child = outcome.get_by_role("link", name=re.compile(r"^agent:main:subagent:"))
+    expect(child).to_be_visible()
+    assert len(spawns) == 2, spawns
+    assert UUID4.fullmatch(spawns[0] or ""), spawns
+    assert spawns[1] == spawns[0]
+    children = [row.key for row in stack.client.subagents(parent).subagents]
+    assert children == [child.inner_text()]
+
+
 def test_a_spawned_orchestrators_tree_shows_and_is_killed_from_its_button(
     page: Page, stack: ConsoleStack
 ) -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Page, Route, expect
+from playwright.sync_api import Locator, Page, Route, expect
 
 from api.client import Client
 from shared.tools.send_schema import SendResult
@@ -223,16 +223,25 @@ def test_a_busy_sessions_queue_and_mode_show_and_its_mode_is_set_to_reject(
     wait_for(lambda: stack.client.get_session(target).queue_mode is None, 10, what="the mode cleared")
 
 
+# The link a spawn's outcome shows to the child session.
+CHILD = re.compile(r"^agent:main:subagent:")
+
+
+def spawn_from_the_console(page: Page, task: str) -> Locator:
+    """The open session's spawn form, sent: the outcome it shows (accepted, linking the child)."""
+    page.get_by_label("Sub-agent task (spawned from this session)").fill(task)
+    page.get_by_role("button", name="Spawn").click()
+    outcome = page.get_by_role("status")
+    expect(outcome.locator(".status-accepted")).to_be_visible(timeout=SEEN_S)
+    expect(outcome.get_by_role("link", name=CHILD)).to_be_visible()
+    return outcome
+
+
 def test_a_sub_agent_spawned_from_the_console_reports_back(page: Page, stack: ConsoleStack) -> None:
     parent = key("main", "parent")
     stack.client.post_message(parent, "first", timeout_seconds=30)
     sign_in(page, stack, at=f"#/session/{parent}")
-    page.get_by_label("Sub-agent task (spawned from this session)").fill("count the sessions")
-    page.get_by_role("button", name="Spawn").click()
-    outcome = page.get_by_role("status")
-    expect(outcome.locator(".status-accepted")).to_be_visible(timeout=SEEN_S)
-    child = outcome.get_by_role("link", name=re.compile(r"^agent:main:subagent:"))
-    expect(child).to_be_visible()
+    outcome = spawn_from_the_console(page, "count the sessions")
     # The child's report comes back into the parent's transcript, marked as a sub-agent's announce.
     transcript = page.get_by_role("list", name="Transcript")
     expect(transcript.locator(".badge-subagent_announce").first).to_be_visible(timeout=SEEN_S)
@@ -277,12 +286,7 @@ def test_a_spawn_whose_answer_is_lost_is_sent_again_with_its_key_and_spawns_once
         page.add_init_script(WITHOUT_RANDOM_UUID)
     page.route("**/tools/invoke", lose_the_first_answer)
     sign_in(page, stack, at=f"#/session/{parent}")
-    page.get_by_label("Sub-agent task (spawned from this session)").fill("spawned once")
-    page.get_by_role("button", name="Spawn").click()
-    outcome = page.get_by_role("status")
-    expect(outcome.locator(".status-accepted")).to_be_visible(timeout=SEEN_S)
-    child = outcome.get_by_role("link", name=re.compile(r"^agent:main:subagent:"))
-    expect(child).to_be_visible()
+    child = spawn_from_the_console(page, "spawned once").get_by_role("link", name=CHILD)
     assert len(spawns) == 2, spawns
     assert UUID4.fullmatch(spawns[0] or ""), spawns
     assert spawns[1] == spawns[0]

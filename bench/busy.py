@@ -21,11 +21,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from api.client import Client
+from clawbus_client import Client
+from clawbus_client.models import SendResult
+
 from bench.report import Row, Section, Target
 from bench.stack import Stack, bare_hop, clawbus_workers, model_stack
 from bench.stats import percentile
-from shared.tools.send_schema import SendResult
 from workers.testing.fake_openai import FakeOpenAI, fake_openai, planned, user_texts
 
 STEP_S = 1.0

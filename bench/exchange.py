@@ -11,12 +11,13 @@ import time
 import uuid
 from dataclasses import asdict
 
-from api.client import Client
+from clawbus_client import Client
+from clawbus_client.models import SendResult
+
 from bench import bare_celery
 from bench.report import Row, Section, Target
 from bench.stack import Stack, bare_workers, clawbus_workers
 from bench.stats import Latency, timed_calls
-from shared.tools.send_schema import SendResult
 
 TARGET = Target("<=", 2.0)
 HOPS = 7

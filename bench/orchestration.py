@@ -31,11 +31,13 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from api.client import Client
+from clawbus_client import Client
+from clawbus_client.models import Run
+
 from bench.report import Row, Section
 from bench.stack import Stack, bare_hop, clawbus_workers, model_stack
 from bench.stats import percentile
-from shared.models import Message, Run
+from shared.models import Message
 
 STEP_MS = 1000
 FAN_OUT = 5

@@ -8,7 +8,7 @@ like each bare round trip does. Figure 4 times the whole exchange.
 
 The figure's client is a keep-alive ``http.client`` connection (``bench.load.Poster``, figure 2's load
 generator): the figure is the service's latency, and the client shares the two cores with it. The same
-sends through the Python client (``api.client``, built on httpx, about 0.3 ms more per call) are a row
+sends through the Python client (``clawbus_client``, built on httpx, about 0.3 ms more per call) are a row
 of their own.
 
 On a small shared machine the speed of everything drifts by tens of percent over a minute, so the sides
@@ -22,14 +22,14 @@ import time
 from dataclasses import asdict
 from itertools import count as counter
 
-from api.client import Client
+from clawbus_client import Client
+from clawbus_client.models import SendResult, ToolFailure
+
 from bench import bare_celery
 from bench.load import Poster, open_sessions
 from bench.report import Row, Section, Target
 from bench.stack import TOKEN, Stack, bare_workers, clawbus_workers
 from bench.stats import Latency, timed_calls
-from shared.models import ToolFailure
-from shared.tools.send_schema import SendResult
 
 TARGET = Target("<=", 2.0)
 WAIT_S = 10

@@ -10,13 +10,13 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 
-from api.client import Client
+from clawbus_client import Client
+from clawbus_client.models import Flow, SpawnResult
+
 from bench import bare_celery
 from bench.report import Row, Section, Target
 from bench.stack import Stack, bare_workers, clawbus_workers
 from bench.stats import Latency, timed_calls
-from shared.models import Flow
-from shared.tools.spawn_schema import SpawnResult
 
 HOPS = 3
 TARGET = Target("<=", 2.0)

@@ -18,8 +18,8 @@ from typing import Any
 import httpx
 import redis
 from celery import Celery
+from clawbus_client import ClawbusError, Client
 
-from api.client import ClawbusError, Client
 from bench import bare_celery
 from bench.stats import Latency, timed_calls
 from shared.config import Config, load_config

@@ -23,9 +23,11 @@ class KeyReused(Exception):
 
 @dataclass(frozen=True, slots=True)
 class Claimed:
-    """The seed of the runs a request with this key makes (the same for every repeat within the TTL)."""
+    """The seed of the runs a request with this key makes (the same for every repeat within the TTL), and
+    the answer its first use gave, once it gave one."""
 
     seed: str
+    answer: str | None = None
 
 
 def digest(value: str) -> str:

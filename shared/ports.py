@@ -398,6 +398,8 @@ class IdempotencyKeys(Protocol):
         self, principal: str, key: str, fingerprint: str, *, ttl_seconds: int, now_ms: int
     ) -> Claimed: ...
 
+    def remember(self, principal: str, key: str, answer: str, *, ttl_seconds: int) -> None: ...
+
 
 class ThreadBindings(Protocol):
     """Chat threads bound to sub-agents' sessions."""

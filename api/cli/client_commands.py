@@ -11,6 +11,8 @@ from typing import Annotated, Any
 
 import httpx
 import typer
+from clawbus_client import ClawbusError, Client
+from clawbus_client.models import Flow, Model, Run, RunStatus, SendResult, ToolFailure
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from api.cli.common import (
@@ -26,9 +28,8 @@ from api.cli.common import (
     runs_app,
     sessions_app,
 )
-from api.client import ClawbusError, Client
-from shared.models import Flow, Run, RunStatus, ToolFailure, Wire
-from shared.tools.send_schema import SendResult, result_of
+from api.client_sends import waited_send
+from shared.models import Wire
 
 
 def client_for(url: str | None, token: str | None) -> Client:
@@ -44,8 +45,8 @@ def call(fn: Any, *args: Any, **kwargs: Any) -> Any:
         fail(f"cannot reach the clawbus API: {exc} (is `clawbus up` running? set CLAWBUS_URL)")
 
 
-def print_json(result: Wire | dict[str, Any]) -> None:
-    data = result.wire() if isinstance(result, Wire) else result
+def print_json(result: Wire | Model | dict[str, Any]) -> None:
+    data = result.wire() if isinstance(result, Wire | Model) else result
     typer.echo(json.dumps(data, indent=2, ensure_ascii=False))
 
 
@@ -183,8 +184,7 @@ def sessions_send(
                         run = call(client.wait_run, result.run_id, timeout)
             except KeyboardInterrupt:
                 _detached(result.run_id)
-            waited = result_of(result.run_id, result.session_key, run)
-            result = waited.model_copy(update={"flow_id": result.flow_id})
+            result = waited_send(result, run)
     if as_json:
         print_json(result)
         return
@@ -308,7 +308,7 @@ def runs_stream(run_id: str, url: UrlOpt = None, token: TokenOpt = None, as_json
             run = _follow(client, run_id, quiet=False)
         except KeyboardInterrupt:
             _detached(run_id)
-    if run.status is not RunStatus.OK:
+    if run.status != RunStatus.OK:
         console.print(f"[red]{run.status.value}: {run.error}[/red]", highlight=False)
         raise typer.Exit(1)
 

@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from clawbus_client.settings import clawbus_home
 
 from api.cli.common import app, console, exec_role, load
 from shared.config import Config
-from shared.home import clawbus_home
 from workers import queues
 
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Path
+from fastapi import APIRouter, Path, Request, Response
+from fastapi.concurrency import run_in_threadpool
 
+from api import idempotency
 from api.auth import Principal
 from api.deps import PrincipalDep, ServicesDep
 from api.errors import ErrorResponse, not_found
@@ -38,10 +40,21 @@ def get_flow(flow_id: FlowId, services: ServicesDep, principal: PrincipalDep) ->
     return scrubbed_flow(_flow_for(services, principal, flow_id)).wire()
 
 
-@router.post("/{flow_id}/cancel", responses=_errors)
-def cancel_flow(flow_id: FlowId, services: ServicesDep, principal: PrincipalDep) -> dict[str, Any]:
+@router.post("/{flow_id}/cancel", responses=_errors, response_model=dict[str, Any])
+async def cancel_flow(
+    flow_id: FlowId, request: Request, services: ServicesDep, principal: PrincipalDep
+) -> Response:
     """End the flow, ``stopReason: canceled``: its running step is aborted and no further step starts.
-    Returns the flow. A flow that had already ended is returned as it is."""
+    Returns the flow. A flow that had already ended is returned as it is. A repeat with the first
+    request's Idempotency-Key gets the first answer."""
+
+    async def answer(_seed: str | None) -> dict[str, Any]:
+        return await run_in_threadpool(_cancelled, services, principal, flow_id)
+
+    return await idempotency.answered_once(services, principal, request, None, answer)
+
+
+def _cancelled(services: Services, principal: Principal, flow_id: str) -> dict[str, Any]:
     with logs.bound(flow_id=flow_id):
         _flow_for(services, principal, flow_id)
         run_control.cancel_flow(services.config, services.store, services.dispatcher, flow_id)

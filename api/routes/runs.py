@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Path, Query, Request
+from fastapi import APIRouter, Path, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import StreamingResponse
 
-from api import streams
+from api import idempotency, streams
 from api.auth import Principal
 from api.deps import PrincipalDep, ServicesDep
 from api.errors import ApiError, ErrorResponse, not_found
@@ -113,11 +113,24 @@ async def stream_run(
     return StreamingResponse(events, media_type="text/event-stream", headers=STREAM_HEADERS)
 
 
-@router.post("/{run_id}/cancel", responses={**_errors, 409: {"model": ErrorResponse}})
-async def cancel_run(run_id: RunId, services: ServicesDep, principal: PrincipalDep) -> dict[str, Any]:
+@router.post(
+    "/{run_id}/cancel", responses={**_errors, 409: {"model": ErrorResponse}}, response_model=dict[str, Any]
+)
+async def cancel_run(
+    run_id: RunId, request: Request, services: ServicesDep, principal: PrincipalDep
+) -> Response:
     """End the run ``aborted`` wherever it is: queued or parked at once, running at its model's next
     streamed chunk or tool call (what it had said is kept, marked aborted). Returns the run. Cancelling an
-    aborted run returns it; one that ended otherwise is a 409 naming its status."""
+    aborted run returns it; one that ended otherwise is a 409 naming its status. A repeat with the first
+    request's Idempotency-Key gets the first answer."""
+
+    async def answer(_seed: str | None) -> dict[str, Any]:
+        return await _cancelled(services, principal, run_id)
+
+    return await idempotency.answered_once(services, principal, request, None, answer)
+
+
+async def _cancelled(services: Services, principal: Principal, run_id: str) -> dict[str, Any]:
     with logs.bound(run_id=run_id):
         await _run_for(services, principal, run_id)
         cancelled = await run_in_threadpool(

@@ -11,7 +11,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import StreamingResponse
 
 from api import idempotency, streams
-from api.auth import forbidden
+from api.auth import Principal, forbidden
 from api.deps import PrincipalDep, ServicesDep
 from api.errors import ApiError, ErrorResponse, bad_request, not_found
 from api.params import SessionKeyPath
@@ -19,6 +19,7 @@ from api.routes.resolve import session_context
 from api.routes.runs import STREAM_HEADERS
 from api.routes.tools import settle
 from api.schemas import SessionPatchBody
+from api.services import Services
 from shared import logs
 from shared.inbound import receive
 from shared.models import InboundMessageParams, SessionEntry
@@ -81,11 +82,24 @@ def open_session(
 
 
 @router.patch("/{key}", response_model=SessionEntry, response_model_exclude_none=True, responses=_errors)
-def patch_session(
-    key: SessionKeyPath, body: SessionPatchBody, services: ServicesDep, principal: PrincipalDep
-) -> SessionEntry:
-    ctx = session_context(services, principal, key)
+async def patch_session(
+    key: SessionKeyPath,
+    body: SessionPatchBody,
+    request: Request,
+    services: ServicesDep,
+    principal: PrincipalDep,
+) -> Response:
     changes = body.model_dump(by_alias=True, exclude_unset=True)
+
+    async def answer(_seed: str | None) -> dict[str, Any]:
+        patched = await run_in_threadpool(_patched, services, principal, key, changes)
+        return patched.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+    return await idempotency.answered_once(services, principal, request, changes, answer)
+
+
+def _patched(services: Services, principal: Principal, key: str, changes: dict[str, Any]) -> SessionEntry:
+    ctx = session_context(services, principal, key)
     if "sendPolicy" in changes and not principal.owner:
         raise forbidden("changing sendPolicy needs an owner token")
     entry = services.store.sessions.get(ctx.caller_key)
@@ -102,26 +116,30 @@ def patch_session(
     return patched
 
 
-@router.post("/{key}/messages", responses=_errors)
+@router.post("/{key}/messages", responses=_errors, response_model=dict[str, Any])
 async def post_message(
     key: SessionKeyPath,
     body: InboundMessageParams,
     request: Request,
     services: ServicesDep,
     principal: PrincipalDep,
-) -> dict[str, Any]:
+) -> Response:
     limit = services.config.gateway.limits.message_bytes
     size = len(body.message.encode("utf-8"))
     if size > limit:
         raise bad_request("message", f"too large: {size} bytes (limit {limit})")
     arrived = anyio.current_time()
     ctx = session_context(services, principal, key)
-    seed = idempotency.seed(services, principal, request, body.model_dump(mode="json", by_alias=True))
-    if seed is not None:
-        ctx = dataclasses.replace(ctx, id_seed=seed)
-    with logs.bound(session_key=ctx.caller_key):
-        result = await run_in_threadpool(receive, ctx, body)
-        return (await settle(services, result, arrived)).wire()
+
+    async def answer(seed: str | None) -> dict[str, Any]:
+        keyed = ctx if seed is None else dataclasses.replace(ctx, id_seed=seed)
+        with logs.bound(session_key=ctx.caller_key):
+            result = await run_in_threadpool(receive, keyed, body)
+            return (await settle(services, result, arrived)).wire()
+
+    return await idempotency.answered_once(
+        services, principal, request, body.model_dump(mode="json", by_alias=True), answer
+    )
 
 
 @router.get(

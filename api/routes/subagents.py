@@ -12,7 +12,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Annotated, Any, TypeVar
 
-from fastapi import APIRouter, Path, Query, Request
+from fastapi import APIRouter, Path, Query, Request, Response
+from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from api import idempotency
@@ -104,13 +105,14 @@ def subagent_info(
     response_model_exclude_none=True,
     responses=_errors,
 )
-def kill_subagent(
-    key: SessionKeyPath, target: Target, services: ServicesDep, principal: PrincipalDep
-) -> SubagentsKilled:
+async def kill_subagent(
+    key: SessionKeyPath, target: Target, request: Request, services: ServicesDep, principal: PrincipalDep
+) -> Response:
     """Stop the target (or ``all`` the session's children) and everything it spawned; the sessions
-    stopped, the targets first (a target that had already ended stops nothing: ``killed: []``)."""
-    ctx = _session(services, principal, key)
-    return _call(ctx, "subagents", {"action": "kill", "target": target}, SubagentsKilled)
+    stopped, the targets first (a target that had already ended stops nothing: ``killed: []``; a repeat
+    with the first request's Idempotency-Key gets the first answer)."""
+    args = {"action": "kill", "target": target}
+    return await _answered_once(services, principal, request, key, args, SubagentsKilled)
 
 
 @router.post(
@@ -119,22 +121,40 @@ def kill_subagent(
     response_model_exclude_none=True,
     responses=_errors,
 )
-def steer_subagent(
+async def steer_subagent(
     key: SessionKeyPath,
     target: Target,
     body: SteerBody,
     request: Request,
     services: ServicesDep,
     principal: PrincipalDep,
-) -> SubagentSteered:
+) -> Response:
     """The message reaches a running target at its next model step; one that is not running gets it as a
     run of its own (``delivered`` says which). Repeated with its Idempotency-Key, it steers once."""
-    ctx = _session(services, principal, key)
-    seed = idempotency.seed(services, principal, request, body.model_dump(mode="json"))
-    if seed is not None:
-        ctx = dataclasses.replace(ctx, id_seed=seed)
     args = {"action": "steer", "target": target, "message": body.message}
-    return _call(ctx, "subagents", args, SubagentSteered)
+    return await _answered_once(services, principal, request, key, args, SubagentSteered)
+
+
+async def _answered_once(
+    services: Services,
+    principal: Principal,
+    request: Request,
+    key: str,
+    args: dict[str, Any],
+    answer_type: type[W],
+) -> Response:
+    """The ``subagents`` action as the session in the path, once per Idempotency-Key."""
+
+    def act(seed: str | None) -> dict[str, Any]:
+        ctx = _session(services, principal, key)
+        if seed is not None:
+            ctx = dataclasses.replace(ctx, id_seed=seed)
+        return _call(ctx, "subagents", args, answer_type).wire()
+
+    async def answer(seed: str | None) -> dict[str, Any]:
+        return await run_in_threadpool(act, seed)
+
+    return await idempotency.answered_once(services, principal, request, args, answer)
 
 
 @router.get(

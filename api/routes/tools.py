@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 from typing import Annotated, Any
 
 import anyio
@@ -42,22 +41,24 @@ router = APIRouter(tags=["tools"])
 async def invoke(request: Request, services: ServicesDep, principal: PrincipalDep) -> Response:
     data = await openclaw_json(request)
     body = InvokeRequest.model_validate(data if isinstance(data, dict) else {})
-    if body.tool is None:
+    name = body.tool
+    if name is None:
         raise ApiError(400, "invalid_request", "tools.invoke requires name")
     args = dict(body.args or {})
-    tool = TOOLS.get(body.tool)
+    tool = TOOLS.get(name)
     if body.action is not None and tool is not None and "action" in tool.params.model_fields:
         args.setdefault("action", body.action)
     caller = _caller_key(services, body.session_key, body.agent_id)
-    seed = idempotency.seed(services, principal, request, data)
-    result = await call_tool(
-        services, principal, body.tool, args, caller, body.run_id, wait=body.wait, id_seed=seed
-    )
-    # Encoded here, once: the result is already its wire form, and validating it again against the
-    # response model (which only documents it) cost as much as the encoding.
-    answer = {"ok": True, "result": result.tool_result()}
-    payload = json.dumps(answer, ensure_ascii=False, separators=(",", ":"))
-    return Response(payload.encode(), media_type="application/json")
+
+    async def answer(seed: str | None) -> dict[str, Any]:
+        result = await call_tool(
+            services, principal, name, args, caller, body.run_id, wait=body.wait, id_seed=seed
+        )
+        # The result is already its wire form: validating it again against the response model (which
+        # only documents it) cost as much as the encoding.
+        return {"ok": True, "result": result.tool_result()}
+
+    return await idempotency.answered_once(services, principal, request, data, answer)
 
 
 def _caller_key(services: Services, session_key: str | None, agent_id: str | None) -> str:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import json5
+from clawbus_client.settings import clawbus_home
 from pydantic import (
     ValidationError,
     field_validator,
@@ -48,7 +49,6 @@ from shared.config.service import (
 )
 from shared.config.session import SessionConfig
 from shared.config.tools import ToolsConfig
-from shared.home import clawbus_home
 from shared.text import token_digest
 
 

@@ -255,6 +255,10 @@ class RedisKeys:
         for (``<request fingerprint>|<ms>``); the runs that request made have ids derived from it."""
         return f"{self.prefix}idem:{principal}:{key_digest}"
 
+    def idempotency_answer(self, principal: str, key_digest: str) -> str:
+        """STRING (EX as its key): the answer the key's request first gave (JSON), given again to repeats."""
+        return f"{self.prefix}idem-answer:{principal}:{key_digest}"
+
     # budgets
     def budget_spent(self, agent_id: str, day: str) -> str:
         """HASH: an agent's model spend on one UTC day (``usdMicros``, ``tokens``), reservations included."""

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from clawbus_client import Client
 from playwright.sync_api import Browser, Page, sync_playwright
 
-from api.client import Client
 from shared.text import token_digest
 from tests.integration.conftest import TOKEN, Fresh
 from workers.testing.fake_openai import FakeOpenAI, Reply, fake_openai, paced

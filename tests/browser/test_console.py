@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from clawbus_client import Client
+from clawbus_client.models import SendResult
 from playwright.sync_api import Locator, Page, Route, expect
 
-from api.client import Client
-from shared.tools.send_schema import SendResult
 from tests.browser.conftest import HOLD, SCOPED_TOKEN, TRACE_URL, WORKER_SLOTS, ConsoleStack
 from tests.integration.conftest import TOKEN
 from workers.testing.processes import wait_for

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 import redis
+from clawbus_client import Client
 
-from api.client import Client
 from workers.testing.processes import (
     RedisServer,
     Role,

@@ -39,16 +39,15 @@ from a2a.types import (
     TaskState,
 )
 from a2a.utils.errors import InvalidRequestError, TaskNotFoundError
+from clawbus_client import Client as ClawbusClient
+from clawbus_client.models import SendResult, SessionsHistoryResult
 from fastapi import FastAPI, Request
 
-from api.client import Client as ClawbusClient
 from shared.contexts import ANNOUNCE_MESSAGE
 from shared.processes import free_port
 from shared.store.keys import RedisKeys
 from shared.text import token_digest
-from shared.tools.history_schema import SessionsHistoryResult
 from shared.tools.history_view import text_of
-from shared.tools.send_schema import SendResult
 from tests.integration.conftest import TOKEN, Fresh
 from tests.support.tcp_proxy import TcpProxy
 from workers.testing.fake_openai import FakeOpenAI, fake_openai, planned

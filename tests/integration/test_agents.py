@@ -7,10 +7,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from clawbus_client import Client
+from clawbus_client.models import SendResult
 
-from api.client import Client
 from shared.tools.history_view import text_of
-from shared.tools.send_schema import SendResult
 from tests.integration.conftest import TOKEN, Fresh
 from workers.testing.fake_openai import FakeOpenAI, Reply, fake_openai, last_tool_result, text, tool
 from workers.testing.processes import wait_for

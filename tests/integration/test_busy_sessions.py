@@ -19,13 +19,12 @@ from typing import Any
 
 import httpx
 import pytest
+from clawbus_client import ClawbusError, Client
+from clawbus_client.models import CommandReply, Run, SendResult, ToolFailure
 
-from api.client import ClawbusError, Client
 from shared.config import Config
-from shared.models import CommandReply, Run, ToolFailure
 from shared.store.keys import RedisKeys
 from shared.tools.history_view import text_of
-from shared.tools.send_schema import SendResult
 from tests.integration.conftest import TOKEN, Fresh
 from workers.testing.fake_openai import FakeOpenAI, fake_openai, planned, user_texts
 from workers.testing.processes import Role, wait_for

@@ -12,11 +12,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from clawbus_client import Client
+from clawbus_client.models import CommandReply, Run, SendResult, SpawnResult
 
-from api.client import Client
-from shared.models import CommandReply, Run
-from shared.tools.send_schema import SendResult
-from shared.tools.spawn_schema import SpawnResult
 from tests.integration.conftest import TOKEN, Fresh
 from workers.testing.fake_openai import FakeOpenAI, fake_openai, planned, user_texts
 from workers.testing.processes import wait_for

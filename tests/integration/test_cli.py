@@ -10,9 +10,9 @@ import sys
 import uuid
 
 import httpx
+from clawbus_client import Client
+from clawbus_client.models import SendResult
 
-from api.client import Client
-from shared.tools.send_schema import SendResult
 from tests.integration.conftest import TOKEN, Fresh, Stack
 from tests.integration.test_orchestration import orchestra
 from tests.support.sessions import first_run

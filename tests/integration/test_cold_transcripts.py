@@ -13,15 +13,14 @@ from typing import Any
 import boto3
 import pytest
 from botocore.exceptions import ClientError
+from clawbus_client import Client
+from clawbus_client.models import SendResult, SessionsHistoryResult
 from moto.server import ThreadedMotoServer
 
-from api.client import Client
 from shared.config import Config
 from shared.hot_window import slack
 from shared.store.keys import RedisKeys
-from shared.tools.history_schema import SessionsHistoryResult
 from shared.tools.history_view import text_of
-from shared.tools.send_schema import SendResult
 from tests.integration.conftest import TOKEN, Fresh
 from workers.testing.processes import free_port, wait_for
 

@@ -7,8 +7,9 @@ import hashlib
 import hmac
 import uuid
 
-from api.client import Client
-from shared.tools.send_schema import SendResult
+from clawbus_client import Client
+from clawbus_client.models import SendResult
+
 from tests.integration.conftest import TOKEN, Fresh
 from tests.integration.test_flows import finished
 from tests.support.fake_http import FakeServer, fake_server

@@ -8,10 +8,9 @@ import threading
 import uuid
 
 import httpx
+from clawbus_client import Client
+from clawbus_client.models import CommandReply, SendResult, ToolFailure
 
-from api.client import Client
-from shared.models import CommandReply, ToolFailure
-from shared.tools.send_schema import SendResult
 from tests.integration.conftest import TOKEN, Fresh, Stack
 from tests.integration.test_flows import chat, finished, unique
 from workers.testing.processes import wait_for

@@ -9,10 +9,10 @@ import sys
 from typing import Any
 
 import httpx
+from clawbus_client import Client
+from clawbus_client.models import SendResult
 
-from api.client import Client
 from shared.processes import free_port
-from shared.tools.send_schema import SendResult
 from tests.integration.conftest import STACK_CONFIG, TOKEN, Fresh
 from tests.integration.test_delivery import SECRET, send_with_announce_to
 from tests.integration.test_flows import finished

@@ -5,11 +5,10 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from api.client import Client
-from shared.models import Flow
-from shared.tools.history_schema import SessionsHistoryResult
+from clawbus_client import Client
+from clawbus_client.models import Flow, SendResult, SessionsHistoryResult
+
 from shared.tools.history_view import run_of, text_of
-from shared.tools.send_schema import SendResult
 from tests.integration.conftest import TOKEN, Fresh
 from workers.testing.processes import wait_for
 

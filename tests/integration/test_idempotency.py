@@ -9,9 +9,9 @@ from urllib.parse import urlsplit
 
 import httpx
 import pytest
+from clawbus_client import Client
+from clawbus_client.models import SendResult
 
-from api.client import Client
-from shared.tools.send_schema import SendResult
 from tests.integration.conftest import TOKEN, Fresh
 from tests.support.tcp_proxy import TcpProxy
 from workers.testing.processes import wait_for

@@ -7,8 +7,9 @@ import json
 import re
 from typing import Any
 
-from api.client import Client
-from shared.tools.send_schema import SendResult
+from clawbus_client import Client
+from clawbus_client.models import SendResult
+
 from tests.integration.conftest import TOKEN, Fresh
 from tests.integration.test_delivery import SECRET, send_with_announce_to
 from tests.support.fake_http import fake_server

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import uuid
 
-from api.client import Client
-from shared.tools.spawn_schema import SpawnResult
+from clawbus_client import Client
+from clawbus_client.models import SpawnResult
+
 from tests.integration.conftest import TOKEN, Fresh
 from tests.integration.test_spawn import done, requester
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from api.client import Client
-from shared.tools.history_schema import SessionsHistoryResult
-from shared.tools.send_schema import SendResult
+from clawbus_client import Client
+from clawbus_client.models import SendResult, SessionsHistoryResult
+
 from tests.integration.conftest import TOKEN, Fresh
 from workers.testing.processes import wait_for
 

@@ -12,6 +12,7 @@ from typing import Any
 import anyio
 import httpx2
 import pytest
+from clawbus_client.models import SessionsHistoryResult
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
@@ -142,3 +143,29 @@ def test_a_cancelled_tool_call_cancels_the_run_it_started(stack: Stack, transpor
             lambda: (r := http.get_run(run_id)).status.terminal and r, 10, what="the run to be cancelled"
         )
         assert (run.status, run.error) == ("aborted", "run aborted")
+
+
+@pytest.mark.parametrize("transport", ["http", "stdio"])
+def test_a_tool_call_retried_with_its_key_makes_one_run(stack: Stack, transport: str) -> None:
+    """An MCP client that sends a call again (its answer lost) with the key in ``_meta`` gets the first
+    call's answer, and no second run."""
+    target = f"agent:research:mcp-retry-{transport}"
+    with stack.client() as http:
+        http.open_session(target)
+    args = {"sessionKey": target, "message": "once", "timeoutSeconds": 0}
+    meta = {"io.clawbus/idempotencyKey": f"mcp-retry-{transport}"}
+
+    async def scenario() -> list[dict[str, Any]]:
+        opened = over_http(stack) if transport == "http" else over_stdio(stack)
+        async with opened as client:
+            return [structured(await client.call_tool("sessions_send", args, meta=meta)) for _ in range(3)]
+
+    answers = anyio.run(scenario)
+    assert len({answer["runId"] for answer in answers}) == 1
+    with stack.client() as http:
+        run = http.wait_run(answers[0]["runId"], timeout=30)
+        assert run is not None
+        assert run.status == "ok"
+        history = http.sessions_history(target, caller=target)
+        assert isinstance(history, SessionsHistoryResult)
+        assert [m["content"] for m in history.messages].count("once") == 1, history.messages

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import httpx
+from clawbus_client import Client
+from clawbus_client.models import SendResult
 from prometheus_client.parser import text_string_to_metric_families
 
-from api.client import Client
-from shared.tools.send_schema import SendResult
 from tests.integration.conftest import TOKEN, Fresh
 from tests.integration.test_flows import finished
 

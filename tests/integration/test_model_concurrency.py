@@ -13,11 +13,10 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
+from clawbus_client import Client
+from clawbus_client.models import SendResult, SessionsHistoryResult
 
-from api.client import Client
-from shared.tools.history_schema import SessionsHistoryResult
 from shared.tools.history_view import text_of
-from shared.tools.send_schema import SendResult
 from tests.integration.conftest import TOKEN, Fresh
 from workers.testing.fake_openai import FakeOpenAI, Reply, fake_openai, paced
 from workers.testing.processes import start_worker

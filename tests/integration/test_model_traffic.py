@@ -23,12 +23,10 @@ from typing import Any
 
 import pytest
 import redis
+from clawbus_client import Client
+from clawbus_client.models import Run, SendResult, SpawnResult
 
-from api.client import Client
-from shared.models import Run
 from shared.store.keys import RedisKeys
-from shared.tools.send_schema import SendResult
-from shared.tools.spawn_schema import SpawnResult
 from shared.traffic import CLASS_OF_KIND, CLASSES
 from tests.integration.conftest import TOKEN, Fresh
 from workers.testing.fake_openai import (

@@ -16,8 +16,8 @@ from typing import Any
 import httpx
 import openai
 import pytest
+from clawbus_client import Client
 
-from api.client import Client
 from shared.store.keys import RedisKeys
 from tests.integration.conftest import STACK_CONFIG, TOKEN, Fresh
 from workers.testing.processes import (

@@ -10,12 +10,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from clawbus_client import Client
+from clawbus_client.models import CommandReply, Run, SessionsHistoryResult, SpawnResult
 
-from api.client import Client
-from shared.models import CommandReply, Run
-from shared.tools.history_schema import SessionsHistoryResult
 from shared.tools.history_view import run_of, text_of
-from shared.tools.spawn_schema import SpawnResult
 from tests.integration.conftest import TOKEN, Fresh
 from workers.testing.processes import wait_for
 

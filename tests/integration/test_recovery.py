@@ -7,10 +7,10 @@ import json
 import subprocess
 import uuid
 
-from api.client import Client
-from shared.tools.history_schema import SessionsHistoryResult
+from clawbus_client import Client
+from clawbus_client.models import SendResult, SessionsHistoryResult
+
 from shared.tools.history_view import run_of, text_of
-from shared.tools.send_schema import SendResult
 from tests.integration.conftest import TOKEN, Fresh
 from workers.testing.processes import wait_for
 

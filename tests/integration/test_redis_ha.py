@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from clawbus_client import Client
+from clawbus_client.models import SendResult
 
-from api.client import Client
-from shared.tools.send_schema import SendResult
 from tests.integration.conftest import STACK_CONFIG, TOKEN, Fresh
 from workers.testing.outage import OUTAGE_CONFIG, failover_under_load, restart_under_load, worker_logs
 from workers.testing.processes import wait_for

@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
+from clawbus_client import Client
 
-from api.client import Client
 from tests.integration.conftest import STACK_CONFIG, TOKEN, Fresh
 from workers.testing.processes import free_port, replica_of, wait_for
 

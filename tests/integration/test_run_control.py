@@ -16,13 +16,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from clawbus_client import ClawbusError, Client
+from clawbus_client.models import Run, SendResult, SessionsHistoryResult, SpawnResult
 
-from api.client import ClawbusError, Client
-from shared.models import Run
-from shared.tools.history_schema import SessionsHistoryResult
 from shared.tools.history_view import text_of
-from shared.tools.send_schema import SendResult
-from shared.tools.spawn_schema import SpawnResult
 from tests.integration.conftest import TOKEN, Fresh
 from tests.support.sessions import first_run
 from workers.testing.fake_openai import FakeOpenAI, Reply, fake_openai, paced, text

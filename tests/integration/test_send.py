@@ -9,11 +9,10 @@ from typing import Any
 
 import httpx
 import pytest
+from clawbus_client import Client
+from clawbus_client.models import SendResult, SessionsHistoryResult
 
-from api.client import Client
-from shared.tools.history_schema import SessionsHistoryResult
 from shared.tools.history_view import run_of, text_of
-from shared.tools.send_schema import SendResult
 from tests.integration.conftest import TOKEN, Stack
 from workers.testing.processes import wait_for
 

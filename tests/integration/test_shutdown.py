@@ -9,10 +9,9 @@ import time
 from typing import Any
 
 import httpx
+from clawbus_client import Client
+from clawbus_client.models import RunStatus, SendResult
 
-from api.client import Client
-from shared.models import RunStatus
-from shared.tools.send_schema import SendResult
 from tests.integration.conftest import TOKEN, Fresh
 from workers.testing.processes import Role, wait_for
 
@@ -38,7 +37,7 @@ def test_sigterm_on_a_worker_lets_its_current_run_finish(fresh: Fresh) -> None:
     with Client(url, TOKEN) as client:
         accepted = client.post_message("agent:slow:cron:drain", "take your time", timeout_seconds=0)
         assert isinstance(accepted, SendResult)
-        wait_for(lambda: client.get_run(accepted.run_id).status is RunStatus.RUNNING, 20, what="the 3 s run")
+        wait_for(lambda: client.get_run(accepted.run_id).status == RunStatus.RUNNING, 20, what="the 3 s run")
         assert worker.process is not None
         worker.process.send_signal(signal.SIGTERM)
         assert exited(worker, 30) == 0

@@ -9,13 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from clawbus_client import ClawbusError, Client
+from clawbus_client.models import Flow, SendResult, SessionsHistoryResult, SpawnResult
 
-from api.client import ClawbusError, Client
-from shared.models import Flow
-from shared.tools.history_schema import SessionsHistoryResult
 from shared.tools.history_view import text_of
-from shared.tools.send_schema import SendResult
-from shared.tools.spawn_schema import SpawnResult
 from tests.integration.conftest import TOKEN, Fresh
 from workers.testing.processes import wait_for
 

@@ -10,10 +10,10 @@ from typing import Any
 
 import httpx
 import pytest
+from clawbus_client import Client
+from clawbus_client.models import SendResult
 from httpx_sse import connect_sse
 
-from api.client import Client
-from shared.tools.send_schema import SendResult
 from tests.integration.conftest import TOKEN, Fresh
 from workers.testing.fake_openai import FakeOpenAI, fake_openai, paced
 from workers.testing.processes import wait_for

@@ -13,8 +13,8 @@ from contextlib import contextmanager
 from typing import Any
 
 import redis
+from clawbus_client import Client
 
-from api.client import Client
 from tests.integration.conftest import TOKEN, Fresh
 from workers.testing.processes import wait_for
 

@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from clawbus_client import Client
+from clawbus_client.models import SendResult
 
-from api.client import Client
-from shared.tools.send_schema import SendResult
 from tests.integration.conftest import TOKEN, Fresh
 from tests.integration.test_delivery import send_with_announce_to
 from tests.integration.test_flows import finished as flow_finished

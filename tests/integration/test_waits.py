@@ -10,8 +10,9 @@ import uuid
 from pathlib import Path
 
 import httpx
+from clawbus_client import Client
+from clawbus_client.models import SendResult
 
-from api.client import Client
 from api.services import WAITS_CLIENT_NAME
 from api.waits import RunWaiter
 from shared.config import RedisConfig
@@ -19,7 +20,6 @@ from shared.models import Run, RunStatus
 from shared.store.codec import encode
 from shared.store.keys import RedisKeys
 from shared.store.live import LiveStore
-from shared.tools.send_schema import SendResult
 from tests.integration.conftest import TOKEN, Fresh, Stack
 from tests.support.runs import a_run
 from workers.testing.processes import RedisServer, free_port, wait_for

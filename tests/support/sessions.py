@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from api.client import ClawbusError, Client
+from clawbus_client import ClawbusError, Client
+
 from shared.config import Config
 from shared.ports import Storage
 from shared.sessions import new_entry

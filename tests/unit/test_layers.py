@@ -21,7 +21,6 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "shared.text",
             "shared.clock",
             "shared.backoff",
-            "shared.home",
             "shared.errors",
             "shared.processes",
             "shared.contexts",

@@ -7,9 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
+from clawbus_client import Client
 from fastapi.testclient import TestClient
 
-from api.client import Client
 from shared.config import Config
 from shared.execution import Attempt
 from shared.store import Store

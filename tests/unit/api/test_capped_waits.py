@@ -12,13 +12,13 @@ from typing import Any
 import anyio
 import httpx
 import pytest
+from clawbus_client import Client
+from clawbus_client.models import RunStatus
 from fastapi.testclient import TestClient
 
-from api.client import Client
 from api.routes import tools as tools_route
 from shared import run_control
 from shared.config import Config
-from shared.models import RunStatus
 from shared.runs import Enqueue, LaneHead
 from shared.store import Store
 from tests.conftest import make_config
@@ -107,7 +107,7 @@ def test_a_send_past_the_cap_is_answered_after_the_cap_and_says_so(
     recorded.join(time.monotonic() + DELAY_MS / 1000 + 10)
     run = api_store.runs.get(result["runId"])
     assert run is not None
-    assert run.status is RunStatus.OK
+    assert run.status == RunStatus.OK
 
 
 def test_a_send_within_the_cap_is_accepted_as_the_release_answers_a_wait_that_ran_out(
@@ -162,7 +162,7 @@ def test_the_python_client_waits_again_until_its_own_timeout_is_spent(
     started = time.monotonic()
     run = client.wait_run(accepted["runId"], timeout=10)
     assert run is not None
-    assert run.status is RunStatus.OK  # seen past two capped waits of 1 s
+    assert run.status == RunStatus.OK  # seen past two capped waits of 1 s
     assert time.monotonic() - started >= DELAY_MS / 1000 - 1
     assert client.wait_run(send(http, 0)[0]["runId"], timeout=0.2) is None
 

@@ -78,3 +78,85 @@ def test_a_chat_message_repeated_with_its_key_makes_one_run(http: TestClient, ap
         for _ in range(3)
     }
     assert len(runs) == 1
+
+
+def keyed(key: str) -> dict[str, str]:
+    return {"Idempotency-Key": key}
+
+
+def spawn_child(http: TestClient) -> str:
+    args = {"task": "work slowly", "label": "worker"}
+    answer = http.post("/tools/invoke", json={"tool": "sessions_spawn", "args": args, "sessionKey": "main"})
+    child: str = answer.json()["result"]["details"]["childSessionKey"]
+    return child
+
+
+def test_a_kill_repeated_with_its_key_answers_what_the_first_killed(http: TestClient) -> None:
+    child = spawn_child(http)
+    path = f"/v1/sessions/main/subagents/{child}/kill"
+    first = http.post(path, headers=keyed("kill-1"))
+    again = http.post(path, headers=keyed("kill-1"))
+    assert first.status_code == again.status_code == 200
+    assert first.json()["killed"] == [child]
+    assert again.json() == first.json()
+    # Without its key, a repeat is a new kill, which finds nothing left to stop.
+    assert http.post(path).json()["killed"] == []
+
+
+def cancelled_twice(http: TestClient, path: str, key: str) -> tuple[Any, Any]:
+    first = http.post(path, headers=keyed(key))
+    again = http.post(path, headers=keyed(key))
+    assert first.status_code == 200
+    assert again.content == first.content
+    return first.json(), again.json()
+
+
+def test_a_run_cancel_repeated_with_its_key_answers_the_first_answer(http: TestClient) -> None:
+    http.put(f"/v1/sessions/{TARGET}")
+    run_id = send(http, "cancel me", None).json()["result"]["details"]["runId"]
+    first, _ = cancelled_twice(http, f"/v1/runs/{run_id}/cancel", "cancel-1")
+    assert first["status"] == "aborted"
+
+
+def test_a_flow_cancel_repeated_with_its_key_answers_the_first_answer(http: TestClient) -> None:
+    http.put(f"/v1/sessions/{TARGET}")
+    flow_id = send(http, "a flow", None).json()["result"]["details"]["flowId"]
+    first, _ = cancelled_twice(http, f"/v1/flows/{flow_id}/cancel", "flow-1")
+    assert first["stopReason"] == "canceled"
+
+
+def test_a_patch_repeated_with_its_key_answers_the_first_and_another_patch_under_it_is_422(
+    http: TestClient,
+) -> None:
+    http.put(f"/v1/sessions/{TARGET}")
+    path = f"/v1/sessions/{TARGET}"
+    first = http.patch(path, json={"label": "first"}, headers=keyed("patch-1"))
+    http.patch(path, json={"label": "changed since"})
+    again = http.patch(path, json={"label": "first"}, headers=keyed("patch-1"))
+    assert again.json() == first.json()
+    assert again.json()["label"] == "first"
+    other = http.patch(path, json={"label": "other"}, headers=keyed("patch-1"))
+    assert other.status_code == 422
+    assert other.json()["error"]["field"] == "Idempotency-Key"
+
+
+def test_a_refusal_is_not_kept_so_a_repeat_is_judged_again(http: TestClient) -> None:
+    path = "/v1/runs/no-such-run/cancel"
+    assert http.post(path, headers=keyed("missing-1")).status_code == 404
+    assert http.post(path, headers=keyed("missing-1")).status_code == 404
+
+
+def test_a_tool_call_repeated_with_its_key_answers_the_same_bytes(http: TestClient) -> None:
+    http.put(f"/v1/sessions/{TARGET}")
+    first = send(http, "same bytes", "bytes-1")
+    again = send(http, "same bytes", "bytes-1")
+    assert again.content == first.content
+
+
+def test_keys_are_the_tokens_own(http: TestClient, api_store: Store) -> None:
+    """The same key under another principal is another key: neither sees the other's answer."""
+    http.put(f"/v1/sessions/{TARGET}")
+    assert send(http, "mine", "shared-key").status_code == 200
+    claimed = api_store.idempotency.claim("someone-else", "shared-key", "print", ttl_seconds=60, now_ms=1)
+    assert claimed.answer is None  # a first use: not the 200 above, nor a 422 for another request
+    assert claimed.seed.startswith("idempotency:someone-else:")

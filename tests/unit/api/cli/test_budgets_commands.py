@@ -7,12 +7,12 @@ import json
 
 import pytest
 import typer
+from clawbus_client import ClawbusError, Client
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner, Result
 
 from api.cli import app, budgets, operator
 from api.cli.budgets import limit_of
-from api.client import ClawbusError, Client
 from shared.budgets import Override, day_of
 from shared.config import Config
 from shared.store import Store

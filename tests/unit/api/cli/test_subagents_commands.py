@@ -7,14 +7,14 @@ import json
 import re
 
 import pytest
+from clawbus_client import ClawbusError, Client
+from clawbus_client.models import SubagentRow
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner, Result
 
 from api.cli import app, orchestration
-from api.client import ClawbusError, Client
 from shared.config import Config
 from shared.store import Store
-from shared.tools.subagents_schema import SubagentRow
 from tests.unit.api.orchestra import MAIN, client_through, orchestra_config, yielded_boss
 from workers.testing import InlineDispatcher
 

@@ -116,3 +116,57 @@ def test_sends_through_an_api_killed_and_restarted_mid_stream_make_each_run_once
     run_ids = {result.run_id for result in results if isinstance(result, SendResult)}
     assert len(run_ids) == 40
     assert created(fresh, "send") == 40
+
+
+def test_waiting_sends_retried_through_lost_answers_get_their_replies_and_run_once(fresh: Fresh) -> None:
+    """Sends that wait for their reply, more of them at once than the worker takes (its runs take 200 ms):
+    an answer lost is sent again with its key, and the repeat answers with the first one's run."""
+    fresh.start_redis()
+    fresh.worker(concurrency=2)
+    _, url = fresh.api()
+    keys = [f"agent:brisk:cron:idem-wait-{i}" for i in range(6)]
+    with Client(url, TOKEN) as direct:
+        for key in keys:
+            direct.open_session(key)
+    proxy = TcpProxy(urlsplit(url).port or 80)
+    try:
+        proxy.lose_every_other_reply_to(b"POST /tools/invoke")
+        with Client(f"http://127.0.0.1:{proxy.port}", TOKEN) as client, ThreadPoolExecutor(6) as pool:
+            sends = [
+                pool.submit(client.sessions_send, keys[i % len(keys)], f"wait {i}", timeout_seconds=30)
+                for i in range(30)
+            ]
+            results = [future.result() for future in sends]
+        lost = proxy.lost
+    finally:
+        proxy.close()
+    replies = {result.reply for result in results if isinstance(result, SendResult) and result.status == "ok"}
+    assert replies == {f"echo: wait {i}" for i in range(30)}
+    assert len({result.run_id for result in results if isinstance(result, SendResult)}) == 30
+    assert lost >= 15
+    assert created(fresh, "send") == 30
+
+
+def test_a_waiting_send_repeated_at_another_api_waits_with_the_first_on_the_same_run(fresh: Fresh) -> None:
+    fresh.start_redis()
+    fresh.worker()
+    urls = [fresh.api()[1], fresh.api()[1]]
+    target = "agent:slow:cron:idem-wait-twice"  # its run takes 3 s: the repeat comes while the first waits
+    with Client(urls[0], TOKEN) as client:
+        client.open_session(target)
+    body = {"tool": "sessions_send", "args": {"sessionKey": target, "message": "once", "timeoutSeconds": 30}}
+    headers = {"Authorization": f"Bearer {TOKEN}", "Idempotency-Key": "one-wait-two-doors"}
+
+    def post(url: str) -> dict[str, str]:
+        answer = httpx.post(f"{url}/tools/invoke", json=body, headers=headers, timeout=60)
+        details: dict[str, str] = answer.json()["result"]["details"]
+        return details
+
+    with ThreadPoolExecutor(2) as pool:
+        first = pool.submit(post, urls[0])
+        wait_for(lambda: created(fresh, "send") == 1, 10, what="the first send's run")
+        again = pool.submit(post, urls[1])
+        answers = [first.result(), again.result()]
+    assert [(a["status"], a["reply"]) for a in answers] == [("ok", "echo: once")] * 2
+    assert answers[0]["runId"] == answers[1]["runId"]
+    assert created(fresh, "send") == 1

@@ -157,7 +157,7 @@ QUICK = replace(
     capacity=capacity.Params(many_sessions=500, short=100, long_sessions=10, stages=(1_000, 2_500, 5_000)),
     waits=waits.Params(waits=1_000, cancelled=50, spawn_rate=200),
     soak=soak.Params(minutes=2, sample_s=15),
-    traffic=model_traffic.Params(runs=300, workers=2, requests_per_minute=240, leaves=100),
+    traffic=model_traffic.Params(runs=150, workers=2, requests_per_minute=240, leaves=60),
     tracing=tracing_cost.Params(sends=40, warmup=5, model=model_bound.Params(runs=200, sessions=100)),
 )
 

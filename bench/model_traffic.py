@@ -81,7 +81,9 @@ def _limits(params: Params, states_limits: bool = True) -> ProviderLimits:
     return ProviderLimits(params.requests_per_minute, tokens, states_limits)
 
 
-def config(model_url: str, params: Params, limited: bool) -> dict[str, Any]:
+def config(model_url: str, params: Params, limited: bool, provider: str) -> dict[str, Any]:
+    """``provider``: a name of the phase's own, so that nothing one phase leaves in the model's traffic
+    state (a learned limit, a cooldown, queued waiters) reaches another phase or a later figure."""
     provider_limits = _limits(params)
     model: dict[str, Any] = {"id": "gpt", "maxTokens": MAX_TOKENS, "cost": {"input": 0.15, "output": 0.6}}
     if limited:
@@ -91,24 +93,28 @@ def config(model_url: str, params: Params, limited: bool) -> dict[str, Any]:
         }
     return {
         "agents": {
-            "list": [{"id": "main", "default": True, "model": "fake/gpt"}],
+            "list": [{"id": "main", "default": True, "model": f"{provider}/gpt"}],
             "defaults": {"subagents": {"maxConcurrent": 1_000, "maxChildrenPerAgent": 20}},
         },
         "models": {
             "providers": {
-                "fake": {"type": "openai", "baseUrl": model_url, "stream": False, "models": [model]}
+                provider: {"type": "openai", "baseUrl": model_url, "stream": False, "models": [model]}
             }
         },
         "tools": {"sessions": {"visibility": "agent"}},
     }
 
 
-def _gate_round_trips(stack: Stack) -> float:
+def _provider() -> str:
+    return f"fig17{uuid.uuid4().hex[:6]}"
+
+
+def _gate_round_trips(stack: Stack, provider: str) -> float:
     """Admission asks, plus per call a reservation and two settlements, plus per throttled call its event
     and its mark set and cleared."""
     with stack.redis() as client:
         store = TrafficStore(client, stack.keys, Scripts(client))
-        figures = store.snapshot(store.models())
+        figures = store.snapshot([f"{provider}/gpt"])
     asks = sum(f.asks for f in figures)
     admitted = sum(sum(f.admitted.values()) for f in figures)
     throttled = sum(sum(f.throttled.values()) for f in figures)
@@ -116,9 +122,10 @@ def _gate_round_trips(stack: Stack) -> float:
 
 
 def load_phase(stack: Stack, params: Params, limited: bool, states_limits: bool = True) -> Phase:
+    provider = _provider()
     with (
         fake_openai(_reply, limits=_limits(params, states_limits)) as model,
-        model_stack(stack, config(model.url, params, limited)) as bound,
+        model_stack(stack, config(model.url, params, limited, provider)) as bound,
         clawbus_workers(bound, params.workers),
     ):
         tag = uuid.uuid4().hex[:6]
@@ -134,7 +141,7 @@ def load_phase(stack: Stack, params: Params, limited: bool, states_limits: bool 
             calls_refused=model.rate_limited,
             failed_runs=sum(run["status"] != "ok" for run in ended),
             most_in_window=model.most_in_window(),
-            gate_round_trips=_gate_round_trips(bound),
+            gate_round_trips=_gate_round_trips(bound, provider),
         )
 
 
@@ -155,9 +162,10 @@ def _chat(stack: Stack, keys: list[str], word: str) -> list[str]:
 def people_first(stack: Stack, params: Params) -> tuple[list[float], int]:
     """Admission waits (s) of chat messages sent while a sub-agent fan-out saturates the model, and the
     fewest calls that were waiting when one was sent."""
+    provider = _provider()
     with (
         fake_openai(_reply, limits=_limits(params)) as model,
-        model_stack(stack, config(model.url, params, limited=True)) as bound,
+        model_stack(stack, config(model.url, params, limited=True, provider=provider)) as bound,
         clawbus_workers(bound, params.workers),
     ):
         client = bound.client()
@@ -172,19 +180,23 @@ def people_first(stack: Stack, params: Params) -> tuple[list[float], int]:
 
         for parent in parents:
             client.post_message(parent, "lead", timeout_seconds=30)
-        fan_out(spawn, params.leaves, SUBMIT_THREADS)
+        leaves = fan_out(spawn, params.leaves, SUBMIT_THREADS)
         # Saturated: leaves wait for the model, many more than a second's worth of its calls.
         saturated = max(params.requests_per_minute // 30, 10)
-        _until(lambda: _waiting(bound) >= saturated, 120)
+        _until(lambda: _waiting(bound, provider) >= saturated, 120, "the fan-out saturating the model")
         probes = [f"agent:main:cron:fig17-probe-{tag}-{i}" for i in range(CHAT_PROBES)]
         run_ids, queued = [], []
         for i, key in enumerate(probes):
-            queued.append(_waiting(bound))
+            queued.append(_waiting(bound, provider))
             run_ids += _chat(bound, [key], f"{PROBE}-{i} #")
             # A chat now and then, as people write: never more than half the model's pace, so the probes
             # do not queue behind each other.
             time.sleep(max(0.2, 120 / params.requests_per_minute))
         ended = _wait_all(bound, run_ids, timeout_s=180)
+        # The fan-out is stopped, not left queued: the next figure's workers share this Redis and its queues.
+        for parent in parents:
+            client.kill_subagent(parent, "all")
+        _wait_all(bound, [leaf for leaf in leaves if leaf], timeout_s=120)
         with bound.redis() as redis_client:
             pipe = redis_client.pipeline(transaction=False)
             for run_id in run_ids:
@@ -194,11 +206,11 @@ def people_first(stack: Stack, params: Params) -> tuple[list[float], int]:
         return sorted(_admission_waits(model, ended)), min(queued)
 
 
-def _waiting(stack: Stack) -> int:
+def _waiting(stack: Stack, provider: str) -> int:
     """Calls waiting for the model's capacity now, across the fleet."""
     with stack.redis() as client:
         store = TrafficStore(client, stack.keys, Scripts(client))
-        return sum(figures.waiting for figures in store.snapshot(store.models()))
+        return sum(figures.waiting for figures in store.snapshot([f"{provider}/gpt"]))
 
 
 def _admission_waits(model: FakeOpenAI, ended: list[dict[str, str]]) -> list[float]:
@@ -218,11 +230,11 @@ def _admission_waits(model: FakeOpenAI, ended: list[dict[str, str]]) -> list[flo
     return waits
 
 
-def _until(condition: Any, timeout_s: float) -> None:
+def _until(condition: Any, timeout_s: float, what: str) -> None:
     deadline = time.monotonic() + timeout_s
     while not condition():
         if time.monotonic() > deadline:
-            raise RuntimeError("the fan-out did not saturate the model in time")
+            raise RuntimeError(f"{what}: not within {timeout_s:g}s")
         time.sleep(0.2)
 
 

@@ -17,13 +17,14 @@ import uuid
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from clawbus_client.models import SendResult
+
 from bench import model_bound
 from bench.load import fan_out, posters
 from bench.report import Row, Section, Target
 from bench.stack import Stack, clawbus_worker, model_stack
 from bench.stats import percentile
 from shared.processes import wait_for
-from shared.tools.send_schema import SendResult
 from workers.testing.fake_openai import FakeOpenAI, Reply, fake_openai, paced
 
 # A model that keeps talking far longer than the figure takes: every cancel lands mid-answer.

@@ -21,6 +21,7 @@ from api.gc_pauses import FrozenHeap
 from api.limits import BodyLimit
 from api.mcp_route import LazyMcpEndpoint
 from api.metrics import registry_for
+from api.openapi_links import add_links
 from api.routes import (
     budgets,
     channels,
@@ -128,6 +129,7 @@ def _publish_configured_choices(app: FastAPI, config: Config) -> None:
             patch = schema["components"]["schemas"].get("SessionPatchBody", {}).get("properties", {})
             if "model" in patch:
                 patch["model"] = {"anyOf": [{"enum": sorted(config.models.refs())}, {"type": "null"}]}
+            add_links(schema)
             app.openapi_schema = schema
         return app.openapi_schema
 

@@ -39,7 +39,13 @@ class Poster:
         return self._request("PUT", f"/v1/sessions/{quote(session_key, safe=':@-._~')}", None, (200, 201))
 
     def _request(self, method: str, path: str, body: str | None, ok: tuple[int, ...]) -> dict[str, object]:
-        self._connection.request(method, path, body, self._headers)
+        try:
+            self._connection.request(method, path, body, self._headers)
+        except (BrokenPipeError, ConnectionResetError):
+            # The server dropped the connection before reading this request (a kept-alive one it closed):
+            # nothing was sent to the service, so it is sent once more on a new connection.
+            self._connection.close()
+            self._connection.request(method, path, body, self._headers)
         response = self._connection.getresponse()
         payload = response.read()
         if response.status not in ok:

@@ -51,7 +51,7 @@ class SessionStore:
                 *k.session_indexes(entry.agent_id, entry.kind),
                 k.session_id(entry.session_id),
             ],
-            args=[entry.key, json.dumps(encode(entry)), entry.updated_at],
+            args=[entry.key, json.dumps(encode(entry)), entry.updated_at, entry.session_id],
         )
         return bool(created)
 
@@ -71,6 +71,7 @@ class SessionStore:
                 k.session_runs(entry.key),
                 k.cold(entry.key),
                 k.archived_index(),
+                k.reported(entry.key),
             ],
             args=[entry.key],
         )

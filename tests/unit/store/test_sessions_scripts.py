@@ -74,12 +74,6 @@ def test_create_session_of_a_session_that_exists_leaves_it_as_it_was(
     assert set(listings(store, first).values()) == {first.updated_at, None}  # not listed as updated now
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="create_session.lua keeps no record of the call: a repeat after a lost reply finds the session "
-    "it created and answers 0, so PUT /sessions/{key} answers 200 (existed) for the session it opened "
-    "(docs/architecture.md, 'Reliability': every script that changes state answers a repeat as the call)",
-)
 def test_create_session_sent_again_after_its_reply_was_lost_still_answers_created(
     store: Store, config: Config, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -137,12 +131,6 @@ def test_delete_session_leaves_its_old_label_to_the_session_that_holds_it_now(
     assert store.sessions.key_for_label("main", "research") == OTHER_CHILD
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="delete_session.lua removes the session's entry, transcript, lane and lookups but not its "
-    "reported:<key> hash (written by record_report, no time to live): every deleted session that spawned "
-    "children leaves it in Redis for good",
-)
 def test_delete_session_leaves_no_record_of_its_childrens_reports(store: Store, config: Config) -> None:
     entry = opened(store, config, CHILD)
     store.sessions.add_child(CHILD, "agent:main:subagent:grandchild")

@@ -229,6 +229,10 @@ def main(argv: list[str] | None = None) -> int:
                 flush=True,
             )
             for figure in figures:
+                # Each figure starts on an empty Redis: what one leaves (queued runs and their messages, a
+                # model's learned limits, flows in flight) must not measure in the next one.
+                with running.redis() as client:
+                    client.flushdb()
                 section = measure(figure, running, sizes)
                 document["sections"].append(to_json(section))
                 print(render(section) + "\n", flush=True)

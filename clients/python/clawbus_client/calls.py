@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import EllipsisType
 from typing import Any, Generic, TypeVar
 from urllib.parse import quote
@@ -397,17 +397,9 @@ def ready() -> Call[dict[str, Any]]:
 
 
 def _then(call: Call[Any], read: Callable[[Any], T]) -> Call[T]:
+    """``call`` whose answer is read on by ``read``."""
     first = call.read
-    return Call(
-        call.method,
-        call.path,
-        lambda data: read(first(data)),
-        call.params,
-        call.json,
-        call.wait_seconds,
-        call.creates_work,
-        call.key,
-    )
+    return replace(call, read=lambda data: read(first(data)))
 
 
 def _details(data: Any) -> dict[str, Any]:

@@ -36,9 +36,14 @@ CHILD_ANSWERED = Until(_has_reply, "the child's transcript holds its answer")
 
 
 def _child_running(payload: Any) -> bool:
-    """A subagents listing whose child has started (a worker on a loaded machine may take a moment)."""
+    """A subagents listing whose child has started (a worker on a loaded machine may take a moment). A
+    clawbus child is ``running`` from its spawn, before a worker starts its run: until then its runtime is
+    ``n/a``, where the release's is already a duration."""
     active = payload.get("active") if isinstance(payload, dict) else None
-    return bool(active) and all(isinstance(row, dict) and row.get("status") == "running" for row in active)
+    return bool(active) and all(
+        isinstance(row, dict) and row.get("status") == "running" and row.get("runtime") != "n/a"
+        for row in active
+    )
 
 
 CHILD_RUNNING = Until(_child_running, "the child is running", deadline=20.0)

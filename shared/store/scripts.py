@@ -15,6 +15,7 @@ from redis.commands.core import Script
 from redis.exceptions import ConnectionError, NoScriptError, ReadOnlyError, ResponseError
 
 _LUA = resources.files("shared.store") / "lua"
+_LIB = "_lib.lua"
 
 # How long a script keeps what answers a repeat of a call when it has no record of its own to keep it on
 # (a fold, what a sweep or a reaper pass took): far beyond the clients' retries, which end within seconds.
@@ -28,46 +29,55 @@ def call_id() -> str:
     return uuid.uuid4().hex
 
 
-def _source(name: str) -> str:
-    return (_LUA / "_lib.lua").read_text() + "\n" + (_LUA / f"{name}.lua").read_text()
+def script_names() -> set[str]:
+    """The scripts in ``lua/``: every file but ``_lib.lua``, the helpers each of them starts with."""
+    files = [path.name for path in _LUA.iterdir()]
+    return {name.removesuffix(".lua") for name in files if name.endswith(".lua") and name != _LIB}
 
 
 class Scripts:
+    """Every script of ``lua/``, by its file's name. The attributes are declared for mypy: a new script is
+    its ``.lua`` file and its line here (tests/unit/store/test_scripts.py holds the two to the same set)."""
+
+    absorb_steers: Script
+    accept: Script
+    add_event: Script
+    admit_call: Script
+    append_outbox: Script
+    archive_session: Script
+    cancel_run: Script
+    claim: Script
+    claim_delivery: Script
+    commit: Script
+    create_delivery: Script
+    create_session: Script
+    delete_session: Script
+    end_flow: Script
+    end_wait: Script
+    extend_lease: Script
+    finish_delivery: Script
+    heartbeat: Script
+    mark_waiting: Script
+    memoize: Script
+    patch_session: Script
+    reap: Script
+    reap_flows: Script
+    reap_gate: Script
+    record_report: Script
+    register_child: Script
+    release_lease: Script
+    reserve_budget: Script
+    settle_budget: Script
+    settle_call: Script
+    suspend: Script
+    take_due: Script
+    update_flow: Script
+    yield_children: Script
+
     def __init__(self, client: Redis) -> None:
-        self.accept: Script = client.register_script(_source("accept"))
-        self.claim: Script = client.register_script(_source("claim"))
-        self.heartbeat: Script = client.register_script(_source("heartbeat"))
-        self.memoize: Script = client.register_script(_source("memoize"))
-        self.commit: Script = client.register_script(_source("commit"))
-        self.suspend: Script = client.register_script(_source("suspend"))
-        self.reap: Script = client.register_script(_source("reap"))
-        self.patch_session: Script = client.register_script(_source("patch_session"))
-        self.create_session: Script = client.register_script(_source("create_session"))
-        self.delete_session: Script = client.register_script(_source("delete_session"))
-        self.archive_session: Script = client.register_script(_source("archive_session"))
-        self.take_due: Script = client.register_script(_source("take_due"))
-        self.reap_flows: Script = client.register_script(_source("reap_flows"))
-        self.create_delivery: Script = client.register_script(_source("create_delivery"))
-        self.claim_delivery: Script = client.register_script(_source("claim_delivery"))
-        self.finish_delivery: Script = client.register_script(_source("finish_delivery"))
-        self.end_flow: Script = client.register_script(_source("end_flow"))
-        self.update_flow: Script = client.register_script(_source("update_flow"))
-        self.cancel_run: Script = client.register_script(_source("cancel_run"))
-        self.register_child: Script = client.register_script(_source("register_child"))
-        self.yield_children: Script = client.register_script(_source("yield_children"))
-        self.record_report: Script = client.register_script(_source("record_report"))
-        self.end_wait: Script = client.register_script(_source("end_wait"))
-        self.absorb_steers: Script = client.register_script(_source("absorb_steers"))
-        self.reap_gate: Script = client.register_script(_source("reap_gate"))
-        self.release_lease: Script = client.register_script(_source("release_lease"))
-        self.extend_lease: Script = client.register_script(_source("extend_lease"))
-        self.append_outbox: Script = client.register_script(_source("append_outbox"))
-        self.add_event: Script = client.register_script(_source("add_event"))
-        self.admit_call: Script = client.register_script(_source("admit_call"))
-        self.settle_call: Script = client.register_script(_source("settle_call"))
-        self.reserve_budget: Script = client.register_script(_source("reserve_budget"))
-        self.settle_budget: Script = client.register_script(_source("settle_budget"))
-        self.mark_waiting: Script = client.register_script(_source("mark_waiting"))
+        lib = (_LUA / _LIB).read_text()
+        for name in script_names():
+            setattr(self, name, client.register_script(lib + "\n" + (_LUA / f"{name}.lua").read_text()))
 
 
 def run_pipelined(

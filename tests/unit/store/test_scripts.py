@@ -1,10 +1,11 @@
-"""shared/store/scripts.py: pipelined scripts load on NOSCRIPT without running anything twice."""
+"""shared/store/scripts.py: every script of ``lua/`` is registered, and pipelined scripts load on NOSCRIPT
+without running anything twice."""
 
 from __future__ import annotations
 
 import fakeredis
 
-from shared.store.scripts import Scripts, run_pipelined
+from shared.store.scripts import Scripts, run_pipelined, script_names
 
 SETTER = "return redis.call('SET', KEYS[1], ARGV[1]) and 1"
 
@@ -32,3 +33,9 @@ def test_every_script_of_the_store_compiles() -> None:
     client = fakeredis.FakeRedis(decode_responses=True)
     for name, script in vars(Scripts(client)).items():
         assert client.script_load(script.script) == script.sha, name
+
+
+def test_the_declared_scripts_are_the_lua_folders() -> None:
+    """A script's file without its attribute would be untyped; an attribute without its file would be
+    missing at its first call."""
+    assert set(Scripts.__annotations__) == script_names()

@@ -83,7 +83,7 @@ def clawbus_batch(stack: Stack, client: redis.Redis, params: Params, total: int)
         started = time.time()
         run_ids = fan_out(lambda i: send(poster_for_thread(), i), total, params.threads)
         submitted = time.time()
-        _hear_all(completions, stack.keys.run_done_channel(""), run_ids, timeout_s)
+        _hear_all(completions, stack.keys.run_done_channel_prefix(), run_ids, timeout_s)
     ended = _runs_ended(stack, client, run_ids, timeout_s)
     return Rate.of(total, started, submitted, ended)
 

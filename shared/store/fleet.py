@@ -32,7 +32,7 @@ class FleetStore:
         pipe.get(k.reaper_ran())
         created, finished, deliveries, flows_ended, dropped, *rest = pipe.execute()
         depths, (busy, flows, reaped) = rest[: len(queues)], rest[len(queues) :]
-        prefix = k.worker_heartbeat("")
+        prefix = k.worker_heartbeat_prefix()
         workers = sorted(
             key.removeprefix(prefix) for key in self._redis.scan_iter(k.worker_heartbeat_pattern())
         )

@@ -2,6 +2,9 @@
 
 All names share one configurable prefix (``redis.prefix``, default ``clawbus:``) so several deployments can
 share a Redis and an operator can find everything with one ``SCAN MATCH``.
+
+A family whose members come to light only as they are used (run ids a script reads off a lane, channels
+heard, keys a SCAN finds) also has ``<family>_prefix()``: its names without the member.
 """
 
 from __future__ import annotations
@@ -117,7 +120,10 @@ class RedisKeys:
     # runs and lanes
     def run(self, run_id: str) -> str:
         """HASH: one run; expires ``runs.retentionHours`` after it ends."""
-        return f"{self.prefix}run:{run_id}"
+        return self.run_prefix() + run_id
+
+    def run_prefix(self) -> str:
+        return f"{self.prefix}run:"
 
     def cancel_channel(self) -> str:
         """Pub/sub channel: the id of a running run that was cancelled, for the worker holding its lease."""
@@ -129,7 +135,10 @@ class RedisKeys:
 
     def run_events(self, run_id: str) -> str:
         """STREAM: the run's progress events (queued, started, ended)."""
-        return f"{self.prefix}run-events:{run_id}"
+        return self.run_events_prefix() + run_id
+
+    def run_events_prefix(self) -> str:
+        return f"{self.prefix}run-events:"
 
     def folded(self, run_id: str) -> str:
         """STRING: the collect run a message's run was folded into instead of being queued (a few minutes:
@@ -146,7 +155,10 @@ class RedisKeys:
 
     def run_done_channel(self, run_id: str) -> str:
         """Pub/sub channel published in the same atomic step as the run's terminal state."""
-        return f"{self.prefix}run-done:{run_id}"
+        return self.run_done_channel_prefix() + run_id
+
+    def run_done_channel_prefix(self) -> str:
+        return f"{self.prefix}run-done:"
 
     def waiter_channel(self, instance_id: str) -> str:
         """Pub/sub channel an API process stays subscribed to, so its connection never leaves pub/sub mode."""
@@ -154,11 +166,17 @@ class RedisKeys:
 
     def lane(self, session_key: str) -> str:
         """LIST: run ids of one session in acceptance order; the head is the one that may execute."""
-        return f"{self.prefix}lane:{session_key}"
+        return self.lane_prefix() + session_key
+
+    def lane_prefix(self) -> str:
+        return f"{self.prefix}lane:"
 
     def lease(self, session_key: str) -> str:
         """HASH: who executes the lane's head now (runId, owner, attempt, token, expiresAt)."""
-        return f"{self.prefix}lease:{session_key}"
+        return self.lease_prefix() + session_key
+
+    def lease_prefix(self) -> str:
+        return f"{self.prefix}lease:"
 
     def lanes_due(self) -> str:
         """ZSET: session keys with pending runs, scored by when the reaper should look at them."""
@@ -287,10 +305,13 @@ class RedisKeys:
 
     def worker_heartbeat(self, hostname: str) -> str:
         """STRING with TTL: a worker is alive and consuming."""
-        return f"{self.prefix}worker:{hostname}"
+        return self.worker_heartbeat_prefix() + hostname
+
+    def worker_heartbeat_prefix(self) -> str:
+        return f"{self.prefix}worker:"
 
     def worker_heartbeat_pattern(self) -> str:
-        return f"{self.prefix}worker:*"
+        return self.worker_heartbeat_prefix() + "*"
 
     def pattern(self) -> str:
         """Matches every key of this deployment."""

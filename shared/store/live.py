@@ -227,7 +227,7 @@ class RunSignals:
     def __init__(self, pubsub: PubSub, keys: RedisKeys) -> None:
         self._pubsub = pubsub
         self._keys = keys
-        self._prefix = keys.run_done_channel("")
+        self._prefix = keys.run_done_channel_prefix()
         self._lock = asyncio.Lock()
         self._up = False
 

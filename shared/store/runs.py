@@ -127,7 +127,7 @@ class RunStore:
             enqueue.event if enqueue else "",
             when_busy.action if when_busy else "",
             new.input.text,
-            k.run(""),
+            k.run_prefix(),
             REPEAT_WINDOW_MS,
         ]
         found = self._replicated(self._scripts.accept, keys, args)
@@ -192,7 +192,7 @@ class RunStore:
                 max_attempts,
                 session_key,
                 gate_places,
-                k.run(""),
+                k.run_prefix(),
                 call_id(),
             ],
         )
@@ -309,7 +309,7 @@ class RunStore:
             self._retention_s,
             k.run_done_channel(run.run_id),
             self._grace_ms,
-            k.run(""),
+            k.run_prefix(),
             run.session_key,
             # The session's totals add what is known.
             usage.input_tokens or 0,
@@ -352,7 +352,7 @@ class RunStore:
                 k.run_done_channel(run_id),
                 k.cancel_channel(),
                 self._grace_ms,
-                k.run(""),
+                k.run_prefix(),
                 run.session_key,
                 reason,
                 call_id(),
@@ -391,7 +391,8 @@ class RunStore:
         to dispatch again (the commit that frees a place hands on one; a dead worker's places need this)."""
         k = self._keys
         found = self._scripts.reap_gate(
-            keys=[k.subagent_gate(), k.subagent_gate_queue()], args=[self._clock.now_ms(), places, k.run("")]
+            keys=[k.subagent_gate(), k.subagent_gate_queue()],
+            args=[self._clock.now_ms(), places, k.run_prefix()],
         )
         return [LaneHead(found[i], found[i + 1], found[i + 2]) for i in range(0, len(found), 3)]
 
@@ -403,11 +404,11 @@ class RunStore:
             keys=[k.lane(session_key), k.absorbed(run_id), k.metrics_runs_finished()],
             args=[
                 run_id,
-                k.run(""),
+                k.run_prefix(),
                 self._clock.now_ms(),
                 self._retention_s,
-                k.run_done_channel(""),
-                k.run_events(""),
+                k.run_done_channel_prefix(),
+                k.run_events_prefix(),
             ],
         )
         return absorbed
@@ -432,16 +433,16 @@ class RunStore:
         ``everything`` (a recovery pass), every head not under a live lease, however recently dispatched."""
         k = self._keys
         now = self._clock.now_ms()
-        # Scripts learn session keys and run ids as they go, so they get the key prefixes (``x("")``).
+        # Scripts learn session keys and run ids as they go, so they get those families' key prefixes.
         flat = self._scripts.reap(
             keys=[k.lanes_due(), k.reaper_ran(), k.reaped_lanes(call_id())],
             args=[
                 now,
                 limit,
                 self._grace_ms,
-                k.lane(""),
-                k.lease(""),
-                k.run(""),
+                k.lane_prefix(),
+                k.lease_prefix(),
+                k.run_prefix(),
                 "+inf" if everything else now,
                 REPEAT_WINDOW_MS,
             ],

@@ -45,7 +45,7 @@ class TrafficStore:
                 hold_ms,
                 grace_ms,
                 model,
-                self._keys.run(""),
+                self._keys.run_prefix(),
             ],
         )
         if answer[0] == "ok":

@@ -31,13 +31,21 @@ def test_every_key_family_is_in_the_data_model() -> None:
     documented = (REPO / "docs" / "data-model.md").read_text()
     missing = []
     for name, key in built(RedisKeys("")):
-        if key.endswith("*"):  # a SCAN pattern, not a key
+        if key.endswith("*") or name.endswith("_prefix"):  # a SCAN pattern, a family's prefix: not keys
             continue
         family = re.split(r"<", key, maxsplit=1)[0]
         wanted = f"`{family}" if "<" in key else f"`{key}`"
         if wanted not in documented:
             missing.append(f"{name}: {wanted}")
     assert missing == []
+
+
+def test_a_familys_prefix_is_its_keys_without_the_member() -> None:
+    keys = RedisKeys("tenant-a:")
+    assert keys.run_prefix() == "tenant-a:run:"
+    for name in (name for name in dir(keys) if name.endswith("_prefix")):
+        family = getattr(keys, name.removesuffix("_prefix"))
+        assert family("member") == getattr(keys, name)() + "member", name
 
 
 def test_key_names_are_distinct_per_structure() -> None:

@@ -4,6 +4,9 @@ against ``Storage`` and never sees a Redis key, a script or a stream cursor.
 
 Composition roots (the workers' context, the API's services, ``workers.testing.world``) build the adapter;
 everything under them takes a ``Storage``.
+
+A method's contract is written here, once; the adapter's method says only how it keeps it, where that is
+worth saying (``Traffic``, ``Budgets`` and ``IdempotencyKeys`` are described in the modules they name).
 """
 
 from __future__ import annotations
@@ -89,7 +92,7 @@ class Sessions(Protocol):
     def take_due_archives(self, now_ms: int, limit: int = 200) -> list[str]: ...
 
     def archive(self, entry: SessionEntry, now_ms: int) -> bool:
-        """Take the session out of the listings (False if it is gone)."""
+        """Take the session out of the listings and free its label (False if it is gone)."""
 
     def patch(self, entry: SessionEntry, patch: SessionPatch) -> SessionEntry | None:
         """Apply a patch atomically; None if the session vanished. Raises LabelTaken."""
@@ -104,7 +107,8 @@ class Sessions(Protocol):
         archived: bool = False,
     ) -> Iterator[str]:
         """Keys of the listed sessions of ``agent_id`` (else of these ``kinds``, else all) updated since
-        ``active_since`` (ms), newest first: read from the indexes, never a scan of the keyspace."""
+        ``active_since`` (ms), newest first: read from the indexes, never a scan of the keyspace.
+        ``archived``: the archived ones instead, newest archived first (the caller filters them)."""
 
     def idle(self, after_ms: int, before_ms: int, limit: int) -> list[tuple[str, int]]:
         """Listed sessions last updated after ``after_ms`` and before ``before_ms``, least recent first,
@@ -117,10 +121,12 @@ class Transcripts(Protocol):
     def last(
         self, session_key: str, count: int, keep: Callable[[Message], bool] | None = None, page: int = 200
     ) -> list[Message]:
-        """The last ``count`` messages (those ``keep`` keeps), oldest first; pages backwards as needed."""
+        """The last ``count`` messages (those ``keep`` keeps), oldest first; pages backwards as needed, into
+        the cold part when the hot one has too few."""
 
     def append(self, session_key: str, messages: Sequence[Message]) -> None:
-        """Append messages as they are, before the session's first run."""
+        """Append messages as they are, before the session's first run (a forked child's inherited
+        context)."""
 
     def first(self, session_key: str, count: int) -> list[Message]:
         """The first ``count`` messages, oldest first."""
@@ -139,12 +145,13 @@ class Transcripts(Protocol):
         """Move all but the newest ``keep`` hot messages to the cold part, in order, exactly once; how
         many moved (0 when another move of the session is running)."""
 
-    def idle_cursor(self) -> int: ...
+    def idle_cursor(self) -> int:
+        """The updatedAt (ms) up to which idle sessions were moved out."""
 
     def set_idle_cursor(self, updated_at_ms: int) -> None: ...
 
     def drop_cold(self, session_key: str) -> None:
-        """Delete the session's cold part."""
+        """Delete the session's cold part (the session is being deleted)."""
 
 
 class Runs(Protocol):
@@ -159,9 +166,11 @@ class Runs(Protocol):
         enqueue: Enqueue | None = None,
         when_busy: WhenBusy | None = None,
     ) -> Accepted:
-        """Create-or-touch ``session``, then queue the run (its flow created in the same step, its task
-        message pushed if it is its lane's head). ``when_busy``: a session with runs in its lane refuses it
-        (``reject``), or folds its message into the collect run still open at the lane's end (``collect``)."""
+        """Create-or-touch ``session`` (``session`` holds the fields of a new entry), then queue the run;
+        a ``flow`` (whose id is this run's) is created in the same step, and ``enqueue`` (the run's task
+        message) is pushed to the broker in it if the run is its lane's head. ``when_busy``: a session with
+        runs in its lane refuses the run (``reject``), or folds its message into the collect run still
+        open at the lane's end (``collect``, whose window this run opens when there is none)."""
 
     def get(self, run_id: str) -> Run | None: ...
 
@@ -213,7 +222,8 @@ class Runs(Protocol):
         again."""
 
     def cancel(self, run_id: str, reason: str = "run aborted") -> Cancelled:
-        """Abort the run now if it is queued or parked, else ask the worker that runs it to stop."""
+        """Abort the run now if it is queued or parked (its error: ``reason``), else ask the worker that
+        runs it to stop."""
 
     def cancellations(
         self, on_subscribed: Callable[[], None], stop: threading.Event | None = None
@@ -224,7 +234,7 @@ class Runs(Protocol):
 
     def reap_gate(self, places: int) -> list[LaneHead]:
         """Free the sub-agent gate's places whose lease lapsed; the first runs waiting, one per free place,
-        to dispatch again."""
+        to dispatch again (the commit that frees a place hands on one; a dead worker's places need this)."""
 
     def absorb_steers(self, run_id: str, session_key: str) -> list[str]:
         """Take the ``steer`` runs queued behind this running run in its lane: they end here, and their
@@ -244,7 +254,8 @@ class Runs(Protocol):
 
     def lane(self, session_key: str) -> list[str]: ...
 
-    def add_event(self, run_id: str, fields: dict[str, str]) -> None: ...
+    def add_event(self, run_id: str, fields: dict[str, str]) -> None:
+        """Appended once, even when the call is sent again after its reply was lost."""
 
     def events(self, run_id: str) -> list[dict[str, str]]: ...
 
@@ -286,7 +297,8 @@ class Flows(Protocol):
         """``pending`` releases it for a retry; a final state also ends the flow."""
 
     def append_outbox(self, channel: str, to: str, delivery_id: str, entry: dict[str, str]) -> str:
-        """Once per delivery: a second call for it answers the entry the first made."""
+        """The delivery's entry in the outbox, appended once: a second call for it answers the entry the
+        first made."""
 
     def read_outbox(
         self, channel: str, to: str, after: str = "-", count: int = 100
@@ -413,7 +425,8 @@ class ThreadBindings(Protocol):
         """A message went through the thread: its idle time starts again."""
 
     def set_limit(self, binding: ThreadBinding, name: Literal["idleTimeoutMs", "maxAgeMs"], ms: int) -> None:
-        """Set one of the binding's own limits (0: never), over its channel's."""
+        """Set one of the binding's own limits (0: never), over its channel's, leaving the rest of the
+        binding as it is now (a release meanwhile stays)."""
 
     def release(self, binding: ThreadBinding, now_ms: int) -> None: ...
 
@@ -421,7 +434,9 @@ class ThreadBindings(Protocol):
 class A2ARecords(Protocol):
     """Whose each A2A task is, and tasks' push-notification configs (docs/contract.md §12)."""
 
-    def add_task(self, agent_id: str, owner: str, run_id: str, created_at_ms: int) -> None: ...
+    def add_task(self, agent_id: str, owner: str, run_id: str, created_at_ms: int) -> None:
+        """Record the task as ``owner``'s; tasks older than the runs' retention are forgotten."""
+
     def owns(self, agent_id: str, owner: str, run_id: str) -> bool: ...
     def tasks(self, agent_id: str, owner: str) -> list[str]:
         """``owner``'s tasks of the agent, newest first."""

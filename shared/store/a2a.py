@@ -22,7 +22,6 @@ class A2AStore:
     # -- whose a task is --
 
     def add_task(self, agent_id: str, owner: str, run_id: str, created_at_ms: int) -> None:
-        """Record the task as ``owner``'s; tasks older than the runs' retention leave the index."""
         key = self._keys.a2a_tasks(agent_id, owner)
         pipe = self._redis.pipeline(transaction=False)
         pipe.zadd(key, {run_id: created_at_ms})
@@ -34,13 +33,11 @@ class A2AStore:
         return self._redis.zscore(self._keys.a2a_tasks(agent_id, owner), run_id) is not None
 
     def tasks(self, agent_id: str, owner: str) -> list[str]:
-        """``owner``'s tasks of the agent, newest first."""
         return list(self._redis.zrevrange(self._keys.a2a_tasks(agent_id, owner), 0, -1))
 
     # -- push notifications --
 
     def put_push(self, run_id: str, config_id: str, config: dict[str, Any], due_at_ms: int) -> None:
-        """Keep the config (a new one of the same id replaces it) and look at the task at ``due_at_ms``."""
         pipe = self._redis.pipeline(transaction=True)
         pipe.hset(self._keys.a2a_push(run_id), config_id, json.dumps(config))
         pipe.hdel(self._keys.a2a_push_state(run_id), config_id)
@@ -67,7 +64,6 @@ class A2AStore:
         pipe.execute()
 
     def claim_push(self, run_id: str, owner: str, lease_ms: int) -> bool:
-        """One attempt at a time sends a task's notifications."""
         return bool(self._redis.set(self._keys.a2a_push_lease(run_id), owner, nx=True, px=lease_ms))
 
     def release_push(self, run_id: str, owner: str) -> None:

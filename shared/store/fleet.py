@@ -17,7 +17,6 @@ class FleetStore:
         self._keys = keys
 
     def figures(self, queues: Sequence[str]) -> FleetFigures:
-        """One round trip for the counters and depths; the heartbeat keys take a SCAN (one per worker)."""
         k = self._keys
         pipe = self._redis.pipeline(transaction=False)
         pipe.hgetall(k.metrics_runs_created())
@@ -50,8 +49,6 @@ class FleetStore:
         )
 
     def in_flight(self, limit: int) -> InFlight:
-        """Up to ``limit`` sessions with a run queued or running, each with its lane, and up to ``limit``
-        flows in progress, soonest due first; two round trips."""
         k = self._keys
         pipe = self._redis.pipeline(transaction=False)
         pipe.zrange(k.lanes_due(), 0, limit - 1)
@@ -65,7 +62,6 @@ class FleetStore:
         )
 
     def mark_alive(self, hostname: str, ttl_seconds: int) -> None:
-        """A worker is consuming: its heartbeat key, which lapses unless refreshed within ``ttl_seconds``."""
         self._redis.set(self._keys.worker_heartbeat(hostname), "alive", ex=ttl_seconds)
 
     def mark_gone(self, hostname: str) -> None:
@@ -75,9 +71,6 @@ class FleetStore:
         self._redis.hincrby(self._keys.metrics_messages_dropped(), policy, count)
 
     def server_changed(self) -> bool:
-        """Whether the Redis server answering is another one (or another start of it) than the one this
-        was last asked of. The first ask records it and says no (nothing came before it); only one of
-        several askers at once hears the change."""
         run_id = str(self._redis.info("server")["run_id"])
         previous = self._redis.set(self._keys.redis_server(), run_id, get=True)
         return previous is not None and previous != run_id

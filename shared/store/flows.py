@@ -76,8 +76,6 @@ class FlowStore:
         )
 
     def update(self, flow_id: str, fields: dict[str, Any], *, due_in_ms: int | None = None) -> bool:
-        """Set flow fields; with ``due_in_ms``, the reaper looks at the flow again then. False (nothing
-        written) if the flow is gone."""
         k = self._keys
         now = self._clock.now_ms()
         updated = self._scripts.update_flow(
@@ -94,9 +92,6 @@ class FlowStore:
         return bool(updated)
 
     def end(self, flow_id: str, reason: FlowEndReason, fields: dict[str, Any] | None = None) -> bool:
-        """End the flow with ``fields`` set, counted by ``reason``; False if it had already ended. A flow
-        that ends with nothing to deliver (``skipped``, ``blocked``) counts toward the delivery metrics
-        here; the delivered and failed ones count when their delivery finishes."""
         k = self._keys
         ended = self._scripts.end_flow(
             keys=[k.flow(flow_id), k.flows_due(), k.metrics_flows_ended(), k.metrics_deliveries()],
@@ -111,12 +106,9 @@ class FlowStore:
         return bool(ended)
 
     def recheck(self, flow_id: str, at_ms: int) -> None:
-        """The reaper looks at the flow again no later than ``at_ms`` (a bound that will pass then)."""
         self._redis.zadd(self._keys.flows_due(), {flow_id: at_ms}, lt=True)
 
     def reap(self, limit: int = 500, everything: bool = False) -> list[str]:
-        """Flows past their deadline; each is rescheduled by the grace so it is reported once per grace.
-        With ``everything`` (a recovery pass), every flow in progress: its step's message may be lost."""
         k, now = self._keys, self._clock.now_ms()
         due: list[str] = self._scripts.reap_flows(
             keys=[k.flows_due(), k.reaped_flows(call_id())],
@@ -127,8 +119,6 @@ class FlowStore:
     # -- deliveries --
 
     def create_delivery(self, delivery: Delivery, *, due_in_ms: int) -> bool:
-        """Create the delivery and mark its flow's delivery pending, looked at again by the reaper after
-        ``due_in_ms``; False if it already existed (the step ran before)."""
         k = self._keys
         now = self._clock.now_ms()
         created = self._scripts.create_delivery(
@@ -150,7 +140,6 @@ class FlowStore:
         return outcome, int(result[1]) if outcome is DeliveryClaim.CLAIMED else 0
 
     def finish_delivery(self, delivery: Delivery, status: DeliveryState, error: str | None = None) -> None:
-        """``pending`` releases it for a retry; a final state also ends the flow."""
         k = self._keys
         self._scripts.finish_delivery(
             keys=[
@@ -164,7 +153,6 @@ class FlowStore:
         )
 
     def append_outbox(self, channel: str, to: str, delivery_id: str, entry: dict[str, str]) -> str:
-        """The delivery's entry in the outbox, appended once however often this is called for it."""
         fields = [item for pair in entry.items() for item in pair]
         entry_id: str = self._scripts.append_outbox(
             keys=[self._keys.outbox(channel, to), self._keys.delivery(delivery_id)],

@@ -79,11 +79,6 @@ class RunStore:
         enqueue: Enqueue | None = None,
         when_busy: WhenBusy | None = None,
     ) -> Accepted:
-        """Create-or-touch ``session`` (``session`` holds the fields of a new entry), then queue the run;
-        a ``flow`` (whose id is this run's) is created in the same step, and ``enqueue`` (the run's task
-        message) is pushed to the broker in it if the run is its lane's head. ``when_busy``: a session with
-        runs in its lane refuses the run (``reject``), or folds its message into the collect run still
-        open at the lane's end (``collect``, whose window this run opens when there is none)."""
         k = self._keys
         run_fields = encode_values(
             {
@@ -167,8 +162,6 @@ class RunStore:
         max_attempts: int,
         gate_places: int = 0,
     ) -> Claim:
-        """Claim the run for this attempt; a sub-agent run needs one of ``gate_places`` first (0: no gate),
-        or it waits in the gate's queue (``GATED``) and is dispatched again when a place frees."""
         k = self._keys
         result = self._scripts.claim(
             keys=[
@@ -219,7 +212,6 @@ class RunStore:
         return bool(held)
 
     def memoize(self, run: Run, token: str, memo: str) -> bool:
-        """Store the loop state (fenced: False if this attempt no longer holds the lease)."""
         k = self._keys
         return bool(
             self._scripts.memoize(keys=[k.run(run.run_id), k.lease(run.session_key)], args=[token, memo])
@@ -228,8 +220,6 @@ class RunStore:
     def suspend(
         self, run: Run, token: str, memo: str, awaited_run_id: str, deadline_ms: int
     ) -> SuspendOutcome:
-        """Park ``run`` until ``awaited_run_id`` ends (its commit returns this run as a waiter) or the
-        deadline passes (the reaper dispatches it then); ``memo`` is the loop state to resume from."""
         k = self._keys
         result = self._scripts.suspend(
             keys=[
@@ -244,8 +234,6 @@ class RunStore:
         return SuspendOutcome(result)
 
     def park(self, run: Run, token: str, memo: str, due_ms: int) -> SuspendOutcome:
-        """Park ``run`` until ``due_ms`` (it waits for model capacity): its lease is parked and ``memo``
-        is the loop state to resume from; the caller dispatches it again for then, the reaper is the net."""
         k = self._keys
         result = self._scripts.suspend(
             keys=[k.run(run.run_id), k.lease(run.session_key), k.lanes_due()],
@@ -254,7 +242,6 @@ class RunStore:
         return SuspendOutcome(result)
 
     def mark_waiting(self, run_id: str, what: str | None) -> None:
-        """Show on the run what it waits for (None: nothing any more)."""
         self._scripts.mark_waiting(keys=[self._keys.run(run_id)], args=[what or ""])
 
     def commit(
@@ -267,10 +254,6 @@ class RunStore:
         memo: str | None = None,
         context_tokens: int | None = None,
     ) -> Committed:
-        """End the run: ``messages`` (what the agent said, tool calls and results included) are appended to
-        the transcript in the same step. A ``memo`` (the agent's final state) is stored first, in the same
-        round trip: if the commit does not happen, a retried attempt commits it instead of asking the model
-        again."""
         k = self._keys
         calls: list[tuple[Script, list[str], list[Any]]] = []
         if memo is not None:
@@ -327,8 +310,6 @@ class RunStore:
         return Committed(True, next_head, waiters)
 
     def cancel(self, run_id: str, reason: str = "run aborted") -> Cancelled:
-        """Abort the run now if it is queued or parked (its error: ``reason``), else ask the worker that
-        runs it to stop."""
         run = self.get(run_id)
         if run is None:
             return Cancelled(CancelOutcome.MISSING)
@@ -370,9 +351,6 @@ class RunStore:
     def cancellations(
         self, on_subscribed: Callable[[], None], stop: threading.Event | None = None
     ) -> Iterator[str | None]:
-        """Ids of running runs cancelled from now on, as they are announced; None about once a second
-        when nothing came. A dropped connection is subscribed again; ``on_subscribed`` runs after every
-        subscription, to read what was announced while nobody listened from the runs themselves."""
         while stop is None or not stop.is_set():
             pubsub = self._redis.pubsub(ignore_subscribe_messages=True)
             try:
@@ -387,8 +365,6 @@ class RunStore:
                 pubsub.close()
 
     def reap_gate(self, places: int) -> list[LaneHead]:
-        """Free the sub-agent gate's places whose lease lapsed; the first runs waiting, one per free place,
-        to dispatch again (the commit that frees a place hands on one; a dead worker's places need this)."""
         k = self._keys
         found = self._scripts.reap_gate(
             keys=[k.subagent_gate(), k.subagent_gate_queue()],
@@ -397,8 +373,6 @@ class RunStore:
         return [LaneHead(found[i], found[i + 1], found[i + 2]) for i in range(0, len(found), 3)]
 
     def absorb_steers(self, run_id: str, session_key: str) -> list[str]:
-        """Take the ``steer`` runs queued behind this running run in its lane: they end here, and their
-        messages go to this run's next model step. Every one this run ever took, in order."""
         k = self._keys
         absorbed: list[str] = self._scripts.absorb_steers(
             keys=[k.lane(session_key), k.absorbed(run_id), k.metrics_runs_finished()],
@@ -414,12 +388,10 @@ class RunStore:
         return absorbed
 
     def latest(self, session_key: str) -> Run | None:
-        """The session's most recently accepted run (None: it has had none, or it expired)."""
         newest = self._redis.xrevrange(self._keys.session_runs(session_key), count=1)
         return self.get(newest[0][1]["runId"]) if newest else None
 
     def inputs(self, run_ids: Sequence[str]) -> list[Message | None]:
-        """The messages the runs were started with, in order (None: gone)."""
         pipe = self._redis.pipeline(transaction=False)
         for run_id in run_ids:
             pipe.hget(self._keys.run(run_id), "input")
@@ -429,8 +401,6 @@ class RunStore:
         return bool(self._redis.hget(self._keys.run(run_id), "cancelRequested") == "1")
 
     def reap(self, limit: int = 500, everything: bool = False) -> list[LaneHead]:
-        """Lane heads to dispatch again: never claimed within the grace, or their lease lapsed; with
-        ``everything`` (a recovery pass), every head not under a live lease, however recently dispatched."""
         k = self._keys
         now = self._clock.now_ms()
         # Scripts learn session keys and run ids as they go, so they get those families' key prefixes.
@@ -455,7 +425,6 @@ class RunStore:
         return list(self._redis.lrange(self._keys.lane(session_key), 0, -1))
 
     def add_event(self, run_id: str, fields: dict[str, str]) -> None:
-        """Appended once, even when the call is sent again after its reply was lost."""
         self._scripts.add_event(
             keys=[self._keys.run_events(run_id), self._keys.run(run_id)],
             args=[call_id(), *(item for pair in fields.items() for item in pair)],

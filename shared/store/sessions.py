@@ -43,7 +43,6 @@ class SessionStore:
         return value
 
     def create(self, entry: SessionEntry) -> bool:
-        """Create ``entry`` with its indexes unless the session exists; True if it was created."""
         k = self._keys
         created = self._scripts.create_session(
             keys=[
@@ -77,7 +76,6 @@ class SessionStore:
         )
 
     def add_child(self, parent_key: str, child_key: str) -> int:
-        """Record a child of ``parent_key``, still to report; the children pending now."""
         k = self._keys
         pending = self._scripts.register_child(
             keys=[k.children(parent_key), k.session(parent_key)], args=[child_key]
@@ -85,8 +83,6 @@ class SessionStore:
         return int(pending)
 
     def yield_children(self, session_key: str, run_id: str) -> tuple[int, int] | None:
-        """``run_id`` makes the session wait for its pending children: (the yield's number, children
-        pending), or None when none is pending."""
         k = self._keys
         found = self._scripts.yield_children(
             keys=[k.session(session_key), k.yield_reports(session_key)], args=[run_id]
@@ -94,7 +90,6 @@ class SessionStore:
         return None if found[0] == "none" else (int(found[1]), int(found[2]))
 
     def record_report(self, parent_key: str, flow_id: str, text: str) -> ReportRecorded | None:
-        """A child's report reaches its spawner (None: the spawner is gone)."""
         k = self._keys
         found = self._scripts.record_report(
             keys=[k.session(parent_key), k.reported(parent_key), k.yield_reports(parent_key)],
@@ -111,7 +106,6 @@ class SessionStore:
         )
 
     def yield_reports(self, session_key: str) -> list[str]:
-        """The reports that arrived since the session yielded, in order."""
         reports: list[str] = self._redis.lrange(self._keys.yield_reports(session_key), 0, -1)
         return reports
 
@@ -139,7 +133,6 @@ class SessionStore:
         return due
 
     def archive(self, entry: SessionEntry, now_ms: int) -> bool:
-        """Take the session out of the listings and free its label (False if it is gone)."""
         k = self._keys
         return bool(
             self._scripts.archive_session(
@@ -155,7 +148,6 @@ class SessionStore:
         )
 
     def patch(self, entry: SessionEntry, patch: SessionPatch) -> SessionEntry | None:
-        """Apply a patch atomically; None if the session vanished. Raises LabelTaken."""
         values = dict(patch.values)
         label_action, new_label = "keep", ""
         if "label" in values:
@@ -180,9 +172,6 @@ class SessionStore:
         page: int = 100,
         archived: bool = False,
     ) -> Iterator[str]:
-        """Keys of the listed sessions of ``agent_id`` (else of these ``kinds``, else all) updated since
-        ``active_since`` (ms), newest first: read from the indexes, never a scan of the keyspace.
-        ``archived``: the archived ones instead, newest archived first (the caller filters them)."""
         k = self._keys
         if archived:
             indexes = [k.archived_index()]
@@ -197,8 +186,6 @@ class SessionStore:
             yield member
 
     def idle(self, after_ms: int, before_ms: int, limit: int) -> list[tuple[str, int]]:
-        """Listed sessions last updated after ``after_ms`` and before ``before_ms``, least recent first,
-        with their updatedAt."""
         found: list[tuple[str, float]] = self._redis.zrangebyscore(
             self._keys.sessions_index(), f"({after_ms}", f"({before_ms}", start=0, num=limit, withscores=True
         )

@@ -26,7 +26,6 @@ class ThreadBindingStore:
         return decode(ThreadBinding, fields) if fields else None
 
     def put(self, binding: ThreadBinding) -> None:
-        """Store the binding whole (a new one replaces an older binding of the same thread)."""
         key = self._keys.thread_binding(binding.channel, binding.thread_id)
         pipe = self._redis.pipeline(transaction=True)
         pipe.delete(key)
@@ -35,7 +34,6 @@ class ThreadBindingStore:
         pipe.execute()
 
     def touch(self, binding: ThreadBinding, now_ms: int) -> None:
-        """A message went through the thread: its idle time starts again."""
         key = self._keys.thread_binding(binding.channel, binding.thread_id)
         pipe = self._redis.pipeline(transaction=False)
         pipe.hset(key, "lastActiveAt", now_ms)
@@ -43,8 +41,6 @@ class ThreadBindingStore:
         pipe.execute()
 
     def set_limit(self, binding: ThreadBinding, name: Literal["idleTimeoutMs", "maxAgeMs"], ms: int) -> None:
-        """One of the binding's own limits, leaving the rest of it as it is now (a release meanwhile
-        stays)."""
         key = self._keys.thread_binding(binding.channel, binding.thread_id)
         self._redis.hset(key, name, str(ms))
 

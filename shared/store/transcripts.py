@@ -55,8 +55,6 @@ class TranscriptStore:
     def last(
         self, session_key: str, count: int, keep: Callable[[Message], bool] | None = None, page: int = 200
     ) -> list[Message]:
-        """The last ``count`` messages (those ``keep`` keeps), oldest first; pages backwards as needed, into
-        the cold part when the hot one has too few."""
         stream = self._keys.transcript(session_key)
         kept: list[tuple[str, Message]] = []  # newest first
         upper = "+"
@@ -129,7 +127,6 @@ class TranscriptStore:
         return tails
 
     def append(self, session_key: str, messages: Sequence[Message]) -> None:
-        """Append messages as they are (a forked child's inherited context, before its first run)."""
         pipe = self._redis.pipeline(transaction=True)
         for message in messages:
             pipe.xadd(
@@ -139,7 +136,6 @@ class TranscriptStore:
         pipe.execute()
 
     def first(self, session_key: str, count: int) -> list[Message]:
-        """The first ``count`` messages, oldest first: from the cold file when the transcript has one."""
         pipe = self._redis.pipeline(transaction=True)
         pipe.xrange(self._keys.transcript(session_key), count=count)
         pipe.hgetall(self._keys.cold(session_key))
@@ -153,7 +149,6 @@ class TranscriptStore:
         return self.last(session_key, self.length(session_key))
 
     def length(self, session_key: str) -> int:
-        """Messages in the whole transcript, hot and cold."""
         pipe = self._redis.pipeline(transaction=True)
         pipe.xlen(self._keys.transcript(session_key))
         pipe.hget(self._keys.cold(session_key), "count")
@@ -166,8 +161,6 @@ class TranscriptStore:
     # -- moving out --
 
     def move(self, session_key: str, agent_id: str, session_id: str, keep: int) -> int:
-        """Move all but the newest ``keep`` messages of the hot stream to the cold file; how many moved
-        (0 also when another move of this session is running)."""
         with held_lease(
             self._redis, self._scripts, self._keys.cold_lease(session_key), MOVE_LEASE_MS
         ) as ours:
@@ -223,14 +216,12 @@ class TranscriptStore:
         pipe.execute()
 
     def idle_cursor(self) -> int:
-        """The updatedAt (ms) up to which idle sessions were moved out."""
         return int(self._redis.get(self._keys.cold_idle_cursor()) or 0)
 
     def set_idle_cursor(self, updated_at_ms: int) -> None:
         self._redis.set(self._keys.cold_idle_cursor(), updated_at_ms)
 
     def drop_cold(self, session_key: str) -> None:
-        """Delete the session's cold file (the session is being deleted)."""
         cold = _cold(self._redis.hgetall(self._keys.cold(session_key)))
         if cold is not None:
             self._cold.delete(cold.agent_id, cold.session_id)

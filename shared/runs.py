@@ -41,6 +41,49 @@ def new_run(
     )
 
 
+def inter_session_run(
+    session: SessionEntry,
+    kind: RunKind,
+    text: str,
+    *,
+    run_id: str,
+    now: int,
+    source_key: str,
+    source_tool: str,
+    source_run_id: str | None = None,
+    source_channel: str | None = None,
+    context: str,
+    flow_id: str,
+    chain_id: str | None,
+    hops: int,
+    **spec: Any,
+) -> NewRun:
+    """A run on another session's message (a send, a spawn, a send's reply-back turn or announce): its
+    message's provenance names the session, channel, tool and run it came from, that run is its parent, and
+    it belongs to the flow and the send chain (``spec``: the rest, as for ``new_run``)."""
+    provenance = Provenance(
+        kind="inter_session",
+        source_session_key=source_key,
+        source_channel=source_channel,
+        source_tool=source_tool,
+        source_run_id=source_run_id,
+    )
+    return new_run(
+        session,
+        kind,
+        text,
+        run_id=run_id,
+        now=now,
+        provenance=provenance,
+        context=context,
+        flow_id=flow_id,
+        parent_run_id=source_run_id,
+        chain_id=chain_id,
+        hops=hops,
+        **spec,
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class Enqueue:
     """A lane head's task message rendered ahead, for the accept script to push when the run is the head:

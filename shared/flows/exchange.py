@@ -8,8 +8,8 @@ from shared.flows.context import FlowContext
 from shared.flows.decide import StartAnnounce, StartDelivery, StartTurn
 from shared.flows.ids import announce_run_id, turn_run_id
 from shared.flows.outbound import deliver_to
-from shared.models import Flow, Provenance, SessionEntry
-from shared.runs import new_run
+from shared.models import Flow, SessionEntry
+from shared.runs import inter_session_run
 from shared.runtime.base import ANNOUNCE_SKIP
 from shared.sessions import new_entry
 
@@ -24,17 +24,6 @@ def start_turn(ctx: FlowContext, flow: Flow, action: StartTurn) -> bool:
         return False
     now = ctx.store.clock.now_ms()
     run_id = turn_run_id(flow.flow_id, action.turn)
-    provenance = Provenance(
-        kind="inter_session",
-        # A turn's message names the other side as callers see it (the default agent's main: ``main``),
-        # as the release records it.
-        source_session_key=session_keys.display(
-            other.key, default_agent=ctx.config.default_agent.id, main_key=ctx.config.session.main_key
-        ),
-        source_channel=flow.target_channel if by_requester else flow.requester_channel,
-        source_tool="sessions_send",
-        source_run_id=action.previous_run_id,
-    )
     context = reply_context(
         requester=by_requester,
         turn=action.turn,
@@ -44,19 +33,25 @@ def start_turn(ctx: FlowContext, flow: Flow, action: StartTurn) -> bool:
         target_key=flow.target_key,
         target_channel=flow.target_channel,
     )
-    new = new_run(
+    new = inter_session_run(
         speaker,
         "reply",
         action.input,
         run_id=run_id,
         now=now,
-        provenance=provenance,
+        # A turn's message names the other side as callers see it (the default agent's main: ``main``),
+        # as the release records it.
+        source_key=session_keys.display(
+            other.key, default_agent=ctx.config.default_agent.id, main_key=ctx.config.session.main_key
+        ),
+        source_channel=flow.target_channel if by_requester else flow.requester_channel,
+        source_tool="sessions_send",
+        source_run_id=action.previous_run_id,
         context=context,
         flow_id=flow.flow_id,
-        parent_run_id=action.previous_run_id,
-        turn=action.turn,
         chain_id=flow.chain_id,
         hops=flow.hops,
+        turn=action.turn,
     )
     ctx.store.flows.update(
         flow.flow_id, {"turnsStarted": max(flow.turns_started, action.turn)}, due_in_ms=flow.step_timeout_ms
@@ -74,12 +69,6 @@ def start_announce(ctx: FlowContext, flow: Flow, action: StartAnnounce) -> None:
         return
     now = ctx.store.clock.now_ms()
     run_id = announce_run_id(flow.flow_id)
-    provenance = Provenance(
-        kind="inter_session",
-        source_session_key=flow.requester_key,
-        source_channel=flow.requester_channel,
-        source_tool="sessions_send",
-    )
     context = announce_context(
         requester_key=flow.requester_key,
         requester_channel=flow.requester_channel,
@@ -89,13 +78,15 @@ def start_announce(ctx: FlowContext, flow: Flow, action: StartAnnounce) -> None:
         round_one_reply=action.round_one,
         latest_reply=action.latest,
     )
-    new = new_run(
+    new = inter_session_run(
         target,
         "announce",
         ANNOUNCE_MESSAGE,
         run_id=run_id,
         now=now,
-        provenance=provenance,
+        source_key=flow.requester_key,
+        source_channel=flow.requester_channel,
+        source_tool="sessions_send",
         context=context,
         flow_id=flow.flow_id,
         chain_id=flow.chain_id,

@@ -7,8 +7,8 @@ from shared.a2a import remote
 from shared.contexts import send_context
 from shared.errors import ToolError
 from shared.flows.create import new_flow
-from shared.models import Provenance, ToolFailure
-from shared.runs import WhenBusy, new_run
+from shared.models import ToolFailure
+from shared.runs import WhenBusy, inter_session_run
 from shared.sessions import channel_of, new_entry
 from shared.submit import AwaitRun, send_outcome, submit
 from shared.tools.context import ToolContext
@@ -84,25 +84,20 @@ def sessions_send(ctx: ToolContext, params: SessionsSendParams) -> SendResult | 
     except ToolError as exc:
         return ToolFailure(status="error", error=exc.error, run_id=run_id)
     caller_channel = channel_of(caller, ctx.caller_key, ctx.config.session.main_key)
-    provenance = Provenance(
-        kind="inter_session",
-        source_session_key=ctx.caller_key,
-        source_channel=caller_channel,
-        source_tool="sessions_send",
-        source_run_id=ctx.origin_run_id,
-    )
-    new = new_run(
+    new = inter_session_run(
         entry,
         "send",
         params.message,
         run_id=run_id,
         now=now,
-        provenance=provenance,
+        source_key=ctx.caller_key,
+        source_channel=caller_channel,
+        source_tool="sessions_send",
+        source_run_id=ctx.origin_run_id,
         context=send_context(
             requester_key=ctx.caller_key, requester_channel=caller_channel, target_key=target
         ),
         flow_id=run_id,
-        parent_run_id=ctx.origin_run_id,
         chain_id=chain_id,
         hops=hops,
     )

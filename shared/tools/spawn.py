@@ -21,13 +21,12 @@ from shared.models import (
     TOOL_ROLES,
     DeliveryContext,
     Message,
-    Provenance,
     SessionEntry,
     SpawnRole,
     ToolFailure,
 )
 from shared.output_budget import fit
-from shared.runs import LaneHead, new_run
+from shared.runs import LaneHead, inter_session_run
 from shared.sessions import THREADED_CHANNELS, Route, SessionPatch, new_entry, route_of
 from shared.submit import enqueue_accepted, submit
 from shared.tools.context import ToolContext
@@ -317,25 +316,20 @@ def _start(
         if params.run_timeout_seconds is not None
         else child_rules.run_timeout_seconds
     )
-    provenance = Provenance(
-        kind="inter_session",
-        source_session_key=ctx.caller_key,
-        source_tool="sessions_spawn",
-        source_run_id=ctx.origin_run_id,
-    )
-    new = new_run(
+    new = inter_session_run(
         child,
         "subagent",
         f"[Subagent Task]: {params.task}",
         run_id=run_id,
         now=now,
-        provenance=provenance,
+        source_key=ctx.caller_key,
+        source_tool="sessions_spawn",
+        source_run_id=ctx.origin_run_id,
         context=_system_text(ctx, child_key, role, receipt, config.workspace(agent_id)),
         flow_id=run_id,
-        parent_run_id=ctx.origin_run_id,
-        timeout_ms=int(timeout_s * 1000) or None,
         chain_id=chain[0],
         hops=chain[1],
+        timeout_ms=int(timeout_s * 1000) or None,
     )
     flow = new_spawn_flow(
         config,

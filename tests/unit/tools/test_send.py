@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from pydantic import ValidationError
 
@@ -148,6 +150,20 @@ def test_the_message_carries_inter_session_provenance(
         "sourceChannel": "unknown",
         "sourceTool": "sessions_send",
     }
+
+
+def test_a_send_from_inside_a_run_names_that_run_as_its_messages_source_and_its_parent(
+    ctx: ToolContext, store: Store
+) -> None:
+    result = send(replace(ctx, origin_run_id="run-asking"), sessionKey=TARGET, message="x", timeoutSeconds=0)
+    assert isinstance(result, SendResult)
+    run = store.runs.get(result.run_id)
+    assert run is not None
+    assert run.parent_run_id == "run-asking"
+    [message] = store.runs.inputs([result.run_id])
+    assert message is not None
+    assert message.provenance is not None
+    assert message.provenance.source_run_id == "run-asking"
 
 
 def test_the_target_gets_the_agent_to_agent_context(ctx: ToolContext, store: Store) -> None:

@@ -50,6 +50,33 @@ class Spend:
 
 
 @dataclass(frozen=True, slots=True)
+class Reservation:
+    """A call's worst case (``usd_micros``, ``tokens``), held against ``agent_id``'s ``day`` and, for a
+    sub-agent's call, its tree under ``root``, within ``limits``; the hold lapses ``hold_ms`` after
+    ``now_ms`` unless the call settles it."""
+
+    agent_id: str
+    day: str
+    root: str | None
+    limits: Limits
+    usd_micros: int
+    tokens: int
+    now_ms: int
+    hold_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class Charge:
+    """What a settled call spent, charged to ``agent_id``'s ``day`` and to the tree under ``root``."""
+
+    agent_id: str
+    day: str
+    root: str | None
+    usd_micros: int
+    tokens: int
+
+
+@dataclass(frozen=True, slots=True)
 class Override:
     """An owner's runtime budget; a field None is the configuration's, UNLIMITED none at all."""
 

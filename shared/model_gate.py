@@ -25,7 +25,7 @@ from shared.config import Config, OpenAIModel, OpenAIProvider
 from shared.models import Run, SessionEntry, Usage
 from shared.ports import Storage
 from shared.runtime.base import CallTicket, RunCancelled, RunTimedOut
-from shared.traffic import CLASS_OF_KIND, CLASSES, CallLimits
+from shared.traffic import CLASS_OF_KIND, CLASSES, Ask, CallEnd, CallLimits
 
 log = logging.getLogger(__name__)
 
@@ -105,59 +105,56 @@ class ModelGate:
     def admit(self, body: Mapping[str, Any]) -> CallTicket:
         """Wait for the model's capacity (in this thread while the wait is short, else
         ``AwaitingCapacity``: the run keeps its place in the queue), then reserve the call's worst case
-        against the budgets: ``BudgetExceeded`` if it would pass one (the call leaves the window unsent)."""
+        against the budgets: ``BudgetExceeded`` if it would pass one (the call leaves the window unsent).
+        Each ask is one round trip: the admission and the reservation go together."""
         prompt = len(json.dumps(body.get("messages", []))) // CHARS_PER_TOKEN + 1
         cap = self.output_cap() or DEFAULT_OUTPUT_CAP
         tokens = prompt + cap
         usd_micros = budgets.micros(self._model.cost_usd(prompt, cap) or 0.0)
-        traffic = self._wait_for_capacity(tokens)
-        now_ms = self._store.clock.now_ms()
-        try:
-            refusal = self._store.budgets.reserve(
-                self._run.agent_id,
-                budgets.day_of(now_ms),
-                self._root,
-                self._budget,
-                usd_micros=usd_micros,
-                tokens=tokens,
-                now_ms=now_ms,
-                hold=traffic,
-                hold_ms=self._hold_ms,
-            )
-        except BaseException:
-            self._store.traffic.settle(self._ref, traffic, tokens_used=None, unsent=True, limits=self._limits)
-            raise
+        traffic, refusal = self._wait_for_capacity(tokens, usd_micros)
         if refusal is not None:
             self._store.traffic.settle(self._ref, traffic, tokens_used=None, unsent=True, limits=self._limits)
             raise budgets.BudgetExceeded(refusal)
         return CallTicket(traffic, usd_micros, tokens)
 
-    def _wait_for_capacity(self, tokens: int) -> str:
+    def _wait_for_capacity(self, tokens: int, usd_micros: int) -> tuple[str, budgets.Refusal | None]:
         admission = self._config.models.admission
         if self._held_since is None:
             self._held_since = time.monotonic()
         started = self._held_since
         announced = False
         parked = False
+        ask = Ask(
+            self._ref,
+            self._run.run_id,
+            klass=self._class,
+            flow=self._flow,
+            weight=self._weight,
+            limits=self._limits,
+            tokens=tokens,
+            hold_ms=self._hold_ms,
+            grace_ms=GRACE_MS,
+        )
         try:
             while True:
                 if self._cancel is not None and self._cancel.is_set():
                     raise RunCancelled()
-                answer = self._store.traffic.admit(
-                    self._ref,
-                    self._run.run_id,
-                    klass=self._class,
-                    flow=self._flow,
-                    weight=self._weight,
-                    limits=self._limits,
+                now_ms = self._store.clock.now_ms()
+                reservation = budgets.Reservation(
+                    self._run.agent_id,
+                    budgets.day_of(now_ms),
+                    self._root,
+                    self._budget,
+                    usd_micros=usd_micros,
                     tokens=tokens,
+                    now_ms=now_ms,
                     hold_ms=self._hold_ms,
-                    grace_ms=GRACE_MS,
                 )
+                answer, refusal = self._store.calls.open(ask, reservation)
                 if answer.ticket is not None:
                     if announced or self._run.waiting_for:
                         self._store.runs.mark_waiting(self._run.run_id, None)
-                    return answer.ticket
+                    return answer.ticket, refusal
                 wait_s = answer.wait_ms / 1000
                 left = self._time_left()
                 if left is None:
@@ -220,10 +217,8 @@ class ModelGate:
         if usage is not None and usage.input_tokens is not None and usage.output_tokens is not None:
             used = usage.input_tokens + usage.output_tokens
         learned, cooldown_ms = learn(headers, self._limits)
-        self._store.traffic.settle(
-            self._ref,
-            ticket.traffic,
-            tokens_used=used,
+        end = CallEnd(
+            used,
             cooldown_ms=cooldown_ms,
             learned=learned,
             tokens_in=(usage.input_tokens or 0) if usage else 0,
@@ -231,9 +226,10 @@ class ModelGate:
             limits=self._limits,
         )
         if usage is None or used is None:  # what it used is not known: its reservation stands
-            self._settle_budget(ticket, ticket.usd_micros, ticket.tokens)
+            charge = self._charge(ticket.usd_micros, ticket.tokens)
         else:
-            self._settle_budget(ticket, budgets.micros(usage.cost_usd or 0.0), used)
+            charge = self._charge(budgets.micros(usage.cost_usd or 0.0), used)
+        self._store.calls.close(self._ref, ticket.traffic, end, charge)
 
     def rate_limited(self, ticket: CallTicket, headers: Mapping[str, str], backoff_s: float) -> None:
         """The provider refused the call for its rate limit: every worker holds off its model until the
@@ -243,22 +239,14 @@ class ModelGate:
         cooldown_ms = after if after is not None else (reset_ms or int(backoff_s * 1000))
         log.warning("%s answered 429: every worker holds off it for %d ms", self._ref, cooldown_ms)
         self._held_since = self._held_since or time.monotonic()
-        self._store.traffic.settle(
-            self._ref,
-            ticket.traffic,
-            tokens_used=0,
-            cooldown_ms=max(cooldown_ms, 1),
-            learned=learned,
-            rate_limited=True,
-            limits=self._limits,
+        end = CallEnd(
+            0, cooldown_ms=max(cooldown_ms, 1), learned=learned, rate_limited=True, limits=self._limits
         )
-        self._settle_budget(ticket, 0, 0)
+        self._store.calls.close(self._ref, ticket.traffic, end, self._charge(0, 0))
 
-    def _settle_budget(self, ticket: CallTicket, usd_micros: int, tokens: int) -> None:
+    def _charge(self, usd_micros: int, tokens: int) -> budgets.Charge:
         day = budgets.day_of(self._store.clock.now_ms())
-        self._store.budgets.settle(
-            self._run.agent_id, day, self._root, ticket.traffic, usd_micros=usd_micros, tokens=tokens
-        )
+        return budgets.Charge(self._run.agent_id, day, self._root, usd_micros, tokens)
 
 
 def root_of(store: Storage, session: SessionEntry | None) -> str | None:

@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Literal, Protocol
 
-from shared.budgets import Limits, Override, Refusal, Spend
+from shared.budgets import Charge, Limits, Override, Refusal, Reservation, Spend
 from shared.clock import Clock
 from shared.idempotency import Claimed
 from shared.models import (
@@ -45,7 +45,7 @@ from shared.runs import (
     WhenBusy,
 )
 from shared.sessions import ReportRecorded, SessionPatch
-from shared.traffic import Admission, CallLimits, ModelTraffic
+from shared.traffic import Admission, Ask, CallEnd, CallLimits, ModelTraffic
 
 
 class Sessions(Protocol):
@@ -403,6 +403,20 @@ class Budgets(Protocol):
     def set_override(self, agent_id: str, override: Override) -> None: ...
 
 
+class ModelCalls(Protocol):
+    """A model call's gate, one round trip each way (``shared.store.model_calls``)."""
+
+    def open(self, ask: Ask, reservation: Reservation) -> tuple[Admission, Refusal | None]:
+        """Admit the call within its model's limits and reserve its worst case against its budgets
+        together. Not admitted: the admission says how long to wait and nothing is reserved. Admitted and
+        refused by a budget: the refusal (the caller settles the call unsent)."""
+        ...
+
+    def close(self, model: str, ticket: str, end: CallEnd, charge: Charge) -> None:
+        """The call is over: settle it in its model's traffic and charge its spend, together."""
+        ...
+
+
 class IdempotencyKeys(Protocol):
     """Idempotency keys' first uses (``shared.store.idempotency``)."""
 
@@ -480,5 +494,7 @@ class Storage(Protocol):
     def traffic(self) -> Traffic: ...
     @property
     def budgets(self) -> Budgets: ...
+    @property
+    def calls(self) -> ModelCalls: ...
     @property
     def idempotency(self) -> IdempotencyKeys: ...

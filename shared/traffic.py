@@ -55,6 +55,40 @@ class CallLimits:
         return bool(self.requests_per_minute or self.tokens_per_minute or self.concurrent)
 
 
+@dataclass(frozen=True, slots=True)
+class Ask:
+    """One ask for a model call's admission: ``waiter``'s call of ``tokens`` (its estimate) to ``model``,
+    waiting in class ``klass`` and fair-share ``flow`` with ``weight``; admitted, it holds its place in
+    flight ``hold_ms`` unless settled; told to wait, it keeps its place in the queue ``grace_ms`` past the
+    wait unless it asks again."""
+
+    model: str
+    waiter: str
+    klass: int
+    flow: str
+    weight: int
+    limits: CallLimits
+    tokens: int
+    hold_ms: int
+    grace_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class CallEnd:
+    """How an admitted call ended. ``tokens_used`` None: not known (its estimate stands); ``unsent``: it
+    was never sent (it leaves the window); ``cooldown_ms``/``learned``/``rate_limited``: what the
+    provider's answer taught; ``limits``: the configured ones, whose paces get back what it did not use."""
+
+    tokens_used: int | None
+    cooldown_ms: int = 0
+    learned: CallLimits = CallLimits()
+    rate_limited: bool = False
+    tokens_in: int = 0
+    tokens_out: int = 0
+    unsent: bool = False
+    limits: CallLimits = CallLimits()
+
+
 @dataclass(slots=True)
 class ModelTraffic:
     """One model's traffic now, and its counters since the deployment began."""

@@ -336,6 +336,10 @@ def _collect_stream(
             continue
         data = line[5:].strip()
         if data == "[DONE]":
+            # Read to the body's end (nothing follows the marker): a response left half-read closes its
+            # connection, and the next step would pay a new one (as the OpenAI SDK, which drains too).
+            for _rest in lines:
+                pass
             break
         chunk = json.loads(data)
         if chunk.get("error"):

@@ -18,6 +18,7 @@ from shared.store.fleet import FleetStore
 from shared.store.flows import FlowStore
 from shared.store.idempotency import IdempotencyStore
 from shared.store.keys import RedisKeys
+from shared.store.model_calls import ModelCallStore
 from shared.store.runs import RunStore
 from shared.store.scripts import Scripts
 from shared.store.sessions import SessionStore
@@ -122,6 +123,7 @@ class Store:
         self.a2a = A2AStore(client, self.keys, scripts, retention_seconds=config.runs.retention_hours * 3600)
         self.traffic = TrafficStore(client, self.keys, scripts)
         self.budgets = BudgetStore(client, self.keys, scripts)
+        self.calls = ModelCallStore(client, self.traffic, self.budgets)
         self.idempotency = IdempotencyStore(client, self.keys)
 
     @classmethod

@@ -3,11 +3,24 @@ runtime; a call's worst case is reserved before it starts (one script) and settl
 
 from __future__ import annotations
 
+from typing import Any
+
 from redis import Redis
 
-from shared.budgets import DAY_TTL_SECONDS, MICROS, UNLIMITED, Limits, Override, Refusal, Spend, micros
+from shared.budgets import (
+    DAY_TTL_SECONDS,
+    MICROS,
+    UNLIMITED,
+    Charge,
+    Limits,
+    Override,
+    Refusal,
+    Reservation,
+    Spend,
+    micros,
+)
 from shared.store.keys import RedisKeys
-from shared.store.scripts import Scripts
+from shared.store.scripts import ScriptCall, Scripts
 
 
 class BudgetStore:
@@ -29,51 +42,54 @@ class BudgetStore:
         hold: str,
         hold_ms: int,
     ) -> Refusal | None:
-        """Reserve a call's worst case as ``hold`` (given back after ``hold_ms`` unless settled), or say
-        which budget it would pass."""
-        k = self._keys
-        answer = self._scripts.reserve_budget(
-            keys=[
-                k.budget_spent(agent_id, day),
-                k.budget_override(agent_id),
-                k.tree_spent(root or "-"),
-                k.trees_active(),
-                k.budget_holds(),
-                k.budget_hold_amounts(),
-            ],
-            args=[
-                UNLIMITED if limits.daily_usd is None else micros(limits.daily_usd),
-                UNLIMITED if limits.daily_tokens is None else limits.daily_tokens,
-                UNLIMITED if limits.tree_usd is None else micros(limits.tree_usd),
-                usd_micros,
-                tokens,
-                DAY_TTL_SECONDS,
-                now_ms,
-                root or "",
-                hold,
-                now_ms + hold_ms,
-            ],
-        )
-        if answer[0] == "ok":
-            return None
-        which, spent, limit = str(answer[1]), float(answer[2]), float(answer[3])
-        if which != "dailyTokens":
-            spent, limit = spent / MICROS, limit / MICROS
-        return Refusal(which, spent, limit)
+        reservation = Reservation(agent_id, day, root, limits, usd_micros, tokens, now_ms, hold_ms)
+        script, keys, args = self.reserve_call(reservation, hold)
+        return refusal(script(keys=keys, args=args))
+
+    def reserve_call(self, reservation: Reservation, hold: str, if_in_flight: str = "") -> ScriptCall:
+        """The reservation script's call; ``if_in_flight``: the key of calls in flight where ``hold`` must
+        be (its admission, sent just before in the same round trip, admitted it), else nothing is held."""
+        k, limits, root = self._keys, reservation.limits, reservation.root
+        keys = [
+            k.budget_spent(reservation.agent_id, reservation.day),
+            k.budget_override(reservation.agent_id),
+            k.tree_spent(root or "-"),
+            k.trees_active(),
+            k.budget_holds(),
+            k.budget_hold_amounts(),
+        ]
+        args = [
+            UNLIMITED if limits.daily_usd is None else micros(limits.daily_usd),
+            UNLIMITED if limits.daily_tokens is None else limits.daily_tokens,
+            UNLIMITED if limits.tree_usd is None else micros(limits.tree_usd),
+            reservation.usd_micros,
+            reservation.tokens,
+            DAY_TTL_SECONDS,
+            reservation.now_ms,
+            root or "",
+            hold,
+            reservation.now_ms + reservation.hold_ms,
+            if_in_flight,
+        ]
+        return self._scripts.reserve_budget, keys, args
 
     def settle(
         self, agent_id: str, day: str, root: str | None, hold: str, *, usd_micros: int, tokens: int
     ) -> None:
-        """``hold``'s call spent this much (0 and 0: nothing, the reservation given back)."""
+        script, keys, args = self.settle_call(Charge(agent_id, day, root, usd_micros, tokens), hold)
+        script(keys=keys, args=args)
+
+    def settle_call(self, charge: Charge, hold: str) -> ScriptCall:
         k = self._keys
-        self._scripts.settle_budget(
-            keys=[k.budget_holds(), k.budget_hold_amounts()],
-            args=[
+        return (
+            self._scripts.settle_budget,
+            [k.budget_holds(), k.budget_hold_amounts()],
+            [
                 hold,
-                usd_micros,
-                tokens,
-                k.budget_spent(agent_id, day),
-                k.tree_spent(root) if root else "",
+                charge.usd_micros,
+                charge.tokens,
+                k.budget_spent(charge.agent_id, charge.day),
+                k.tree_spent(charge.root) if charge.root else "",
             ],
         )
 
@@ -111,6 +127,17 @@ class BudgetStore:
         if present:
             pipe.hset(key, mapping=present)
         pipe.execute()
+
+
+def refusal(answer: list[Any]) -> Refusal | None:
+    """The reservation script's answer: None if it held the call (or, sent beside an admission that did
+    not admit it, held nothing), else the budget the call would pass."""
+    if answer[0] != "over":
+        return None
+    which, spent, limit = str(answer[1]), float(answer[2]), float(answer[3])
+    if which != "dailyTokens":
+        spent, limit = spent / MICROS, limit / MICROS
+    return Refusal(which, spent, limit)
 
 
 def _spend(values: list[str | None]) -> Spend:

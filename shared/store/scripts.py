@@ -80,9 +80,11 @@ class Scripts:
             setattr(self, name, client.register_script(lib + "\n" + (_LUA / f"{name}.lua").read_text()))
 
 
-def run_pipelined(
-    client: Redis, calls: Sequence[tuple[Script, list[str], list[Any]]], then: Sequence[Any] = ()
-) -> list[Any]:
+# One call of a script (the script, its keys, its arguments), to be sent alone or beside others.
+ScriptCall = tuple[Script, list[str], list[Any]]
+
+
+def run_pipelined(client: Redis, calls: Sequence[ScriptCall], then: Sequence[Any] = ()) -> list[Any]:
     """Several scripts in one round trip, in order. redis-py's own pipeline support would first ask
     ``SCRIPT EXISTS`` (another round trip) every time; here a script is loaded only when Redis answers
     NOSCRIPT (its first use in a process, or after a restart), and only the calls that got that answer are
@@ -118,9 +120,7 @@ def _from_a_replica(result: Any) -> bool:
     )
 
 
-def _send(
-    client: Redis, calls: Sequence[tuple[Script, list[str], list[Any]]], then: Sequence[Any]
-) -> list[Any]:
+def _send(client: Redis, calls: Sequence[ScriptCall], then: Sequence[Any]) -> list[Any]:
     pipe = client.pipeline(transaction=False)
     for script, keys, args in calls:
         pipe.evalsha(script.sha, len(keys), *keys, *args)

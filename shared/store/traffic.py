@@ -3,11 +3,13 @@ every worker (one script), the settling of a call, and each model's figures."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from redis import Redis
 
 from shared.store.keys import RedisKeys
-from shared.store.scripts import Scripts
-from shared.traffic import CLASSES, Admission, CallLimits, ModelTraffic
+from shared.store.scripts import ScriptCall, Scripts
+from shared.traffic import CLASSES, Admission, Ask, CallEnd, CallLimits, ModelTraffic
 
 
 class TrafficStore:
@@ -29,28 +31,35 @@ class TrafficStore:
         hold_ms: int,
         grace_ms: int,
     ) -> Admission:
-        """Admit ``waiter``'s call now, or say how long it should wait; it keeps its place in the queue for
-        ``grace_ms`` unless it asks again."""
-        answer = self._scripts.admit_call(
-            keys=[*self._keys.traffic(model), self._keys.traffic_models()],
-            args=[
-                waiter,
-                klass,
-                flow,
-                weight,
-                limits.requests_per_minute,
-                limits.tokens_per_minute,
-                limits.concurrent,
-                tokens,
-                hold_ms,
-                grace_ms,
-                model,
-                self._keys.run_prefix(),
-            ],
-        )
-        if answer[0] == "ok":
-            return Admission(ticket=str(answer[1]), waited_ms=int(answer[2]))
-        return Admission(ticket=None, wait_ms=int(answer[1]), reason=answer[2], position=int(answer[3]))
+        ask = Ask(model, waiter, klass, flow, weight, limits, tokens, hold_ms, grace_ms)
+        script, keys, args = self.admit_call(ask)
+        return admission(script(keys=keys, args=args))
+
+    def admit_call(self, ask: Ask, ticket: str = "") -> ScriptCall:
+        """The admission script's call for ``ask``; ``ticket``: the call's name if admitted ('': one the
+        script numbers)."""
+        limits = ask.limits
+        keys = [*self._keys.traffic(ask.model), self._keys.traffic_models()]
+        args = [
+            ask.waiter,
+            ask.klass,
+            ask.flow,
+            ask.weight,
+            limits.requests_per_minute,
+            limits.tokens_per_minute,
+            limits.concurrent,
+            ask.tokens,
+            ask.hold_ms,
+            ask.grace_ms,
+            ask.model,
+            self._keys.run_prefix(),
+            ticket,
+        ]
+        return self._scripts.admit_call, keys, args
+
+    def in_flight(self, model: str) -> str:
+        """The key of ``model``'s calls in flight (a reservation sent beside an admission checks it)."""
+        return self._keys.traffic(model)[2]
 
     def settle(
         self,
@@ -66,22 +75,26 @@ class TrafficStore:
         unsent: bool = False,
         limits: CallLimits = CallLimits(),
     ) -> None:
-        """The call is over; ``unsent``: it was never sent, and leaves the window. ``limits``: the
-        configured ones, whose paces get back what the call did not use."""
-        self._scripts.settle_call(
-            keys=self._keys.traffic(model),
-            args=[
+        end = CallEnd(tokens_used, cooldown_ms, learned, rate_limited, tokens_in, tokens_out, unsent, limits)
+        script, keys, args = self.settle_call(model, ticket, end)
+        script(keys=keys, args=args)
+
+    def settle_call(self, model: str, ticket: str, end: CallEnd) -> ScriptCall:
+        return (
+            self._scripts.settle_call,
+            self._keys.traffic(model),
+            [
                 ticket,
-                -1 if tokens_used is None else tokens_used,
-                cooldown_ms,
-                learned.requests_per_minute,
-                learned.tokens_per_minute,
-                "1" if rate_limited else "0",
-                tokens_in,
-                tokens_out,
-                "1" if unsent else "0",
-                limits.requests_per_minute,
-                limits.tokens_per_minute,
+                -1 if end.tokens_used is None else end.tokens_used,
+                end.cooldown_ms,
+                end.learned.requests_per_minute,
+                end.learned.tokens_per_minute,
+                "1" if end.rate_limited else "0",
+                end.tokens_in,
+                end.tokens_out,
+                "1" if end.unsent else "0",
+                end.limits.requests_per_minute,
+                end.limits.tokens_per_minute,
             ],
         )
 
@@ -114,6 +127,13 @@ class TrafficStore:
             started, flying, ttl, waiting, state = replies[index * 5 : index * 5 + 5]
             out.append(_traffic(model, int(started), int(flying), int(ttl), int(waiting), state))
         return out
+
+
+def admission(answer: list[Any]) -> Admission:
+    """The admission script's answer: ``{'ok', ticket, waited ms}`` or ``{'wait', ms, reason, position}``."""
+    if answer[0] == "ok":
+        return Admission(ticket=str(answer[1]), waited_ms=int(answer[2]))
+    return Admission(ticket=None, wait_ms=int(answer[1]), reason=answer[2], position=int(answer[3]))
 
 
 def _traffic(

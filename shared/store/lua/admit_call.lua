@@ -14,7 +14,9 @@
 -- ARGV: 1 waiter (the run), 2 class, 3 flow, 4 weight, 5 requests/min (0: none), 6 tokens/min,
 --       7 concurrent, 8 estimated tokens, 9 hold ms (how long a call in flight counts unless settled),
 --       10 grace ms (a waiter keeps its place this long past the wait it is told, unless it asks again),
---       11 model ref, 12 run key prefix (a waiter is a run id)
+--       11 model ref, 12 run key prefix (a waiter is a run id), 13 the call's ticket if admitted ('': one
+--       of the form waiter#seq; the caller names it when it reserves the call's budget in the same round
+--       trip, reserve_budget.lua)
 -- The time is the server's: workers' clocks may differ, the window is one.
 -- Returns {'ok', ticket, waited ms} or {'wait', ms, reason, position}.
 local time = redis.call('TIME')
@@ -155,7 +157,10 @@ local began = score - class * 1e12 - 1000 / weight
 if began > tonumber(redis.call('HGET', KEYS[8], vkey) or '0') then
   redis.call('HSET', KEYS[8], vkey, tostring(began))
 end
-local ticket = waiter .. '#' .. redis.call('HINCRBY', KEYS[9], 'seq', 1)
+local ticket = ARGV[13]
+if not ticket or ticket == '' then
+  ticket = waiter .. '#' .. redis.call('HINCRBY', KEYS[9], 'seq', 1)
+end
 redis.call('ZADD', KEYS[1], now, ticket)
 redis.call('HSET', KEYS[2], ticket, estimate)
 redis.call('HINCRBY', KEYS[9], 'windowTokens', estimate)

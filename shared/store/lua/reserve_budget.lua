@@ -8,8 +8,14 @@
 --       expiry, 6 each hold's amounts and keys
 -- ARGV: 1 day's USD limit (micro-USD, -1: none), 2 day's token limit (-1: none), 3 tree USD limit
 --       (micro-USD, -1: none), 4 reserved micro-USD, 5 reserved tokens, 6 day key ttl s, 7 now ms,
---       8 root session ('' : the call is no sub-agent's), 9 hold id, 10 hold expiry ms
--- Returns {'ok'} or {'over', which, spent, limit}.
+--       8 root session ('' : the call is no sub-agent's), 9 hold id, 10 hold expiry ms, 11 the model's
+--       calls in flight ('': none): sent in one round trip after the call's admission
+--       (admit_call.lua), the reservation is made only if that admitted the call (its ticket, the hold id,
+--       is in flight)
+-- Returns {'ok'}, {'over', which, spent, limit} or {'unadmitted'}.
+if ARGV[11] and ARGV[11] ~= '' and not redis.call('ZSCORE', ARGV[11], ARGV[9]) then
+  return {'unadmitted'}
+end
 local lapsed = redis.call('ZRANGEBYSCORE', KEYS[5], '-inf', ARGV[7], 'LIMIT', 0, 100)
 for _, hold in ipairs(lapsed) do
   local held = redis.call('HGET', KEYS[6], hold)

@@ -1,0 +1,42 @@
+"""A model call's way through the gate in Redis, one round trip each way: its admission and its budget
+reservation sent together, then its settling in the traffic and the budgets together (docs/capacity.md,
+figure 6: the gate was four round trips a step)."""
+
+from __future__ import annotations
+
+import uuid
+
+from redis import Redis
+
+from shared.budgets import Charge, Refusal, Reservation
+from shared.store.budgets import BudgetStore, refusal
+from shared.store.scripts import run_pipelined
+from shared.store.traffic import TrafficStore, admission
+from shared.traffic import Admission, Ask, CallEnd
+
+
+class ModelCallStore:
+    def __init__(self, client: Redis, traffic: TrafficStore, budgets: BudgetStore) -> None:
+        self._redis = client
+        self._traffic = traffic
+        self._budgets = budgets
+
+    def open(self, ask: Ask, reservation: Reservation) -> tuple[Admission, Refusal | None]:
+        # The ticket is named here so the reservation, sent behind the admission, can hold it: the script
+        # holds it only if the admission put it in flight.
+        ticket = f"{ask.waiter}#{uuid.uuid4().hex[:16]}"
+        admitted, reserved = run_pipelined(
+            self._redis,
+            [
+                self._traffic.admit_call(ask, ticket),
+                self._budgets.reserve_call(reservation, ticket, self._traffic.in_flight(ask.model)),
+            ],
+        )
+        answer = admission(admitted)
+        return answer, refusal(reserved) if answer.ticket is not None else None
+
+    def close(self, model: str, ticket: str, end: CallEnd, charge: Charge) -> None:
+        run_pipelined(
+            self._redis,
+            [self._traffic.settle_call(model, ticket, end), self._budgets.settle_call(charge, ticket)],
+        )

@@ -1,0 +1,69 @@
+"""shared/store/model_calls.py: a model call's admission and budget reservation in one round trip, and its
+settling in the traffic and the budgets in one."""
+
+from __future__ import annotations
+
+from shared.budgets import Charge, Limits, Refusal, Reservation, Spend
+from shared.store import Store
+from shared.traffic import Ask, CallEnd, CallLimits
+
+MODEL = "fake/m"
+DAY = "2026-11-27"
+NOW = 1_700_000_000_000
+
+
+def ask(store: Store, waiter: str, limits: CallLimits = CallLimits()) -> Ask:
+    """``waiter``'s run (running, as a run waiting for its model is) asks for a call of 10 tokens."""
+    store.redis.hset(store.keys.run(waiter), "status", "running")
+    return Ask(MODEL, waiter, 0, "a", 1, limits, tokens=10, hold_ms=60_000, grace_ms=5_000)
+
+
+def reservation(usd: int, limits: Limits = Limits()) -> Reservation:
+    return Reservation("main", DAY, None, limits, usd_micros=usd, tokens=10, now_ms=NOW, hold_ms=60_000)
+
+
+def in_flight(store: Store) -> int:
+    return store.traffic.snapshot([MODEL])[0].in_flight
+
+
+def test_an_admitted_call_is_held_in_flight_and_against_its_budget(store: Store) -> None:
+    admitted, refused = store.calls.open(ask(store, "r1"), reservation(500))
+    assert admitted.ticket is not None
+    assert admitted.ticket.startswith("r1#")
+    assert refused is None
+    assert in_flight(store) == 1
+    assert store.budgets.spent(["main"], DAY)["main"] == Spend(500, 10)
+
+
+def test_a_call_told_to_wait_reserves_nothing(store: Store) -> None:
+    limits = CallLimits(concurrent=1)
+    first, _ = store.calls.open(ask(store, "r1", limits), reservation(500))
+    waiting, refused = store.calls.open(ask(store, "r2", limits), reservation(500))
+    assert first.ticket is not None
+    assert (waiting.ticket, waiting.reason, refused) == (None, "concurrent", None)
+    assert store.budgets.spent(["main"], DAY)["main"] == Spend(500, 10)
+
+
+def test_an_admitted_call_a_budget_refuses_says_which_and_holds_nothing_more(store: Store) -> None:
+    limits = Limits(daily_usd=0.001)
+    store.calls.open(ask(store, "r1"), reservation(600, limits))
+    admitted, refused = store.calls.open(ask(store, "r2"), reservation(600, limits))
+    assert admitted.ticket is not None
+    assert refused == Refusal("dailyUsd", 0.0006, 0.001)
+    assert store.budgets.spent(["main"], DAY)["main"] == Spend(600, 10)
+
+
+def test_closing_a_call_frees_its_place_and_charges_what_it_spent(store: Store) -> None:
+    admitted, _ = store.calls.open(ask(store, "r1"), reservation(500))
+    assert admitted.ticket is not None
+    store.calls.close(
+        MODEL, admitted.ticket, CallEnd(30, tokens_in=20, tokens_out=10), Charge("main", DAY, None, 120, 30)
+    )
+    traffic = store.traffic.snapshot([MODEL])[0]
+    assert (traffic.in_flight, traffic.tokens_in_window, traffic.tokens_in, traffic.tokens_out) == (
+        0,
+        30,
+        20,
+        10,
+    )
+    assert store.budgets.spent(["main"], DAY)["main"] == Spend(120, 30)

@@ -135,3 +135,17 @@ def test_a_waiter_whose_run_ended_while_parked_does_not_hold_its_place(store: St
     assert _admit(store, "next", limits=limits).position == 1
     store.redis.hset(store.keys.run("cancelled"), "status", "aborted")
     assert _admit(store, "next", limits=limits).position == 0
+
+
+def test_a_call_nobody_waits_before_starts_at_once_and_is_counted_as_any_other(store: Store) -> None:
+    """A model with no limits and an empty queue takes the short way in; its figures are the same."""
+    first = _admit(store, "r1", limits=CallLimits(), tokens=7)
+    second = _admit(store, "r2", limits=CallLimits(), klass=2, tokens=5)
+    assert first.ticket is not None
+    assert second.ticket is not None
+    figures = store.traffic.snapshot([MODEL])[0]
+    assert (figures.in_flight, figures.requests_in_window, figures.tokens_in_window) == (2, 2, 12)
+    assert figures.admitted == {"people": 1, "agents": 0, "background": 1}
+    assert figures.wait_buckets["people"] == {"10": 1}
+    assert figures.waited_ms == {"people": 0, "agents": 0, "background": 0}
+    assert store.redis.zcard(store.keys.traffic(MODEL)[4]) == 0  # nobody left queued

@@ -25,6 +25,7 @@ from typing import IO
 import httpx
 
 from shared.config import Config
+from shared.errors import ClawbusError
 from shared.http_clients import process_client
 from shared.processes import Child, free_port, redis_server_argv
 from shared.store import answers
@@ -147,7 +148,7 @@ def up(config: Config, options: UpOptions, out: IO[str] = sys.stdout) -> int:
             signal.signal(sig, handler)
 
 
-class _Aborted(Exception):
+class _Aborted(ClawbusError):
     pass
 
 

@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field, ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from api.waits import ShuttingDown
-from shared.errors import first_invalid
+from shared.errors import ClawbusError, first_invalid
 from shared.store import UNAVAILABLE
 from shared.store.errors import NotReplicated
 
@@ -41,13 +41,13 @@ class ErrorResponse(BaseModel):
     error: ErrorBody
 
 
-class ApiError(Exception):
+class ApiError(ClawbusError):
     def __init__(self, status: int, type_: str, message: str, field: str | None = None) -> None:
         super().__init__(message)
         self.status, self.type, self.message, self.field = status, type_, message, field
 
 
-class GatewayError(Exception):
+class GatewayError(ClawbusError):
     """An error the release answers in its plain gateway envelope, ``{error: {message, type}}`` (no ``ok``):
     a body that is no JSON, a missing or wrong token, and every error of the OpenAI-compatible routes."""
 

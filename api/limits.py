@@ -6,6 +6,8 @@ import json
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from shared.errors import ClawbusError
+
 
 class BodyLimit:
     def __init__(self, app: ASGIApp, max_bytes: int) -> None:
@@ -56,5 +58,5 @@ class BodyLimit:
         await send({"type": "http.response.body", "body": body.encode()})
 
 
-class _TooLarge(Exception):
+class _TooLarge(ClawbusError):
     pass

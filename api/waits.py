@@ -26,6 +26,7 @@ from typing import Any
 from prometheus_client import Histogram
 
 from shared import trace_context
+from shared.errors import ClawbusError
 from shared.models import Run
 from shared.store import UNAVAILABLE
 from shared.store.live import Ended, LiveStore, Reconnected, RunSignals, Signal, SignalsLost, Subscribed
@@ -38,7 +39,7 @@ _RECONNECT_PAUSE_S = 0.5
 _READS_AT_ONCE = 32
 
 
-class ShuttingDown(Exception):
+class ShuttingDown(ClawbusError):
     """The process is stopping: the wait ends now, and the caller should wait again elsewhere."""
 
     def __init__(self, run_id: str) -> None:

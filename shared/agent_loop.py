@@ -23,7 +23,7 @@ from shared import attachments, tracing
 from shared.config import Config
 from shared.config.providers import ModelCost, OpenAIProvider
 from shared.dispatch import Dispatcher
-from shared.errors import ToolError, tool_input_error
+from shared.errors import ClawbusError, ToolError, tool_input_error
 from shared.models import Message, Run, RunKind, TextBlock, ToolCallBlock, ToolFailure, Usage, Wire
 from shared.ports import Storage
 from shared.redaction import redact
@@ -65,7 +65,7 @@ class LoopState(BaseModel):
     steers_taken: int = 0
 
 
-class StepsExhausted(Exception):
+class StepsExhausted(ClawbusError):
     """The model kept calling tools past runs.maxSteps."""
 
 

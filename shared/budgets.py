@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from shared.config import Config
+from shared.errors import ClawbusError
 
 MICROS = 1_000_000
 # A day's spend is kept a day past its end, for the operator who looks at yesterday.
@@ -84,7 +85,7 @@ class Override:
     daily_tokens: int | None = None
 
 
-class BudgetExceeded(Exception):
+class BudgetExceeded(ClawbusError):
     """A model call was not made: it would have passed a budget. The run ends in error with the message."""
 
     def __init__(self, refusal: Refusal) -> None:

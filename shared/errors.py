@@ -1,4 +1,4 @@
-"""Errors the domain raises across modules."""
+"""Errors the domain raises across modules, and the root of every error clawbus raises."""
 
 from __future__ import annotations
 
@@ -8,7 +8,13 @@ from typing import Any
 from pydantic.alias_generators import to_camel
 
 
-class ToolError(Exception):
+class ClawbusError(Exception):
+    """What every exception class of ``shared``, ``workers`` and ``api`` derives from (some from a builtin
+    error too, where callers catch that): ``except ClawbusError`` catches clawbus's own errors and nothing
+    of a library's (docs/architecture.md, "Errors")."""
+
+
+class ToolError(ClawbusError):
     """A refusal with contract's text; tools turn it into ``{status, error}``, never into an exception."""
 
     def __init__(self, error: str, status: str = "error") -> None:

@@ -22,6 +22,7 @@ from shared.agent_loop import LoopState, StepsExhausted
 from shared.budgets import BudgetExceeded
 from shared.config import Config, OpenAIProvider, UnknownModel
 from shared.dispatch import Dispatcher
+from shared.errors import ClawbusError
 from shared.model_gate import AwaitingCapacity, ModelGate, NoCapacity, root_of
 from shared.models import Message, Run, RunKind, RunStatus, SessionEntry
 from shared.ports import Storage
@@ -62,7 +63,7 @@ class AttemptResult:
     error: str | None = None
 
 
-class LeaseLost(Exception):
+class LeaseLost(ClawbusError):
     """Another attempt took the run over: this one stops without writing."""
 
 
@@ -220,7 +221,7 @@ def _run_agent(held: _Held, loop: LoopState) -> _Finished | _Parked | Literal["l
     )
 
 
-class _Parked(Exception):
+class _Parked(ClawbusError):
     """The run is parked on a tool call's wait, or for model capacity (then it is dispatched again in
     ``due_in_ms``): nothing to commit."""
 

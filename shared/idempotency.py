@@ -12,12 +12,14 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from shared.errors import ClawbusError
+
 # The header's name, and the longest key taken.
 HEADER = "Idempotency-Key"
 MAX_KEY_CHARS = 255
 
 
-class KeyReused(Exception):
+class KeyReused(ClawbusError):
     """The key was first used for another request."""
 
 

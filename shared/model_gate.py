@@ -22,6 +22,7 @@ from opentelemetry import trace
 
 from shared import budgets, session_keys
 from shared.config import Config, OpenAIModel, OpenAIProvider
+from shared.errors import ClawbusError
 from shared.models import Run, SessionEntry, Usage
 from shared.ports import Storage
 from shared.runtime.base import CallTicket, RunCancelled, RunTimedOut
@@ -42,7 +43,7 @@ WAITING_FOR = "model capacity"
 CHARS_PER_TOKEN = 4
 
 
-class AwaitingCapacity(Exception):
+class AwaitingCapacity(ClawbusError):
     """The call would wait ``wait_s`` for capacity: the run parks and is dispatched again then."""
 
     def __init__(self, wait_s: float, reason: str) -> None:
@@ -51,7 +52,7 @@ class AwaitingCapacity(Exception):
         self.reason = reason
 
 
-class NoCapacity(RuntimeError):
+class NoCapacity(ClawbusError, RuntimeError):
     """A run without a time limit waited ``models.admission.maxWaitSeconds`` for capacity."""
 
 

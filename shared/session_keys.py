@@ -13,6 +13,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Literal
 
+from shared.errors import ClawbusError
 from shared.text import CONTROL_CLASS
 
 AGENT_ID_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,63}$"
@@ -46,7 +47,7 @@ SESSION_KINDS: tuple[SessionKind, ...] = ("main", "group", "cron", "hook", "node
 ChatType = Literal["direct", "group", "channel"]
 
 
-class SessionKeyError(ValueError):
+class SessionKeyError(ClawbusError, ValueError):
     """A key that does not follow the grammar; the message is shown to callers as is."""
 
 

@@ -7,10 +7,11 @@ from typing import Any
 
 from shared import session_keys
 from shared.config import Config
+from shared.errors import ClawbusError
 from shared.models import SessionEntry
 
 
-class LabelTaken(Exception):
+class LabelTaken(ClawbusError):
     """Labels are unique within an agent: ``holder`` has this one."""
 
     def __init__(self, label: str, holder: str) -> None:

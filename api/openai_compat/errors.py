@@ -12,11 +12,13 @@ from typing import Any
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from pydantic_core import ErrorDetails
 
+from shared.errors import ClawbusError
+
 INVALID_REQUEST = "invalid_request_error"
 API_ERROR = "api_error"
 
 
-class OpenAIError(Exception):
+class OpenAIError(ClawbusError):
     """An answer in the release's error envelope, raised anywhere in a request."""
 
     def __init__(
@@ -36,7 +38,7 @@ class OpenAIError(Exception):
         return JSONResponse(self.body(), status_code=self.status, headers=self.headers)
 
 
-class PlainError(Exception):
+class PlainError(ClawbusError):
     """The release's plain-text answers: a disabled endpoint is no route at all (404), a wrong method 405."""
 
     def __init__(self, status: int, text: str, allow: str | None = None) -> None:

@@ -34,6 +34,7 @@ from a2a.utils.errors import A2AError
 
 from shared.a2a.remote_cards import CARDS
 from shared.config import A2ARemote, Config
+from shared.errors import ClawbusError
 from shared.runtime.base import RunCancelled, RunTimedOut, StepRequest, StepResult
 
 PREFIX = "a2a:"
@@ -55,7 +56,7 @@ ENDED = (
 )
 
 
-class RemoteFailed(RuntimeError):
+class RemoteFailed(ClawbusError, RuntimeError):
     """The remote agent failed the task, refused it, or could not be reached."""
 
 

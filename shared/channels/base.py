@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from shared.errors import ClawbusError
 from shared.models import Delivery
 
 
-class DeliveryError(Exception):
+class DeliveryError(ClawbusError):
     """A delivery attempt failed; ``retryable`` says whether a later attempt may succeed."""
 
     def __init__(self, message: str, *, retryable: bool) -> None:

@@ -14,11 +14,13 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
+from shared.errors import ClawbusError
+
 DEFAULT_CONFIG_FILE = "clawbus.json5"
 ENV_PREFIX = "CLAWBUS_"
 
 
-class ConfigError(Exception):
+class ConfigError(ClawbusError):
     """The configuration cannot be used; ``str()`` is the message to show the operator."""
 
 

@@ -14,6 +14,7 @@ from pydantic import (
 )
 
 from shared.config.base import HttpUrl, Section
+from shared.errors import ClawbusError
 
 # --- models --------------------------------------------------------------------------------------------
 
@@ -200,5 +201,5 @@ def _ids(provider: AnyProvider) -> list[str]:
     return provider.models
 
 
-class UnknownModel(ValueError):
+class UnknownModel(ClawbusError, ValueError):
     """A model ref that names no configured provider and model."""

@@ -10,6 +10,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, Field
 
+from shared.errors import ClawbusError
 from shared.models import Message, SessionEntry, ThinkingLevel, ToolCallBlock, Usage
 
 # Exact replies that end the reply-back loop or silence an announce (docs/contract.md §4, 6).
@@ -107,11 +108,11 @@ class StepRequest:
         return self.cancel is not None and self.cancel.is_set()
 
 
-class RunTimedOut(Exception):
+class RunTimedOut(ClawbusError):
     """A runtime gave up because ``time_limit`` ran out."""
 
 
-class RunCancelled(Exception):
+class RunCancelled(ClawbusError):
     """The run was cancelled mid-step; ``partial`` is the text the model had written by then."""
 
     def __init__(self, partial: str = "") -> None:

@@ -24,6 +24,7 @@ import httpx
 
 from shared.backoff import delay
 from shared.config import OpenAIModel, OpenAIProvider
+from shared.errors import ClawbusError
 from shared.models import Message, ToolCallBlock, Usage
 from shared.runtime.base import CancelSignal, RunCancelled, RunTimedOut, StepRequest, StepResult
 
@@ -35,7 +36,7 @@ def retryable(status: int) -> bool:
     return status == 429 or status >= 500
 
 
-class ModelRequestFailed(RuntimeError):
+class ModelRequestFailed(ClawbusError, RuntimeError):
     """The endpoint refused the request (a 4xx other than 429), or kept failing past the retries."""
 
 
@@ -186,7 +187,7 @@ def _tokens(value: Any) -> int | None:
     return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
-class _Retryable(Exception):
+class _Retryable(ClawbusError):
     def __init__(
         self,
         message: str,

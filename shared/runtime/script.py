@@ -11,12 +11,13 @@ import time
 from collections.abc import Callable
 
 from shared.config import ScriptRule
+from shared.errors import ClawbusError
 from shared.models import ToolCallBlock
 from shared.runtime.base import StepRequest, StepResult
 from shared.runtime.echo import EchoRuntime, estimate_tokens
 
 
-class ScriptedFailure(RuntimeError):
+class ScriptedFailure(ClawbusError, RuntimeError):
     """A rule's ``error``: the step fails as a real model call can."""
 
 

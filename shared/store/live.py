@@ -23,6 +23,7 @@ from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
 
 from shared.config import RedisConfig
+from shared.errors import ClawbusError
 from shared.models import Run
 from shared.store import RETRIES, RETRY_ON, Backoff
 from shared.store.codec import decode
@@ -41,7 +42,7 @@ LIVE_MAX_CONNECTIONS = 4096
 BLOCK_LIMIT_S = 30.0
 
 
-class SignalsLost(Exception):
+class SignalsLost(ClawbusError):
     """The pub/sub connection dropped; reading again reconnects it."""
 
 
@@ -176,7 +177,7 @@ class LiveStore:
         return RunSignals(self._redis.pubsub(), self.keys)
 
 
-class Unreachable(Exception):
+class Unreachable(ClawbusError):
     """Redis did not answer."""
 
 

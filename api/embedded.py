@@ -28,7 +28,7 @@ from shared.config import Config
 from shared.errors import ClawbusError
 from shared.http_clients import process_client
 from shared.processes import Child, free_port, redis_server_argv
-from shared.store import answers
+from shared.store.connection import answers
 
 STOP_GRACE_SECONDS = 30.0
 READY_TIMEOUT_SECONDS = 60.0

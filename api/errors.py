@@ -19,8 +19,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from api.waits import ShuttingDown
 from shared.errors import ClawbusError, first_invalid
-from shared.store import UNAVAILABLE
-from shared.store.errors import NotReplicated
+from shared.store.errors import NotReplicated, StoreUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +81,13 @@ def bad_request(field: str, message: str) -> ApiError:
 
 def not_found(message: str) -> ApiError:
     return ApiError(404, "not_found", message)
+
+
+def unavailable_message(exc: StoreUnavailable) -> str:
+    """What a client is told when Redis is away (every route answers it 503, with ``Retry-After``)."""
+    if isinstance(exc, NotReplicated):
+        return f"the store's replicas did not confirm the write ({exc}); it may have been kept"
+    return "the store is unavailable; retry shortly"
 
 
 def error_response(
@@ -154,15 +160,10 @@ def install(app: FastAPI) -> None:
     async def _stopping(_: Request, exc: ShuttingDown) -> JSONResponse:
         return error_response(503, "unavailable", str(exc), headers={"Retry-After": "1"}, run_id=exc.run_id)
 
-    async def _redis_down(_: Request, exc: Exception) -> JSONResponse:
+    @app.exception_handler(StoreUnavailable)
+    async def _redis_down(_: Request, exc: StoreUnavailable) -> JSONResponse:
         log.error("redis unavailable: %s", exc)
-        message = "the store is unavailable; retry shortly"
-        if isinstance(exc, NotReplicated):
-            message = f"the store's replicas did not confirm the write ({exc}); it may have been kept"
-        return error_response(503, "unavailable", message, headers={"Retry-After": "1"})
-
-    for unavailable in UNAVAILABLE:
-        app.add_exception_handler(unavailable, _redis_down)
+        return error_response(503, "unavailable", unavailable_message(exc), headers={"Retry-After": "1"})
 
 
 def _allowed_methods(request: Request) -> list[str]:

@@ -28,7 +28,7 @@ from prometheus_client import Histogram
 from shared import trace_context
 from shared.errors import ClawbusError
 from shared.models import Run
-from shared.store import UNAVAILABLE
+from shared.store.errors import StoreUnavailable
 from shared.store.live import Ended, LiveStore, Reconnected, RunSignals, Signal, SignalsLost, Subscribed
 
 log = logging.getLogger(__name__)
@@ -130,7 +130,7 @@ class RunWaiter:
                 return pending.run
             try:
                 run = await self.read(run_id)
-            except UNAVAILABLE as exc:
+            except StoreUnavailable as exc:
                 log.warning("reading run %s failed (%s); waiting on", run_id, exc)
             else:
                 if run is None or run.status.terminal:
@@ -251,7 +251,7 @@ class RunWaiter:
             return
         try:
             runs = await self._live.read_runs([run_id for run_id, _ in heard])
-        except UNAVAILABLE:  # Redis away again: the next reconnect reads them, or the deadline read
+        except StoreUnavailable:  # Redis away again: the next reconnect reads them, or the deadline read
             return
         for (_, pending), run in zip(heard, runs, strict=True):
             if run is None or run.status.terminal:

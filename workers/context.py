@@ -11,7 +11,8 @@ from celery import current_app
 
 from shared.config import Config, load_config
 from shared.dispatch import Dispatcher
-from shared.store import WORKER_RETRIES, Store
+from shared.store import Store
+from shared.store.connection import WORKER_RETRIES
 from workers.dispatch import CeleryDispatcher
 
 

@@ -16,11 +16,11 @@ from typing import Any
 
 from celery import Celery
 from kombu.exceptions import BatchPublishError, OperationalError
-from redis.exceptions import ConnectionError as RedisConnectionError
 
 from shared.dispatch import StepTask
 from shared.runs import Enqueue, LaneHead
-from shared.store import RETRIES, RETRY_ON, Backoff
+from shared.store.connection import RETRIES, RETRY_ON, Backoff
+from shared.store.errors import StoreUnavailable
 from workers import queues
 from workers.messages import RunMessages
 
@@ -70,6 +70,6 @@ class CeleryDispatcher:
             except PUBLISH_FAILED as exc:
                 if retry > self._retries:
                     # As the store's commands fail when Redis is away: the API answers it with a 503.
-                    raise RedisConnectionError(f"enqueue of {name} failed: {exc}") from exc
+                    raise StoreUnavailable(f"enqueue of {name} failed: {exc}") from exc
                 log.warning("sending %s %s failed (%s); sending it again", name, args, exc)
                 time.sleep(self._backoff.compute(retry))

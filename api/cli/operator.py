@@ -15,7 +15,7 @@ from api.cli.common import JsonOpt, TokenOpt, UrlOpt, app, console, fail, load, 
 from api.cli.orchestration import session_card
 from shared.config import TokenSpec
 from shared.fleet_wire import ModelTrafficRow
-from shared.store import UNAVAILABLE
+from shared.store.errors import StoreUnavailable
 from shared.text import token_digest
 
 
@@ -135,5 +135,5 @@ def probe(
             typer.echo(f"alive: the reaper ran {age:.0f}s ago")
         else:
             fail(f"unknown role {role!r} (worker or beat)")
-    except UNAVAILABLE as exc:
+    except StoreUnavailable as exc:
         fail(f"redis unreachable: {exc}")

@@ -21,7 +21,7 @@ from api.services import Services
 from api.streams import KEEPALIVE_MS
 from shared.models import Run, RunStatus, Usage
 from shared.redaction import scrub
-from shared.store import UNAVAILABLE
+from shared.store.errors import StoreUnavailable
 
 # What the release answers when a run ended well with nothing to say.
 NO_RESPONSE = "No response from OpenClaw."
@@ -136,7 +136,7 @@ async def follow(
             yield _ended(run, run_id, text, cap_s)
             return
         yield _ended(await services.live.read_run(run_id), run_id, text, cap_s)
-    except UNAVAILABLE:
+    except StoreUnavailable:
         message = f"the store is unavailable; the run continues: wait again with GET /v1/runs/{run_id}/wait"
         yield Ended(Failure(503, message))
 

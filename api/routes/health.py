@@ -8,7 +8,7 @@ from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 
 from api.deps import ServicesDep
-from shared.store.live import Unreachable
+from shared.store.errors import StoreUnavailable
 
 router = APIRouter(tags=["health"])
 
@@ -22,6 +22,6 @@ async def healthz() -> dict[str, Any]:
 async def readyz(services: ServicesDep) -> dict[str, Any] | JSONResponse:
     try:
         workers = await services.live.workers_alive()
-    except Unreachable as exc:
+    except StoreUnavailable as exc:
         return JSONResponse({"ok": False, "redis": f"unavailable: {exc}"}, status_code=503)
     return {"ok": True, "redis": "ok", "workers": workers}

@@ -58,7 +58,7 @@ from starlette.exceptions import HTTPException
 
 from api.auth import Principal
 from api.deps import PrincipalDep, ServicesDep
-from api.errors import ApiError
+from api.errors import ApiError, unavailable_message
 from api.openai_compat import prompts, shapes, targets, tools
 from api.openai_compat.errors import (
     API_ERROR,
@@ -79,8 +79,7 @@ from api.openai_compat.requests import (
 )
 from api.services import Services
 from api.waits import ShuttingDown
-from shared.store import UNAVAILABLE
-from shared.store.errors import NotReplicated
+from shared.store.errors import StoreUnavailable
 
 _CHAT, _RESPONSES, _MODELS = "/v1/chat/completions", "/v1/responses", "/v1/models"
 _OTHER_THAN_POST = ["GET", "PUT", "PATCH", "DELETE"]
@@ -119,11 +118,8 @@ def _translated(exc: Exception) -> OpenAIError | None:
         return OpenAIError(exc.status, exc.message, INVALID_REQUEST if exc.status < 500 else API_ERROR)
     if isinstance(exc, ShuttingDown):
         return OpenAIError(503, str(exc), API_ERROR, {"Retry-After": "1"})
-    if isinstance(exc, NotReplicated):
-        message = f"the store's replicas did not confirm the write ({exc}); it may have been kept"
-        return OpenAIError(503, message, API_ERROR, {"Retry-After": "1"})
-    if isinstance(exc, UNAVAILABLE):
-        return OpenAIError(503, "the store is unavailable; retry shortly", API_ERROR, {"Retry-After": "1"})
+    if isinstance(exc, StoreUnavailable):
+        return OpenAIError(503, unavailable_message(exc), API_ERROR, {"Retry-After": "1"})
     return None
 
 

@@ -1,19 +1,16 @@
-"""The Redis adapter: the only code that talks to Redis about sessions, transcripts and runs."""
+"""The Redis adapter: the only code that talks to Redis about sessions, transcripts and runs. Its client
+comes from ``shared.store.connection`` (and fails as ``shared.store.errors.StoreUnavailable``)."""
 
 from __future__ import annotations
 
 from redis import Redis
-from redis.exceptions import ConnectionError, RedisError, TimeoutError
-from redis.retry import Retry
 
-from shared.backoff import delay
 from shared.clock import Clock, SystemClock
-from shared.config import Config, RedisConfig
+from shared.config import Config
 from shared.store.a2a import A2AStore
 from shared.store.budgets import BudgetStore
 from shared.store.cold import ColdTranscripts
-from shared.store.connection import sync_client
-from shared.store.errors import NotReplicated
+from shared.store.connection import RETRIES, connect
 from shared.store.fleet import FleetStore
 from shared.store.flows import FlowStore
 from shared.store.idempotency import IdempotencyStore
@@ -26,71 +23,7 @@ from shared.store.threads import ThreadBindingStore
 from shared.store.traffic import TrafficStore
 from shared.store.transcripts import TranscriptStore
 
-__all__ = [
-    "RETRIES",
-    "RETRY_ON",
-    "UNAVAILABLE",
-    "WORKER_RETRIES",
-    "Backoff",
-    "Store",
-    "answers",
-    "backoff",
-    "connect",
-]
-
-
-# A stale connection after a Redis restart or failover fails once; retrying reconnects. Every script that
-# changes state answers a repeat of a call (one that ran, its reply lost) as it answered the call
-# (docs/architecture.md, "Reliability").
-RETRIES = 3
-# A worker rides out a Redis restart or failover of this many retries (about 15 s with the backoff): a run
-# that was committing then still commits, rather than waiting for its lease to lapse.
-WORKER_RETRIES = 10
-RETRY_ON = [ConnectionError, TimeoutError]
-# What a caller sees when Redis is away (after the retries): the API answers them with a 503.
-UNAVAILABLE: tuple[type[Exception], ...] = (ConnectionError, TimeoutError, NotReplicated)
-
-
-class Backoff:
-    """redis-py's retries (its ``AbstractBackoff`` interface) on clawbus's backoff (``shared.backoff``)."""
-
-    def __init__(self, base: float = 0.1, cap: float = 2.0) -> None:
-        self._base, self._cap = base, cap
-
-    def reset(self) -> None:
-        """Nothing to reset: every delay is computed from the failure count alone."""
-
-    def compute(self, failures: int) -> float:
-        return delay(failures, self._base, self._cap)
-
-
-def backoff() -> Backoff:
-    return Backoff()
-
-
-def connect(redis: RedisConfig, retries: int = RETRIES) -> Redis:
-    # A bounded wait per command: a stalled Redis must surface as an error, not hang a request forever.
-    return sync_client(
-        redis,
-        decode_responses=True,
-        socket_timeout=30,
-        socket_connect_timeout=5,
-        health_check_interval=30,
-        retry=Retry(backoff(), retries),
-        retry_on_error=RETRY_ON,
-    )
-
-
-def answers(url: str) -> bool:
-    """A Redis answers at ``url`` (within a second)."""
-    try:
-        client = Redis.from_url(url, socket_connect_timeout=1, socket_timeout=1)
-        try:
-            return bool(client.ping())
-        finally:
-            client.close()
-    except (RedisError, OSError, ValueError):
-        return False
+__all__ = ["Store"]
 
 
 class Store:

@@ -1,6 +1,9 @@
 """How every role reaches Redis: the one at ``redis.url``, or the master Redis Sentinel names
 (``redis.sentinel``), asked again after a failover. The store, the API's waits, the broker and the result
 backend all come from here, so they agree on where Redis is (docs/architecture.md, "Redis under Sentinel").
+
+The store's clients retry a command that failed on a lost connection (the policy is here too), and raise
+``StoreUnavailable`` once their retries are spent (``shared.store.clients``).
 """
 
 from __future__ import annotations
@@ -11,13 +14,39 @@ from urllib.parse import quote
 from redis import Redis
 from redis import asyncio as aioredis
 from redis.asyncio.sentinel import Sentinel as AsyncSentinel
-from redis.exceptions import ConnectionError, TimeoutError
+from redis.exceptions import ConnectionError, RedisError, TimeoutError
+from redis.retry import Retry
 from redis.sentinel import MasterNotFoundError, Sentinel
 
+from shared.backoff import delay
 from shared.config import RedisConfig, SentinelConfig
+from shared.store.clients import AsyncStoreClient, StoreClient
 
 # A sentinel that does not answer within this is skipped for the next one.
 SENTINEL_TIMEOUT_S = 1.0
+
+# A stale connection after a Redis restart or failover fails once; retrying reconnects. Every script that
+# changes state answers a repeat of a call (one that ran, its reply lost) as it answered the call
+# (docs/architecture.md, "Reliability").
+RETRIES = 3
+# A worker rides out a Redis restart or failover of this many retries (about 15 s with the backoff): a run
+# that was committing then still commits, rather than waiting for its lease to lapse.
+WORKER_RETRIES = 10
+# What redis-py retries a command on; once the retries are spent, the store's clients raise StoreUnavailable.
+RETRY_ON = [ConnectionError, TimeoutError]
+
+
+class Backoff:
+    """redis-py's retries (its ``AbstractBackoff`` interface) on clawbus's backoff (``shared.backoff``)."""
+
+    def __init__(self, base: float = 0.1, cap: float = 2.0) -> None:
+        self._base, self._cap = base, cap
+
+    def reset(self) -> None:
+        """Nothing to reset: every delay is computed from the failure count alone."""
+
+    def compute(self, failures: int) -> float:
+        return delay(failures, self._base, self._cap)
 
 
 class NewestMasterSentinel(Sentinel):
@@ -67,23 +96,49 @@ def _newest(
 
 
 def sync_client(redis: RedisConfig, **options: Any) -> Redis:
-    """A client of the master; under Sentinel its pool finds the master again when a connection fails
+    """A store client of the master; under Sentinel its pool finds the master again when a connection fails
     (and drops a connection to a master that was demoted: its writes answer READONLY)."""
     if redis.sentinel is None:
-        return Redis.from_url(redis.url, **options)
+        return StoreClient.from_url(redis.url, **options)
     sentinel = redis.sentinel
     return NewestMasterSentinel(sentinel.addresses(), sentinel_kwargs=_sentinel_options(sentinel)).master_for(
-        sentinel.master, redis_class=Redis, **_master_options(sentinel), **options
+        sentinel.master, redis_class=StoreClient, **_master_options(sentinel), **options
     )
 
 
 def async_client(redis: RedisConfig, **options: Any) -> aioredis.Redis:
     if redis.sentinel is None:
-        return aioredis.Redis.from_url(redis.url, **options)
+        return AsyncStoreClient.from_url(redis.url, **options)
     sentinel = redis.sentinel
     return AsyncNewestMasterSentinel(
         sentinel.addresses(), sentinel_kwargs=_sentinel_options(sentinel)
-    ).master_for(sentinel.master, redis_class=aioredis.Redis, **_master_options(sentinel), **options)
+    ).master_for(sentinel.master, redis_class=AsyncStoreClient, **_master_options(sentinel), **options)
+
+
+def connect(redis: RedisConfig, retries: int = RETRIES) -> Redis:
+    """The store's client."""
+    # A bounded wait per command: a stalled Redis must surface as an error, not hang a request forever.
+    return sync_client(
+        redis,
+        decode_responses=True,
+        socket_timeout=30,
+        socket_connect_timeout=5,
+        health_check_interval=30,
+        retry=Retry(Backoff(), retries),
+        retry_on_error=RETRY_ON,
+    )
+
+
+def answers(url: str) -> bool:
+    """A Redis answers at ``url`` (within a second)."""
+    try:
+        client = Redis.from_url(url, socket_connect_timeout=1, socket_timeout=1)
+        try:
+            return bool(client.ping())
+        finally:
+            client.close()
+    except (RedisError, OSError, ValueError):
+        return False
 
 
 def celery_url(redis: RedisConfig) -> str:

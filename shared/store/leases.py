@@ -11,8 +11,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from redis import Redis
-from redis.exceptions import ConnectionError, TimeoutError
 
+from shared.store.errors import StoreUnavailable
 from shared.store.scripts import Scripts
 
 
@@ -41,5 +41,5 @@ def _renew(scripts: Scripts, key: str, owner: str, ttl_ms: int, done: threading.
         try:
             if not scripts.extend_lease(keys=[key], args=[owner, ttl_ms]):
                 return  # lapsed and taken: the block's work is fenced by its own records, not by this
-        except (ConnectionError, TimeoutError):
+        except StoreUnavailable:
             continue  # Redis away: the lease may lapse meanwhile, and the next renewal says so

@@ -25,9 +25,9 @@ from redis.exceptions import RedisError
 from shared.config import RedisConfig
 from shared.errors import ClawbusError
 from shared.models import Run
-from shared.store import RETRIES, RETRY_ON, Backoff
 from shared.store.codec import decode
-from shared.store.connection import async_client
+from shared.store.connection import RETRIES, RETRY_ON, Backoff, async_client
+from shared.store.errors import StoreUnavailable
 from shared.store.keys import RedisKeys
 
 # Sent through the pub/sub connection after each (re)connect: its answer comes once every re-subscription
@@ -166,19 +166,15 @@ class LiveStore:
         return str(newest[0][0]) if newest else FIRST
 
     async def workers_alive(self) -> int:
-        """Workers with a live heartbeat; raises ``Unreachable`` if Redis does not answer."""
+        """Workers with a live heartbeat; raises ``StoreUnavailable`` if Redis does not answer."""
         try:
             await self._redis.ping()
             return len([key async for key in self._redis.scan_iter(self.keys.worker_heartbeat_pattern())])
-        except (RedisError, OSError) as exc:
-            raise Unreachable(str(exc)) from exc
+        except (RedisError, OSError) as exc:  # an error reply, a socket's own error: not ready either
+            raise StoreUnavailable(str(exc)) from exc
 
     def signals(self) -> RunSignals:
         return RunSignals(self._redis.pubsub(), self.keys)
-
-
-class Unreachable(ClawbusError):
-    """Redis did not answer."""
 
 
 class SessionRuns:

@@ -23,7 +23,6 @@ from typing import Any
 
 from redis import Redis
 from redis.commands.core import Script
-from redis.exceptions import ConnectionError, TimeoutError
 
 from shared.clock import Clock
 from shared.models import Flow, Message, Run, RunStatus, SessionEntry
@@ -43,7 +42,7 @@ from shared.runs import (
     WhenBusy,
 )
 from shared.store.codec import decode, encode, encode_values
-from shared.store.errors import NotReplicated
+from shared.store.errors import NotReplicated, StoreUnavailable
 from shared.store.keys import RedisKeys
 from shared.store.scripts import REPEAT_WINDOW_MS, Scripts, call_id, run_pipelined
 
@@ -359,7 +358,7 @@ class RunStore:
                 while stop is None or not stop.is_set():
                     message = pubsub.get_message(timeout=1.0)
                     yield message["data"] if message and message["type"] == "message" else None
-            except (ConnectionError, TimeoutError):
+            except StoreUnavailable:
                 time.sleep(0.5)
             finally:
                 pubsub.close()

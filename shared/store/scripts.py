@@ -12,7 +12,9 @@ from typing import Any
 
 from redis import Redis
 from redis.commands.core import Script
-from redis.exceptions import ConnectionError, NoScriptError, ReadOnlyError, ResponseError
+from redis.exceptions import NoScriptError, ReadOnlyError, ResponseError
+
+from shared.store.errors import StoreUnavailable
 
 _LUA = resources.files("shared.store") / "lua"
 _LIB = "_lib.lua"
@@ -107,7 +109,7 @@ def run_pipelined(client: Redis, calls: Sequence[ScriptCall], then: Sequence[Any
             # A master demoted by a failover while this client still talks to it: its idle connections are
             # dropped, so the next call asks where the master is now; the caller sees a lost connection.
             client.connection_pool.disconnect(inuse_connections=False)
-            raise ConnectionError(f"Redis answered as a replica: {result}")
+            raise StoreUnavailable(f"Redis answered as a replica: {result}")
         if isinstance(result, Exception):
             raise result
     return results

@@ -13,7 +13,8 @@ from kombu import Connection
 
 from shared.config import Config
 from shared.runs import LaneHead
-from shared.store import UNAVAILABLE, WORKER_RETRIES
+from shared.store.connection import WORKER_RETRIES
+from shared.store.errors import StoreUnavailable
 from workers import broker, queues
 from workers.celery_app import create_app
 from workers.dispatch import CeleryDispatcher
@@ -101,7 +102,7 @@ def test_a_dispatch_that_finds_redis_away_past_its_retries_fails_as_redis_unavai
     app = create_app(Config.model_validate({"redis": {"url": server.url}}))
     try:
         server.stop()
-        with pytest.raises(UNAVAILABLE):
+        with pytest.raises(StoreUnavailable):
             CeleryDispatcher(app, retries=1).dispatch_run(LaneHead("run-1", "agent:main:main", "chat"))
     finally:
         app.close()

@@ -12,7 +12,7 @@ import api
 import shared
 import workers
 from shared.errors import ClawbusError
-from shared.store.errors import NotReplicated
+from shared.store.errors import NotReplicated, StoreUnavailable
 
 
 def exception_classes() -> Iterator[type[BaseException]]:
@@ -36,3 +36,8 @@ def test_every_exception_class_derives_from_clawbus_error() -> None:
     assert NotReplicated in found
     outside = [f"{c.__module__}.{c.__qualname__}" for c in found if not issubclass(c, ClawbusError)]
     assert outside == []
+
+
+def test_a_replica_that_did_not_confirm_is_the_store_unavailable() -> None:
+    """The API answers both with a 503 and ``Retry-After``; a wait's read treats both as Redis away."""
+    assert issubclass(NotReplicated, StoreUnavailable)

@@ -23,7 +23,7 @@ import httpx
 import redis
 
 from shared.processes import Child, Process, free_port, redis_server_argv, wait_for
-from shared.store import answers
+from shared.store.connection import answers
 from workers.testing.forkserver import ForkServer
 
 REPO = Path(__file__).resolve().parents[2]

@@ -12,6 +12,7 @@ from redis.sentinel import MasterNotFoundError, SentinelConnectionPool
 
 from shared.config import Config, RedisConfig
 from shared.store import connection
+from shared.store.clients import AsyncStoreClient, StoreClient
 
 SENTINEL = RedisConfig.model_validate(
     {"sentinel": {"hosts": ["10.0.0.1:26379", "10.0.0.2:26380"], "master": "prod", "password": "p@ss"}}
@@ -47,6 +48,12 @@ def test_clients_under_sentinel_ask_the_sentinels_for_the_master_and_connect_laz
     async_pool = connection.async_client(SENTINEL).connection_pool
     assert isinstance(async_pool, AsyncSentinelPool)
     assert async_pool.service_name == "prod"
+
+
+@pytest.mark.parametrize("redis", [Config().redis, SENTINEL], ids=["one Redis", "Sentinel"])
+def test_the_store_and_the_waits_get_clients_that_fail_as_store_unavailable(redis: RedisConfig) -> None:
+    assert isinstance(connection.connect(redis), StoreClient)
+    assert isinstance(connection.async_client(redis), AsyncStoreClient)
 
 
 def test_both_passwords_reach_every_role() -> None:

@@ -27,8 +27,8 @@ from shared.store import Store
 from shared.tools.context import ToolContext
 from shared.tools.registry import TOOLS
 from shared.tools.send_schema import SendResult
+from tests.support.fake_openai import FakeOpenAI, fake_openai, text, tool
 from workers.testing import InlineDispatcher
-from workers.testing.fake_openai import FakeOpenAI, fake_openai, text, tool
 
 STEPS = 4
 

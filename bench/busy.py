@@ -27,7 +27,7 @@ from clawbus_client.models import SendResult
 from bench.report import Row, Section, Target
 from bench.stack import Stack, bare_hop, clawbus_workers, model_stack
 from bench.stats import percentile
-from workers.testing.fake_openai import FakeOpenAI, fake_openai, planned, user_texts
+from tests.support.fake_openai import FakeOpenAI, fake_openai, planned, user_texts
 
 STEP_S = 1.0
 STEPS = 4

@@ -24,7 +24,7 @@ from shared.config import Config
 from shared.models import Message
 from shared.sessions import new_entry
 from shared.store import Store
-from workers.testing.processes import RedisServer
+from tests.support.processes import RedisServer
 
 MESSAGE = ("the quick brown fox jumps over the lazy dog " * 24)[:1024]  # 1 KiB of text
 BATCH = 1_000

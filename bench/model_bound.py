@@ -25,7 +25,7 @@ from bench.load import fan_out, posters
 from bench.report import Row, Section
 from bench.stack import Stack, clawbus_worker, model_stack
 from shared.config import Config
-from workers.testing.fake_openai import FakeOpenAI, Reply, fake_openai, paced
+from tests.support.fake_openai import FakeOpenAI, Reply, fake_openai, paced
 
 STREAM_S = 2.0
 SUBMIT_THREADS = 16

@@ -33,7 +33,7 @@ from bench.stack import Stack, clawbus_workers, model_stack
 from bench.stats import percentile
 from shared.store.scripts import Scripts
 from shared.store.traffic import TrafficStore
-from workers.testing.fake_openai import FakeOpenAI, ProviderLimits, Reply, fake_openai, text
+from tests.support.fake_openai import FakeOpenAI, ProviderLimits, Reply, fake_openai, text
 
 SUBMIT_THREADS = 16
 # Completion tokens of a short and of a long answer; the model's output cap, what a call reserves of the

@@ -5,7 +5,7 @@ API that waits for one replica (``redis.replicaAcks: 1``, a Redis WAIT in the ac
 through one that does not, on the run's Redis with a replica attached to it and one worker draining the
 runs; the two APIs take turns, a slice of the calls each, so a drift of the machine lands on both.
 
-What an outage costs: the outages of the HA tests (workers/testing/outage.py) on fleets of their own
+What an outage costs: the outages of the HA tests (tests/support/outage.py) on fleets of their own
 (two workers, beat, two API processes): a lone Redis killed (kill -9) and restarted 2 s later; the same ten
 times in a row, 1 s down each time (each kill may take a script's reply with it); and the master of a
 Sentinel set killed under the same load plus 50 waiting sends.
@@ -25,8 +25,8 @@ from bench.load import Poster
 from bench.report import Row, Section, Target
 from bench.stack import TOKEN, Stack, api, clawbus_workers
 from bench.stats import Latency
-from workers.testing.outage import Outage, failover_under_load, restart_under_load
-from workers.testing.processes import replica_of
+from tests.support.outage import Outage, failover_under_load, restart_under_load
+from tests.support.processes import replica_of
 
 ROUNDS = 4
 # The HA tests' bound: every accepted run ends within this long of Redis answering again.

@@ -25,7 +25,7 @@ from bench.report import Row, Section, Target
 from bench.stack import Stack, clawbus_worker, model_stack
 from bench.stats import percentile
 from shared.processes import wait_for
-from workers.testing.fake_openai import FakeOpenAI, Reply, fake_openai, paced
+from tests.support.fake_openai import FakeOpenAI, Reply, fake_openai, paced
 
 # A model that keeps talking far longer than the figure takes: every cancel lands mid-answer.
 LONG_ANSWER = "A long answer, written a few characters at a time. " * 180

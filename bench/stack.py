@@ -25,7 +25,7 @@ from bench.stats import Latency, timed_calls
 from shared.config import Config, load_config
 from shared.processes import free_port, wait_for
 from shared.store.keys import RedisKeys
-from workers.testing.processes import RedisServer, Role, role_env, write_config
+from tests.support.processes import RedisServer, Role, role_env, write_config
 
 TOKEN = "bench-token"
 # Echo runtime (the default model) for the one agent: the figures measure clawbus, not a model. Five

@@ -20,7 +20,7 @@ from bench.report import Row, Section, Target
 from bench.stack import Stack, api
 from bench.stats import Latency
 from shared.processes import free_port, wait_for
-from workers.testing.processes import Role
+from tests.support.processes import Role
 
 SEND_TARGET = Target("<=", 1.15)
 ROUNDS = 4
@@ -38,7 +38,7 @@ def traced(stack: Stack) -> Iterator[tuple[Stack, Role]]:
     """The run's Redis with an API (and, started on it, workers) sending every span to a receiver in a
     process of its own, as a collector would be: decoding spans takes none of the measuring process's time."""
     port = free_port()
-    argv = [sys.executable, "-m", "workers.testing.otlp_receiver", str(port)]
+    argv = [sys.executable, "-m", "tests.support.otlp_receiver", str(port)]
     receiver = Role(argv, {**os.environ, "PYTHONUNBUFFERED": "1"}, stack.root / "otlp-receiver.log").start()
     try:
         wait_for(lambda: "ready" in receiver.output() or receiver.exited(), 30, what="the OTLP receiver")

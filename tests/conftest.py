@@ -1,4 +1,5 @@
-"""Fixtures shared by all tests: configs, a fakeredis-backed store, the inline dispatcher (workers.testing)."""
+"""Fixtures shared by all tests: configs, and the in-process world (``workers.testing.world``: fakeredis
+running the store's Lua, a fixed clock, the inline dispatcher) and its parts, one world per test."""
 
 from __future__ import annotations
 
@@ -7,16 +8,16 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-import fakeredis
 import pytest
+from redis import Redis
 
 from shared.clock import FixedClock
 from shared.config import Config
 from shared.store import Store
 from shared.tools.context import ToolContext
-from workers.testing import InlineDispatcher
+from tests.support.processes import REPO, fork_roles
+from workers.testing import InlineDispatcher, World
 from workers.testing import world as world_of
-from workers.testing.processes import REPO, fork_roles
 
 # Tests of everything but visibility see every session; the visibility tests set their own.
 BASE_CONFIG: dict[str, Any] = {
@@ -24,8 +25,7 @@ BASE_CONFIG: dict[str, Any] = {
     "tools": {"sessions": {"visibility": "all"}, "agentToAgent": {"enabled": True}},
 }
 
-World = tuple[Config, Store, InlineDispatcher]
-WorldFactory = Callable[..., World]
+WorldFactory = Callable[..., tuple[Config, Store, InlineDispatcher]]
 
 
 def merged(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
@@ -72,36 +72,44 @@ def clock() -> FixedClock:
 
 
 @pytest.fixture
-def redis_client() -> fakeredis.FakeRedis:
-    return fakeredis.FakeRedis(decode_responses=True)
+def inline(config: Config, clock: FixedClock) -> World:
+    """The test's world on the ``config`` and ``clock`` fixtures (a module may override either); the
+    fixtures below are its parts."""
+    return world_of(config, clock=clock)
 
 
 @pytest.fixture
-def store(redis_client: fakeredis.FakeRedis, config: Config, clock: FixedClock) -> Store:
-    return Store(redis_client, config, clock)
+def redis_client(inline: World) -> Redis:
+    return inline.store.redis
 
 
 @pytest.fixture
-def dispatcher(redis_client: fakeredis.FakeRedis) -> InlineDispatcher:
-    return InlineDispatcher(redis_client)
+def store(inline: World) -> Store:
+    return inline.store
+
+
+@pytest.fixture
+def dispatcher(inline: World) -> InlineDispatcher:
+    return inline.dispatcher
+
+
+@pytest.fixture
+def ctx(inline: World) -> ToolContext:
+    """A tool called as the main session."""
+    return inline.context("main")
 
 
 @pytest.fixture
 def world(clock: FixedClock) -> WorldFactory:
-    """For tests that need their own configuration: ``world(overrides, ...)`` gives a config (the overrides
-    merged onto BASE_CONFIG in order), a store on a fakeredis of its own with the test's ``clock``, and an
-    inline dispatcher."""
+    """For tests that need their own configuration: ``world(overrides, ...)`` gives the parts (config,
+    store, dispatcher) of another world, its config the overrides merged onto BASE_CONFIG in order, on a
+    fakeredis of its own and the test's ``clock``."""
 
-    def make(*overrides: dict[str, Any] | None) -> World:
+    def make(*overrides: dict[str, Any] | None) -> tuple[Config, Store, InlineDispatcher]:
         made = world_of(make_config(*overrides), clock=clock)
         return made.config, made.store, made.dispatcher
 
     return make
-
-
-@pytest.fixture
-def ctx(config: Config, store: Store, dispatcher: InlineDispatcher) -> ToolContext:
-    return ToolContext.for_caller(config, store, dispatcher, "main")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -111,7 +119,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if not hasattr(config, "workerinput"):  # the xdist controller, or a run without xdist
         for package in ("shared", "api", "workers"):
             compileall.compile_dir(REPO / package, quiet=1)
-    # Workers, APIs and beats forked from one interpreter that has imported them (workers/testing/
+    # Workers, APIs and beats forked from one interpreter that has imported them (tests/support/
     # forkserver.py), not each a new interpreter importing everything again: the suite starts hundreds.
     fork_roles(True)
 

@@ -18,10 +18,10 @@ from clawbus_client import Client
 from playwright.sync_api import Browser, Page, sync_playwright
 
 from shared.text import token_digest
-from tests.integration.conftest import TOKEN, Fresh
-from workers.testing.fake_openai import FakeOpenAI, Reply, fake_openai, paced
-from workers.testing.otlp_receiver import otlp_receiver
-from workers.testing.processes import REPO
+from tests.support.fake_openai import FakeOpenAI, Reply, fake_openai, paced
+from tests.support.otlp_receiver import otlp_receiver
+from tests.support.processes import REPO
+from tests.support.stack import TOKEN, Fresh
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = REPO / "test-artifacts" / "browser"

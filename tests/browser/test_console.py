@@ -20,8 +20,8 @@ from clawbus_client.models import SendResult
 from playwright.sync_api import Locator, Page, Route, expect
 
 from tests.browser.conftest import HOLD, SCOPED_TOKEN, TRACE_URL, WORKER_SLOTS, ConsoleStack
-from tests.integration.conftest import TOKEN
-from workers.testing.processes import wait_for
+from tests.support.processes import wait_for
+from tests.support.stack import TOKEN
 
 AXE = Path(__file__).with_name("axe.min.js")
 SEEN_S = 15_000  # ms a view may take to show what the API already has (it refreshes every few seconds)

@@ -1,5 +1,5 @@
 """clawbus as the differential suite runs it: a private redis-server, a worker, beat and the API
-(workers/testing/processes.py), configured to mirror the gateway's configuration (tests/support/
+(tests/support/processes.py), configured to mirror the gateway's configuration (tests/support/
 openclaw_gateway.py): one agent ``main`` on the model ``fake/fake-model`` of an OpenAI-compatible provider,
 and the release's defaults where clawbus's differ (every session visible, agent-to-agent on)."""
 
@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 from shared.config import Config
 from tests.differential.calls import TOKEN
-from workers.testing.processes import (
+from tests.support.processes import (
     RedisServer,
     Role,
     role_env,

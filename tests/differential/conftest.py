@@ -27,9 +27,9 @@ from tests.differential.compare import compare
 from tests.differential.report import Outcome, judge, render
 from tests.differential.runner import Runner, Side
 from tests.differential.scenario import SCENARIO, calls
+from tests.support.fake_openai import fake_openai, reference_reply
 from tests.support.openclaw_gateway import OPENCLAW_VERSION, Gateway, Install, install_home
-from workers.testing.fake_openai import fake_openai, reference_reply
-from workers.testing.processes import REPO
+from tests.support.processes import REPO
 
 REPORT = REPO / "docs" / "differential.md"
 SELF_CHECK = os.environ.get("DIFFERENTIAL_SELF_CHECK") == "1"

@@ -16,7 +16,7 @@ from tests.differential import sse
 from tests.differential.answer import Answer
 from tests.differential.calls import TOKEN, Call, Ref, Settle, Step, lookup, payload_of
 from tests.differential.normalize import normalize
-from workers.testing.fake_openai import FakeOpenAI
+from tests.support.fake_openai import FakeOpenAI
 
 POLL_SECONDS = 0.25
 # A side is at rest once its model has had no request in flight and none new for this long: the gap

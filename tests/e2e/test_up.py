@@ -20,7 +20,7 @@ import httpx
 import pytest
 
 from shared.tools.history_view import run_of, text_of
-from workers.testing.processes import REPO, free_port, stop_process, wait_for
+from tests.support.processes import REPO, free_port, stop_process, wait_for
 
 pytestmark = pytest.mark.e2e
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from workers.testing.processes import REPO, free_port
+from tests.support.processes import REPO, free_port
 
 pytestmark = pytest.mark.e2e
 

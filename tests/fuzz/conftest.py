@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.conftest import STACK_CONFIG, TOKEN
-from workers.testing.processes import RedisServer, role_env, start_api, write_config
+from tests.support.processes import RedisServer, role_env, start_api, write_config
+from tests.support.stack import STACK_CONFIG, TOKEN
 
 
 @pytest.fixture(scope="module")

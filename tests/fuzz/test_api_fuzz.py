@@ -10,7 +10,7 @@ import schemathesis
 from hypothesis import HealthCheck, given, settings
 
 from tests.fuzz.budget import EXAMPLES
-from tests.integration.conftest import TOKEN
+from tests.support.stack import TOKEN
 
 
 def operations(schema: schemathesis.BaseSchema) -> list[schemathesis.APIOperation]:

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.fuzz.budget import CHECKED_EXAMPLES
-from tests.integration.conftest import TOKEN
+from tests.support.stack import TOKEN
 
 HERE = Path(__file__).parent
 

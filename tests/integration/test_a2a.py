@@ -48,10 +48,10 @@ from shared.processes import free_port
 from shared.store.keys import RedisKeys
 from shared.text import token_digest
 from shared.tools.history_view import text_of
-from tests.integration.conftest import TOKEN, Fresh
+from tests.support.fake_openai import FakeOpenAI, fake_openai, planned
+from tests.support.processes import wait_for
+from tests.support.stack import TOKEN, Fresh
 from tests.support.tcp_proxy import TcpProxy
-from workers.testing.fake_openai import FakeOpenAI, fake_openai, planned
-from workers.testing.processes import wait_for
 
 SCOPED_TOKEN = "echo-only-token"
 SCOPED = {"name": "echo-only", "sha256": token_digest(SCOPED_TOKEN), "agents": ["main"], "owner": False}

@@ -11,9 +11,9 @@ from clawbus_client import Client
 from clawbus_client.models import SendResult
 
 from shared.tools.history_view import text_of
-from tests.integration.conftest import TOKEN, Fresh
-from workers.testing.fake_openai import FakeOpenAI, Reply, fake_openai, last_tool_result, text, tool
-from workers.testing.processes import wait_for
+from tests.support.fake_openai import FakeOpenAI, Reply, fake_openai, last_tool_result, text, tool
+from tests.support.processes import wait_for
+from tests.support.stack import TOKEN, Fresh
 
 MAIN = "agent:main:main"
 RESEARCH = "agent:research:main"

@@ -15,8 +15,8 @@ from clawbus_client import Client
 from clawbus_client.models import Flow, SendResult, SessionsHistoryResult, SpawnResult
 
 from shared.tools.history_view import text_of
-from tests.integration.conftest import TOKEN, Fresh
-from workers.testing.processes import wait_for
+from tests.support.processes import wait_for
+from tests.support.stack import TOKEN, Fresh
 
 # A model that takes half a second: a backlog builds up at once on a worker that runs one at a time.
 HALF_SECOND_AGENTS: dict[str, Any] = {

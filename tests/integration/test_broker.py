@@ -15,10 +15,10 @@ from shared.config import Config
 from shared.runs import LaneHead
 from shared.store.connection import WORKER_RETRIES
 from shared.store.errors import StoreUnavailable
+from tests.support.processes import RedisServer, wait_for
 from workers import broker, queues
 from workers.celery_app import create_app
 from workers.dispatch import CeleryDispatcher
-from workers.testing.processes import RedisServer, wait_for
 
 
 @pytest.fixture

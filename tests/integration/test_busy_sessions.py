@@ -2,7 +2,7 @@
 queue mode, with two API processes and two workers; a slow streaming model (the fake OpenAI server, which
 records every request: what the model saw, and when).
 
-The model follows the plan its run's first message states (``workers.testing.fake_openai.planned``): N
+The model follows the plan its run's first message states (``tests.support.fake_openai.planned``): N
 model steps of about S seconds each, the last answering ``heard: `` and the user messages of its run, in
 order, so a test reads what the run took in from its reply.
 """
@@ -25,9 +25,9 @@ from clawbus_client.models import CommandReply, Run, SendResult, ToolFailure
 from shared.config import Config
 from shared.store.keys import RedisKeys
 from shared.tools.history_view import text_of
-from tests.integration.conftest import TOKEN, Fresh
-from workers.testing.fake_openai import FakeOpenAI, fake_openai, planned, user_texts
-from workers.testing.processes import Role, wait_for
+from tests.support.fake_openai import FakeOpenAI, fake_openai, planned, user_texts
+from tests.support.processes import Role, wait_for
+from tests.support.stack import TOKEN, Fresh
 
 # The issue's bound: an interrupted run ends within a second of the message that interrupted it.
 INTERRUPT_BOUND_S = 1.0

@@ -2,7 +2,7 @@
 model, through another API process than the run's; `/subagents` looking at a tree workers are running and
 `/subagents kill` stopping it, its leaves' model calls cut short; `/status` and `/queue` answered without a
 run. Two API processes, one worker, beat, redis-server; a fake OpenAI server that paces its answers
-(``workers.testing.fake_openai.planned``) and a scripted orchestrator."""
+(``tests.support.fake_openai.planned``) and a scripted orchestrator."""
 
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ import pytest
 from clawbus_client import Client
 from clawbus_client.models import CommandReply, Run, SendResult, SpawnResult
 
-from tests.integration.conftest import TOKEN, Fresh
-from workers.testing.fake_openai import FakeOpenAI, fake_openai, planned, user_texts
-from workers.testing.processes import wait_for
+from tests.support.fake_openai import FakeOpenAI, fake_openai, planned, user_texts
+from tests.support.processes import wait_for
+from tests.support.stack import TOKEN, Fresh
 
 LEAVES = 2
 # A leaf's model step: far longer than any test waits, so a leaf that ends did so because it was killed.

@@ -13,10 +13,10 @@ import httpx
 from clawbus_client import Client
 from clawbus_client.models import SendResult
 
-from tests.integration.conftest import TOKEN, Fresh, Stack
-from tests.integration.test_orchestration import orchestra
+from tests.support.processes import wait_for
 from tests.support.sessions import first_run
-from workers.testing.processes import wait_for
+from tests.support.stack import TOKEN, Fresh, Stack
+from tests.support.stack_orchestra import orchestra
 
 
 def clawbus(stack_env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:

@@ -21,8 +21,8 @@ from shared.config import Config
 from shared.hot_window import slack
 from shared.store.keys import RedisKeys
 from shared.tools.history_view import text_of
-from tests.integration.conftest import TOKEN, Fresh
-from workers.testing.processes import free_port, wait_for
+from tests.support.processes import free_port, wait_for
+from tests.support.stack import TOKEN, Fresh
 
 HOT = 10
 BUCKET = "clawbus-cold"

@@ -5,27 +5,12 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import uuid
 
 from clawbus_client import Client
-from clawbus_client.models import SendResult
 
-from tests.integration.conftest import TOKEN, Fresh
-from tests.integration.test_flows import finished
+from tests.support.exchanges import SECRET, finished, send_with_announce_to
 from tests.support.fake_http import FakeServer, fake_server
-
-SECRET = "webhook-shared-secret"
-
-
-def send_with_announce_to(client: Client, channel: str) -> str:
-    """A session people reach through ``channel``, then a send to it: its announce goes to ``channel``."""
-    target = f"agent:main:{channel}:direct:{uuid.uuid4().hex[:6]}"
-    client.post_message(target, "hello", channel=channel, to="room-1", timeout_seconds=10)
-    sent = client.sessions_send(target, "news?", timeout_seconds=10, caller="agent:main:cron:desk")
-    assert isinstance(sent, SendResult)
-    assert sent.status == "ok"  # whatever becomes of the delivery
-    assert sent.flow_id is not None
-    return sent.flow_id
+from tests.support.stack import TOKEN, Fresh
 
 
 def verify(receiver: FakeServer) -> None:

@@ -11,9 +11,9 @@ import httpx
 from clawbus_client import Client
 from clawbus_client.models import CommandReply, SendResult, ToolFailure
 
-from tests.integration.conftest import TOKEN, Fresh, Stack
-from tests.integration.test_flows import chat, finished, unique
-from workers.testing.processes import wait_for
+from tests.support.exchanges import SECRET, chat, finished, send_with_announce_to, unique
+from tests.support.processes import wait_for
+from tests.support.stack import TOKEN, Fresh, Stack
 
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
@@ -96,7 +96,6 @@ def test_the_send_command_over_http_by_owner_and_by_non_owner(fresh: Fresh) -> N
 
 
 def test_every_task_of_a_flow_has_the_flow_as_its_celery_root(fresh: Fresh) -> None:
-    from tests.integration.test_delivery import SECRET, send_with_announce_to
     from tests.support.fake_http import fake_server
 
     with fake_server((200, {"ok": True})) as receiver:

@@ -13,12 +13,11 @@ from clawbus_client import Client
 from clawbus_client.models import SendResult
 
 from shared.processes import free_port
-from tests.integration.conftest import STACK_CONFIG, TOKEN, Fresh
-from tests.integration.test_delivery import SECRET, send_with_announce_to
-from tests.integration.test_flows import finished
+from tests.support.exchanges import SECRET, finished, send_with_announce_to
 from tests.support.fake_http import fake_server
+from tests.support.processes import Role, wait_for
+from tests.support.stack import STACK_CONFIG, TOKEN, Fresh
 from workers import queues
-from workers.testing.processes import Role, wait_for
 
 AUTH = ("ops", "flower-secret")
 

@@ -2,27 +2,15 @@
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import dataclass
 
 from clawbus_client import Client
-from clawbus_client.models import Flow, SendResult, SessionsHistoryResult
+from clawbus_client.models import SendResult, SessionsHistoryResult
 
 from shared.tools.history_view import run_of, text_of
-from tests.integration.conftest import TOKEN, Fresh
-from workers.testing.processes import wait_for
-
-
-def unique(agent: str) -> tuple[str, str]:
-    """A direct-chat session of ``agent`` and its webchat recipient."""
-    peer = uuid.uuid4().hex[:8]
-    return f"agent:{agent}:webchat:direct:{peer}", f"peer-{peer}"
-
-
-def chat(client: Client, key: str, to: str) -> None:
-    result = client.post_message(key, "hello", channel="webchat", to=to, timeout_seconds=20)
-    assert isinstance(result, SendResult)
-    assert result.status == "ok"
+from tests.support.exchanges import chat, finished, unique
+from tests.support.processes import wait_for
+from tests.support.stack import TOKEN, Fresh
 
 
 @dataclass(frozen=True)
@@ -46,10 +34,6 @@ def start_exchange(
     assert isinstance(sent, SendResult)
     assert sent.flow_id is not None
     return Exchange(sent, sent.flow_id, requester, target, bob)
-
-
-def finished(client: Client, flow_id: str, timeout: float = 30) -> Flow:
-    return wait_for(lambda: (f := client.get_flow(flow_id)).status == "done" and f, timeout, what="the flow")
 
 
 def history(client: Client, key: str) -> list[dict[str, object]]:

@@ -1,4 +1,4 @@
-"""workers/testing/forkserver.py: a forked child is the command as ``python -m`` runs it (its environment,
+"""tests/support/forkserver.py: a forked child is the command as ``python -m`` runs it (its environment,
 output, exit code, signals), and none outlives the test process that asked for it."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from workers.testing.forkserver import ForkServer
-from workers.testing.processes import REPO, role_env_base
+from tests.support.forkserver import ForkServer
+from tests.support.processes import REPO, role_env_base
 
 # Commands of the standard library: one that prints a variable of its environment and exits, one that runs
 # until it is signalled.

@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.integration.conftest import TOKEN, Stack
+from tests.support.stack import TOKEN, Stack
 
 PACKAGE = "clawbus_generated"
 

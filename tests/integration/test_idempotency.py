@@ -12,9 +12,9 @@ import pytest
 from clawbus_client import Client
 from clawbus_client.models import SendResult
 
-from tests.integration.conftest import TOKEN, Fresh
+from tests.support.processes import wait_for
+from tests.support.stack import TOKEN, Fresh
 from tests.support.tcp_proxy import TcpProxy
-from workers.testing.processes import wait_for
 
 pytestmark = pytest.mark.timeout(240)
 SENDS = 200

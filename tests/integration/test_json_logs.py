@@ -10,10 +10,10 @@ from typing import Any
 from clawbus_client import Client
 from clawbus_client.models import SendResult
 
-from tests.integration.conftest import TOKEN, Fresh
-from tests.integration.test_delivery import SECRET, send_with_announce_to
+from tests.support.exchanges import SECRET, send_with_announce_to
 from tests.support.fake_http import fake_server
-from workers.testing.processes import Role, wait_for
+from tests.support.processes import Role, wait_for
+from tests.support.stack import TOKEN, Fresh
 
 # A line of Celery's own format ("[2024-05-01 10:00:00,000: INFO/MainProcess] ..."): its handler wrote it.
 CELERY_FORMAT = re.compile(r"^\[\d{4}-\d\d-\d\d [\d:,]+: [A-Z]+/")

@@ -7,8 +7,8 @@ import uuid
 from clawbus_client import Client
 from clawbus_client.models import SpawnResult
 
-from tests.integration.conftest import TOKEN, Fresh
-from tests.integration.test_spawn import done, requester
+from tests.support.exchanges import finished, requester
+from tests.support.stack import TOKEN, Fresh
 
 
 def test_no_log_line_carries_a_token_or_an_attachment(fresh: Fresh) -> None:
@@ -30,7 +30,7 @@ def test_no_log_line_carries_a_token_or_an_attachment(fresh: Fresh) -> None:
                 caller=caller,
             )
         )
-        done(client, spawned.run_id)
+        finished(client, spawned.run_id)
         client.sessions_history(spawned.child_session_key, include_tools=True, caller=caller)
     assert "clawbus.run" in worker.output()  # the worker logged the work it did
     for output in (worker.output(), api.output()):

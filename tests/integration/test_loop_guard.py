@@ -9,8 +9,8 @@ from typing import Any
 from clawbus_client import Client
 from clawbus_client.models import SendResult, SessionsHistoryResult
 
-from tests.integration.conftest import TOKEN, Fresh
-from workers.testing.processes import wait_for
+from tests.support.processes import wait_for
+from tests.support.stack import TOKEN, Fresh
 
 PING, PONG = "agent:ping:main", "agent:pong:main"
 MAX_HOPS = 3

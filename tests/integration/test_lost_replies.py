@@ -15,9 +15,9 @@ from shared.runs import ClaimOutcome
 from shared.store import Store
 from shared.store.scripts import Scripts
 from tests.conftest import make_config
+from tests.support.processes import RedisServer
 from tests.support.runs import KEY, accept, claim, ok
 from tests.support.tcp_proxy import TcpProxy
-from workers.testing.processes import RedisServer
 
 
 @pytest.fixture

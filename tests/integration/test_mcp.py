@@ -16,9 +16,9 @@ from clawbus_client.models import SessionsHistoryResult
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.integration.conftest import TOKEN, Stack
+from tests.support.processes import wait_for
 from tests.support.sessions import first_run
-from workers.testing.processes import wait_for
+from tests.support.stack import TOKEN, Stack
 
 
 @asynccontextmanager

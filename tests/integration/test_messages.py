@@ -14,10 +14,10 @@ from celery import Celery
 
 from shared.config import Config
 from shared.runs import LaneHead
+from tests.support.processes import RedisServer
 from workers import queues
 from workers.celery_app import create_app
 from workers.dispatch import CeleryDispatcher
-from workers.testing.processes import RedisServer
 
 HEAD = LaneHead("run-1", "agent:main:main", "send", "flow-1")
 

@@ -7,8 +7,8 @@ from clawbus_client import Client
 from clawbus_client.models import SendResult
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.integration.conftest import TOKEN, Fresh
-from tests.integration.test_flows import finished
+from tests.support.exchanges import finished
+from tests.support.stack import TOKEN, Fresh
 
 
 def scrape(url: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:

@@ -17,9 +17,9 @@ from clawbus_client import Client
 from clawbus_client.models import SendResult, SessionsHistoryResult
 
 from shared.tools.history_view import text_of
-from tests.integration.conftest import TOKEN, Fresh
-from workers.testing.fake_openai import FakeOpenAI, Reply, fake_openai, paced
-from workers.testing.processes import start_worker
+from tests.support.fake_openai import FakeOpenAI, Reply, fake_openai, paced
+from tests.support.processes import start_worker
+from tests.support.stack import TOKEN, Fresh
 
 RUNS = 100
 STREAM_SECONDS = 1.0

@@ -28,8 +28,7 @@ from clawbus_client.models import Run, SendResult, SpawnResult
 
 from shared.store.keys import RedisKeys
 from shared.traffic import CLASS_OF_KIND, CLASSES
-from tests.integration.conftest import TOKEN, Fresh
-from workers.testing.fake_openai import (
+from tests.support.fake_openai import (
     FakeOpenAI,
     ProviderLimits,
     Reply,
@@ -39,7 +38,8 @@ from workers.testing.fake_openai import (
     tool,
     user_texts,
 )
-from workers.testing.processes import Role, wait_for
+from tests.support.processes import Role, wait_for
+from tests.support.stack import TOKEN, Fresh
 
 CONCURRENT = 2
 RPM = 60

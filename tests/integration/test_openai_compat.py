@@ -19,8 +19,7 @@ import pytest
 from clawbus_client import Client
 
 from shared.store.keys import RedisKeys
-from tests.integration.conftest import STACK_CONFIG, TOKEN, Fresh
-from workers.testing.processes import (
+from tests.support.processes import (
     RedisServer,
     Role,
     role_env,
@@ -30,6 +29,7 @@ from workers.testing.processes import (
     wait_for,
     write_config,
 )
+from tests.support.stack import STACK_CONFIG, TOKEN, Fresh
 
 ENABLED = {
     "gateway": {"http": {"endpoints": {"chatCompletions": {"enabled": True}, "responses": {"enabled": True}}}}

@@ -11,8 +11,8 @@ from clawbus_client import Client
 from clawbus_client.models import SendResult, SessionsHistoryResult
 
 from shared.tools.history_view import run_of, text_of
-from tests.integration.conftest import TOKEN, Fresh
-from workers.testing.processes import wait_for
+from tests.support.processes import wait_for
+from tests.support.stack import TOKEN, Fresh
 
 
 def slow_key(client: Client) -> str:

@@ -12,9 +12,9 @@ import pytest
 from clawbus_client import Client
 from clawbus_client.models import SendResult
 
-from tests.integration.conftest import STACK_CONFIG, TOKEN, Fresh
-from workers.testing.outage import OUTAGE_CONFIG, failover_under_load, restart_under_load, worker_logs
-from workers.testing.processes import wait_for
+from tests.support.outage import OUTAGE_CONFIG, failover_under_load, restart_under_load, worker_logs
+from tests.support.processes import wait_for
+from tests.support.stack import STACK_CONFIG, TOKEN, Fresh
 
 # The outages' fleet configuration, runs at their defaults (a 60 s dispatch grace): what brings a lost
 # message back in seconds is the recovery pass.

@@ -8,8 +8,8 @@ from typing import Any
 import httpx
 from clawbus_client import Client
 
-from tests.integration.conftest import STACK_CONFIG, TOKEN, Fresh
-from workers.testing.processes import free_port, replica_of, wait_for
+from tests.support.processes import free_port, replica_of, wait_for
+from tests.support.stack import STACK_CONFIG, TOKEN, Fresh
 
 # A second: with 200 ms, CI on a loaded 2-core machine once saw an accept refused with a replica attached
 # (most likely its confirmation came late; the assertions now print the answer).

@@ -20,10 +20,10 @@ from clawbus_client import ClawbusError, Client
 from clawbus_client.models import Run, SendResult, SessionsHistoryResult, SpawnResult
 
 from shared.tools.history_view import text_of
-from tests.integration.conftest import TOKEN, Fresh
+from tests.support.fake_openai import FakeOpenAI, Reply, fake_openai, paced, text
+from tests.support.processes import wait_for
 from tests.support.sessions import first_run
-from workers.testing.fake_openai import FakeOpenAI, Reply, fake_openai, paced, text
-from workers.testing.processes import wait_for
+from tests.support.stack import TOKEN, Fresh
 
 # About six seconds of talking, in chunks of four characters every ~50 ms.
 LONG = "A long answer that the model takes its time to write, word by word. " * 7

@@ -12,8 +12,8 @@ import httpx
 from clawbus_client import Client
 from clawbus_client.models import RunStatus, SendResult
 
-from tests.integration.conftest import TOKEN, Fresh
-from workers.testing.processes import Role, wait_for
+from tests.support.processes import Role, wait_for
+from tests.support.stack import TOKEN, Fresh
 
 HEADERS = {"Authorization": f"Bearer {TOKEN}"}
 

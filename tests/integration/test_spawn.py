@@ -10,20 +10,12 @@ from typing import Any
 
 import pytest
 from clawbus_client import ClawbusError, Client
-from clawbus_client.models import Flow, SendResult, SessionsHistoryResult, SpawnResult
+from clawbus_client.models import SendResult, SessionsHistoryResult, SpawnResult
 
 from shared.tools.history_view import text_of
-from tests.integration.conftest import TOKEN, Fresh
-from workers.testing.processes import wait_for
-
-
-def requester(client: Client) -> tuple[str, str]:
-    """A session someone wrote in over webchat: its announces are posted there."""
-    peer = uuid.uuid4().hex[:8]
-    key = f"agent:main:webchat:direct:{peer}"
-    result = client.post_message(key, "hello", channel="webchat", to=peer, timeout_seconds=20)
-    assert isinstance(result, SendResult)
-    return key, peer
+from tests.support.exchanges import finished, requester
+from tests.support.processes import wait_for
+from tests.support.stack import TOKEN, Fresh
 
 
 def spawn(client: Client, caller: str, **args: Any) -> SpawnResult:
@@ -32,12 +24,6 @@ def spawn(client: Client, caller: str, **args: Any) -> SpawnResult:
     )
     assert result.status == "accepted"
     return result
-
-
-def done(client: Client, flow_id: str, timeout: float = 40) -> Flow:
-    return wait_for(
-        lambda: (f := client.get_flow(flow_id)).status == "done" and f, timeout, what="the spawn flow"
-    )
 
 
 def notes(client: Client, session_key: str) -> list[dict[str, Any]]:
@@ -56,7 +42,7 @@ def test_spawn_returns_before_the_child_runs_and_the_announce_arrives_later(clie
     result = spawn(client, caller, agentId="slow", label=f"digger-{peer}")
     # Returned at once: the child's run (a 3 s model) had not ended when the call came back.
     assert client.get_run(result.run_id).status in ("queued", "running")
-    flow = done(client, result.run_id)
+    flow = finished(client, result.run_id)
     assert [s.step for s in flow.steps] == ["run", "subagent_announce", "relay", "deliver"]
     [note] = wait_for(lambda: notes(client, caller), 20, what="the report in the requester's transcript")
     assert text_of(note).startswith("Status: success\nResult: echo: Sub-agent announce step.\n")
@@ -69,7 +55,7 @@ def test_spawn_returns_before_the_child_runs_and_the_announce_arrives_later(clie
 def test_a_failing_child_announces_error_whatever_its_report_says(client: Client) -> None:
     caller, _peer = requester(client)
     result = spawn(client, caller, agentId="scripted", task="fail please")
-    done(client, result.run_id)
+    finished(client, result.run_id)
     [report] = [text_of(note) for note in notes(client, caller)]
     assert report.splitlines()[:4] == [
         "Status: error",
@@ -82,7 +68,7 @@ def test_a_failing_child_announces_error_whatever_its_report_says(client: Client
 def test_a_child_over_its_run_timeout_announces_timeout(client: Client) -> None:
     caller, _peer = requester(client)
     result = spawn(client, caller, agentId="slow", runTimeoutSeconds=1)
-    done(client, result.run_id)
+    finished(client, result.run_id)
     [report] = [text_of(note) for note in notes(client, caller)]
     assert report.startswith("Status: timeout\n")
     assert client.get_run(result.run_id).status == "timeout"
@@ -92,7 +78,7 @@ def test_a_child_over_its_run_timeout_announces_timeout(client: Client) -> None:
 def test_announce_skip_is_silent(client: Client) -> None:
     caller, peer = requester(client)
     result = spawn(client, caller, agentId="quiet")
-    flow = done(client, result.run_id)
+    flow = finished(client, result.run_id)
     assert flow.delivery_status == "skipped"
     assert posted(client, peer) == []
 
@@ -100,7 +86,7 @@ def test_announce_skip_is_silent(client: Client) -> None:
 def test_cleanup_delete_removes_the_child(client: Client) -> None:
     caller, peer = requester(client)
     result = spawn(client, caller, cleanup="delete")
-    done(client, result.run_id)
+    finished(client, result.run_id)
     assert len(posted(client, peer)) == 1
     with pytest.raises(ClawbusError) as caught:
         client.get_session(result.child_session_key)
@@ -118,7 +104,7 @@ def test_a_worker_killed_during_the_child_run_still_gives_exactly_one_announce(f
         wait_for(lambda: client.get_run(result.run_id).status == "running", 20, what="the child to run")
         doomed.kill()
         fresh.worker(concurrency=2)
-        done(client, result.run_id, timeout=60)
+        finished(client, result.run_id, timeout=60)
         assert len(posted(client, peer)) == 1
         assert len(wait_for(lambda: notes(client, caller), 20, what="the report")) == 1
         assert client.get_run(result.run_id).attempts == 2
@@ -129,7 +115,7 @@ def test_a_session_mode_child_takes_follow_up_messages(client: Client) -> None:
     client.post_message(caller, "hello", channel="discord", timeout_seconds=20)
     result = spawn(client, caller, thread=True)
     assert result.mode == "session"
-    done(client, result.run_id)
+    finished(client, result.run_id)
     follow_up = client.post_message(result.child_session_key, "and one more thing", timeout_seconds=20)
     assert isinstance(follow_up, SendResult)
     assert follow_up.reply == "echo: and one more thing"
@@ -174,7 +160,7 @@ def test_the_archive_sweep_archives_ended_children_after_the_configured_minutes(
         with Client(url, TOKEN) as client:
             caller, _peer = requester(client)
             child = spawn(client, caller, label="research")
-            flow = done(client, child.run_id)
+            flow = finished(client, child.run_id)
             path = Path(listed(client)[child.child_session_key].transcript_path or "")
             due = server.client().zscore(due_index, child.child_session_key)
             if archived:

@@ -14,9 +14,9 @@ from clawbus_client import Client
 from clawbus_client.models import SendResult
 from httpx_sse import connect_sse
 
-from tests.integration.conftest import TOKEN, Fresh
-from workers.testing.fake_openai import FakeOpenAI, fake_openai, paced
-from workers.testing.processes import wait_for
+from tests.support.fake_openai import FakeOpenAI, fake_openai, paced
+from tests.support.processes import wait_for
+from tests.support.stack import TOKEN, Fresh
 
 ANSWER = "The answer streams in, piece by piece, over about two seconds of talking."
 

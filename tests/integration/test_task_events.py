@@ -15,8 +15,8 @@ from typing import Any
 import redis
 from clawbus_client import Client
 
-from tests.integration.conftest import TOKEN, Fresh
-from workers.testing.processes import wait_for
+from tests.support.processes import wait_for
+from tests.support.stack import TOKEN, Fresh
 
 RUNS = 12
 SLOTS = 2

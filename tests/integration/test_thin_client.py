@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.conftest import TOKEN, Stack
-from workers.testing.processes import REPO
+from tests.support.processes import REPO
+from tests.support.stack import TOKEN, Stack
 
 SERVER_PACKAGES = ("celery", "kombu", "redis", "fastapi", "starlette", "flower", "mcp", "a2a-sdk", "clawbus")
 

@@ -1,5 +1,5 @@
 """One trace per request across every hop, through real processes: an API and a worker sending their spans
-over OTLP/HTTP to a receiver that decodes them (workers/testing/otlp_receiver.py)."""
+over OTLP/HTTP to a receiver that decodes them (tests/support/otlp_receiver.py)."""
 
 from __future__ import annotations
 
@@ -12,13 +12,13 @@ import pytest
 from clawbus_client import Client
 from clawbus_client.models import SendResult
 
-from tests.integration.conftest import TOKEN, Fresh
-from tests.integration.test_delivery import send_with_announce_to
-from tests.integration.test_flows import finished as flow_finished
-from tests.integration.test_orchestration import LEAVES, finished, orchestra, requester, spawn_orchestrator
+from tests.support.exchanges import finished as flow_finished
+from tests.support.exchanges import send_with_announce_to
 from tests.support.fake_http import fake_server
-from workers.testing.otlp_receiver import ReceivedSpan, Receiver, otlp_receiver
-from workers.testing.processes import Role, wait_for
+from tests.support.otlp_receiver import ReceivedSpan, Receiver, otlp_receiver
+from tests.support.processes import Role, wait_for
+from tests.support.stack import TOKEN, Fresh
+from tests.support.stack_orchestra import LEAVES, finished, orchestra, requester, spawn_orchestrator
 
 pytestmark = pytest.mark.timeout(180)
 

@@ -14,7 +14,7 @@ from shared.clock import FixedClock
 from shared.store import Store
 from shared.traffic import CallLimits
 from tests.conftest import make_config
-from workers.testing.processes import RedisServer
+from tests.support.processes import RedisServer
 
 MODEL = "fake/m"
 

@@ -20,9 +20,9 @@ from shared.models import Run, RunStatus
 from shared.store.codec import encode
 from shared.store.keys import RedisKeys
 from shared.store.live import LiveStore
-from tests.integration.conftest import TOKEN, Fresh, Stack
+from tests.support.processes import RedisServer, free_port, wait_for
 from tests.support.runs import a_run
-from workers.testing.processes import RedisServer, free_port, wait_for
+from tests.support.stack import TOKEN, Fresh, Stack
 
 
 def slow_key(client: Client) -> str:

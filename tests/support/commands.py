@@ -26,8 +26,7 @@ class Chat:
     key: str = KEY
 
     def ctx(self) -> ToolContext:
-        w = self.world
-        return ToolContext.for_caller(w.config, w.store, w.dispatcher, self.key)
+        return self.world.context(self.key)
 
     def say(
         self, text: str, sender: str | None = PEER, channel: str | None = "telegram", **fields: Any

@@ -9,7 +9,6 @@ from shared.flows.context import FlowContext
 from shared.flows.engine import advance
 from shared.inbound import receive
 from shared.models import InboundMessageParams, Message
-from shared.tools.context import ToolContext
 from shared.tools.registry import TOOLS
 from shared.tools.spawn_schema import SpawnResult
 from workers.testing import World, world
@@ -44,7 +43,7 @@ def fleet(requester_rules: list[dict[str, Any]] | None = None) -> World:
 
 def spawned(w: World) -> SpawnResult:
     """The requester has a route (a chat message from ann), then spawns a researcher; all of it drained."""
-    requester = ToolContext.for_caller(w.config, w.store, w.dispatcher, REQUESTER)
+    requester = w.context(REQUESTER)
     receive(requester, InboundMessageParams(message="hi", channel="webchat", to="ann", timeout_seconds=0))
     w.drain()
     result = TOOLS["sessions_spawn"].invoke(requester, {"task": "find out", "agentId": "research"})

@@ -12,7 +12,7 @@ import yaml
 from api.cli import app
 from shared.config import load_config
 from shared.processes import Child, free_port, redis_server_binary, wait_for
-from workers.testing.processes import RedisServer
+from tests.support.processes import RedisServer
 
 REPO = Path(__file__).resolve().parents[2]
 

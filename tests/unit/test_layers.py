@@ -10,7 +10,7 @@ import functools
 from collections.abc import Iterator
 from pathlib import Path
 
-from workers.testing.processes import REPO
+from tests.support.processes import REPO
 
 # shared's layers, lowest first. A module is in the first layer one of whose patterns it matches.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
@@ -80,15 +80,18 @@ def modules() -> dict[str, Path]:
     return found
 
 
-def imports(path: Path, known: dict[str, Path]) -> Iterator[str]:
-    """The project modules ``path`` imports (``from x import y`` counts ``x.y`` when that is a module)."""
+def imported(path: Path) -> Iterator[str]:
+    """The names ``path`` imports (``from x import y`` counts ``x`` and ``x.y``: ``y`` may be a module)."""
     for node in ast.walk(ast.parse(path.read_text())):
-        names: list[str] = []
         if isinstance(node, ast.Import):
-            names = [alias.name for alias in node.names]
+            yield from (alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names = [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
-        yield from (name for name in names if name in known)
+            yield from (node.module, *(f"{node.module}.{alias.name}" for alias in node.names))
+
+
+def imports(path: Path, known: dict[str, Path]) -> Iterator[str]:
+    """The project modules ``path`` imports."""
+    return (name for name in imported(path) if name in known)
 
 
 @functools.cache
@@ -112,6 +115,17 @@ def test_packages_import_one_way() -> None:
         if PACKAGES[target.split(".")[0]] > PACKAGES[source.split(".")[0]]
     ]
     assert upward == []
+
+
+def test_the_shipped_packages_import_nothing_from_the_tests_or_the_benchmarks() -> None:
+    """tests/ and bench/ are not in the wheel (pyproject's package list): nothing installed may need them."""
+    reaching = [
+        f"{source} -> {name}"
+        for source, path in modules().items()
+        for name in imported(path)
+        if name.split(".")[0] in {"tests", "bench"}
+    ]
+    assert reaching == []
 
 
 def test_no_module_of_shared_imports_a_higher_layer() -> None:

@@ -20,7 +20,7 @@ from shared.runtime.registry import runtime_for
 from shared.store import Store
 from shared.traffic import CallLimits
 from tests.conftest import WorldFactory
-from workers.testing.fake_openai import FakeOpenAI, failure, fake_openai, text
+from tests.support.fake_openai import FakeOpenAI, failure, fake_openai, text
 
 MODEL = "fake/m"
 

@@ -15,57 +15,10 @@ from shared.submit import submit
 from shared.tools.context import ToolContext
 from shared.tools.registry import TOOLS
 from shared.tools.spawn_schema import SpawnResult
+from tests.support.world_orchestra import MAIN, config, runs_of, spawn_orchestrator
 from workers import lanes
 from workers.context import WorkerContext
 from workers.testing import World, world
-
-MAIN = "agent:main:main"
-LEAF_TASK = "[Subagent Task]: leaf"
-
-
-def leaf_spawn(label: str) -> dict[str, Any]:
-    return {"name": "sessions_spawn", "args": {"task": "leaf", "label": label}}
-
-
-def config(max_depth: int = 2, **subagents: Any) -> dict[str, Any]:
-    return {
-        "agents": {
-            "defaults": {"subagents": {"maxSpawnDepth": max_depth, **subagents}},
-            "list": [{"id": "main", "default": True, "model": "script/orchestra"}],
-        },
-        "tools": {"sessions": {"visibility": "all"}},
-        "models": {
-            "providers": {
-                "script": {
-                    "type": "script",
-                    "models": ["orchestra"],
-                    "rules": [
-                        # The orchestrator fans out to three leaves in one step, then yields.
-                        {
-                            "match": r"^\[Subagent Task\]: orchestrate",
-                            "tools": [leaf_spawn("a"), leaf_spawn("b"), leaf_spawn("c")],
-                        },
-                        {"match": r'"childSessionKey"', "tool": {"name": "sessions_yield", "args": {}}},
-                        {"match": r"^\[Subagent Task\]: leaf", "reply": "leaf done"},
-                        {"match": r"^Your sub-agents reported \(3\)", "reply": "all three are in"},
-                        {"match": r"^Sub-agent announce step\.$", "reply": "Result: synthesized"},
-                    ],
-                }
-            }
-        },
-    }
-
-
-def spawn_orchestrator(w: World) -> SpawnResult:
-    ctx = ToolContext.for_caller(w.config, w.store, w.dispatcher, MAIN)
-    result = TOOLS["sessions_spawn"].invoke(ctx, {"task": "orchestrate", "label": "boss"})
-    assert isinstance(result, SpawnResult), result
-    return result
-
-
-def runs_of(w: World, session_key: str) -> list[Any]:
-    lane_runs = [m.run_id for m in w.store.transcripts.all(session_key) if m.role == "user"]
-    return [w.store.runs.get(run_id) for run_id in dict.fromkeys(r for r in lane_runs if r)]
 
 
 def test_an_orchestrator_yields_is_woken_once_with_three_reports_and_reports_once() -> None:
@@ -130,7 +83,7 @@ def test_spawn_limits_are_refused_naming_the_limit(
     settings: dict[str, Any], args: dict[str, Any], error: str
 ) -> None:
     w = world(config(**settings))
-    ctx = ToolContext.for_caller(w.config, w.store, w.dispatcher, MAIN)
+    ctx = w.context(MAIN)
     outcomes = [TOOLS["sessions_spawn"].invoke(ctx, {"task": "leaf", **args}) for _ in range(3)]
     refused = [o for o in outcomes if isinstance(o, ToolFailure)]
     assert refused
@@ -142,7 +95,7 @@ def test_a_leaf_at_max_spawn_depth_may_not_spawn_and_its_role_says_so() -> None:
     boss = spawn_orchestrator(w)
     w.drain(follow_inline=True)
     leaf_key = w.store.sessions.children(boss.child_session_key)[0]
-    ctx = ToolContext.for_caller(w.config, w.store, w.dispatcher, leaf_key)
+    ctx = w.context(leaf_key)
     refused = TOOLS["sessions_spawn"].invoke(ctx, {"task": "deeper"})
     assert isinstance(refused, ToolFailure)
     assert refused.error == (
@@ -154,7 +107,7 @@ def test_the_list_rows_carry_depth_role_and_spawner() -> None:
     w = world(config())
     boss = spawn_orchestrator(w)
     w.drain(follow_inline=True)
-    ctx = ToolContext.for_caller(w.config, w.store, w.dispatcher, MAIN)
+    ctx = w.context(MAIN)
     listed = TOOLS["sessions_list"].invoke(ctx, {"limit": 50})
     rows = {row.key: row for row in listed.sessions}  # type: ignore[union-attr]
     assert (rows[boss.child_session_key].spawn_depth, rows[boss.child_session_key].spawned_by) == (1, MAIN)
@@ -174,7 +127,7 @@ def yielded_tree(w: World) -> SpawnResult:
 
 
 def tool(w: World, caller: str, name: str, **args: Any) -> Any:
-    return TOOLS[name].invoke(ToolContext.for_caller(w.config, w.store, w.dispatcher, caller), args)
+    return TOOLS[name].invoke(w.context(caller), args)
 
 
 def test_while_yielded_the_status_card_and_the_parents_list_say_waiting() -> None:

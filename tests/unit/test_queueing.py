@@ -10,7 +10,6 @@ import pytest
 from shared.inbound import receive
 from shared.models import CommandReply, InboundMessageParams, RunStatus, ToolFailure
 from shared.sessions import SessionPatch
-from shared.tools.context import ToolContext
 from shared.tools.registry import TOOLS
 from shared.tools.send_schema import SendResult
 from tests.support.replies import reply_lost
@@ -27,7 +26,7 @@ def busy_world(**queue: Any) -> World:
 
 
 def say(w: World, text: str, **fields: Any) -> Any:
-    ctx = ToolContext.for_caller(w.config, w.store, w.dispatcher, KEY)
+    ctx = w.context(KEY)
     result = receive(
         ctx, InboundMessageParams.model_validate({"message": text, "timeoutSeconds": 0, **fields})
     )
@@ -190,7 +189,7 @@ def test_the_queue_command_sets_and_resets_the_sessions_mode() -> None:
 
 def test_a_send_to_a_busy_session_may_reject_or_interrupt_but_never_drops_agent_traffic() -> None:
     w = busy_world()
-    ctx = ToolContext.for_caller(w.config, w.store, w.dispatcher, "main")
+    ctx = w.context("main")
     head = w.store.runs.lane(KEY)[0]
     refused = TOOLS["sessions_send"].invoke(
         ctx, {"sessionKey": KEY, "message": "m", "timeoutSeconds": 0, "queueMode": "reject"}
@@ -209,7 +208,7 @@ def test_a_send_to_a_busy_session_may_reject_or_interrupt_but_never_drops_agent_
 
 def test_the_status_card_says_the_mode_a_message_would_meet_and_where_it_comes_from() -> None:
     w = busy_world(mode="followup", byChannel={"webchat": "collect"})
-    ctx = ToolContext.for_caller(w.config, w.store, w.dispatcher, KEY)
+    ctx = w.context(KEY)
 
     def card() -> tuple[str, str]:
         status = TOOLS["session_status"].invoke(ctx, {})

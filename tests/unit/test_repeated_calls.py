@@ -14,14 +14,13 @@ import pytest
 from shared.inbound import receive
 from shared.models import InboundMessageParams, RunStatus
 from shared.store import scripts
-from shared.tools.context import ToolContext
 from shared.tools.registry import TOOLS
 from shared.tools.send_schema import SendResult
 from shared.tools.spawn_schema import SpawnResult
 from tests.support.replies import reply_lost
 from tests.support.sessions import open_sessions
-from tests.unit.test_orchestration import MAIN, runs_of, spawn_orchestrator
-from tests.unit.test_orchestration import config as orchestra_config
+from tests.support.world_orchestra import MAIN, runs_of, spawn_orchestrator
+from tests.support.world_orchestra import config as orchestra_config
 from workers.testing import World, world
 
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
@@ -51,7 +50,7 @@ def outcome(w: World, keys: Callable[[World], list[str]]) -> list[Any]:
 
 
 def an_exchange(w: World) -> None:
-    ctx = ToolContext.for_caller(w.config, w.store, w.dispatcher, REQUESTER)
+    ctx = w.context(REQUESTER)
     # Someone wrote in the requester's session first: it has a route, so reply turns come back to it.
     said = receive(ctx, InboundMessageParams.model_validate({"message": "hello", "timeoutSeconds": 0}))
     assert isinstance(said, SendResult), said
@@ -62,7 +61,7 @@ def an_exchange(w: World) -> None:
 
 
 def a_spawn(w: World) -> None:
-    ctx = ToolContext.for_caller(w.config, w.store, w.dispatcher, REQUESTER)
+    ctx = w.context(REQUESTER)
     spawned = TOOLS["sessions_spawn"].invoke(ctx, {"task": "count to three", "label": "counter"})
     assert isinstance(spawned, SpawnResult), spawned
     w.drain(follow_inline=True)

@@ -9,13 +9,11 @@ them, then the flow steps, through the functions the tasks call (``workers.lanes
 (the clock moves on by it). What dramatiq's stub broker and arq's burst worker are to their users.
 
     w = world({"agents": {"list": [{"id": "main", "default": True}]}})
-    ... call a tool (ToolContext.for_caller(w.config, w.store, w.dispatcher, "main")) ...
+    TOOLS["sessions_send"].invoke(w.context("main"), {...})   # a tool called as session "main"
     w.drain()        # every run, flow step and delivery, until nothing is left
 
-Its modules, imported on their own, are what the integration tests and the benchmarks (``bench/``) run on
-real processes: ``processes`` (a private redis-server and its replicas, the ``clawbus`` roles), ``sentinel``
-(a Redis Sentinel set), ``outage`` (load through a Redis restart or a failover) and ``fake_openai`` (a
-scripted OpenAI-compatible model server).
+What the repository's own tests run on real processes (redis-server, workers, a fake model server) is not
+shipped: docs/testing.md describes both.
 """
 
 from __future__ import annotations
@@ -35,6 +33,7 @@ from shared.execution import Attempt, AttemptResult
 from shared.flows.engine import perform
 from shared.runs import Enqueue, LaneHead
 from shared.store import Store
+from shared.tools.context import ToolContext
 from workers import lanes
 from workers.context import WorkerContext
 
@@ -103,6 +102,10 @@ class World:
     store: Store
     dispatcher: InlineDispatcher
     clock: FixedClock
+
+    def context(self, caller: str = "main") -> ToolContext:
+        """A tool call's context as ``caller`` (a session key as a client writes it) makes it."""
+        return ToolContext.for_caller(self.config, self.store, self.dispatcher, caller)
 
     def drain(self, follow_inline: bool = False) -> list[str]:
         return drain(self.store, self.config, self.dispatcher, follow_inline)

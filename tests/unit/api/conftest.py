@@ -15,9 +15,8 @@ from shared.config import Config
 from shared.store import Store
 from shared.store.live import LiveStore
 from tests.conftest import make_config
+from tests.support.api_app import TOKEN
 from workers.testing import InlineDispatcher
-
-TOKEN = "unit-token"
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from api.services import Services
 from shared.config import Config, ConfigError
 from shared.store import Store
 from tests.conftest import make_config
-from tests.unit.api.conftest import TOKEN
+from tests.support.api_app import TOKEN
 from workers.testing import InlineDispatcher, drain
 
 

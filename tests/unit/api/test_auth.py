@@ -2,70 +2,25 @@
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
 
-import fakeredis
 import pytest
 from fastapi.testclient import TestClient
 
-from api.app import create_app
 from api.auth import plain_text_tokens, principal_for
-from api.services import Services
-from api.waits import RunWaiter
 from shared.config import Config, TokenSpec
-from shared.store import Store
-from shared.store.live import LiveStore
-from tests.conftest import make_config
-from workers.testing import InlineDispatcher
-
-RESEARCH = "research-token-0123456789"
-OWNER = "owner-token-0123456789abc"
-OPERATOR = "plain-operator-token"
-
-
-def hashed(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
-
-
-@pytest.fixture
-def config() -> Config:
-    return make_config(
-        {
-            "gateway": {
-                "auth": {
-                    "tokens": [
-                        OPERATOR,
-                        {"name": "research-bot", "sha256": hashed(RESEARCH), "agents": ["research"]},
-                        {"name": "admin", "sha256": hashed(OWNER), "agents": ["*"], "owner": True},
-                    ]
-                }
-            },
-            "commands": {"ownerAllowFrom": ["webchat:boss"]},
-        }
-    )
-
-
-@pytest.fixture
-def http(config: Config) -> Iterator[TestClient]:
-    server = fakeredis.FakeServer()
-    store = Store(fakeredis.FakeRedis(server=server, decode_responses=True), config)
-
-    def build(config: Config) -> Services:
-        async_redis = fakeredis.FakeAsyncRedis(server=server, decode_responses=True)
-        live = LiveStore.on(async_redis, store.keys)
-        return Services(config, store, InlineDispatcher(store.redis), RunWaiter(live), live)
-
-    with TestClient(create_app(config, services=build)) as client:
-        yield client
-
-
-def as_token(token: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {token}"}
+from tests.support.scoped_tokens import (  # noqa: F401 (fixtures)
+    OPERATOR,
+    OWNER,
+    RESEARCH,
+    as_token,
+    hashed,
+    scoped_config,
+    scoped_http,
+)
 
 
 def send(http: TestClient, token: str, caller: str, target: str = "cron:x") -> int:

@@ -12,7 +12,8 @@ from shared.budgets import UNLIMITED, Override, day_of
 from shared.config import Config
 from shared.store import Store
 from tests.conftest import make_config
-from tests.unit.api.conftest import TOKEN
+from tests.support.api_app import TOKEN
+from tests.support.budgets import spend
 
 AGENT_TOKEN = "research-only-token-0123"
 
@@ -34,18 +35,6 @@ def api_config() -> Config:
             },
         }
     )
-
-
-def spend(store: Store, agent_id: str, usd_micros: int, tokens: int, root: str | None = None) -> None:
-    """What ``agent_id``'s settled calls spent today (and ``root``'s tree), as the budget scripts keep it."""
-    now = store.clock.now_ms()
-    keys = store.keys
-    store.redis.hset(
-        keys.budget_spent(agent_id, day_of(now)), mapping={"usdMicros": usd_micros, "tokens": tokens}
-    )
-    if root:
-        store.redis.hset(keys.tree_spent(root), mapping={"usdMicros": usd_micros, "tokens": tokens})
-        store.redis.zadd(keys.trees_active(), {root: now})
 
 
 def test_budgets_show_each_agents_spend_today_against_its_configured_budget(

@@ -22,7 +22,7 @@ from shared.config import Config
 from shared.runs import Enqueue, LaneHead
 from shared.store import Store
 from tests.conftest import make_config
-from tests.unit.api.conftest import TOKEN
+from tests.support.api_app import TOKEN
 from workers.testing import InlineDispatcher, drain_runs
 
 MAX_WAIT = 1

@@ -10,7 +10,7 @@ from shared.config import Config
 from shared.store import Store
 from shared.traffic import CallLimits
 from tests.conftest import make_config
-from tests.unit.api.conftest import TOKEN
+from tests.support.api_app import TOKEN
 
 MODEL = "fake/fast"
 LIMITS = CallLimits(requests_per_minute=60, concurrent=1)

@@ -14,7 +14,7 @@ from api.metrics import wait_buckets
 from shared.store import Store
 from shared.trace_context import exemplar as trace_exemplar
 from shared.traffic import CallLimits
-from tests.unit.api.test_budgets import spend
+from tests.support.budgets import spend
 
 MODEL = "fake/fast"
 

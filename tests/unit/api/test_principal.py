@@ -10,11 +10,11 @@ from fastapi.testclient import TestClient
 from api.app import create_app
 from api.services import Services
 from tests.conftest import make_config
-from tests.unit.api.conftest import TOKEN
-from tests.unit.api.test_auth import OWNER, RESEARCH, as_token, config, http  # noqa: F401 (fixtures)
+from tests.support.api_app import TOKEN
+from tests.support.scoped_tokens import OWNER, RESEARCH, as_token, scoped_config, scoped_http  # noqa: F401 (fixtures)
 
 
-def test_a_scoped_token_is_told_its_agents_and_their_main_sessions(http: TestClient) -> None:  # noqa: F811
+def test_a_scoped_token_is_told_its_agents_and_their_main_sessions(http: TestClient) -> None:
     me = http.get("/v1/me", headers=as_token(RESEARCH))
     assert me.status_code == 200
     assert me.json() == {
@@ -26,14 +26,14 @@ def test_a_scoped_token_is_told_its_agents_and_their_main_sessions(http: TestCli
     }
 
 
-def test_an_owner_token_for_every_agent_is_told_each_configured_agent(http: TestClient) -> None:  # noqa: F811
+def test_an_owner_token_for_every_agent_is_told_each_configured_agent(http: TestClient) -> None:
     me = http.get("/v1/me", headers=as_token(OWNER)).json()
     assert me["owner"] is True
     assert me["mainSessions"] == [f"agent:{agent}:main" for agent in me["agents"]]
     assert "research" in me["agents"]
 
 
-def test_a_wrong_token_is_401(http: TestClient) -> None:  # noqa: F811
+def test_a_wrong_token_is_401(http: TestClient) -> None:
     assert http.get("/v1/me", headers=as_token("nope")).status_code == 401
 
 

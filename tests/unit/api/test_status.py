@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from fastapi.testclient import TestClient
 
-from tests.unit.api.test_auth import OWNER, RESEARCH, as_token, config, http  # noqa: F401 (fixtures)
+from tests.support.scoped_tokens import OWNER, RESEARCH, as_token, scoped_config, scoped_http  # noqa: F401 (fixtures)
 
 LANE = "agent:main:cron:inflight"
 
 
-def test_work_in_flight_lists_each_busy_lane_and_the_flows_in_progress(http: TestClient) -> None:  # noqa: F811
+def test_work_in_flight_lists_each_busy_lane_and_the_flows_in_progress(http: TestClient) -> None:
     owner = as_token(OWNER)
     runs = [
         http.post(
@@ -31,5 +31,5 @@ def test_work_in_flight_lists_each_busy_lane_and_the_flows_in_progress(http: Tes
     assert len(http.get("/v1/inflight?limit=1", headers=owner).json()["lanes"]) == 1
 
 
-def test_work_in_flight_needs_an_owner_token(http: TestClient) -> None:  # noqa: F811
+def test_work_in_flight_needs_an_owner_token(http: TestClient) -> None:
     assert http.get("/v1/inflight", headers=as_token(RESEARCH)).status_code == 403

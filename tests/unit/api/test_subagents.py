@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 from shared.config import Config
 from shared.models import RunStatus
 from shared.store import Store
-from tests.unit.api.orchestra import MAIN, SCOPED_TOKEN, SECRET, orchestra_config, yielded_boss
+from tests.support.api_orchestra import MAIN, SCOPED_TOKEN, SECRET, orchestra_config, yielded_boss
 from workers.testing import InlineDispatcher, drain
 
 

@@ -10,7 +10,7 @@ from fastapi.testclient import TestClient
 
 from shared.config import Config
 from shared.store import Store
-from tests.unit.api.orchestra import MAIN, SCOPED_TOKEN, orchestra_config, yielded_boss
+from tests.support.api_orchestra import MAIN, SCOPED_TOKEN, orchestra_config, yielded_boss
 from workers.testing import InlineDispatcher, drain
 
 

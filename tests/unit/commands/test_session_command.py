@@ -13,7 +13,6 @@ from shared.commands.durations import iso
 from shared.commands.session import USAGE
 from shared.inbound import receive
 from shared.models import CommandReply, InboundMessageParams
-from shared.tools.context import ToolContext
 from shared.tools.registry import TOOLS
 from shared.tools.send_schema import SendResult
 from shared.tools.spawn_schema import SpawnResult
@@ -43,7 +42,7 @@ class Bound:
 
     def say(self, key: str, text: str) -> CommandReply | SendResult:
         w = self.world
-        ctx = ToolContext.for_caller(w.config, w.store, w.dispatcher, key)
+        ctx = w.context(key)
         result = receive(
             ctx,
             InboundMessageParams(
@@ -74,7 +73,7 @@ def bound(discord: FakeServer) -> Bound:
         }
     )
     w = world(config)
-    ctx = ToolContext.for_caller(w.config, w.store, w.dispatcher, CHANNEL)
+    ctx = w.context(CHANNEL)
     # The parent has talked in c1: a thread-bound child starts with its transcript (context fork).
     said = receive(ctx, InboundMessageParams(message="dig", channel="discord", to="c1", timeout_seconds=0))
     assert isinstance(said, SendResult), said

@@ -10,7 +10,6 @@ import pytest
 
 from shared.commands.durations import iso
 from shared.commands.subagents import HELP
-from shared.tools.context import ToolContext
 from shared.tools.registry import TOOLS
 from shared.tools.spawn_schema import SpawnResult
 from tests.support.commands import Chat
@@ -204,7 +203,7 @@ def test_kill_stops_a_running_sub_agent(chat: Chat) -> None:
 def test_kill_takes_the_whole_subtree(chat: Chat) -> None:
     boss = running(chat, "orchestrate", label="boss")
     w = chat.world
-    boss_ctx = ToolContext.for_caller(w.config, w.store, w.dispatcher, boss.child_session_key)
+    boss_ctx = w.context(boss.child_session_key)
     grandchild = TOOLS["sessions_spawn"].invoke(boss_ctx, {"task": "leaf work"})
     assert isinstance(grandchild, SpawnResult)
     answer = chat.command("/subagents kill 1")

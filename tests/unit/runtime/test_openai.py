@@ -18,8 +18,8 @@ from shared.runtime.base import CancelSignal, RunCancelled, RunTimedOut, StepReq
 from shared.runtime.openai import ModelRequestFailed, OpenAIRuntime, chat_messages
 from shared.runtime.registry import runtime_for
 from shared.tool_schemas import tool_schemas
-from workers.testing.fake_openai import FakeOpenAI, Reply, failure, fake_openai, paced, text, tool
-from workers.testing.processes import wait_for
+from tests.support.fake_openai import FakeOpenAI, Reply, failure, fake_openai, paced, text, tool
+from tests.support.processes import wait_for
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ import re
 from collections.abc import Iterator
 
 from shared.store.keys import RedisKeys
-from workers.testing.processes import REPO
+from tests.support.processes import REPO
 
 
 def built(keys: RedisKeys) -> Iterator[tuple[str, str]]:

@@ -31,7 +31,7 @@ def fleet() -> World:
 
 def talked(w: World, *texts: str) -> ToolContext:
     """The requester after a conversation: each text a message of ann's, answered."""
-    requester = ToolContext.for_caller(w.config, w.store, w.dispatcher, REQUESTER)
+    requester = w.context(REQUESTER)
     for text in texts:
         receive(requester, InboundMessageParams(message=text, channel="webchat", to="ann", timeout_seconds=0))
         w.drain()
@@ -78,7 +78,7 @@ def test_a_fork_needs_the_same_agent_and_a_transcript_to_fork() -> None:
         'context="fork" currently requires the same target agent as the requester; use context="isolated" '
         "for cross-agent spawns."
     )
-    silent = ToolContext.for_caller(w.config, w.store, w.dispatcher, "agent:main:cron:never-spoke")
+    silent = w.context("agent:main:cron:never-spoke")
     missing = spawn(silent, context="fork")
     assert isinstance(missing, ToolFailure)
     assert missing.error == 'context="fork" requested but the requester session transcript is not available.'

@@ -53,10 +53,10 @@ def test_the_accept_script_itself_enqueues_a_lane_head_and_only_the_head() -> No
 def test_drain_tries_a_delivery_again_after_its_backoff() -> None:
     with fake_server((503, {"error": "busy"}), (503, {"error": "busy"}), (200, {"ok": True})) as hook:
         w = world({**AGENTS, "channels": {"crm": {"type": "webhook", "url": hook.url, "secret": "s" * 16}}})
-        target = ToolContext.for_caller(w.config, w.store, w.dispatcher, "agent:main:crm:group:g1")
+        target = w.context("agent:main:crm:group:g1")
         receive(target, InboundMessageParams(message="hi", channel="crm", to="g1", timeout_seconds=0))
         w.drain()
-        ctx = ToolContext.for_caller(w.config, w.store, w.dispatcher, "agent:main:webchat:direct:op")
+        ctx = w.context("agent:main:webchat:direct:op")
         sent = TOOLS["sessions_send"].invoke(
             ctx, {"sessionKey": "agent:main:crm:group:g1", "message": "ping", "timeoutSeconds": 0}
         )

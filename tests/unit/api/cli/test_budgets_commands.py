@@ -18,9 +18,8 @@ from shared.config import Config
 from shared.store import Store
 from shared.traffic import CallLimits
 from tests.conftest import make_config
-from tests.unit.api.conftest import TOKEN
-from tests.unit.api.orchestra import client_through
-from tests.unit.api.test_budgets import spend
+from tests.support.api_app import TOKEN, client_through
+from tests.support.budgets import spend
 
 
 @pytest.fixture

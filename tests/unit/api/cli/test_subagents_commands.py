@@ -15,7 +15,8 @@ from typer.testing import CliRunner, Result
 from api.cli import app, orchestration
 from shared.config import Config
 from shared.store import Store
-from tests.unit.api.orchestra import MAIN, client_through, orchestra_config, yielded_boss
+from tests.support.api_app import client_through
+from tests.support.api_orchestra import MAIN, orchestra_config, yielded_boss
 from workers.testing import InlineDispatcher
 
 

@@ -209,7 +209,7 @@ class ForkServer:
     def __init__(self, cwd: Path, env: dict[str, str]) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self._server = subprocess.Popen(
-            [sys.executable, "-m", "workers.testing.forkserver", str(theirs.fileno())],
+            [sys.executable, "-m", "tests.support.forkserver", str(theirs.fileno())],
             pass_fds=[theirs.fileno()],
             cwd=cwd,
             env=env,

@@ -28,7 +28,7 @@ import httpx
 
 from shared.processes import wait_for
 from shared.tools.history_view import run_of
-from workers.testing.processes import (
+from tests.support.processes import (
     RedisServer,
     Role,
     role_env,
@@ -37,7 +37,7 @@ from workers.testing.processes import (
     start_worker,
     write_config,
 )
-from workers.testing.sentinel import MASTER_NAME, SentinelSet
+from tests.support.sentinel import MASTER_NAME, SentinelSet
 
 # A call refused while Redis is away answers this; anything else but 200 is a failure.
 REFUSED = 503

@@ -24,7 +24,7 @@ import redis
 
 from shared.processes import Child, Process, free_port, redis_server_argv, wait_for
 from shared.store.connection import answers
-from workers.testing.forkserver import ForkServer
+from tests.support.forkserver import ForkServer
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -37,7 +37,7 @@ _fork_lock = threading.Lock()
 
 
 def fork_roles(enabled: bool) -> None:
-    """Roles start as children of a fork server (workers/testing/forkserver.py) from now on, or (False)
+    """Roles start as children of a fork server (tests/support/forkserver.py) from now on, or (False)
     as interpreters of their own again, the fork server stopped. The tests fork them; the benchmarks, which
     find a role's process by its command line, do not."""
     global _fork_server, _forking

@@ -109,7 +109,7 @@ def otlp_receiver(port: int = 0) -> Iterator[Receiver]:
 
 
 def main() -> None:
-    """``python -m workers.testing.otlp_receiver PORT``: a receiver in a process of its own (a benchmark's,
+    """``python -m tests.support.otlp_receiver PORT``: a receiver in a process of its own (a benchmark's,
     so decoding spans takes none of the measuring process's time); prints how many spans it got when
     stopped (SIGTERM)."""
     import signal

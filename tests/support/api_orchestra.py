@@ -6,15 +6,13 @@ from __future__ import annotations
 
 from typing import Any
 
-import httpx
-from clawbus_client import Client
 from fastapi.testclient import TestClient
 
 from shared.config import Config
 from shared.execution import Attempt
 from shared.store import Store
 from tests.conftest import make_config
-from tests.unit.api.conftest import TOKEN
+from tests.support.api_app import TOKEN
 from workers import lanes
 from workers.context import WorkerContext
 from workers.testing import InlineDispatcher, drain
@@ -79,18 +77,3 @@ def yielded_boss(http: TestClient, config: Config, store: Store, dispatcher: Inl
     lanes.run_and_follow(worker, Attempt(head.run_id, head.session_key, owner="t", attempt=0))
     key: str = spawned["childSessionKey"]
     return key
-
-
-def client_through(http: TestClient) -> Client:
-    """The Python client, its requests answered by the in-process app (paths kept percent-encoded)."""
-
-    def through_the_app(request: httpx.Request) -> httpx.Response:
-        answer = http.request(
-            request.method,
-            request.url.raw_path.decode("ascii"),
-            content=request.content,
-            headers={"Content-Type": request.headers.get("Content-Type", "application/json")},
-        )
-        return httpx.Response(answer.status_code, content=answer.content, headers=answer.headers)
-
-    return Client("http://testserver", TOKEN, transport=httpx.MockTransport(through_the_app))

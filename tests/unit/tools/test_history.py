@@ -25,7 +25,7 @@ def put(store: Store, role: Role, text: str) -> None:
 def put_message(store: Store, message: Message) -> None:
     if not store.sessions.exists(KEY):
         store.sessions.create(new_entry(make_config(), KEY, 1))
-    store.redis.xadd(store.keys.transcript(KEY), {"m": message.model_dump_json(by_alias=True)})
+    store.transcripts.append(KEY, [message])
 
 
 def history(ctx: ToolContext, **args: object) -> SessionsHistoryResult:

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from shared.budgets import Override, day_of
+from shared.budgets import Override
 from shared.clock import FixedClock
 from shared.inbound import receive
 from shared.models import InboundMessageParams, ToolFailure
@@ -19,6 +19,7 @@ from shared.tools.registry import TOOLS
 from shared.tools.spawn_schema import SpawnResult
 from shared.tools.subagents_schema import SessionStatusCard
 from tests.conftest import WorldFactory
+from tests.support.budgets import spend
 from workers.testing import InlineDispatcher, drain
 
 MODELS: dict[str, Any] = {
@@ -250,8 +251,7 @@ def test_a_run_waiting_for_its_models_capacity_is_said_in_the_state_and_a_line_o
 def test_the_card_has_the_agents_spend_today_and_what_is_left_of_its_budget(world: WorldFactory) -> None:
     config, store, dispatcher = world({"agents": {"defaults": {"budget": {"dailyUsd": 2.0}}}})
     ctx = ToolContext.for_caller(config, store, dispatcher, "main")
-    spent = store.keys.budget_spent("main", day_of(store.clock.now_ms()))
-    store.redis.hset(spent, mapping={"usdMicros": 500_000, "tokens": 40})
+    spend(store, "main", 500_000, 40)
     details = card(ctx).wire()
     assert (details["spentUsd"], details["spentTokens"]) == (0.5, 40)
     assert details["budget"] == {"dailyUsd": 2.0, "leftUsd": 1.5, "source": "config"}

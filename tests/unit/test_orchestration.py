@@ -12,7 +12,6 @@ from shared.execution import Attempt
 from shared.models import RunStatus, ToolFailure
 from shared.runs import new_run
 from shared.submit import submit
-from shared.tools.context import ToolContext
 from shared.tools.registry import TOOLS
 from shared.tools.spawn_schema import SpawnResult
 from tests.support.world_orchestra import MAIN, config, runs_of, spawn_orchestrator
@@ -58,14 +57,6 @@ def test_an_orchestrator_yields_is_woken_once_with_three_reports_and_reports_onc
     after = w.store.sessions.get(boss.child_session_key)
     assert after is not None
     assert (after.pending_children, after.waiting) == (0, None)
-
-
-def test_a_yield_with_no_child_pending_is_an_error_and_the_turn_goes_on() -> None:
-    w = world(config())
-    ctx = ToolContext(w.config, w.store, w.dispatcher, MAIN, origin_run_id="r1")
-    refused = TOOLS["sessions_yield"].invoke(ctx, {})
-    assert isinstance(refused, ToolFailure)
-    assert "nothing to wait for" in refused.error
 
 
 @pytest.mark.parametrize(

@@ -564,28 +564,6 @@ def test_the_child_is_told_the_tools_its_configuration_gives_it(world: WorldFact
     assert "Your tools: sessions_list." in (run.context or "")
 
 
-def test_agents_list_puts_the_requester_first_then_the_allowed(world: WorldFactory) -> None:
-    config, store, dispatcher = world()
-    ctx = ToolContext.for_caller(config, store, dispatcher, CALLER)
-    assert TOOLS["agents_list"].invoke(ctx, {}).wire() == {
-        "requester": "main",
-        "allowAny": False,
-        "agents": [
-            {
-                "id": agent,
-                "configured": True,
-                "model": "echo/echo",
-                "agentRuntime": {"id": "auto", "source": "implicit"},
-            }
-            for agent in ("main", "research")
-        ],
-    }
-    boxed = ToolContext.for_caller(config, store, dispatcher, "agent:boxed:main")
-    listed = TOOLS["agents_list"].invoke(boxed, {}).wire()
-    assert listed["allowAny"] is True
-    assert [a["id"] for a in listed["agents"]] == ["boxed", "main", "ops", "research"]
-
-
 def test_agents_list_offers_exactly_what_spawn_accepts(world: WorldFactory) -> None:
     config, store, dispatcher = world(
         {

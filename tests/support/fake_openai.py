@@ -211,6 +211,8 @@ class FakeOpenAI:
     # When (monotonic) each request arrived, in the order of ``requests``.
     arrived: list[float] = field(default_factory=list)
     headers: list[dict[str, str]] = field(default_factory=list)
+    # The client's (host, port) of each request: one port twice is one kept-alive connection reused.
+    peers: list[tuple[str, int]] = field(default_factory=list)
     # Seconds the server spent building each answer (from request parsed to last byte produced).
     server_seconds: list[float] = field(default_factory=list)
     default: Answer = field(default_factory=lambda: text("ok"))
@@ -378,6 +380,7 @@ def _app(state: FakeOpenAI) -> FastAPI:
             state.requests.append(body)
             state.arrived.append(now)
             state.headers.append(dict(request.headers))
+            state.peers.append((request.client.host, request.client.port) if request.client else ("", 0))
             reply, limit_headers = state._answer(body, key, now)
         if reply.status >= 400:
             state.server_seconds.append(time.perf_counter() - started)

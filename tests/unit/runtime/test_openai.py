@@ -250,6 +250,17 @@ def test_threads_share_one_connection_pool_bounded_by_max_connections(server: Fa
     assert server.max_in_flight == 3
 
 
+def test_a_streamed_step_leaves_its_connection_for_the_next_step(server: FakeOpenAI) -> None:
+    """A stream is read past its ``[DONE]`` to the body's end: one left half-read would close its
+    connection, and every step would pay a new one."""
+    server.peers.clear()
+    model = runtime(server, baseUrl=server.url + "//")  # a client of its own: no other test's connections
+    for _ in range(3):
+        assert model.step(request(user("hi"))).reply == "ok"
+    assert len(server.peers) == 3
+    assert len(set(server.peers)) == 1
+
+
 def test_a_cancel_hangs_up_on_a_model_that_has_said_nothing_yet(server: FakeOpenAI) -> None:
     """A model thinking for ten seconds before its first token: the cancel does not wait for it."""
     server.script("m", Reply(text="too late", chunk_delay=10))

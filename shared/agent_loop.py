@@ -79,11 +79,14 @@ class LoopEnv:
     model: str
     request: StepRequest  # the first step's request; later steps add this run's messages to it
     tools: list[str]
+    # Memoizes the loop state after a step that called tools (with its model call's settling).
     memoize: Callable[[LoopState], None]
     # Seconds left of the run's time limit, asked before every step (None: no limit).
     time_left: Callable[[], float | None]
     # Called when a step is over: text still buffered for the event stream goes out.
     text_done: Callable[[], None]
+    # Called when a step that ends the loop is over: its model call's settling goes out, if it waits.
+    settle: Callable[[], None]
     # The arguments of this attempt's tool calls as the model wrote them, by call id, where what is
     # stored (memo, transcript) differs: a sessions_spawn call's attachment contents never are.
     raw_arguments: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -190,6 +193,7 @@ def _step(env: LoopEnv, state: LoopState) -> None:
         state.messages.append(message)
         env.memoize(state)
         return
+    env.settle()
     state.final = result.reply
     state.messages.append(message)
 

@@ -27,7 +27,7 @@ from shared.model_gate import AwaitingCapacity, ModelGate, NoCapacity, root_of
 from shared.models import Message, Run, RunKind, RunStatus, SessionEntry
 from shared.ports import Storage
 from shared.runs import Claim, ClaimOutcome, ExecutionState, LaneHead, Outcome, SuspendOutcome
-from shared.runtime.base import CallGate, RunCancelled, RunTimedOut, StepRequest
+from shared.runtime.base import RunCancelled, RunTimedOut, StepRequest
 from shared.runtime.registry import runtime_for
 from shared.tool_schemas import tool_schemas
 from shared.tools.registry import TOOLS
@@ -240,6 +240,8 @@ def _run_to_reply(held: _Held, loop: LoopState) -> None:
             agent_loop.run_loop(env, loop)
         except AwaitingCapacity as waiting:
             _park(held, loop, waiting)
+        finally:
+            env.settle()  # a model call's settling is never left behind by a step that failed after it
         if loop.pending is None:
             return
         held.lease.pause()
@@ -278,8 +280,17 @@ def _loop_env(held: _Held) -> agent_loop.LoopEnv:
     runtime = runtime_for(config, model)
     tools = _tools(config, run.session_key, state.session)
 
+    gate = _gate(held, model)
+
     def memoize(loop: LoopState) -> None:
-        if not store.runs.memoize(run, claim.token, loop.model_dump_json()):
+        # The step's model call is settled in the memo's round trip (docs/capacity.md, figure 6).
+        closing = gate.take_close() if gate is not None else None
+        memo = loop.model_dump_json()
+        if closing is not None:
+            stored = store.calls.close_and_memoize(closing, run, claim.token, memo)
+        else:
+            stored = store.runs.memoize(run, claim.token, memo)
+        if not stored:
             raise LeaseLost(f"run {run.run_id}: lease lost mid-loop")
 
     streamed = _TextEvents(store, run.run_id)
@@ -295,7 +306,7 @@ def _loop_env(held: _Held) -> agent_loop.LoopEnv:
         on_text=streamed.write,
         on_restart=streamed.restart,
         cancel=held.cancel,
-        gate=_gate(held, model),
+        gate=gate,
     )
     return agent_loop.LoopEnv(
         config=config,
@@ -309,10 +320,15 @@ def _loop_env(held: _Held) -> agent_loop.LoopEnv:
         memoize=memoize,
         time_left=lambda: _time_left(store, run),
         text_done=streamed.flush,
+        settle=gate.flush if gate is not None else _nothing,
     )
 
 
-def _gate(held: _Held, model: str) -> CallGate | None:
+def _nothing() -> None:
+    pass
+
+
+def _gate(held: _Held, model: str) -> ModelGate | None:
     """The gate of the run's calls to an OpenAI-compatible provider (budgets and limits count real
     traffic; the built-in runtimes cost nothing)."""
     store, state = held.store, held.state

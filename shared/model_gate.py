@@ -26,7 +26,7 @@ from shared.errors import ClawbusError
 from shared.models import Run, SessionEntry, Usage
 from shared.ports import Storage
 from shared.runtime.base import CallTicket, RunCancelled, RunTimedOut
-from shared.traffic import CLASS_OF_KIND, CLASSES, Ask, CallEnd, CallLimits
+from shared.traffic import CLASS_OF_KIND, CLASSES, Ask, CallClose, CallEnd, CallLimits
 
 log = logging.getLogger(__name__)
 
@@ -94,6 +94,8 @@ class ModelGate:
         self._hold_ms = int(provider.timeout_seconds * 1000) + HOLD_MARGIN_MS
         # Since when this run's current call has been kept from its model (its waits and 429s together).
         self._held_since: float | None = None
+        # The answered call's settling, not sent yet (``take_close``).
+        self._closing: CallClose | None = None
 
     def output_cap(self) -> int | None:
         """The output cap a call asks for: the model's; else, where a budget or a token limit is configured,
@@ -108,6 +110,7 @@ class ModelGate:
         ``AwaitingCapacity``: the run keeps its place in the queue), then reserve the call's worst case
         against the budgets: ``BudgetExceeded`` if it would pass one (the call leaves the window unsent).
         Each ask is one round trip: the admission and the reservation go together."""
+        self.flush()  # a settling left waiting never outlives the next call
         prompt = len(json.dumps(body.get("messages", []))) // CHARS_PER_TOKEN + 1
         cap = self.output_cap() or DEFAULT_OUTPUT_CAP
         tokens = prompt + cap
@@ -212,7 +215,9 @@ class ModelGate:
         )
 
     def settle(self, ticket: CallTicket, usage: Usage | None, headers: Mapping[str, str]) -> None:
-        """The call is over (``usage`` None: it failed, and what it reserved stands for its tokens)."""
+        """The call is over (``usage`` None: it failed, and what it reserved stands for its tokens). A failed
+        call is settled at once (a retry asks again); an answered one waits for the step's end
+        (``take_close``: it goes with the run's memo, one round trip) or for ``flush``."""
         self._held_since = None
         used = None
         if usage is not None and usage.input_tokens is not None and usage.output_tokens is not None:
@@ -230,7 +235,22 @@ class ModelGate:
             charge = self._charge(ticket.usd_micros, ticket.tokens)
         else:
             charge = self._charge(budgets.micros(usage.cost_usd or 0.0), used)
-        self._store.calls.close(self._ref, ticket.traffic, end, charge)
+        closing = CallClose(self._ref, ticket.traffic, end, charge)
+        if usage is None:
+            self._store.calls.close(closing)
+        else:
+            self._closing = closing
+
+    def take_close(self) -> CallClose | None:
+        """The answered call's settling, for the caller to send (with the run's memo); None if none waits."""
+        closing, self._closing = self._closing, None
+        return closing
+
+    def flush(self) -> None:
+        """Send the answered call's settling if it still waits."""
+        closing = self.take_close()
+        if closing is not None:
+            self._store.calls.close(closing)
 
     def rate_limited(self, ticket: CallTicket, headers: Mapping[str, str], backoff_s: float) -> None:
         """The provider refused the call for its rate limit: every worker holds off its model until the
@@ -243,7 +263,7 @@ class ModelGate:
         end = CallEnd(
             0, cooldown_ms=max(cooldown_ms, 1), learned=learned, rate_limited=True, limits=self._limits
         )
-        self._store.calls.close(self._ref, ticket.traffic, end, self._charge(0, 0))
+        self._store.calls.close(CallClose(self._ref, ticket.traffic, end, self._charge(0, 0)))
 
     def _charge(self, usd_micros: int, tokens: int) -> budgets.Charge:
         day = budgets.day_of(self._store.clock.now_ms())

@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Literal, Protocol
 
-from shared.budgets import Charge, Limits, Override, Refusal, Reservation, Spend
+from shared.budgets import Limits, Override, Refusal, Reservation, Spend
 from shared.clock import Clock
 from shared.idempotency import Claimed
 from shared.models import (
@@ -45,7 +45,7 @@ from shared.runs import (
     WhenBusy,
 )
 from shared.sessions import ReportRecorded, SessionPatch
-from shared.traffic import Admission, Ask, CallEnd, CallLimits, ModelTraffic
+from shared.traffic import Admission, Ask, CallClose, CallLimits, ModelTraffic
 
 
 class Sessions(Protocol):
@@ -412,8 +412,13 @@ class ModelCalls(Protocol):
         refused by a budget: the refusal (the caller settles the call unsent)."""
         ...
 
-    def close(self, model: str, ticket: str, end: CallEnd, charge: Charge) -> None:
+    def close(self, call: CallClose) -> None:
         """The call is over: settle it in its model's traffic and charge its spend, together."""
+        ...
+
+    def close_and_memoize(self, call: CallClose, run: Run, token: str, memo: str) -> bool:
+        """``close`` and ``Runs.memoize`` in one round trip (a step that called tools is over): False if
+        the lease was lost (the memo is not written; the call is closed all the same)."""
         ...
 
 

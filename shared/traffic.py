@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from shared.budgets import Charge
 from shared.models import RunKind
 
 # Who waits first when capacity is short: people's messages, then agent-to-agent turns and announces,
@@ -87,6 +88,16 @@ class CallEnd:
     tokens_out: int = 0
     unsent: bool = False
     limits: CallLimits = CallLimits()
+
+
+@dataclass(frozen=True, slots=True)
+class CallClose:
+    """An admitted call's settling: its ``ticket`` in ``model``'s traffic, how it ended, and its spend."""
+
+    model: str
+    ticket: str
+    end: CallEnd
+    charge: Charge
 
 
 @dataclass(slots=True)

@@ -56,7 +56,7 @@ class Store:
         self.a2a = A2AStore(client, self.keys, scripts, retention_seconds=config.runs.retention_hours * 3600)
         self.traffic = TrafficStore(client, self.keys, scripts)
         self.budgets = BudgetStore(client, self.keys, scripts)
-        self.calls = ModelCallStore(client, self.traffic, self.budgets)
+        self.calls = ModelCallStore(client, self.traffic, self.budgets, self.runs)
         self.idempotency = IdempotencyStore(client, self.keys)
 
     @classmethod

@@ -1,6 +1,7 @@
 """A model call's way through the gate in Redis, one round trip each way: its admission and its budget
-reservation sent together, then its settling in the traffic and the budgets together (docs/capacity.md,
-figure 6: the gate was four round trips a step)."""
+reservation sent together, then its settling in the traffic and the budgets together, and with the run's
+memo when the step called tools (docs/capacity.md, figure 6: the gate was four round trips a step and the
+memo a fifth)."""
 
 from __future__ import annotations
 
@@ -8,18 +9,21 @@ import uuid
 
 from redis import Redis
 
-from shared.budgets import Charge, Refusal, Reservation
+from shared.budgets import Refusal, Reservation
+from shared.models import Run
 from shared.store.budgets import BudgetStore, refusal
-from shared.store.scripts import run_pipelined
+from shared.store.runs import RunStore
+from shared.store.scripts import ScriptCall, run_pipelined
 from shared.store.traffic import TrafficStore, admission
-from shared.traffic import Admission, Ask, CallEnd
+from shared.traffic import Admission, Ask, CallClose
 
 
 class ModelCallStore:
-    def __init__(self, client: Redis, traffic: TrafficStore, budgets: BudgetStore) -> None:
+    def __init__(self, client: Redis, traffic: TrafficStore, budgets: BudgetStore, runs: RunStore) -> None:
         self._redis = client
         self._traffic = traffic
         self._budgets = budgets
+        self._runs = runs
 
     def open(self, ask: Ask, reservation: Reservation) -> tuple[Admission, Refusal | None]:
         # The ticket is named here so the reservation, sent behind the admission, can hold it: the script
@@ -35,8 +39,17 @@ class ModelCallStore:
         answer = admission(admitted)
         return answer, refusal(reserved) if answer.ticket is not None else None
 
-    def close(self, model: str, ticket: str, end: CallEnd, charge: Charge) -> None:
-        run_pipelined(
-            self._redis,
-            [self._traffic.settle_call(model, ticket, end), self._budgets.settle_call(charge, ticket)],
+    def close(self, call: CallClose) -> None:
+        run_pipelined(self._redis, self._closing(call))
+
+    def close_and_memoize(self, call: CallClose, run: Run, token: str, memo: str) -> bool:
+        *_, memoized = run_pipelined(
+            self._redis, [*self._closing(call), self._runs.memoize_call(run, token, memo)]
         )
+        return bool(memoized)
+
+    def _closing(self, call: CallClose) -> list[ScriptCall]:
+        return [
+            self._traffic.settle_call(call.model, call.ticket, call.end),
+            self._budgets.settle_call(call.charge, call.ticket),
+        ]

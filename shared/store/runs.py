@@ -44,7 +44,7 @@ from shared.runs import (
 from shared.store.codec import decode, encode, encode_values
 from shared.store.errors import NotReplicated, StoreUnavailable
 from shared.store.keys import RedisKeys
-from shared.store.scripts import REPEAT_WINDOW_MS, Scripts, call_id, run_pipelined
+from shared.store.scripts import REPEAT_WINDOW_MS, ScriptCall, Scripts, call_id, run_pipelined
 
 
 class RunStore:
@@ -211,10 +211,12 @@ class RunStore:
         return bool(held)
 
     def memoize(self, run: Run, token: str, memo: str) -> bool:
+        script, keys, args = self.memoize_call(run, token, memo)
+        return bool(script(keys=keys, args=args))
+
+    def memoize_call(self, run: Run, token: str, memo: str) -> ScriptCall:
         k = self._keys
-        return bool(
-            self._scripts.memoize(keys=[k.run(run.run_id), k.lease(run.session_key)], args=[token, memo])
-        )
+        return self._scripts.memoize, [k.run(run.run_id), k.lease(run.session_key)], [token, memo]
 
     def suspend(
         self, run: Run, token: str, memo: str, awaited_run_id: str, deadline_ms: int

@@ -15,7 +15,7 @@ from shared.config import Config
 from shared.model_gate import AwaitingCapacity, ModelGate, NoCapacity, duration_ms, learn, root_of
 from shared.models import Message, Run, RunStatus, SessionEntry
 from shared.runtime.base import StepRequest
-from shared.runtime.openai import OpenAIRuntime
+from shared.runtime.openai import ModelRequestFailed, OpenAIRuntime
 from shared.runtime.registry import runtime_for
 from shared.store import Store
 from shared.traffic import CallLimits
@@ -74,7 +74,9 @@ def step(config: Config, store: Store, gate: ModelGate, message: str = "hi") -> 
         messages=[Message.of("user", message, timestamp=1)],
         gate=gate,
     )
-    return runtime.step(request).reply
+    reply = runtime.step(request).reply
+    gate.flush()  # as the agent loop settles a step's call when the step is over
+    return reply
 
 
 def gate_of(config: Config, store: Store, the_run: Run | None = None, **extra: Any) -> ModelGate:
@@ -109,6 +111,35 @@ def test_the_output_cap_the_reservation_assumed_is_asked_for_under_a_budget(
     unbounded, store = world_with(world, server, model={"maxTokens": None})
     step(unbounded, store, gate_of(unbounded, store))
     assert "max_tokens" not in server.bodies("m")[-1]
+
+
+def test_an_answered_call_is_settled_when_its_step_is_over_and_a_failed_one_at_once(
+    world: WorldFactory, server: FakeOpenAI
+) -> None:
+    config, store = world_with(world, server, provider={"maxRetries": 0})
+    gate = gate_of(config, store)
+    server.script("m", text("hello", usage=(100, 20)))
+    runtime = runtime_for(config, MODEL)
+    request = StepRequest(
+        agent_id="main",
+        model=MODEL,
+        session=None,
+        messages=[Message.of("user", "hi", timestamp=1)],
+        gate=gate,
+    )
+    runtime.step(request)
+    assert store.traffic.snapshot([MODEL])[0].in_flight == 1  # its settling waits for the step's end
+    closing = gate.take_close()
+    assert closing is not None
+    assert (closing.end.tokens_used, closing.charge.tokens) == (120, 120)
+    store.calls.close(closing)
+    assert gate.take_close() is None
+    server.script("m", failure(500, "down"))
+    with pytest.raises(ModelRequestFailed):
+        runtime.step(request)
+    [figures] = store.traffic.snapshot([MODEL])
+    assert (figures.in_flight, figures.requests_in_window) == (0, 2)
+    assert gate.take_close() is None
 
 
 def test_a_call_that_would_pass_the_days_tokens_is_not_made(world: WorldFactory, server: FakeOpenAI) -> None:

@@ -4,8 +4,10 @@ settling in the traffic and the budgets in one."""
 from __future__ import annotations
 
 from shared.budgets import Charge, Limits, Refusal, Reservation, Spend
+from shared.models import RunStatus
 from shared.store import Store
-from shared.traffic import Ask, CallEnd, CallLimits
+from shared.traffic import Ask, CallClose, CallEnd, CallLimits
+from tests.support.runs import a_run
 
 MODEL = "fake/m"
 DAY = "2026-11-27"
@@ -20,6 +22,13 @@ def ask(store: Store, waiter: str, limits: CallLimits = CallLimits()) -> Ask:
 
 def reservation(usd: int, limits: Limits = Limits()) -> Reservation:
     return Reservation("main", DAY, None, limits, usd_micros=usd, tokens=10, now_ms=NOW, hold_ms=60_000)
+
+
+def close(ticket: str) -> CallClose:
+    """The call used 30 tokens (20 in, 10 out) and spent 120 micro-USD."""
+    return CallClose(
+        MODEL, ticket, CallEnd(30, tokens_in=20, tokens_out=10), Charge("main", DAY, None, 120, 30)
+    )
 
 
 def in_flight(store: Store) -> int:
@@ -56,9 +65,7 @@ def test_an_admitted_call_a_budget_refuses_says_which_and_holds_nothing_more(sto
 def test_closing_a_call_frees_its_place_and_charges_what_it_spent(store: Store) -> None:
     admitted, _ = store.calls.open(ask(store, "r1"), reservation(500))
     assert admitted.ticket is not None
-    store.calls.close(
-        MODEL, admitted.ticket, CallEnd(30, tokens_in=20, tokens_out=10), Charge("main", DAY, None, 120, 30)
-    )
+    store.calls.close(close(admitted.ticket))
     traffic = store.traffic.snapshot([MODEL])[0]
     assert (traffic.in_flight, traffic.tokens_in_window, traffic.tokens_in, traffic.tokens_out) == (
         0,
@@ -67,3 +74,19 @@ def test_closing_a_call_frees_its_place_and_charges_what_it_spent(store: Store) 
         10,
     )
     assert store.budgets.spent(["main"], DAY)["main"] == Spend(120, 30)
+
+
+def test_a_call_closed_with_its_runs_memo_writes_both_while_the_lease_holds(store: Store) -> None:
+    run = a_run("r1", RunStatus.RUNNING)
+    store.redis.hset(store.keys.lease(run.session_key), "token", "held")
+    first, _ = store.calls.open(ask(store, "r1"), reservation(500))
+    second, _ = store.calls.open(ask(store, "r1"), reservation(500))
+    assert first.ticket is not None
+    assert second.ticket is not None
+    assert store.calls.close_and_memoize(close(first.ticket), run, "held", '{"steps": 1}')
+    assert store.redis.hget(store.keys.run("r1"), "memo") == '{"steps": 1}'
+    # A lost lease: the memo is refused, the call is closed all the same.
+    assert not store.calls.close_and_memoize(close(second.ticket), run, "stale", '{"steps": 2}')
+    assert store.redis.hget(store.keys.run("r1"), "memo") == '{"steps": 1}'
+    assert in_flight(store) == 0
+    assert store.budgets.spent(["main"], DAY)["main"] == Spend(240, 60)

@@ -24,7 +24,6 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 import httpx
-import redis
 
 from bench.report import Row, Section
 from bench.stack import Stack
@@ -89,20 +88,22 @@ def remote_server() -> Iterator[RemoteServer]:
             process.kill()
 
 
-def _config(server: RemoteServer) -> Config:
+def _config(server: RemoteServer, redis_url: str) -> Config:
     return Config.model_validate(
         {
             "agents": {"list": [{"id": "main", "default": True, "model": "fake/m"}]},
             "tools": {"sessions": {"visibility": "agent"}},
             "models": {"providers": {"fake": {"type": "openai", "baseUrl": server.url, "models": ["m"]}}},
-            "redis": {"prefix": f"bench-loop-{uuid.uuid4().hex[:6]}:"},
+            "redis": {"url": redis_url, "prefix": f"bench-loop-{uuid.uuid4().hex[:6]}:"},
         }
     )
 
 
 def clawbus_steps(stack: Stack, server: RemoteServer, runs: int, warmup: int) -> Latency:
-    config = _config(server)
-    store = Store(redis.Redis.from_url(stack.redis_url, decode_responses=True), config)
+    config = _config(server, stack.redis_url)
+    # The store's own client, as a worker's: its errors are the store's (a listener outliving the bench's
+    # Redis says so quietly).
+    store = Store.from_config(config)
     # Collects what a tool call would enqueue: this benchmark executes the runs itself, in order.
     dispatcher = InlineDispatcher(store.redis)
     operator = ToolContext.for_caller(config, store, dispatcher, "agent:main:webchat:direct:bench")

@@ -40,9 +40,9 @@ from api.routes import (
 )
 from api.services import Services
 from api.waits import RunWaiter
-from shared import tracing
+from shared.adapters import tracing
 from shared.config import Config, ConfigError, load_config
-from shared.logs import configure, keep_secrets_out
+from shared.domain.logs import configure, keep_secrets_out
 
 log = logging.getLogger(__name__)
 

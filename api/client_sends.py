@@ -1,13 +1,13 @@
 """A send the thin client had answered ``accepted`` and then waited on, answered as the same send with a
-wait would have been (the server's own rule, ``shared.tools.send_schema.result_of``). The CLI and the
+wait would have been (the server's own rule, ``shared.wire.send_schema.result_of``). The CLI and the
 stdio MCP proxy accept first so that they know the run to name (Ctrl-C) or cancel (a cancelled call)."""
 
 from __future__ import annotations
 
 from clawbus_client.models import Run, SendResult
 
-from shared.models import Run as ServerRun
-from shared.tools.send_schema import result_of
+from shared.wire.models import Run as ServerRun
+from shared.wire.send_schema import result_of
 
 
 def waited_send(sent: SendResult, run: Run | None) -> SendResult:

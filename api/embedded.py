@@ -24,10 +24,10 @@ from typing import IO
 
 import httpx
 
+from api.processes import Child, free_port, redis_server_argv
+from shared.adapters.http_clients import process_client
+from shared.base.errors import ClawbusError
 from shared.config import Config
-from shared.errors import ClawbusError
-from shared.http_clients import process_client
-from shared.processes import Child, free_port, redis_server_argv
 from shared.store.connection import answers
 
 STOP_GRACE_SECONDS = 30.0

@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field, ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from api.waits import ShuttingDown
-from shared.errors import ClawbusError, first_invalid
+from shared.base.errors import ClawbusError, first_invalid
 from shared.store.errors import NotReplicated, StoreUnavailable
 
 log = logging.getLogger(__name__)

@@ -17,7 +17,7 @@ from starlette.responses import Response
 from api.auth import Principal
 from api.errors import ApiError
 from api.services import Services
-from shared.idempotency import HEADER, MAX_KEY_CHARS, KeyReused, fingerprint
+from shared.domain.idempotency import HEADER, MAX_KEY_CHARS, KeyReused, fingerprint
 
 # A longer answer is not kept: its repeat runs again, which the seed keeps from making anything new.
 MAX_ANSWER_BYTES = 256 * 1024

@@ -37,8 +37,8 @@ from api.client_sends import waited_send
 from api.errors import ApiError, error_response
 from api.routes.tools import call_tool, schemas_for
 from api.services import Services
-from shared.idempotency import HEADER
-from shared.models import Wire, content_text
+from shared.domain.idempotency import HEADER
+from shared.wire.models import Wire, content_text
 
 SESSION_HEADER = "x-clawbus-session"
 # A tool call's idempotency key in its ``_meta`` (a prefixed name, as MCP asks of custom ``_meta`` keys); over

@@ -7,7 +7,7 @@ agent's spend today. What only this process knows (its active waits, how long it
 workers' own task figures come from Flower's ``/metrics``.
 
 What this process observes itself carries, when a span is current (telemetry.tracing on), an exemplar with
-that span's trace id (``shared.trace_context.exemplar``); exemplars show in the OpenMetrics exposition
+that span's trace id (``shared.base.trace_context.exemplar``); exemplars show in the OpenMetrics exposition
 only, which ``GET /metrics`` answers to a scraper that asks for it (api/routes/metrics.py).
 """
 
@@ -20,8 +20,8 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.registry import Collector
 
 from api.services import Services
-from shared.budgets import Spend, day_of, usd
-from shared.traffic import CLASSES, WAIT_BUCKETS_MS, ModelTraffic
+from shared.domain.budgets import Spend, day_of, usd
+from shared.domain.traffic import CLASSES, WAIT_BUCKETS_MS, ModelTraffic
 from workers import queues
 
 

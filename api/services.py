@@ -6,7 +6,8 @@ from dataclasses import dataclass
 
 from api.waits import RunWaiter
 from shared.config import Config
-from shared.dispatch import Dispatcher
+from shared.ports.dispatch import Dispatcher
+from shared.ports.live import Live
 from shared.store import Store
 from shared.store.live import LiveStore
 from workers.celery_app import create_app
@@ -21,7 +22,7 @@ class Services:
     store: Store
     dispatcher: Dispatcher
     waiter: RunWaiter
-    live: LiveStore
+    live: Live
 
     @classmethod
     def build(cls, config: Config) -> Services:

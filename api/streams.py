@@ -12,8 +12,8 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 
-from shared.redaction import scrub
-from shared.store.live import LiveStore
+from shared.domain.redaction import scrub
+from shared.ports.live import Live
 
 KEEPALIVE_MS = 15_000
 # A lone comment line: no blank line after it, because a blank line ends an event, and some clients
@@ -32,7 +32,7 @@ def _shown(fields: dict[str, str]) -> dict[str, str]:
 
 
 async def run_events(
-    live: LiveStore, run_id: str, cursor: str | None, disconnected: Disconnected
+    live: Live, run_id: str, cursor: str | None, disconnected: Disconnected
 ) -> AsyncIterator[str]:
     """The run's events after ``cursor``, live, until its ``ended`` event or the client leaves."""
     block: int | None = None  # the first read answers at once: the run may have ended long ago
@@ -51,7 +51,7 @@ async def run_events(
             yield KEEPALIVE
 
 
-async def session_events(live: LiveStore, session_key: str, disconnected: Disconnected) -> AsyncIterator[str]:
+async def session_events(live: Live, session_key: str, disconnected: Disconnected) -> AsyncIterator[str]:
     """Every run of the session, those in its lane now and those accepted from now on, until the client
     leaves. Each event carries its ``runId``; its id is ``<runId>/<event id>``."""
     runs = await live.follow_session(session_key)

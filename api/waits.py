@@ -25,11 +25,11 @@ from typing import Any
 
 from prometheus_client import Histogram
 
-from shared import trace_context
-from shared.errors import ClawbusError
-from shared.models import Run
+from shared.base import trace_context
+from shared.base.errors import ClawbusError
+from shared.ports.live import Ended, Live, Reconnected, Signal, Signals, SignalsLost, Subscribed
 from shared.store.errors import StoreUnavailable
-from shared.store.live import Ended, LiveStore, Reconnected, RunSignals, Signal, SignalsLost, Subscribed
+from shared.wire.models import Run
 
 log = logging.getLogger(__name__)
 
@@ -59,11 +59,11 @@ class _Pending:
 
 
 class RunWaiter:
-    def __init__(self, live: LiveStore) -> None:
+    def __init__(self, live: Live) -> None:
         self._live = live
         # Pending waits by run id.
         self._pending: dict[str, _Pending] = {}
-        self._signals: RunSignals | None = None
+        self._signals: Signals | None = None
         self._reader: asyncio.Task[None] | None = None
         self._unsubscribing: set[asyncio.Task[None]] = set()
         self._stopping = asyncio.Event()

@@ -1,6 +1,6 @@
 """Figure 6: the agent loop's own cost per model step, against one bare HTTP chat-completions call.
 
-Runs execute in this process (``shared.execution.execute``, the code a worker runs) against the bench's
+Runs execute in this process (``shared.runner.execution.execute``, the code a worker runs) against the bench's
 redis-server and a fake OpenAI-compatible server over real HTTP. Each run takes ``STEPS`` model steps
 (three tool rounds of ``agents_list``, then the answer), so a step's share covers building the request
 (transcript, tool schemas), the HTTP exchange and its streamed parse, the tool call, memoizing the loop
@@ -29,12 +29,12 @@ from bench.report import Row, Section
 from bench.stack import Stack
 from bench.stats import Latency
 from shared.config import Config
-from shared.execution import Attempt, execute
-from shared.sessions import new_entry
+from shared.domain.sessions import new_entry
+from shared.runner.execution import Attempt, execute
 from shared.store import Store
-from shared.tools.context import ToolContext
 from shared.tools.registry import TOOLS
-from shared.tools.send_schema import SendResult
+from shared.tools.tool_context import ToolContext
+from shared.wire.send_schema import SendResult
 from tests.support.fake_openai import Reply, fake_openai, text, tool
 from workers.testing import InlineDispatcher
 

@@ -21,9 +21,9 @@ from typing import Any
 from bench.report import Row, Section, Target
 from bench.stack import Stack
 from shared.config import Config
-from shared.models import Message
-from shared.sessions import new_entry
+from shared.domain.sessions import new_entry
 from shared.store import Store
+from shared.wire.models import Message
 from tests.support.processes import RedisServer
 
 MESSAGE = ("the quick brown fox jumps over the lazy dog " * 24)[:1024]  # 1 KiB of text

@@ -17,7 +17,7 @@ import redis
 from bench.report import Row, Section, Target
 from bench.stack import Stack
 from bench.stats import Latency, timed_calls
-from shared.sessions import new_entry
+from shared.domain.sessions import new_entry
 from shared.store.codec import encode
 
 TARGET = Target("<=", 2.0)

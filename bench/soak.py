@@ -24,12 +24,12 @@ from typing import Any
 
 import httpx
 
+from api.processes import wait_for
 from bench.load import open_sessions
 from bench.report import Row, Section, Target
 from bench.stack import TOKEN, Stack, api_pid, clawbus_workers, model_stack, pids_of
 from bench.stats import percentile
-from shared.models import RunStatus
-from shared.processes import wait_for
+from shared.wire.models import RunStatus
 
 SESSIONS = 40
 THREADS = 8

@@ -20,10 +20,10 @@ import redis
 from celery import Celery
 from clawbus_client import ClawbusError, Client
 
+from api.processes import free_port, wait_for
 from bench import bare_celery
 from bench.stats import Latency, timed_calls
 from shared.config import Config, load_config
-from shared.processes import free_port, wait_for
 from shared.store.keys import RedisKeys
 from tests.support.processes import RedisServer, Role, role_env, write_config
 

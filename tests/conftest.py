@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 from redis import Redis
 
-from shared.clock import FixedClock
+from shared.base.clock import FixedClock
 from shared.config import Config
 from shared.store import Store
-from shared.tools.context import ToolContext
+from shared.tools.tool_context import ToolContext
 from tests.support.processes import REPO, fork_roles
 from workers.testing import InlineDispatcher, World
 from workers.testing import world as world_of

@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 
 from shared.config import ConfigError, load_config
-from shared.logs import keep_secrets_out
+from shared.domain.logs import keep_secrets_out
 from workers import connection_loss, signals
 from workers.celery_app import create_app
 from workers.reaper import ReapOnConnect

@@ -5,7 +5,8 @@ a run as one task), and every task of a sessions_send exchange has the flow (the
 
 A publish that fails while Redis is away is sent again, with the backoff and as many times as the
 process's Redis commands are retried (a worker rides out a restart or a failover): a batch whose delivery
-kombu calls uncertain may so be sent twice, and a duplicate is harmless (``shared.dispatch.Dispatcher``).
+kombu calls uncertain may so be sent twice, and a duplicate is harmless
+(``shared.ports.dispatch.Dispatcher``).
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ from typing import Any
 from celery import Celery
 from kombu.exceptions import BatchPublishError, OperationalError
 
-from shared.dispatch import StepTask
-from shared.runs import Enqueue, LaneHead
+from shared.domain.runs import Enqueue, LaneHead
+from shared.ports.dispatch import StepTask
 from shared.store.connection import RETRIES, RETRY_ON, Backoff
 from shared.store.errors import StoreUnavailable
 from workers import queues

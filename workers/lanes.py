@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import time
 
-from shared.execution import Attempt, AttemptResult, execute
-from shared.flows.context import FlowContext
+from shared.domain.runs import ClaimOutcome, LaneHead
 from shared.flows.engine import advance, follow
-from shared.runs import ClaimOutcome, LaneHead
+from shared.flows.flow_context import FlowContext
+from shared.runner.execution import Attempt, AttemptResult, execute
 from workers import queues
-from workers.context import WorkerContext
+from workers.services import WorkerContext
 
 
 def run_and_follow(ctx: WorkerContext, attempt: Attempt) -> AttemptResult:

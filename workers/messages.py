@@ -20,7 +20,7 @@ from celery.utils.nodenames import anon_nodename
 from celery.utils.time import utcoffset
 from kombu.serialization import dumps
 
-from shared.runs import Enqueue, LaneHead
+from shared.domain.runs import Enqueue, LaneHead
 from workers import queues
 
 EVENT_EXCHANGE = "celeryev"

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from shared.dispatch import StepTask
-from shared.models import RunKind
+from shared.ports.dispatch import StepTask
+from shared.wire.models import RunKind
 
 RUNS = "runs"  # chat messages and sessions_send primary runs
 NESTED = "nested"  # reply-back turns and announce steps

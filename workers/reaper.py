@@ -17,11 +17,12 @@ from typing import Any, ClassVar
 from celery import Celery, bootsteps
 from celery.utils import uuid
 
-from shared import hot_window, logs
 from shared.a2a import push
+from shared.domain import logs
 from shared.flows.engine import advance
+from shared.runner import hot_window
 from workers import lanes, queues
-from workers.context import WorkerContext
+from workers.services import WorkerContext
 
 log = logging.getLogger(__name__)
 

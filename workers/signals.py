@@ -24,8 +24,9 @@ from celery.signals import (
     worker_shutdown,
 )
 
-from shared import logs, tracing
+from shared.adapters import tracing
 from shared.config import Config
+from shared.domain import logs
 from shared.store import Store
 
 HEARTBEAT_TTL_SECONDS = 10

@@ -16,14 +16,14 @@ import logging
 
 from celery import Task, shared_task
 
-from shared import archive
 from shared.a2a import push
 from shared.config import MAX_DELIVERY_ATTEMPTS
-from shared.dispatch import StepTask
-from shared.execution import Attempt
 from shared.flows.engine import perform
+from shared.ports.dispatch import StepTask
+from shared.runner import archive
+from shared.runner.execution import Attempt
 from workers import lanes, queues, reaper
-from workers.context import worker_context
+from workers.services import worker_context
 
 log = logging.getLogger(__name__)
 

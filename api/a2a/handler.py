@@ -53,14 +53,14 @@ from starlette.requests import Request
 
 from api.auth import Principal
 from api.services import Services
-from shared import run_control
 from shared.a2a import push
 from shared.a2a.tasks import CONTEXT_ID, STATES, context_of, session_key, status_event, task_of, text_event
-from shared.inbound import receive
-from shared.models import CommandReply, InboundMessageParams, Run, RunStatus, ToolFailure
-from shared.runs import CancelOutcome
-from shared.tools.context import ToolContext
-from shared.tools.send_schema import SendResult
+from shared.domain.runs import CancelOutcome
+from shared.intake.inbound import receive
+from shared.runner import run_control
+from shared.tools.tool_context import ToolContext
+from shared.wire.models import CommandReply, InboundMessageParams, Run, RunStatus, ToolFailure
+from shared.wire.send_schema import SendResult
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ import typer
 
 from api.cli.client_commands import call, client_for, print_json
 from api.cli.common import JsonOpt, TokenOpt, UrlOpt, app
-from shared.fleet_wire import AgentBudget, BudgetsView
+from shared.wire.fleet import AgentBudget, BudgetsView
 
 budgets_app = typer.Typer(
     invoke_without_command=True,

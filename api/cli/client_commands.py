@@ -29,7 +29,7 @@ from api.cli.common import (
     sessions_app,
 )
 from api.client_sends import waited_send
-from shared.models import Wire
+from shared.wire.models import Wire
 
 
 def client_for(url: str | None, token: str | None) -> Client:

@@ -8,8 +8,8 @@ from typing import Annotated, NoReturn
 import typer
 from rich.console import Console
 
+from api.processes import run_as_main
 from shared.config import Config, ConfigError, load_config
-from shared.processes import run_as_main
 
 app = typer.Typer(no_args_is_help=True, help="clawbus: OpenClaw's session tools as a distributed service.")
 sessions_app = typer.Typer(no_args_is_help=True, help="Call the session tools.")

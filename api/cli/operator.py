@@ -13,10 +13,10 @@ import typer
 from api.cli.client_commands import call, client_for, print_json
 from api.cli.common import JsonOpt, TokenOpt, UrlOpt, app, console, fail, load, token_app
 from api.cli.orchestration import session_card
+from shared.base.text import token_digest
 from shared.config import TokenSpec
-from shared.fleet_wire import ModelTrafficRow
 from shared.store.errors import StoreUnavailable
-from shared.text import token_digest
+from shared.wire.fleet import ModelTrafficRow
 
 
 @app.command("check-config")

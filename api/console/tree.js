@@ -23,7 +23,7 @@ export function nest(rows) {
   return roots;
 }
 
-// As the reports' Stats say it (shared/subagents.py: duration, count).
+// As the reports' Stats say it (shared/domain/subagents.py: duration, count).
 export function duration(ms) {
   const seconds = Math.floor(Math.max(ms, 0) / 1000);
   if (seconds < 60) return `${seconds}s`;

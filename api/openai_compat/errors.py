@@ -12,7 +12,7 @@ from typing import Any
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from pydantic_core import ErrorDetails
 
-from shared.errors import ClawbusError
+from shared.base.errors import ClawbusError
 
 INVALID_REQUEST = "invalid_request_error"
 API_ERROR = "api_error"

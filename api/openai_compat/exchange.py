@@ -26,11 +26,12 @@ from api.openai_compat.prompts import Prompt
 from api.openai_compat.replies import Ended, Failure, Outcome, Reply
 from api.routes.resolve import acting_as
 from api.services import Services
-from shared import logs, policy, run_control
-from shared.inbound import receive
-from shared.models import CommandReply, InboundMessageParams, ToolFailure
-from shared.submit import AwaitRun
-from shared.tools.send_schema import SendResult
+from shared.domain import logs, policy
+from shared.intake.inbound import receive
+from shared.intake.submit import AwaitRun
+from shared.runner import run_control
+from shared.wire.models import CommandReply, InboundMessageParams, ToolFailure
+from shared.wire.send_schema import SendResult
 
 CANCEL_ON_DISCONNECT = "x-clawbus-cancel-on-disconnect"
 

@@ -19,9 +19,9 @@ import anyio
 from api.openai_compat.errors import API_ERROR
 from api.services import Services
 from api.streams import KEEPALIVE_MS
-from shared.models import Run, RunStatus, Usage
-from shared.redaction import scrub
+from shared.domain.redaction import scrub
 from shared.store.errors import StoreUnavailable
+from shared.wire.models import Run, RunStatus, Usage
 
 # What the release answers when a run ended well with nothing to say.
 NO_RESPONSE = "No response from OpenClaw."

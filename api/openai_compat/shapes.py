@@ -13,7 +13,7 @@ from typing import Any
 from api.openai_compat.errors import error_body
 from api.openai_compat.replies import Ended, Failure, Reply
 from api.streams import KEEPALIVE
-from shared.models import Usage
+from shared.wire.models import Usage
 
 DONE = "data: [DONE]\n\n"
 # The release's event streams, with clawbus's advice to proxies not to buffer them.

@@ -19,7 +19,7 @@ import uuid
 from collections.abc import Mapping
 
 from api.openai_compat.errors import invalid
-from shared import session_keys
+from shared.base import session_keys
 from shared.config import Config
 
 OPENCLAW_MODEL = "openclaw"

@@ -13,9 +13,9 @@ from pydantic.alias_generators import to_camel
 from api.auth import forbidden
 from api.deps import PrincipalDep, ServicesDep
 from api.errors import ErrorResponse, not_found
-from shared.budget_view import agent_budget, override_of, tree_budget
-from shared.budgets import day_of
-from shared.fleet_wire import AgentBudget, BudgetsView
+from shared.domain.budget_view import agent_budget, override_of, tree_budget
+from shared.domain.budgets import day_of
+from shared.wire.fleet import AgentBudget, BudgetsView
 
 router = APIRouter(tags=["budgets"])
 _errors: dict[int | str, dict[str, Any]] = {code: {"model": ErrorResponse} for code in (401, 403)}

@@ -14,7 +14,7 @@ from api.auth import forbidden
 from api.deps import PrincipalDep, ServicesDep
 from api.errors import ErrorResponse
 from api.params import LastEventId, StreamId
-from shared.text import CONTROL_CLASS
+from shared.base.text import CONTROL_CLASS
 
 router = APIRouter(prefix="/v1/channels", tags=["channels"])
 LocalChannel = Literal["webchat", "log"]

@@ -13,10 +13,11 @@ from api.auth import Principal
 from api.deps import PrincipalDep, ServicesDep
 from api.errors import ErrorResponse, not_found
 from api.services import Services
-from shared import logs, run_control
+from shared.domain import logs
+from shared.domain.redaction import scrubbed_flow
 from shared.flows.view import describe
-from shared.models import Flow
-from shared.redaction import scrubbed_flow
+from shared.runner import run_control
+from shared.wire.models import Flow
 
 router = APIRouter(prefix="/v1/flows", tags=["flows"])
 # A flow's id is its primary run's, a UUID; its steps' ids are derived from it.

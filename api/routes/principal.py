@@ -7,8 +7,8 @@ from fastapi import APIRouter
 
 from api.deps import PrincipalDep, ServicesDep
 from api.errors import ErrorResponse
-from shared.models import Wire
-from shared.session_keys import main_key_of
+from shared.base.session_keys import main_key_of
+from shared.wire.models import Wire
 
 router = APIRouter(tags=["principal"])
 

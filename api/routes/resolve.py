@@ -5,9 +5,9 @@ from __future__ import annotations
 from api.auth import Principal, forbidden
 from api.errors import ApiError, bad_request, not_found
 from api.services import Services
-from shared import session_keys
-from shared.errors import ToolError
-from shared.tools.context import ToolContext, require_agent
+from shared.base import session_keys
+from shared.base.errors import ToolError
+from shared.tools.tool_context import ToolContext, require_agent
 
 
 def session_context(services: Services, principal: Principal, raw_key: str) -> ToolContext:

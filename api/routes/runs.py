@@ -16,10 +16,11 @@ from api.deps import PrincipalDep, ServicesDep
 from api.errors import ApiError, ErrorResponse, not_found
 from api.params import LastEventId, StreamId
 from api.services import Services
-from shared import logs, run_control
-from shared.models import Run, RunStatus
-from shared.redaction import scrub, scrubbed_run
-from shared.runs import CancelOutcome
+from shared.domain import logs
+from shared.domain.redaction import scrub, scrubbed_run
+from shared.domain.runs import CancelOutcome
+from shared.runner import run_control
+from shared.wire.models import Run, RunStatus
 
 router = APIRouter(prefix="/v1/runs", tags=["runs"])
 RunId = Annotated[str, Path(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_-]+$")]

@@ -20,13 +20,13 @@ from api.routes.runs import STREAM_HEADERS
 from api.routes.tools import settle
 from api.schemas import SessionPatchBody
 from api.services import Services
-from shared import logs
-from shared.inbound import receive
-from shared.models import InboundMessageParams, SessionEntry
-from shared.session_keys import SessionKind
-from shared.sessions import LabelTaken, SessionPatch, new_entry
+from shared.base.session_keys import SessionKind
+from shared.domain import logs
+from shared.domain.sessions import LabelTaken, SessionPatch, new_entry
+from shared.intake.inbound import receive
 from shared.tools.list import every_session
-from shared.tools.list_schema import SessionsListParams, SessionsListResult
+from shared.wire.list_schema import SessionsListParams, SessionsListResult
+from shared.wire.models import InboundMessageParams, SessionEntry
 
 router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
 _errors: dict[int | str, dict[str, Any]] = {

@@ -11,9 +11,9 @@ from fastapi import APIRouter, Query
 from api.auth import forbidden
 from api.deps import PrincipalDep, ServicesDep
 from api.errors import ErrorResponse
-from shared.fleet_wire import FleetView
-from shared.models import InFlightLane, InFlightView
-from shared.traffic_view import traffic_rows
+from shared.domain.traffic_view import traffic_rows
+from shared.wire.fleet import FleetView
+from shared.wire.models import InFlightLane, InFlightView
 from workers import queues
 
 router = APIRouter(tags=["fleet"])

@@ -23,15 +23,15 @@ from api.errors import ApiError, ErrorResponse, bad_request, not_found
 from api.params import SessionKeyPath
 from api.routes.resolve import session_context
 from api.services import Services
-from shared import logs
-from shared.errors import first_invalid
-from shared.models import ToolFailure, Wire
-from shared.redaction import scrub
-from shared.submit import AwaitRun
-from shared.text import CONTROL_CLASS
-from shared.tools.context import ToolContext
+from shared.base.errors import first_invalid
+from shared.base.text import CONTROL_CLASS
+from shared.domain import logs
+from shared.domain.redaction import scrub
+from shared.intake.submit import AwaitRun
 from shared.tools.registry import TOOLS
-from shared.tools.subagents_schema import (
+from shared.tools.tool_context import ToolContext
+from shared.wire.models import ToolFailure, Wire
+from shared.wire.subagents_schema import (
     SessionStatusCard,
     SubagentInfo,
     SubagentsKilled,

@@ -19,13 +19,16 @@ from api.params import SESSION_KEY_CONSTRAINTS
 from api.routes.resolve import acting_as
 from api.schemas import INVOKE_BODY, InvokeRequest, InvokeResponse
 from api.services import Services
-from shared import logs, run_control, session_keys, subagents, tracing
-from shared.errors import tool_input_error
-from shared.models import Wire
-from shared.submit import AwaitRun
-from shared.tool_schemas import SchemaFormat, tool_schemas
-from shared.tools.context import ToolContext
+from shared.adapters import tracing
+from shared.base import session_keys
+from shared.base.errors import tool_input_error
+from shared.domain import logs, subagents
+from shared.intake.submit import AwaitRun
+from shared.runner import run_control
+from shared.runner.tool_schemas import SchemaFormat, tool_schemas
 from shared.tools.registry import TOOLS, Tool
+from shared.tools.tool_context import ToolContext
+from shared.wire.models import Wire
 
 router = APIRouter(tags=["tools"])
 

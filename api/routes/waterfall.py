@@ -1,5 +1,5 @@
-"""A tree's time: the runs of a flow, or of a session's sub-agent tree, as waterfall rows (shared/waterfall.py
-says what each holds and what is not recorded), read from clawbus's own records.
+"""A tree's time: the runs of a flow, or of a session's sub-agent tree, as waterfall rows
+(shared/domain/waterfall.py says what each holds and what is not recorded), read from clawbus's own records.
 
 Access is the flow's and the tree's: a flow is unknown (404) to a token that may act for neither of its
 sessions, as ``GET /v1/flows/{id}`` has it; a session's tree is the session's to see as
@@ -17,12 +17,12 @@ from api.errors import ErrorResponse, not_found
 from api.params import SessionKeyPath
 from api.routes.flows import FlowId
 from api.routes.resolve import session_context
-from shared import logs
+from shared.domain import logs
+from shared.domain.waterfall import RunRecords, Waterfall, rows
 from shared.flows.view import snapshot
-from shared.models import Message, Run
 from shared.store import Store
 from shared.tools.subagents_view import descendants
-from shared.waterfall import RunRecords, Waterfall, rows
+from shared.wire.models import Message, Run
 
 router = APIRouter(tags=["waterfall"])
 _errors: dict[int | str, dict[str, Any]] = {code: {"model": ErrorResponse} for code in (400, 401, 403, 404)}

@@ -27,8 +27,8 @@ from shared.commands.status import status
 from shared.commands.steer import steer
 from shared.commands.stop import stop
 from shared.commands.subagents import agents, subagents
-from shared.models import CommandReply, InboundMessageParams
-from shared.tools.context import ToolContext
+from shared.tools.tool_context import ToolContext
+from shared.wire.models import CommandReply, InboundMessageParams
 
 __all__ = ["Forward", "Outcome", "is_command", "run_command"]
 

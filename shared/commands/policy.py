@@ -4,7 +4,7 @@ release."""
 from __future__ import annotations
 
 from shared.commands.base import Call, Outcome, is_owner
-from shared.sessions import SessionPatch
+from shared.domain.sessions import SessionPatch
 
 SEND_USAGE = "Usage: /send on|off|inherit"
 _SEND_ARGS: dict[str, str | None] = {

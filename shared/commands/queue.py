@@ -14,11 +14,11 @@ import dataclasses
 import re
 from dataclasses import dataclass, field
 
-from shared import queueing
 from shared.commands.base import Call, Forward, Outcome
 from shared.commands.durations import parse_duration_ms
-from shared.models import QueueDrop, QueueMode
-from shared.sessions import SessionPatch
+from shared.domain.sessions import SessionPatch
+from shared.intake import queueing
+from shared.wire.models import QueueDrop, QueueMode
 
 _MODES: dict[str, QueueMode] = {
     "steer": "steer",

@@ -1,5 +1,5 @@
 """``/session idle|max-age [<duration>|off]`` and ``/session unbind``: the thread binding of the conversation
-the message was written in (a thread bound to a sub-agent, ``shared.threads``), as OpenClaw 2026.9.6
+the message was written in (a thread bound to a sub-agent, ``shared.intake.threads``), as OpenClaw 2026.9.6
 answers them.
 
 Without a duration, ``idle`` and ``max-age`` say the limit in force and when it runs out; with one
@@ -10,10 +10,11 @@ messages go to the session that spawned the sub-agent again, and the sub-agent's
 
 from __future__ import annotations
 
-from shared import session_keys, threads
+from shared.base import session_keys
 from shared.commands.base import Call, Outcome
 from shared.commands.durations import binding_duration, iso, parse_duration_ms
-from shared.models import ThreadBinding
+from shared.intake import threads
+from shared.wire.models import ThreadBinding
 
 USAGE = (
     "Usage: /session idle <duration|off> | /session max-age <duration|off> | /session unbind "

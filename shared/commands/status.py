@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from shared.commands.base import Call, Outcome
-from shared.models import ToolFailure
 from shared.tools.status import session_status
-from shared.tools.subagents_schema import SessionStatusParams
+from shared.wire.models import ToolFailure
+from shared.wire.subagents_schema import SessionStatusParams
 
 UNKNOWN = "⚠️ Unknown /status subcommand. Try /status or /status plugins."
 # The release's /status plugins reports its plugins' health; clawbus loads none.

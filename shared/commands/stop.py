@@ -3,9 +3,9 @@
 
 from __future__ import annotations
 
-from shared import run_control
 from shared.commands.base import Call, Outcome
-from shared.models import CommandReply
+from shared.runner import run_control
+from shared.wire.models import CommandReply
 
 
 def stop(call: Call) -> Outcome:

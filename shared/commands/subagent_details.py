@@ -12,12 +12,12 @@ import re
 from shared.commands.base import Call, Outcome
 from shared.commands.durations import stamped
 from shared.commands.subagent_targets import Children, resolve, run_label
-from shared.models import Message, TextBlock
-from shared.redaction import scrub
+from shared.domain.redaction import scrub
+from shared.runner.visible_text import visible
 from shared.tools.history_view import STEP_PROMPTS, shown
 from shared.tools.status_card import compact_duration
 from shared.tools.subagents_view import Child, shown_status, task_row
-from shared.visible_text import visible
+from shared.wire.models import Message, TextBlock
 
 INFO_USAGE = "ℹ️ Usage: /subagents info <id|#>"
 LOG_USAGE = "📜 Usage: /subagents log <id|#> [limit]"

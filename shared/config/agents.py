@@ -9,9 +9,9 @@ from pydantic import (
     field_validator,
 )
 
+from shared.base.session_keys import normalize_agent_id
 from shared.config.base import Section
-from shared.models import ThinkingLevel
-from shared.session_keys import normalize_agent_id
+from shared.wire.models import ThinkingLevel
 
 
 class SandboxConfig(Section):

@@ -56,7 +56,7 @@ CHAT_API_URLS: dict[ChatPlatform, str] = {
 
 class ChatChannel(Section):
     """A chat platform's bot API (Telegram, Discord, Slack): one shape, an adapter each
-    (``shared/channels/http.py``)."""
+    (``shared/adapters/channels/http.py``)."""
 
     type: ChatPlatform
     bot_token: str = Field(min_length=1)

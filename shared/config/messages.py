@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from shared.config.base import Section
-from shared.models import QueueMode
+from shared.wire.models import QueueMode
 
 
 class QueueConfig(Section):

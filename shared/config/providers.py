@@ -13,8 +13,8 @@ from pydantic import (
     model_validator,
 )
 
+from shared.base.errors import ClawbusError
 from shared.config.base import HttpUrl, Section
-from shared.errors import ClawbusError
 
 # --- models --------------------------------------------------------------------------------------------
 

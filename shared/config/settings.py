@@ -25,6 +25,7 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
+from shared.base.text import token_digest
 from shared.config.a2a import A2AConfig, A2ARemote
 from shared.config.agents import AgentConfig, AgentsConfig
 from shared.config.base import DEFAULT_CONFIG_FILE, ENV_PREFIX, ConfigError
@@ -49,7 +50,6 @@ from shared.config.service import (
 )
 from shared.config.session import SessionConfig
 from shared.config.tools import ToolsConfig
-from shared.text import token_digest
 
 
 class _Settings(BaseSettings):

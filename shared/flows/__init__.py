@@ -3,7 +3,8 @@
 - ``decide``: what a flow needs next (a pure function of its runs) and which task performs it;
 - ``engine``: moving a flow on (``advance``, ``follow``, ``perform``): its next step done or handed on;
 - ``create``: a new flow; ``exchange``: a send's reply turns, announce and delivery; ``report``: a spawn's
-  announce step and report; ``outbound``: a flow's delivery record; ``cleanup``: a reported child;
-- ``context``: what a step works with; ``view``: reading a flow; ``ids``: the derived ids that make every
-  step idempotent.
+  announce step and report; ``outbound``: a flow's delivery record; ``deliveries``: one attempt at a
+  delivery; ``cleanup``: a reported child;
+- ``flow_context``: what a step works with; ``view``: reading a flow. The derived ids that make every step
+  idempotent are ``shared.base.flow_ids``.
 """

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from shared import archive, subagents
-from shared.flows.context import FlowContext
-from shared.models import Flow, SessionEntry
+from shared.domain import subagents
+from shared.flows.flow_context import FlowContext
+from shared.runner import archive
+from shared.wire.models import Flow, SessionEntry
 
 
 def clean_up(ctx: FlowContext, flow: Flow, child: SessionEntry | None) -> None:

@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Literal
 
 from shared.config import Config
+from shared.domain.sessions import channel_of
 from shared.flows.decide import step_timeout_ms
-from shared.models import Flow, SessionEntry
-from shared.sessions import channel_of
+from shared.wire.models import Flow, SessionEntry
 
 
 def new_flow(

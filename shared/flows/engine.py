@@ -10,9 +10,11 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from shared import channels, deliveries, logs, trace_context
-from shared.dispatch import StepTask
-from shared.flows.context import FlowContext
+from shared.adapters import channels
+from shared.base import trace_context
+from shared.base.flow_ids import delivery_id
+from shared.domain import logs
+from shared.flows import deliveries
 from shared.flows.decide import (
     PERFORMS,
     RUN_FOLLOWS,
@@ -29,10 +31,11 @@ from shared.flows.decide import (
     task_for,
 )
 from shared.flows.exchange import start_announce, start_delivery, start_turn
-from shared.flows.ids import delivery_id
+from shared.flows.flow_context import FlowContext
 from shared.flows.report import deliver_relay, start_subagent_announce, start_subagent_delivery
 from shared.flows.view import snapshot
-from shared.models import Flow, Snapshot
+from shared.ports.dispatch import StepTask
+from shared.wire.models import Flow, Snapshot
 
 log = logging.getLogger(__name__)
 

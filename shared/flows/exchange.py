@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from shared import policy, session_keys
-from shared.contexts import ANNOUNCE_MESSAGE, announce_context, reply_context
-from shared.flows.context import FlowContext
+from shared.base import session_keys
+from shared.base.contexts import ANNOUNCE_MESSAGE, announce_context, reply_context
+from shared.base.flow_ids import announce_run_id, turn_run_id
+from shared.domain import policy
+from shared.domain.runs import inter_session_run
+from shared.domain.sessions import new_entry
 from shared.flows.decide import StartAnnounce, StartDelivery, StartTurn
-from shared.flows.ids import announce_run_id, turn_run_id
+from shared.flows.flow_context import FlowContext
 from shared.flows.outbound import deliver_to
-from shared.models import Flow, SessionEntry
-from shared.runs import inter_session_run
-from shared.runtime.base import ANNOUNCE_SKIP
-from shared.sessions import new_entry
+from shared.ports.runtime import ANNOUNCE_SKIP
+from shared.wire.models import Flow, SessionEntry
 
 
 def start_turn(ctx: FlowContext, flow: Flow, action: StartTurn) -> bool:

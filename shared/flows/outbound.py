@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from shared import policy
-from shared.flows.context import FlowContext
-from shared.flows.ids import delivery_id
-from shared.models import Delivery, Flow, SessionEntry
-from shared.sessions import route_of
+from shared.base.flow_ids import delivery_id
+from shared.domain import policy
+from shared.domain.sessions import route_of
+from shared.flows.flow_context import FlowContext
+from shared.wire.models import Delivery, Flow, SessionEntry
 
 
 def deliver_to(ctx: FlowContext, flow: Flow, session: SessionEntry, text: str) -> None:

@@ -6,18 +6,18 @@ from __future__ import annotations
 import logging
 from typing import Literal
 
-from shared import subagents
-from shared.dispatch import StepTask
+from shared.base.flow_ids import announce_run_id, note_id, relay_run_id, report_run_id, wake_run_id
+from shared.domain import subagents
+from shared.domain.runs import NewRun, new_run
+from shared.domain.sessions import ReportRecorded, SessionPatch, new_entry, transcript_path
 from shared.flows.cleanup import clean_up
-from shared.flows.context import FlowContext
 from shared.flows.decide import DeliverRelay, StartSubagentDelivery
-from shared.flows.ids import announce_run_id, note_id, relay_run_id, report_run_id, wake_run_id
+from shared.flows.flow_context import FlowContext
 from shared.flows.outbound import deliver_to
-from shared.models import Flow, Provenance, RunStatus, SessionEntry, Snapshot
-from shared.runs import NewRun, new_run
-from shared.runtime.base import ANNOUNCE_SKIP, NO_REPLY
-from shared.sessions import ReportRecorded, SessionPatch, new_entry, transcript_path
-from shared.submit import submit
+from shared.intake.submit import submit
+from shared.ports.dispatch import StepTask
+from shared.ports.runtime import ANNOUNCE_SKIP, NO_REPLY
+from shared.wire.models import Flow, Provenance, RunStatus, SessionEntry, Snapshot
 
 log = logging.getLogger(__name__)
 

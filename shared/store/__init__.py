@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from redis import Redis
 
-from shared.clock import Clock, SystemClock
+from shared.base.clock import Clock, SystemClock
 from shared.config import Config
 from shared.store.a2a import A2AStore
 from shared.store.budgets import BudgetStore

@@ -7,7 +7,7 @@ from typing import Any
 
 from redis import Redis
 
-from shared.budgets import (
+from shared.domain.budgets import (
     DAY_TTL_SECONDS,
     MICROS,
     UNLIMITED,

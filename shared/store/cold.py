@@ -17,7 +17,7 @@ from typing import Any
 import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
-from shared.sessions import transcript_location
+from shared.domain.sessions import transcript_location
 
 
 class ColdTranscripts:

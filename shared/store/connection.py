@@ -18,7 +18,7 @@ from redis.exceptions import ConnectionError, RedisError, TimeoutError
 from redis.retry import Retry
 from redis.sentinel import MasterNotFoundError, Sentinel
 
-from shared.backoff import delay
+from shared.base.backoff import delay
 from shared.config import RedisConfig, SentinelConfig
 from shared.store.clients import AsyncStoreClient, StoreClient
 
@@ -37,7 +37,8 @@ RETRY_ON = [ConnectionError, TimeoutError]
 
 
 class Backoff:
-    """redis-py's retries (its ``AbstractBackoff`` interface) on clawbus's backoff (``shared.backoff``)."""
+    """redis-py's retries (its ``AbstractBackoff`` interface) on clawbus's backoff
+    (``shared.base.backoff``)."""
 
     def __init__(self, base: float = 0.1, cap: float = 2.0) -> None:
         self._base, self._cap = base, cap

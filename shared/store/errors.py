@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from shared.errors import ClawbusError
+from shared.base.errors import ClawbusError
 
 
 class StoreUnavailable(ClawbusError):

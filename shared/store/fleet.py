@@ -7,8 +7,8 @@ from collections.abc import Sequence
 
 from redis import Redis
 
-from shared.models import FleetFigures, InFlight
 from shared.store.keys import RedisKeys
+from shared.wire.models import FleetFigures, InFlight
 
 
 class FleetStore:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from redis import Redis
 
-from shared.idempotency import Claimed, KeyReused, digest, seed_of
+from shared.domain.idempotency import Claimed, KeyReused, digest, seed_of
 from shared.store.keys import RedisKeys
 
 

@@ -13,7 +13,6 @@ import asyncio
 import contextlib
 import json
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any
 
 from redis.asyncio import Redis
@@ -23,12 +22,20 @@ from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
 
 from shared.config import RedisConfig
-from shared.errors import ClawbusError
-from shared.models import Run
+from shared.ports.live import (
+    FIRST,
+    Ended,
+    Entry,
+    Reconnected,
+    Signal,
+    SignalsLost,
+    Subscribed,
+)
 from shared.store.codec import decode
 from shared.store.connection import RETRIES, RETRY_ON, Backoff, async_client
 from shared.store.errors import StoreUnavailable
 from shared.store.keys import RedisKeys
+from shared.wire.models import Run
 
 # Sent through the pub/sub connection after each (re)connect: its answer comes once every re-subscription
 # redis-py made is in force.
@@ -40,40 +47,6 @@ LIVE_MAX_CONNECTIONS = 4096
 
 # The longest a read of this client may take: blocking stream reads stay below it.
 BLOCK_LIMIT_S = 30.0
-
-
-class SignalsLost(ClawbusError):
-    """The pub/sub connection dropped; reading again reconnects it."""
-
-
-@dataclass(frozen=True, slots=True)
-class Subscribed:
-    run_id: str
-
-
-@dataclass(frozen=True, slots=True)
-class Ended:
-    run_id: str
-    # The terminal run as the commit published it; None: read the run instead.
-    run: Run | None
-
-
-@dataclass(frozen=True, slots=True)
-class Reconnected:
-    """Every subscription is in force again: runs that ended while the connection was down were not heard."""
-
-
-Signal = Subscribed | Ended | Reconnected
-
-
-# A stream entry: its id (the cursor after it) and its fields.
-Entry = tuple[str, dict[str, str]]
-# The cursor before a stream's first entry.
-FIRST = "0-0"
-# A cursor as clients hand it back (an event id): a Redis stream id, two unsigned 64-bit numbers. Nineteen
-# digits always fit 64 bits (twenty may not), and a pattern says so in the schema, where a check of the
-# value could not.
-CURSOR_PATTERN = r"^\d{1,19}-\d{1,19}$"
 
 
 class LiveStore:

@@ -9,13 +9,13 @@ import uuid
 
 from redis import Redis
 
-from shared.budgets import Refusal, Reservation
-from shared.models import Run
+from shared.domain.budgets import Refusal, Reservation
+from shared.domain.traffic import Admission, Ask, CallClose
 from shared.store.budgets import BudgetStore, refusal
 from shared.store.runs import RunStore
 from shared.store.scripts import ScriptCall, run_pipelined
 from shared.store.traffic import TrafficStore, admission
-from shared.traffic import Admission, Ask, CallClose
+from shared.wire.models import Run
 
 
 class ModelCallStore:

@@ -24,9 +24,8 @@ from typing import Any
 from redis import Redis
 from redis.commands.core import Script
 
-from shared.clock import Clock
-from shared.models import Flow, Message, Run, RunStatus, SessionEntry
-from shared.runs import (
+from shared.base.clock import Clock
+from shared.domain.runs import (
     Accepted,
     Cancelled,
     CancelOutcome,
@@ -45,6 +44,7 @@ from shared.store.codec import decode, encode, encode_values
 from shared.store.errors import NotReplicated, StoreUnavailable
 from shared.store.keys import RedisKeys
 from shared.store.scripts import REPEAT_WINDOW_MS, ScriptCall, Scripts, call_id, run_pipelined
+from shared.wire.models import Flow, Message, Run, RunStatus, SessionEntry
 
 
 class RunStore:

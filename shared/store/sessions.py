@@ -8,11 +8,11 @@ from collections.abc import Iterator, Sequence
 
 from redis import Redis
 
-from shared.models import SessionEntry
-from shared.sessions import LabelTaken, ReportRecorded, SessionPatch
+from shared.domain.sessions import LabelTaken, ReportRecorded, SessionPatch
 from shared.store.codec import decode, encode, encode_values
 from shared.store.keys import RedisKeys
 from shared.store.scripts import REPEAT_WINDOW_MS, Scripts, call_id
+from shared.wire.models import SessionEntry
 
 
 class SessionStore:

@@ -1,4 +1,4 @@
-"""Thread bindings: which session a chat thread's messages go to (shared/threads.py decides)."""
+"""Thread bindings: which session a chat thread's messages go to (shared/intake/threads.py decides)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ from typing import Literal
 
 from redis import Redis
 
-from shared.models import ThreadBinding
 from shared.store.codec import decode, encode
 from shared.store.keys import RedisKeys
+from shared.wire.models import ThreadBinding
 
 # A binding record outlives its binding: after it is released the thread's messages still go to the session
 # that spawned the child. A thread silent this long is forgotten (its messages go to the session its key

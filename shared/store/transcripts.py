@@ -17,11 +17,11 @@ from dataclasses import dataclass
 
 from redis import Redis
 
-from shared.models import Message
 from shared.store.cold import ColdTranscripts
 from shared.store.keys import RedisKeys
 from shared.store.leases import held_lease
 from shared.store.scripts import Scripts
+from shared.wire.models import Message
 
 # A move's lease, renewed while it runs: a worker killed mid-move holds the session's moves up this long.
 MOVE_LEASE_MS = 10_000

@@ -1,4 +1,3 @@
-"""The session tools, one module each (``list``, ``history``, ``send``, ``spawn``, ``agents``), with their
-parameters and results beside them (``<tool>_schema``); ``registry.TOOLS`` calls them all the same way:
-``TOOLS[name].invoke(ctx, raw_args)``. Importing this package loads nothing: a thin client imports the
-schemas alone."""
+"""The session tools, one module each (``list``, ``history``, ``send``, ``spawn``, ``agents``, ``yielding``,
+``subagents``, ``status``), their parameters and results in ``shared.wire`` (``<tool>_schema``);
+``registry.TOOLS`` calls them all the same way: ``TOOLS[name].invoke(ctx, raw_args)``."""

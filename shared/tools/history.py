@@ -6,13 +6,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from shared import visibility
-from shared.errors import ToolError
-from shared.models import TOOL_ROLES, RunStatus, SessionEntry, ToolFailure
-from shared.output_budget import RESULT_BYTES, fit
-from shared.tools.context import ToolContext
-from shared.tools.history_schema import PendingInputs, SessionsHistoryParams, SessionsHistoryResult
+from shared.base.errors import ToolError
+from shared.domain import visibility
+from shared.domain.output_budget import RESULT_BYTES, fit
 from shared.tools.history_view import project, shown, transcript_source
+from shared.tools.tool_context import ToolContext
+from shared.wire.history_schema import PendingInputs, SessionsHistoryParams, SessionsHistoryResult
+from shared.wire.models import TOOL_ROLES, RunStatus, SessionEntry, ToolFailure
 
 DEFAULT_LIMIT = 200
 

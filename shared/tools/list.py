@@ -5,16 +5,17 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from itertools import islice
 
-from shared import session_keys, visibility
+from shared.base import session_keys
 from shared.config import Config
-from shared.dispatch import Dispatcher
-from shared.models import TOOL_ROLES, SessionEntry
-from shared.output_budget import clean
-from shared.ports import Storage
-from shared.sessions import channel_of, display_name, transcript_path
-from shared.tools.context import ToolContext
+from shared.domain import visibility
+from shared.domain.output_budget import clean
+from shared.domain.sessions import channel_of, display_name, transcript_path
+from shared.ports.dispatch import Dispatcher
+from shared.ports.storage import Storage
 from shared.tools.history_view import project, shown, transcript_source
-from shared.tools.list_schema import Actor, Owner, SessionRow, SessionsListParams, SessionsListResult
+from shared.tools.tool_context import ToolContext
+from shared.wire.list_schema import Actor, Owner, SessionRow, SessionsListParams, SessionsListResult
+from shared.wire.models import TOOL_ROLES, SessionEntry
 
 # The release's page when no limit is given; its largest is the limit's bound in SessionsListParams.
 DEFAULT_LIMIT = 100

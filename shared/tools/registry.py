@@ -9,26 +9,27 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from shared import session_keys, subagents
-from shared.errors import ToolError
-from shared.models import ToolFailure, Wire
-from shared.submit import AwaitRun
+from shared.base import session_keys
+from shared.base.errors import ToolError
+from shared.domain import subagents
+from shared.intake.submit import AwaitRun
 from shared.tools.agents import agents_list
-from shared.tools.agents_schema import AgentsListParams
-from shared.tools.context import ToolContext
 from shared.tools.history import sessions_history
-from shared.tools.history_schema import SessionsHistoryParams
 from shared.tools.list import sessions_list
-from shared.tools.list_schema import SessionsListParams
 from shared.tools.send import sessions_send
-from shared.tools.send_schema import SessionsSendParams
 from shared.tools.spawn import sessions_spawn
-from shared.tools.spawn_schema import SessionsSpawnParams
 from shared.tools.status import session_status
 from shared.tools.subagents import subagents as subagents_tool
-from shared.tools.subagents_schema import SessionStatusParams, SubagentsParams
+from shared.tools.tool_context import ToolContext
 from shared.tools.yielding import sessions_yield
-from shared.tools.yielding_schema import SessionsYieldParams
+from shared.wire.agents_schema import AgentsListParams
+from shared.wire.history_schema import SessionsHistoryParams
+from shared.wire.list_schema import SessionsListParams
+from shared.wire.models import ToolFailure, Wire
+from shared.wire.send_schema import SessionsSendParams
+from shared.wire.spawn_schema import SessionsSpawnParams
+from shared.wire.subagents_schema import SessionStatusParams, SubagentsParams
+from shared.wire.yielding_schema import SessionsYieldParams
 
 __all__ = ["TOOLS", "Tool", "ToolContext", "ToolError"]
 

@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
-from shared import policy, queueing, session_keys, visibility
-from shared.a2a import remote
-from shared.contexts import send_context
-from shared.errors import ToolError
+from shared.adapters.runtimes import remote
+from shared.base import session_keys
+from shared.base.contexts import send_context
+from shared.base.errors import ToolError
+from shared.domain import policy, visibility
+from shared.domain.runs import WhenBusy, inter_session_run
+from shared.domain.sessions import channel_of, new_entry
 from shared.flows.create import new_flow
-from shared.models import ToolFailure
-from shared.runs import WhenBusy, inter_session_run
-from shared.sessions import channel_of, new_entry
-from shared.submit import AwaitRun, send_outcome, submit
-from shared.tools.context import ToolContext
-from shared.tools.context import looks_like_key as session_keys_like
-from shared.tools.send_schema import SendResult, SessionsSendParams
+from shared.intake import queueing
+from shared.intake.submit import AwaitRun, send_outcome, submit
+from shared.tools.tool_context import ToolContext
+from shared.tools.tool_context import looks_like_key as session_keys_like
+from shared.wire.models import ToolFailure
+from shared.wire.send_schema import SendResult, SessionsSendParams
 
 
 def sessions_send(ctx: ToolContext, params: SessionsSendParams) -> SendResult | ToolFailure | AwaitRun:

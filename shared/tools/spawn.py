@@ -12,11 +12,18 @@ import uuid
 from pathlib import Path
 from typing import Literal
 
-from shared import attachments, session_keys, subagents, threads
-from shared.attachments import AttachmentReceipt
-from shared.errors import ToolError
+from shared.base import session_keys
+from shared.base.errors import ToolError
+from shared.domain import attachments, subagents
+from shared.domain.output_budget import fit
+from shared.domain.runs import LaneHead, inter_session_run
+from shared.domain.sessions import THREADED_CHANNELS, Route, SessionPatch, new_entry, route_of
 from shared.flows.create import new_spawn_flow
-from shared.models import (
+from shared.intake import threads
+from shared.intake.submit import enqueue_accepted, submit
+from shared.tools.tool_context import ToolContext
+from shared.wire.attachments import AttachmentReceipt
+from shared.wire.models import (
     THINKING_LEVELS,
     TOOL_ROLES,
     DeliveryContext,
@@ -25,12 +32,7 @@ from shared.models import (
     SpawnRole,
     ToolFailure,
 )
-from shared.output_budget import fit
-from shared.runs import LaneHead, inter_session_run
-from shared.sessions import THREADED_CHANNELS, Route, SessionPatch, new_entry, route_of
-from shared.submit import enqueue_accepted, submit
-from shared.tools.context import ToolContext
-from shared.tools.spawn_schema import SessionsSpawnParams, SpawnResult
+from shared.wire.spawn_schema import SessionsSpawnParams, SpawnResult
 
 # Reports of a session's children that no turn of it has read yet: a warning from the first, a refusal
 # from the second (a fan-out that outruns its reader).

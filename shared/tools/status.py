@@ -12,19 +12,21 @@ import os
 from importlib import metadata
 from typing import Any, Literal
 
-from shared import queueing, session_keys, subagents, visibility
-from shared.budget_view import agent_budget
-from shared.budgets import day_of
+from shared.base import session_keys
+from shared.base.errors import ToolError
 from shared.config import Config
 from shared.config.providers import OpenAIProvider, UnknownModel
-from shared.errors import ToolError
-from shared.fleet_wire import AgentBudget
-from shared.models import SessionEntry, ToolFailure
-from shared.sessions import SessionPatch, new_entry
-from shared.tools.context import ToolContext, looks_like_key
+from shared.domain import subagents, visibility
+from shared.domain.budget_view import agent_budget
+from shared.domain.budgets import day_of
+from shared.domain.sessions import SessionPatch, new_entry
+from shared.intake import queueing
 from shared.tools.status_card import DEFAULT_CONTEXT_WINDOW, CardFacts, compact_duration, render
-from shared.tools.subagents_schema import SessionStatusCard, SessionStatusParams, StatusBudget
 from shared.tools.subagents_view import descendants, observe, subagents_line, tasks_line
+from shared.tools.tool_context import ToolContext, looks_like_key
+from shared.wire.fleet import AgentBudget
+from shared.wire.models import SessionEntry, ToolFailure
+from shared.wire.subagents_schema import SessionStatusCard, SessionStatusParams, StatusBudget
 
 Target = tuple[str, SessionEntry | None]
 
@@ -66,7 +68,7 @@ def _target(ctx: ToolContext, reference: str | None) -> Target:
 
 def _as_status(refusal: str) -> str:
     """A visibility refusal in the release's words for this tool: what history may not read, status may
-    not show (shared.visibility words it for history)."""
+    not show (shared.domain.visibility words it for history)."""
     for history, status in (
         ("Session history ", "Session status "),
         ("Agent-to-agent history ", "Agent-to-agent status "),

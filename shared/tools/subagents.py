@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import time
 
-from shared import run_control, session_keys
-from shared.errors import ToolError
-from shared.models import Provenance, SessionEntry, ToolFailure
-from shared.ports import Storage
-from shared.redaction import scrub
-from shared.runs import new_run
-from shared.submit import submit
-from shared.tools.context import ToolContext
-from shared.tools.subagents_schema import (
+from shared.base import session_keys
+from shared.base.errors import ToolError
+from shared.domain.redaction import scrub
+from shared.domain.runs import new_run
+from shared.intake.submit import submit
+from shared.ports.storage import Storage
+from shared.runner import run_control
+from shared.tools.subagents_view import descendants, list_text, listed_tasks, run_rows, status, task_row, tree
+from shared.tools.tool_context import ToolContext
+from shared.wire.models import Provenance, SessionEntry, ToolFailure
+from shared.wire.subagents_schema import (
     OWN_ACTIONS,
     SubagentInfo,
     SubagentRow,
@@ -29,7 +31,6 @@ from shared.tools.subagents_schema import (
     SubagentsWaited,
     TaskCancelled,
 )
-from shared.tools.subagents_view import descendants, list_text, listed_tasks, run_rows, status, task_row, tree
 
 Answer = (
     SubagentsList

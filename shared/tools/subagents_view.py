@@ -14,11 +14,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from shared.config import Config
-from shared.models import Flow, Run, SessionEntry
-from shared.ports import Storage
-from shared.redaction import scrub
+from shared.domain.redaction import scrub
+from shared.ports.storage import Storage
 from shared.tools.status_card import compact_duration, short_tokens
-from shared.tools.subagents_schema import ChildStatus, Execution, RunRow, TaskRow, TaskStatus
+from shared.wire.models import Flow, Run, SessionEntry
+from shared.wire.subagents_schema import ChildStatus, Execution, RunRow, TaskRow, TaskStatus
 
 _ENDED: dict[str, ChildStatus] = {"done": "done", "failed": "error", "timeout": "timeout", "killed": "killed"}
 # How the release words a child's state in a row (one waiting for its children has a run that ended).

@@ -43,10 +43,10 @@ from clawbus_client import Client as ClawbusClient
 from clawbus_client.models import SendResult, SessionsHistoryResult
 from fastapi import FastAPI, Request
 
-from shared.contexts import ANNOUNCE_MESSAGE
-from shared.processes import free_port
+from api.processes import free_port
+from shared.base.contexts import ANNOUNCE_MESSAGE
+from shared.base.text import token_digest
 from shared.store.keys import RedisKeys
-from shared.text import token_digest
 from shared.tools.history_view import text_of
 from tests.support.fake_openai import FakeOpenAI, fake_openai, planned
 from tests.support.processes import wait_for

@@ -12,7 +12,7 @@ import pytest
 from kombu import Connection
 
 from shared.config import Config
-from shared.runs import LaneHead
+from shared.domain.runs import LaneHead
 from shared.store.connection import WORKER_RETRIES
 from shared.store.errors import StoreUnavailable
 from tests.support.processes import RedisServer, wait_for

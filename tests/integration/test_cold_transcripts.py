@@ -18,7 +18,7 @@ from clawbus_client.models import SendResult, SessionsHistoryResult
 from moto.server import ThreadedMotoServer
 
 from shared.config import Config
-from shared.hot_window import slack
+from shared.runner.hot_window import slack
 from shared.store.keys import RedisKeys
 from shared.tools.history_view import text_of
 from tests.support.processes import free_port, wait_for

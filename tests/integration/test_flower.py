@@ -12,7 +12,7 @@ import httpx
 from clawbus_client import Client
 from clawbus_client.models import SendResult
 
-from shared.processes import free_port
+from api.processes import free_port
 from tests.support.exchanges import SECRET, finished, send_with_announce_to
 from tests.support.fake_http import fake_server
 from tests.support.processes import Role, wait_for

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from shared.config import Config
-from shared.runs import ClaimOutcome
+from shared.domain.runs import ClaimOutcome
 from shared.store import Store
 from shared.store.scripts import Scripts
 from tests.conftest import make_config

@@ -13,7 +13,7 @@ import pytest
 from celery import Celery
 
 from shared.config import Config
-from shared.runs import LaneHead
+from shared.domain.runs import LaneHead
 from tests.support.processes import RedisServer
 from workers import queues
 from workers.celery_app import create_app

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from shared.budgets import Limits, Spend
-from shared.clock import FixedClock
+from shared.base.clock import FixedClock
+from shared.domain.budgets import Limits, Spend
+from shared.domain.traffic import CallLimits
 from shared.store import Store
-from shared.traffic import CallLimits
 from tests.conftest import make_config
 from tests.support.processes import RedisServer
 

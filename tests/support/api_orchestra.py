@@ -9,12 +9,12 @@ from typing import Any
 from fastapi.testclient import TestClient
 
 from shared.config import Config
-from shared.execution import Attempt
+from shared.runner.execution import Attempt
 from shared.store import Store
 from tests.conftest import make_config
 from tests.support.api_app import TOKEN
 from workers import lanes
-from workers.context import WorkerContext
+from workers.services import WorkerContext
 from workers.testing import InlineDispatcher, drain
 
 MAIN = "agent:main:main"

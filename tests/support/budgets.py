@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from shared.budgets import day_of
+from shared.domain.budgets import day_of
 from shared.store import Store
 
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from shared.inbound import receive
-from shared.models import CommandReply, InboundMessageParams
-from shared.tools.context import ToolContext
+from shared.intake.inbound import receive
 from shared.tools.registry import TOOLS
-from shared.tools.send_schema import SendResult
-from shared.tools.spawn_schema import SpawnResult
+from shared.tools.tool_context import ToolContext
+from shared.wire.models import CommandReply, InboundMessageParams
+from shared.wire.send_schema import SendResult
+from shared.wire.spawn_schema import SpawnResult
 from workers.testing import World
 
 # A Telegram direct chat with "7": "7" writing on telegram is the session's own sender.

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from shared.processes import die_with_parent, run_as_main
+from api.processes import die_with_parent, run_as_main
 
 # What every role imports, in the order a worker's or an API's start imports it.
 PRELOADED = (

@@ -26,7 +26,7 @@ from urllib.parse import quote
 
 import httpx
 
-from shared.processes import wait_for
+from api.processes import wait_for
 from shared.tools.history_view import run_of
 from tests.support.processes import (
     RedisServer,

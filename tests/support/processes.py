@@ -22,7 +22,7 @@ from typing import Any
 import httpx
 import redis
 
-from shared.processes import Child, Process, free_port, redis_server_argv, wait_for
+from api.processes import Child, Process, free_port, redis_server_argv, wait_for
 from shared.store.connection import answers
 from tests.support.forkserver import ForkServer
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 import uuid
 
 from shared.config import Config
-from shared.models import Message, Run, RunStatus, Usage
-from shared.runs import Accepted, Claim, Committed, NewRun, Outcome
-from shared.sessions import new_entry
+from shared.domain.runs import Accepted, Claim, Committed, NewRun, Outcome
+from shared.domain.sessions import new_entry
 from shared.store import Store
+from shared.wire.models import Message, Run, RunStatus, Usage
 
 
 def a_run(run_id: str, status: RunStatus) -> Run:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from clawbus_client import ClawbusError, Client
 
 from shared.config import Config
-from shared.ports import Storage
-from shared.sessions import new_entry
+from shared.domain.sessions import new_entry
+from shared.ports.storage import Storage
 from shared.tools.history_view import run_of
 
 

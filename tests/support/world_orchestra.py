@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from shared.tools.registry import TOOLS
-from shared.tools.spawn_schema import SpawnResult
+from shared.wire.spawn_schema import SpawnResult
 from workers.testing import World
 
 MAIN = "agent:main:main"

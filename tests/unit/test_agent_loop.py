@@ -1,4 +1,5 @@
-"""shared/agent_loop.py (through shared/execution.py): tool calls, tool results, waits that park the run."""
+"""shared/runner/agent_loop.py (through shared/runner/execution.py): tool calls, tool results, waits that park
+the run."""
 
 from __future__ import annotations
 
@@ -7,16 +8,16 @@ from typing import Any
 
 import pytest
 
-from shared.agent_loop import LoopState, unanswered
-from shared.clock import FixedClock
+from shared.base.clock import FixedClock
 from shared.config import Config
-from shared.execution import Attempt, AttemptResult, execute
-from shared.models import Message, RunStatus, ToolCallBlock
-from shared.runs import LaneHead
+from shared.domain.runs import LaneHead
+from shared.runner.agent_loop import LoopState, unanswered
+from shared.runner.execution import Attempt, AttemptResult, execute
 from shared.store import Store
-from shared.tools.context import ToolContext
 from shared.tools.registry import TOOLS
-from shared.tools.send_schema import SendResult
+from shared.tools.tool_context import ToolContext
+from shared.wire.models import Message, RunStatus, ToolCallBlock
+from shared.wire.send_schema import SendResult
 from tests.conftest import BASE_CONFIG
 from workers.testing import InlineDispatcher, drain, drain_runs
 
@@ -307,8 +308,8 @@ def test_a_sub_agent_parked_on_a_wait_is_announced_only_once_it_ends(
 
 
 def test_an_aborted_loop_answers_its_open_calls_and_keeps_the_cut_text_marked() -> None:
-    from shared.agent_loop import LoopState, aborted
-    from shared.models import TextBlock, ToolCallBlock
+    from shared.runner.agent_loop import LoopState, aborted
+    from shared.wire.models import TextBlock, ToolCallBlock
 
     asked = Message.of("assistant", "", timestamp=1, run_id="r").model_copy(
         update={

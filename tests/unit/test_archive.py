@@ -1,4 +1,4 @@
-"""shared/archive.py: ended run-mode sub-agents are archived archiveAfterMinutes later; 0 never."""
+"""shared/runner/archive.py: ended run-mode sub-agents are archived archiveAfterMinutes later; 0 never."""
 
 from __future__ import annotations
 
@@ -6,15 +6,15 @@ import json
 from pathlib import Path
 from typing import Any
 
-from shared import archive
-from shared.clock import FixedClock
+from shared.base.clock import FixedClock
 from shared.config import Config
-from shared.sessions import transcript_path
+from shared.domain.sessions import transcript_path
+from shared.runner import archive
 from shared.store import Store
-from shared.tools.context import ToolContext
-from shared.tools.list_schema import SessionsListResult
 from shared.tools.registry import TOOLS
-from shared.tools.spawn_schema import SpawnResult
+from shared.tools.tool_context import ToolContext
+from shared.wire.list_schema import SessionsListResult
+from shared.wire.spawn_schema import SpawnResult
 from tests.conftest import WorldFactory
 from workers.testing import InlineDispatcher, drain
 

@@ -1,4 +1,4 @@
-"""shared/attachments.py: docs/contract.md §6's validation, private materialization, safe removal, redaction."""
+"""shared/domain/attachments.py: docs/contract.md §6's validation, private materialization, safe removal, redaction."""
 
 from __future__ import annotations
 
@@ -13,17 +13,17 @@ from typing import Any
 import fakeredis
 import pytest
 
-from shared import attachments
-from shared.attachments import AttachmentIn
-from shared.clock import FixedClock
+from shared.base.clock import FixedClock
+from shared.base.errors import ToolError
 from shared.config import AttachmentsConfig
-from shared.errors import ToolError
-from shared.models import ToolFailure
+from shared.domain import attachments
 from shared.store import Store
-from shared.tools.context import ToolContext
 from shared.tools.registry import TOOLS
-from shared.tools.send_schema import SendResult
-from shared.tools.spawn_schema import SpawnResult
+from shared.tools.tool_context import ToolContext
+from shared.wire.attachments import AttachmentIn
+from shared.wire.models import ToolFailure
+from shared.wire.send_schema import SendResult
+from shared.wire.spawn_schema import SpawnResult
 from tests.conftest import make_config
 from workers.testing import InlineDispatcher, drain
 

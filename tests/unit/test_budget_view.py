@@ -1,12 +1,12 @@
-"""shared/budget_view.py: an agent's budget in force is an owner's runtime values over the configuration's
-(UNLIMITED lifting a limit), and what is left never goes below zero."""
+"""shared/domain/budget_view.py: an agent's budget in force is an owner's runtime values over the
+configuration's (UNLIMITED lifting a limit), and what is left never goes below zero."""
 
 from __future__ import annotations
 
 import pytest
 
-from shared.budget_view import agent_budget, effective, override_of, tree_budget
-from shared.budgets import UNLIMITED, Limits, Override, Spend
+from shared.domain.budget_view import agent_budget, effective, override_of, tree_budget
+from shared.domain.budgets import UNLIMITED, Limits, Override, Spend
 from tests.conftest import make_config
 
 CONFIGURED = Limits(daily_usd=2.0, daily_tokens=1_000)

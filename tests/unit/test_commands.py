@@ -8,11 +8,11 @@ import pytest
 from shared.commands import is_command
 from shared.commands.base import Invocation, parse
 from shared.config import Config
-from shared.inbound import receive
-from shared.models import CommandReply, InboundMessageParams, ToolFailure
+from shared.intake.inbound import receive
 from shared.store import Store
-from shared.tools.context import ToolContext
-from shared.tools.send_schema import SendResult
+from shared.tools.tool_context import ToolContext
+from shared.wire.models import CommandReply, InboundMessageParams, ToolFailure
+from shared.wire.send_schema import SendResult
 from tests.conftest import make_config
 from workers.testing import InlineDispatcher
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from shared.flows.context import FlowContext
 from shared.flows.engine import advance
-from shared.inbound import receive
-from shared.models import InboundMessageParams, Message
+from shared.flows.flow_context import FlowContext
+from shared.intake.inbound import receive
 from shared.tools.registry import TOOLS
-from shared.tools.spawn_schema import SpawnResult
+from shared.wire.models import InboundMessageParams, Message
+from shared.wire.spawn_schema import SpawnResult
 from workers.testing import World, world
 
 REQUESTER = "agent:main:webchat:direct:ann"

@@ -10,8 +10,8 @@ import redis
 import yaml
 
 from api.cli import app
+from api.processes import Child, free_port, redis_server_binary, wait_for
 from shared.config import load_config
-from shared.processes import Child, free_port, redis_server_binary, wait_for
 from tests.support.processes import RedisServer
 
 REPO = Path(__file__).resolve().parents[2]

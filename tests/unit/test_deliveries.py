@@ -1,4 +1,4 @@
-"""shared/deliveries.py: one attempt at a time, retries with backoff, final states on the flow."""
+"""shared/flows/deliveries.py: one attempt at a time, retries with backoff, final states on the flow."""
 
 from __future__ import annotations
 
@@ -7,13 +7,13 @@ from typing import Any
 import fakeredis
 import pytest
 
-from shared import deliveries
-from shared.clock import FixedClock
+from shared.base.clock import FixedClock
+from shared.base.flow_ids import delivery_id
 from shared.config import Config
-from shared.flows.ids import delivery_id
-from shared.models import Delivery
-from shared.sessions import SessionPatch, new_entry
+from shared.domain.sessions import SessionPatch, new_entry
+from shared.flows import deliveries
 from shared.store import Store
+from shared.wire.models import Delivery
 from tests.conftest import make_config
 from tests.support.fake_http import fake_server
 from tests.support.flows import stored_flow

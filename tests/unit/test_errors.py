@@ -11,7 +11,7 @@ from pathlib import Path
 import api
 import shared
 import workers
-from shared.errors import ClawbusError
+from shared.base.errors import ClawbusError
 from shared.store.errors import NotReplicated, StoreUnavailable
 
 

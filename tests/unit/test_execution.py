@@ -1,4 +1,4 @@
-"""shared/execution.py: one attempt of a run, idempotent under redelivery and retries."""
+"""shared/runner/execution.py: one attempt of a run, idempotent under redelivery and retries."""
 
 from __future__ import annotations
 
@@ -6,18 +6,18 @@ import json
 
 import pytest
 
-from shared.agent_loop import LoopState
-from shared.clock import FixedClock
+from shared.base.clock import FixedClock
 from shared.config import Config
-from shared.execution import Attempt, execute
-from shared.models import Message, RunStatus
-from shared.runs import ClaimOutcome
-from shared.runtime.base import StepRequest, StepResult
-from shared.sessions import SessionPatch
+from shared.domain.runs import ClaimOutcome
+from shared.domain.sessions import SessionPatch
+from shared.ports.runtime import StepRequest, StepResult
+from shared.runner.agent_loop import LoopState
+from shared.runner.execution import Attempt, execute
 from shared.store import Store
-from shared.tools.context import ToolContext
 from shared.tools.registry import TOOLS
-from shared.tools.send_schema import SendResult
+from shared.tools.tool_context import ToolContext
+from shared.wire.models import Message, RunStatus
+from shared.wire.send_schema import SendResult
 from tests.conftest import BrokenModel
 from tests.support.sessions import open_sessions
 from workers.testing import InlineDispatcher, drain_runs
@@ -79,7 +79,7 @@ def test_a_retried_attempt_commits_the_memoized_reply_without_asking_the_model(
     def no_model(*_: object) -> None:
         raise AssertionError("the model was asked twice")
 
-    monkeypatch.setattr("shared.execution.runtime_for", no_model)
+    monkeypatch.setattr("shared.runner.execution.runtime_for", no_model)
     result = execute(
         store, config, InlineDispatcher(store.redis), Attempt(run_id, TARGET, owner="t1", attempt=1)
     )  # the retry after loss
@@ -97,7 +97,7 @@ def test_a_failing_runtime_ends_the_run_in_error_and_the_lane_moves_on(
     dispatcher: InlineDispatcher,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr("shared.execution.runtime_for", lambda *_: BrokenModel())
+    monkeypatch.setattr("shared.runner.execution.runtime_for", lambda *_: BrokenModel())
     failed, after = send(ctx, "one"), send(ctx, "two")
     results = drain_runs(store, config, dispatcher)
     assert [r.status for r in results] == [RunStatus.ERROR, RunStatus.ERROR]
@@ -170,7 +170,7 @@ def test_a_runtime_sees_as_much_history_as_it_asks_for(
             return StepResult(reply="r")
 
     for window in (1, 3):
-        monkeypatch.setattr("shared.execution.runtime_for", lambda *_, w=window: Reader(w))
+        monkeypatch.setattr("shared.runner.execution.runtime_for", lambda *_, w=window: Reader(w))
         send(ctx, f"w{window}")
         drain_runs(store, config, dispatcher)
     assert seen == [["w1"], ["w1", "r", "w3"]]

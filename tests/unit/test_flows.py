@@ -6,22 +6,22 @@ from typing import Any
 
 import pytest
 
-from shared.clock import FixedClock
+from shared.base.clock import FixedClock
+from shared.base.flow_ids import announce_run_id, delivery_id, turn_run_id
 from shared.config import Config
-from shared.dispatch import StepTask
-from shared.flows.context import FlowContext
+from shared.domain.sessions import SessionPatch
 from shared.flows.decide import Action, Finish, StartAnnounce, Wait
 from shared.flows.engine import advance
-from shared.flows.ids import announce_run_id, delivery_id, turn_run_id
+from shared.flows.flow_context import FlowContext
 from shared.flows.view import describe
-from shared.inbound import receive
-from shared.models import Flow, InboundMessageParams
-from shared.sessions import SessionPatch
+from shared.intake.inbound import receive
+from shared.intake.submit import AwaitRun
+from shared.ports.dispatch import StepTask
 from shared.store import Store
-from shared.submit import AwaitRun
-from shared.tools.context import ToolContext
 from shared.tools.registry import TOOLS
-from shared.tools.send_schema import SendResult
+from shared.tools.tool_context import ToolContext
+from shared.wire.models import Flow, InboundMessageParams
+from shared.wire.send_schema import SendResult
 from tests.conftest import BrokenModel, WorldFactory
 from tests.support.sessions import open_sessions
 from workers.testing import InlineDispatcher, drain, drain_runs
@@ -224,7 +224,7 @@ def test_a_failed_primary_ends_the_flow_without_announce(
     config, store, dispatcher = world()
     chat(config, store, dispatcher, REQUESTER, "webchat", "ann")
     open_sessions(store, config, TARGET)
-    monkeypatch.setattr("shared.execution.runtime_for", lambda *_: BrokenModel())
+    monkeypatch.setattr("shared.runner.execution.runtime_for", lambda *_: BrokenModel())
     ctx = ToolContext.for_caller(config, store, dispatcher, REQUESTER)
     sent = TOOLS["sessions_send"].invoke(ctx, {"sessionKey": TARGET, "message": "hi", "timeoutSeconds": 0})
     assert isinstance(sent, SendResult)
@@ -413,7 +413,7 @@ def test_every_flow_end_is_counted_by_reason(monkeypatch: pytest.MonkeyPatch, wo
     config, store, dispatcher = world()
     exchange(config, store, dispatcher)
     exchange(config, store, dispatcher, message="again")
-    monkeypatch.setattr("shared.execution.runtime_for", lambda *_: BrokenModel())
+    monkeypatch.setattr("shared.runner.execution.runtime_for", lambda *_: BrokenModel())
     ctx = ToolContext.for_caller(config, store, dispatcher, REQUESTER)
     TOOLS["sessions_send"].invoke(ctx, {"sessionKey": TARGET, "message": "x", "timeoutSeconds": 0})
     drain(store, config, dispatcher)

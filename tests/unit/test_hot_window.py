@@ -1,4 +1,4 @@
-"""shared/hot_window.py: a worker keeps each transcript's hot window after its runs' commits, and the
+"""shared/runner/hot_window.py: a worker keeps each transcript's hot window after its runs' commits, and the
 reaper moves idle sessions' transcripts out whole; sessions_history reads one transcript either way."""
 
 from __future__ import annotations
@@ -6,12 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from shared import hot_window
-from shared.clock import FixedClock
-from shared.inbound import receive
-from shared.models import InboundMessageParams
-from shared.tools.context import ToolContext
+from shared.base.clock import FixedClock
+from shared.intake.inbound import receive
+from shared.runner import hot_window
 from shared.tools.registry import TOOLS
+from shared.tools.tool_context import ToolContext
+from shared.wire.models import InboundMessageParams
 from tests.conftest import WorldFactory
 from workers.testing import drain
 

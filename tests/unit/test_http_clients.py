@@ -1,10 +1,11 @@
-"""shared/http_clients.py: one kept HTTP client per process and name, never a parent's in a forked child."""
+"""shared/adapters/http_clients.py: one kept HTTP client per process and name, never a parent's in a forked
+child."""
 
 from __future__ import annotations
 
 import os
 
-from shared.http_clients import process_client
+from shared.adapters.http_clients import process_client
 
 
 def test_the_same_name_gets_the_same_client_and_another_name_its_own() -> None:

@@ -1,4 +1,4 @@
-"""shared/inbound.py: a chat message creates its session, records its route and runs the agent."""
+"""shared/intake/inbound.py: a chat message creates its session, records its route and runs the agent."""
 
 from __future__ import annotations
 
@@ -6,13 +6,13 @@ import pytest
 from pydantic import ValidationError
 
 from shared.config import Config
-from shared.inbound import receive
-from shared.models import InboundMessageParams
+from shared.intake.inbound import receive
 from shared.store import Store
-from shared.tools.context import ToolContext, ToolError
-from shared.tools.list_schema import SessionsListResult
 from shared.tools.registry import TOOLS
-from shared.tools.send_schema import SendResult
+from shared.tools.tool_context import ToolContext, ToolError
+from shared.wire.list_schema import SessionsListResult
+from shared.wire.models import InboundMessageParams
+from shared.wire.send_schema import SendResult
 from workers.testing import InlineDispatcher, drain_runs
 
 

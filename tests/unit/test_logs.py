@@ -1,5 +1,5 @@
-"""shared/logs.py: every line one JSON object carrying the run, flow and session it is about; the level and
-format settings; the worker's task lines bound to their task's ids."""
+"""shared/domain/logs.py: every line one JSON object carrying the run, flow and session it is about; the level
+and format settings; the worker's task lines bound to their task's ids."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ import structlog
 from celery import Celery
 from opentelemetry.sdk.trace import TracerProvider
 
-from shared import logs
 from shared.config import Config, ConfigError, load_config
+from shared.domain import logs
 from workers import signals
 
 

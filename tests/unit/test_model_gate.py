@@ -1,4 +1,4 @@
-"""shared/model_gate.py: a run's model calls pass its budgets and its model's limits, against the fake
+"""shared/runner/model_gate.py: a run's model calls pass its budgets and its model's limits, against the fake
 provider over HTTP and a fakeredis store."""
 
 from __future__ import annotations
@@ -9,16 +9,16 @@ from typing import Any
 
 import pytest
 
-from shared import budgets
-from shared.budgets import BudgetExceeded, Override
+from shared.adapters.runtimes.openai import ModelRequestFailed, OpenAIRuntime
+from shared.adapters.runtimes.registry import runtime_for
 from shared.config import Config
-from shared.model_gate import AwaitingCapacity, ModelGate, NoCapacity, duration_ms, learn, root_of
-from shared.models import Message, Run, RunStatus, SessionEntry
-from shared.runtime.base import StepRequest
-from shared.runtime.openai import ModelRequestFailed, OpenAIRuntime
-from shared.runtime.registry import runtime_for
+from shared.domain import budgets
+from shared.domain.budgets import BudgetExceeded, Override
+from shared.domain.traffic import CallLimits
+from shared.ports.runtime import StepRequest
+from shared.runner.model_gate import AwaitingCapacity, ModelGate, NoCapacity, duration_ms, learn, root_of
 from shared.store import Store
-from shared.traffic import CallLimits
+from shared.wire.models import Message, Run, RunStatus, SessionEntry
 from tests.conftest import WorldFactory
 from tests.support.fake_openai import FakeOpenAI, failure, fake_openai, text
 

@@ -8,15 +8,15 @@ from typing import Any
 
 import pytest
 
-from shared.execution import Attempt
-from shared.models import RunStatus, ToolFailure
-from shared.runs import new_run
-from shared.submit import submit
+from shared.domain.runs import new_run
+from shared.intake.submit import submit
+from shared.runner.execution import Attempt
 from shared.tools.registry import TOOLS
-from shared.tools.spawn_schema import SpawnResult
+from shared.wire.models import RunStatus, ToolFailure
+from shared.wire.spawn_schema import SpawnResult
 from tests.support.world_orchestra import MAIN, config, runs_of, spawn_orchestrator
 from workers import lanes
-from workers.context import WorkerContext
+from workers.services import WorkerContext
 from workers.testing import World, world
 
 

@@ -1,10 +1,10 @@
-"""shared/output_budget.py: per-text cut, whole-result byte budget, redaction flags."""
+"""shared/domain/output_budget.py: per-text cut, whole-result byte budget, redaction flags."""
 
 from __future__ import annotations
 
 import json
 
-from shared.output_budget import TOO_LARGE, TRUNCATION_MARK, fit
+from shared.domain.output_budget import TOO_LARGE, TRUNCATION_MARK, fit
 
 
 def size(messages: list[dict[str, object]]) -> int:

@@ -1,4 +1,4 @@
-"""shared/policy.py: docs/contract.md §5's decision order, rule by rule."""
+"""shared/domain/policy.py: docs/contract.md §5's decision order, rule by rule."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from shared import policy
-from shared.models import SessionEntry
+from shared.domain import policy
+from shared.wire.models import SessionEntry
 from tests.conftest import make_config
 
 GROUP = "agent:main:discord:group:42"

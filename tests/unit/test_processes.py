@@ -1,4 +1,4 @@
-"""shared/processes.py: a ``python -m`` command line run in this process, as the interpreter would run it."""
+"""api/processes.py: a ``python -m`` command line run in this process, as the interpreter would run it."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from shared.processes import run_as_main
+from api.processes import run_as_main
 
 
 def test_a_module_runs_as_main_with_its_arguments(capsys: pytest.CaptureFixture[str]) -> None:

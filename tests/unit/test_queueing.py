@@ -1,5 +1,5 @@
-"""shared/queueing.py through inbound messages (workers.testing.world): each queue mode of a busy session,
-the cap and its drop policies, and where the mode comes from."""
+"""shared/intake/queueing.py through inbound messages (workers.testing.world): each queue mode of a busy
+session, the cap and its drop policies, and where the mode comes from."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from shared.inbound import receive
-from shared.models import CommandReply, InboundMessageParams, RunStatus, ToolFailure
-from shared.sessions import SessionPatch
+from shared.domain.sessions import SessionPatch
+from shared.intake.inbound import receive
 from shared.tools.registry import TOOLS
-from shared.tools.send_schema import SendResult
+from shared.wire.models import CommandReply, InboundMessageParams, RunStatus, ToolFailure
+from shared.wire.send_schema import SendResult
 from tests.support.replies import reply_lost
 from workers.testing import World, world
 

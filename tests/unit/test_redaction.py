@@ -1,10 +1,10 @@
-"""shared/redaction.py: secrets keep their first 6 and last 4 characters."""
+"""shared/domain/redaction.py: secrets keep their first 6 and last 4 characters."""
 
 from __future__ import annotations
 
 import pytest
 
-from shared.redaction import redact
+from shared.domain.redaction import redact
 
 
 @pytest.mark.parametrize(

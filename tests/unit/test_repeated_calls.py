@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from shared.inbound import receive
-from shared.models import InboundMessageParams, RunStatus
+from shared.intake.inbound import receive
 from shared.store import scripts
 from shared.tools.registry import TOOLS
-from shared.tools.send_schema import SendResult
-from shared.tools.spawn_schema import SpawnResult
+from shared.wire.models import InboundMessageParams, RunStatus
+from shared.wire.send_schema import SendResult
+from shared.wire.spawn_schema import SpawnResult
 from tests.support.replies import reply_lost
 from tests.support.sessions import open_sessions
 from tests.support.world_orchestra import MAIN, runs_of, spawn_orchestrator

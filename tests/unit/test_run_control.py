@@ -1,4 +1,4 @@
-"""shared/run_control.py (with the cancel script and the worker's cancel listener): cancelling a run
+"""shared/runner/run_control.py (with the cancel script and the worker's cancel listener): cancelling a run
 wherever it is, a flow, a session's work."""
 
 from __future__ import annotations
@@ -7,17 +7,17 @@ import threading
 
 import pytest
 
-from shared import run_control
 from shared.config import Config
-from shared.execution import Attempt, execute
-from shared.models import RunStatus
-from shared.runs import CancelOutcome, ClaimOutcome
-from shared.runtime.base import RunCancelled, StepRequest, StepResult
+from shared.domain.runs import CancelOutcome, ClaimOutcome
+from shared.ports.runtime import RunCancelled, StepRequest, StepResult
+from shared.runner import run_control
+from shared.runner.execution import Attempt, execute
 from shared.store import Store
 from shared.store.scripts import Scripts
-from shared.tools.context import ToolContext
 from shared.tools.registry import TOOLS
-from shared.tools.send_schema import SendResult
+from shared.tools.tool_context import ToolContext
+from shared.wire.models import RunStatus
+from shared.wire.send_schema import SendResult
 from tests.support.replies import reply_lost
 from tests.support.sessions import open_sessions
 from workers.testing import InlineDispatcher, drain, drain_runs
@@ -137,7 +137,7 @@ def test_a_worker_stops_a_run_cancelled_mid_answer_and_commits_what_it_had(
             assert request.cancel.wait(5), "the listener never heard the cancel"
             raise RunCancelled("half an ans")
 
-    monkeypatch.setattr("shared.execution.runtime_for", lambda *_: Talking())
+    monkeypatch.setattr("shared.runner.execution.runtime_for", lambda *_: Talking())
     run_id = send(ctx, "talk").run_id
     result = execute(store, config, dispatcher, Attempt(run_id, TARGET, owner="w", attempt=0))
     assert result.status is RunStatus.ABORTED
@@ -163,7 +163,7 @@ def test_a_run_cancelled_before_its_attempt_starts_asks_no_model(
         def step(self, _request: StepRequest) -> StepResult:
             raise AssertionError("the model was asked")
 
-    monkeypatch.setattr("shared.execution.runtime_for", lambda *_: Unreachable())
+    monkeypatch.setattr("shared.runner.execution.runtime_for", lambda *_: Unreachable())
     run_id = send(ctx, "talk").run_id
     store.runs.claim(run_id, TARGET, owner="lost", attempt=0, lease_ms=1, max_attempts=3)
     run_control.cancel_run(config, store, dispatcher, run_id)

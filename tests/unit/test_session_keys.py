@@ -1,11 +1,11 @@
-"""shared/session_keys.py: docs/contract.md §1, row by row."""
+"""shared/base/session_keys.py: docs/contract.md §1, row by row."""
 
 from __future__ import annotations
 
 import pytest
 
-from shared import session_keys
-from shared.session_keys import SessionKeyError
+from shared.base import session_keys
+from shared.base.session_keys import SessionKeyError
 
 
 def canonical(

@@ -1,11 +1,11 @@
-"""shared/sessions.py: where a session's messages are posted."""
+"""shared/domain/sessions.py: where a session's messages are posted."""
 
 from __future__ import annotations
 
 import pytest
 
-from shared.models import DeliveryContext
-from shared.sessions import Route, new_entry, route_of
+from shared.domain.sessions import Route, new_entry, route_of
+from shared.wire.models import DeliveryContext
 from tests.conftest import make_config
 
 

@@ -1,11 +1,12 @@
-"""shared/subagents.py: the normalized announce (docs/contract.md §6), its sections, fallbacks and figures."""
+"""shared/domain/subagents.py: the normalized announce (docs/contract.md §6), its sections, fallbacks and
+figures."""
 
 from __future__ import annotations
 
 import pytest
 
-from shared.models import Run, RunStatus, Usage
-from shared.subagents import AnnounceInputs, count, duration, normalize, sections, status_of
+from shared.domain.subagents import AnnounceInputs, count, duration, normalize, sections, status_of
+from shared.wire.models import Run, RunStatus, Usage
 
 
 def child(

@@ -1,11 +1,11 @@
-"""shared/submit.py: what a finished wait returns (docs/contract.md §4). A wait held by an HTTP request is
-capped at gateway.maxWaitSeconds and its timeout says so; an agent's parked wait is not capped and keeps
+"""shared/intake/submit.py: what a finished wait returns (docs/contract.md §4). A wait held by an HTTP request
+is capped at gateway.maxWaitSeconds and its timeout says so; an agent's parked wait is not capped and keeps
 the plain text."""
 
 from __future__ import annotations
 
-from shared.models import RunStatus
-from shared.submit import AwaitRun, send_outcome
+from shared.intake.submit import AwaitRun, send_outcome
+from shared.wire.models import RunStatus
 from tests.support.runs import a_run
 
 RUN = "5e1d0000-0000-4000-8000-000000000001"

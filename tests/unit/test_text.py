@@ -1,4 +1,4 @@
-"""shared/text.py: one definition of control characters and of a token's digest, used everywhere."""
+"""shared/base/text.py: one definition of control characters and of a token's digest, used everywhere."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import re
 import pytest
 
 from api.routes.channels import Recipient
-from shared import session_keys
-from shared.text import CONTROL_CLASS, has_control_characters, token_digest
+from shared.base import session_keys
+from shared.base.text import CONTROL_CLASS, has_control_characters, token_digest
 
 
 @pytest.mark.parametrize("char", ["\x00", "\x1b", "\x1f", "\x7f", "\x80", "\x85", "\x9f"])

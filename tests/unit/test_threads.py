@@ -1,5 +1,6 @@
-"""shared/threads.py through sessions_spawn and inbound messages: a Discord thread opened for a sub-agent (a
-real HTTP server stands in for Discord's API), its messages routed to the child, released when idle or old."""
+"""shared/intake/threads.py through sessions_spawn and inbound messages: a Discord thread opened for a
+sub-agent (a real HTTP server stands in for Discord's API), its messages routed to the child, released when
+idle or old."""
 
 from __future__ import annotations
 
@@ -8,15 +9,15 @@ from typing import Any
 
 import pytest
 
-from shared.clock import FixedClock
+from shared.base.clock import FixedClock
 from shared.config import Config, load_config
-from shared.inbound import receive
-from shared.models import InboundMessageParams, ToolFailure
+from shared.intake.inbound import receive
 from shared.store import Store
-from shared.tools.context import ToolContext
 from shared.tools.registry import TOOLS
-from shared.tools.send_schema import SendResult
-from shared.tools.spawn_schema import SpawnResult
+from shared.tools.tool_context import ToolContext
+from shared.wire.models import InboundMessageParams, ToolFailure
+from shared.wire.send_schema import SendResult
+from shared.wire.spawn_schema import SpawnResult
 from tests.conftest import WorldFactory
 from tests.support.fake_http import FakeServer, fake_server
 from workers.testing import InlineDispatcher, drain

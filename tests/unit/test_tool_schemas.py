@@ -1,4 +1,4 @@
-"""shared/tool_schemas.py: every tool as a schema the strictest model APIs accept."""
+"""shared/runner/tool_schemas.py: every tool as a schema the strictest model APIs accept."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from shared.tool_schemas import FORMATS, parameters, tool_schemas
+from shared.runner.tool_schemas import FORMATS, parameters, tool_schemas
 from shared.tools.registry import TOOLS
 
 

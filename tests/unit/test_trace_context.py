@@ -1,14 +1,14 @@
-"""shared/trace_context.py: a span's context as a traceparent that later work continues; nothing without a
-span. Spans here come from a provider of the test's own: the process's global provider stays unset."""
+"""shared/base/trace_context.py: a span's context as a traceparent that later work continues; nothing without
+a span. Spans here come from a provider of the test's own: the process's global provider stays unset."""
 
 from __future__ import annotations
 
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 
-from shared import trace_context
-from shared.models import Message, SessionEntry
-from shared.runs import new_run
+from shared.base import trace_context
+from shared.domain.runs import new_run
+from shared.wire.models import Message, SessionEntry
 
 TRACER = TracerProvider().get_tracer("test")
 

@@ -1,5 +1,5 @@
-"""shared/tracing.py: off without an endpoint; a run's end on its span; content only when asked for. Spans
-come from a provider of the test's own (the process's global provider stays unset)."""
+"""shared/adapters/tracing.py: off without an endpoint; a run's end on its span; content only when asked for.
+Spans come from a provider of the test's own (the process's global provider stays unset)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.trace import StatusCode
 
-from shared import tracing
+from shared.adapters import tracing
 from shared.config import Config
 
 TRACER = TracerProvider().get_tracer("test")

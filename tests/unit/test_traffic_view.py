@@ -1,11 +1,11 @@
-"""shared/traffic_view.py: the fleet view has a row for every configured model of an OpenAI-compatible
+"""shared/domain/traffic_view.py: the fleet view has a row for every configured model of an OpenAI-compatible
 provider, with its limits (the model's own over its provider's) and its figures, and for any model with
 traffic that is no longer configured."""
 
 from __future__ import annotations
 
-from shared.traffic import ModelTraffic
-from shared.traffic_view import traffic_rows
+from shared.domain.traffic import ModelTraffic
+from shared.domain.traffic_view import traffic_rows
 from tests.conftest import make_config
 
 CONFIG = make_config(

@@ -1,4 +1,4 @@
-"""shared/visibility.py through the tools: the docs/contract.md §7 matrix, each cell for list, history and send.
+"""shared/domain/visibility.py through the tools: the docs/contract.md §7 matrix, each cell for list, history and send.
 
 Callers {main session, another agent's session, a sandboxed session, a sub-agent session} x targets {self,
 own child, a child it spawned under another agent, sibling, same-agent other, other agent} x visibility {self, tree, agent, all} x agentToAgent {off,
@@ -15,17 +15,17 @@ from typing import Any
 import fakeredis
 import pytest
 
-from shared import session_keys
-from shared.clock import FixedClock
+from shared.base import session_keys
+from shared.base.clock import FixedClock
 from shared.config import Config
-from shared.models import ToolFailure
 from shared.store import Store
-from shared.tools.context import ToolContext
-from shared.tools.history_schema import SessionsHistoryResult
-from shared.tools.list_schema import SessionsListResult
 from shared.tools.registry import TOOLS
-from shared.tools.send_schema import SendResult
-from shared.tools.spawn_schema import SpawnResult
+from shared.tools.tool_context import ToolContext
+from shared.wire.history_schema import SessionsHistoryResult
+from shared.wire.list_schema import SessionsListResult
+from shared.wire.models import ToolFailure
+from shared.wire.send_schema import SendResult
+from shared.wire.spawn_schema import SpawnResult
 from tests.conftest import make_config
 from workers.testing import InlineDispatcher, drain_runs
 
@@ -57,8 +57,8 @@ def spawn(
 
 def touch(store: Store, config: Config, dispatcher: InlineDispatcher, key: str) -> None:
     """A session exists once someone wrote in it."""
-    from shared.inbound import receive
-    from shared.models import InboundMessageParams
+    from shared.intake.inbound import receive
+    from shared.wire.models import InboundMessageParams
 
     receive(
         ToolContext.for_caller(config, store, dispatcher, key),
@@ -221,7 +221,7 @@ def test_a_sandboxed_caller_resolves_ids_and_labels_only_to_its_children() -> No
     assert boxed.resolve(own.session_id) == own.key
     with pytest.raises(Exception, match=f"Session not found: {other.session_id}"):
         boxed.resolve(other.session_id)
-    from shared.sessions import SessionPatch
+    from shared.domain.sessions import SessionPatch
 
     world.store.sessions.patch(other, SessionPatch({"label": "theirs"}))
     refused = TOOLS["sessions_send"].invoke(boxed, {"label": "theirs", "message": "m"})

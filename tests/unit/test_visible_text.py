@@ -1,11 +1,11 @@
-"""shared/visible_text.py: an assistant's text cleaned to its prose, as the release hands it on (a send's
-reply, a report's result, ``/subagents log``)."""
+"""shared/runner/visible_text.py: an assistant's text cleaned to its prose, as the release hands it on (a
+send's reply, a report's result, ``/subagents log``)."""
 
 from __future__ import annotations
 
 import pytest
 
-from shared.visible_text import visible
+from shared.runner.visible_text import visible
 
 
 @pytest.mark.parametrize(

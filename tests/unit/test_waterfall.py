@@ -1,11 +1,11 @@
-"""shared/waterfall.py: runs, the messages they wrote and their events, as waterfall rows."""
+"""shared/domain/waterfall.py: runs, the messages they wrote and their events, as waterfall rows."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from shared.models import Message, Run, RunStatus
-from shared.waterfall import RunRecords, Step, model_steps, row, rows
+from shared.domain.waterfall import RunRecords, Step, model_steps, row, rows
+from shared.wire.models import Message, Run, RunStatus
 
 RUN = "run-1"
 

@@ -26,16 +26,16 @@ from typing import Any
 import fakeredis
 from redis import Redis
 
-from shared.clock import FixedClock
+from shared.base.clock import FixedClock
 from shared.config import Config
-from shared.dispatch import StepTask
-from shared.execution import Attempt, AttemptResult
+from shared.domain.runs import Enqueue, LaneHead
 from shared.flows.engine import perform
-from shared.runs import Enqueue, LaneHead
+from shared.ports.dispatch import StepTask
+from shared.runner.execution import Attempt, AttemptResult
 from shared.store import Store
-from shared.tools.context import ToolContext
+from shared.tools.tool_context import ToolContext
 from workers import lanes
-from workers.context import WorkerContext
+from workers.services import WorkerContext
 
 OWNER = "inline"
 # The inline broker's queue: one list, so the runs of every kind come off it in the order they went on.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import fakeredis
 
-from shared.clock import FixedClock
+from shared.base.clock import FixedClock
 from shared.config import Config
 from shared.store import Store
 

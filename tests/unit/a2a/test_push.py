@@ -16,20 +16,20 @@ from typing import Any
 import pytest
 from a2a.types import AuthenticationInfo, TaskPushNotificationConfig, TaskState
 
+from api.processes import free_port, wait_for
 from shared.a2a import push
 from shared.a2a.tasks import session_key
-from shared.clock import FixedClock
+from shared.base.clock import FixedClock
 from shared.config import Config
-from shared.inbound import receive
-from shared.models import InboundMessageParams
-from shared.processes import free_port, wait_for
+from shared.intake.inbound import receive
 from shared.store import Store
-from shared.tools.context import ToolContext
-from shared.tools.send_schema import SendResult
+from shared.tools.tool_context import ToolContext
+from shared.wire.models import InboundMessageParams
+from shared.wire.send_schema import SendResult
 from tests.conftest import WorldFactory
 from tests.support.fake_http import Request, fake_server
 from workers import reaper
-from workers.context import WorkerContext
+from workers.services import WorkerContext
 from workers.testing import InlineDispatcher, drain
 
 TOKEN = "s3cret-token"

@@ -1,4 +1,4 @@
-"""shared/a2a/remote.py: ``a2a:<remoteId>`` names the caller's session with a configured remote A2A agent, whose
+"""shared/adapters/runtimes/remote.py: ``a2a:<remoteId>`` names the caller's session with a configured remote A2A agent, whose
 model is ``a2a/<remoteId>``; a remote that serves no agent card fails the step with that reason. (The
 runtime against a real A2A server: tests/integration/test_a2a.py.)"""
 
@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from shared.a2a.remote import A2ARuntime, RemoteFailed, model_ref, target_key
+from api.processes import free_port
+from shared.adapters.runtimes.remote import A2ARuntime, RemoteFailed, model_ref, target_key
 from shared.config import A2ARemote, Config
-from shared.models import Message
-from shared.processes import free_port
-from shared.runtime.base import StepRequest
+from shared.ports.runtime import StepRequest
+from shared.wire.models import Message
 from tests.conftest import make_config
 
 

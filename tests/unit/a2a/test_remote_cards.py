@@ -1,11 +1,11 @@
-"""shared/a2a/remote_cards.py: a remote's agent card kept for its time to live, then asked for again; a card
-forgotten when its remote could not be reached."""
+"""shared/adapters/runtimes/remote_cards.py: a remote's agent card kept for its time to live, then asked for
+again; a card forgotten when its remote could not be reached."""
 
 from __future__ import annotations
 
 from a2a.types import AgentCard
 
-from shared.a2a.remote_cards import RemoteCards
+from shared.adapters.runtimes.remote_cards import RemoteCards
 
 URL = "https://far.example"
 

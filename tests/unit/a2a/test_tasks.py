@@ -15,7 +15,7 @@ from shared.a2a.tasks import (
     task_of,
     text_event,
 )
-from shared.models import Run, RunStatus
+from shared.wire.models import Run, RunStatus
 from tests.support.runs import a_run
 
 CONTEXT = "ctx-1"

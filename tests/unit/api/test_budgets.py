@@ -8,8 +8,8 @@ import hashlib
 import pytest
 from fastapi.testclient import TestClient
 
-from shared.budgets import UNLIMITED, Override, day_of
 from shared.config import Config
+from shared.domain.budgets import UNLIMITED, Override, day_of
 from shared.store import Store
 from tests.conftest import make_config
 from tests.support.api_app import TOKEN

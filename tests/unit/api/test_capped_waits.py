@@ -17,9 +17,9 @@ from clawbus_client.models import RunStatus
 from fastapi.testclient import TestClient
 
 from api.routes import tools as tools_route
-from shared import run_control
 from shared.config import Config
-from shared.runs import Enqueue, LaneHead
+from shared.domain.runs import Enqueue, LaneHead
+from shared.runner import run_control
 from shared.store import Store
 from tests.conftest import make_config
 from tests.support.api_app import TOKEN

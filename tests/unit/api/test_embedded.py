@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from api.embedded import Holder, ListenPort, bind_error, port_holder, ports_problem
-from shared.processes import free_port
+from api.processes import free_port
 
 
 @contextmanager

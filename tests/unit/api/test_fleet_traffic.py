@@ -7,8 +7,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from shared.config import Config
+from shared.domain.traffic import CallLimits
 from shared.store import Store
-from shared.traffic import CallLimits
 from tests.conftest import make_config
 from tests.support.api_app import TOKEN
 

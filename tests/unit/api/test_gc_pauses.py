@@ -13,9 +13,9 @@ from fastapi.testclient import TestClient
 from api import app as app_module
 from api.app import create_app
 from api.gc_pauses import FrozenHeap
+from api.processes import wait_for
 from api.services import Services
 from shared.config import Config
-from shared.processes import wait_for
 
 
 class Node:

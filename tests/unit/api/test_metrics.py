@@ -11,9 +11,9 @@ from prometheus_client.openmetrics.parser import text_string_to_metric_families 
 from prometheus_client.parser import text_string_to_metric_families
 
 from api.metrics import wait_buckets
+from shared.base.trace_context import exemplar as trace_exemplar
+from shared.domain.traffic import CallLimits
 from shared.store import Store
-from shared.trace_context import exemplar as trace_exemplar
-from shared.traffic import CallLimits
 from tests.support.budgets import spend
 
 MODEL = "fake/fast"

@@ -23,12 +23,12 @@ from api.app import create_app
 from api.openai_compat.replies import AppendOnlyText, Ended, Reply, follow
 from api.services import Services
 from api.waits import RunWaiter
-from shared import run_control
 from shared.config import Config
-from shared.models import RunStatus, Usage
-from shared.runs import Enqueue, LaneHead
+from shared.domain.runs import Enqueue, LaneHead
+from shared.runner import run_control
 from shared.store import Store
 from shared.store.live import LiveStore
+from shared.wire.models import RunStatus, Usage
 from tests.conftest import make_config
 from workers.testing import InlineDispatcher, drain_runs
 

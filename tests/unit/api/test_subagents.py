@@ -9,8 +9,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from shared.config import Config
-from shared.models import RunStatus
 from shared.store import Store
+from shared.wire.models import RunStatus
 from tests.support.api_orchestra import MAIN, SCOPED_TOKEN, SECRET, orchestra_config, yielded_boss
 from workers.testing import InlineDispatcher, drain
 

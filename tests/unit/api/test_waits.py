@@ -12,8 +12,9 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.openmetrics import exposition as openmetrics
 
 from api.waits import RunWaiter
-from shared.models import Run, RunStatus
-from shared.store.live import LiveStore, Signal, SignalsLost, Subscribed
+from shared.ports.live import Signal, SignalsLost, Subscribed
+from shared.store.live import LiveStore
+from shared.wire.models import Run, RunStatus
 from tests.support.runs import a_run
 
 RUN = "3c2b1a00-0000-4000-8000-000000000001"

@@ -1,4 +1,5 @@
-"""shared/channels/http.py against real HTTP servers on loopback: request shapes, signatures, errors."""
+"""shared/adapters/channels/http.py against real HTTP servers on loopback: request shapes, signatures,
+errors."""
 
 from __future__ import annotations
 
@@ -7,10 +8,10 @@ import hmac
 
 import pytest
 
-from shared.channels.base import DeliveryError
-from shared.channels.http import DiscordAdapter, SlackAdapter, TelegramAdapter, WebhookAdapter
+from shared.adapters.channels.http import DiscordAdapter, SlackAdapter, TelegramAdapter, WebhookAdapter
 from shared.config import ChatChannel, WebhookChannel
-from shared.models import Delivery
+from shared.ports.channel import DeliveryError
+from shared.wire.models import Delivery
 from tests.support.fake_http import fake_server
 
 SECRET = "s3cret-webhook-key"

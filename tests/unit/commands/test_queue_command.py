@@ -1,11 +1,11 @@
 """shared/commands/queue.py: `/queue` read and answered as the release's directive, its settings stored on
-the session, and shared/queueing.py holding the session's messages to them."""
+the session, and shared/intake/queueing.py holding the session's messages to them."""
 
 from __future__ import annotations
 
 import pytest
 
-from shared.models import SessionEntry, ToolFailure
+from shared.wire.models import SessionEntry, ToolFailure
 from tests.support.commands import KEY, Chat
 from workers.testing import World, world
 

@@ -1,5 +1,5 @@
 """shared/commands/session.py: `/session idle|max-age|unbind` in a Discord thread bound to a sub-agent (a
-real HTTP server stands in for Discord's API), the binding's own limits honoured by shared/threads.py;
+real HTTP server stands in for Discord's API), the binding's own limits honoured by shared/intake/threads.py;
 and `/agents` naming the binding."""
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ import pytest
 
 from shared.commands.durations import iso
 from shared.commands.session import USAGE
-from shared.inbound import receive
-from shared.models import CommandReply, InboundMessageParams
+from shared.intake.inbound import receive
 from shared.tools.registry import TOOLS
-from shared.tools.send_schema import SendResult
-from shared.tools.spawn_schema import SpawnResult
+from shared.wire.models import CommandReply, InboundMessageParams
+from shared.wire.send_schema import SendResult
+from shared.wire.spawn_schema import SpawnResult
 from tests.conftest import make_config
 from tests.support.fake_http import FakeServer, fake_server
 from workers.testing import World, world

@@ -7,7 +7,7 @@ import re
 import pytest
 
 from shared.tools.registry import TOOLS
-from shared.tools.subagents_schema import SessionStatusCard
+from shared.wire.subagents_schema import SessionStatusCard
 from tests.support.commands import Chat
 from workers.testing import world
 

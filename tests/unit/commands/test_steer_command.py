@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from shared.models import RunStatus
+from shared.wire.models import RunStatus
 from tests.support.commands import KEY, Chat
 from workers.testing import world
 

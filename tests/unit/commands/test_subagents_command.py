@@ -11,7 +11,7 @@ import pytest
 from shared.commands.durations import iso
 from shared.commands.subagents import HELP
 from shared.tools.registry import TOOLS
-from shared.tools.spawn_schema import SpawnResult
+from shared.wire.spawn_schema import SpawnResult
 from tests.support.commands import Chat
 from workers.testing import world
 

@@ -1,12 +1,12 @@
-"""shared/runtime/echo.py: deterministic replies, skip tokens, usage estimate, delay."""
+"""shared/adapters/runtimes/echo.py: deterministic replies, skip tokens, usage estimate, delay."""
 
 from __future__ import annotations
 
 import pytest
 
-from shared.models import Message, Role
-from shared.runtime.base import StepRequest
-from shared.runtime.echo import EchoRuntime
+from shared.adapters.runtimes.echo import EchoRuntime
+from shared.ports.runtime import StepRequest
+from shared.wire.models import Message, Role
 
 
 def request(*texts: str, role: Role = "user") -> StepRequest:

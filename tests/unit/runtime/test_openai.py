@@ -1,4 +1,4 @@
-"""shared/runtime/openai.py against a real HTTP server speaking the chat completions protocol."""
+"""shared/adapters/runtimes/openai.py against a real HTTP server speaking the chat completions protocol."""
 
 from __future__ import annotations
 
@@ -12,12 +12,12 @@ from typing import Any
 import httpx
 import pytest
 
+from shared.adapters.runtimes.openai import ModelRequestFailed, OpenAIRuntime, chat_messages
+from shared.adapters.runtimes.registry import runtime_for
 from shared.config import Config, OpenAIProvider
-from shared.models import Message, SessionEntry, TextBlock, ToolCallBlock
-from shared.runtime.base import CancelSignal, RunCancelled, RunTimedOut, StepRequest
-from shared.runtime.openai import ModelRequestFailed, OpenAIRuntime, chat_messages
-from shared.runtime.registry import runtime_for
-from shared.tool_schemas import tool_schemas
+from shared.ports.runtime import CancelSignal, RunCancelled, RunTimedOut, StepRequest
+from shared.runner.tool_schemas import tool_schemas
+from shared.wire.models import Message, SessionEntry, TextBlock, ToolCallBlock
 from tests.support.fake_openai import FakeOpenAI, Reply, failure, fake_openai, paced, text, tool
 from tests.support.processes import wait_for
 

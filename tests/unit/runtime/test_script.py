@@ -1,15 +1,15 @@
-"""shared/runtime/script.py: regex rules, the first match wins, echo otherwise, tool calls and errors on
-demand."""
+"""shared/adapters/runtimes/script.py: regex rules, the first match wins, echo otherwise, tool calls and
+errors on demand."""
 
 from __future__ import annotations
 
 import pytest
 from pydantic import ValidationError
 
+from shared.adapters.runtimes.script import ScriptedFailure, ScriptRuntime
 from shared.config import ScriptRule
-from shared.models import Message
-from shared.runtime.base import StepRequest
-from shared.runtime.script import ScriptedFailure, ScriptRuntime
+from shared.ports.runtime import StepRequest
+from shared.wire.models import Message
 
 
 def step(rules: list[ScriptRule], text: str) -> str:

@@ -3,7 +3,7 @@ holds a dead worker left, runtime budgets."""
 
 from __future__ import annotations
 
-from shared.budgets import UNLIMITED, Limits, Override, Refusal, Spend
+from shared.domain.budgets import UNLIMITED, Limits, Override, Refusal, Spend
 from shared.store import Store
 
 DAY = "2026-11-27"

@@ -7,7 +7,7 @@ import threading
 
 import fakeredis
 
-from shared.processes import wait_for
+from api.processes import wait_for
 from shared.store.leases import held_lease
 from shared.store.scripts import Scripts
 

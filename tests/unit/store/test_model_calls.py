@@ -3,10 +3,10 @@ settling in the traffic and the budgets in one."""
 
 from __future__ import annotations
 
-from shared.budgets import Charge, Limits, Refusal, Reservation, Spend
-from shared.models import RunStatus
+from shared.domain.budgets import Charge, Limits, Refusal, Reservation, Spend
+from shared.domain.traffic import Ask, CallClose, CallEnd, CallLimits
 from shared.store import Store
-from shared.traffic import Ask, CallClose, CallEnd, CallLimits
+from shared.wire.models import RunStatus
 from tests.support.runs import a_run
 
 MODEL = "fake/m"

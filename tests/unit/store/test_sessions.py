@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from shared.clock import FixedClock
+from shared.base.clock import FixedClock
 from shared.config import Config
-from shared.sessions import LabelTaken, SessionPatch, new_entry
+from shared.domain.sessions import LabelTaken, SessionPatch, new_entry
 from shared.store import Store
 from tests.support.replies import reply_lost
 

@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
-from shared.clock import FixedClock
+from shared.base.clock import FixedClock
 from shared.config import Config
-from shared.models import SessionEntry
-from shared.sessions import SessionPatch, new_entry
+from shared.domain.sessions import SessionPatch, new_entry
 from shared.store import Store
 from shared.store.codec import encode
+from shared.wire.models import SessionEntry
 from tests.support.replies import reply_lost
 
 PARENT = "agent:main:main"

@@ -3,8 +3,8 @@ cooldowns, settling."""
 
 from __future__ import annotations
 
+from shared.domain.traffic import CallLimits
 from shared.store import Store
-from shared.traffic import CallLimits
 
 MODEL = "fake/m"
 

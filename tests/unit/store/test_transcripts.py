@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from shared.models import Message, Role
 from shared.store import Store
+from shared.wire.models import Message, Role
 
 KEY = "agent:main:main"
 

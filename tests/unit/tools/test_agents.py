@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from shared.tools.agents_schema import AgentsListResult
 from shared.tools.registry import TOOLS
+from shared.wire.agents_schema import AgentsListResult
 from workers.testing import world
 
 AGENTS = {

@@ -6,12 +6,12 @@ import pytest
 from pydantic import ValidationError
 
 from shared.config import Config
-from shared.models import Message, Role, TextBlock, ToolCallBlock, ToolFailure
-from shared.sessions import new_entry
+from shared.domain.sessions import new_entry
 from shared.store import Store
-from shared.tools.context import ToolContext
-from shared.tools.history_schema import SessionsHistoryResult
 from shared.tools.registry import TOOLS
+from shared.tools.tool_context import ToolContext
+from shared.wire.history_schema import SessionsHistoryResult
+from shared.wire.models import Message, Role, TextBlock, ToolCallBlock, ToolFailure
 from tests.conftest import make_config
 from workers.testing import InlineDispatcher, drain_runs
 

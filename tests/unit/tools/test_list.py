@@ -5,15 +5,15 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from shared.clock import FixedClock
+from shared.base.clock import FixedClock
 from shared.config import Config
-from shared.inbound import receive
-from shared.models import InboundMessageParams
+from shared.intake.inbound import receive
 from shared.store import Store
-from shared.tools.context import ToolContext
 from shared.tools.history_view import text_of
-from shared.tools.list_schema import SessionsListResult
 from shared.tools.registry import TOOLS
+from shared.tools.tool_context import ToolContext
+from shared.wire.list_schema import SessionsListResult
+from shared.wire.models import InboundMessageParams
 from workers.testing import InlineDispatcher, drain, drain_runs
 
 

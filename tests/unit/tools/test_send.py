@@ -7,16 +7,16 @@ from dataclasses import replace
 import pytest
 from pydantic import ValidationError
 
-from shared.clock import FixedClock
+from shared.base.clock import FixedClock
+from shared.base.errors import tool_input_error
 from shared.config import Config
-from shared.errors import tool_input_error
-from shared.models import Run, RunStatus, ToolFailure
-from shared.sessions import SessionPatch
+from shared.domain.sessions import SessionPatch
+from shared.intake.submit import AwaitRun
 from shared.store import Store
-from shared.submit import AwaitRun
-from shared.tools.context import ToolContext
 from shared.tools.registry import TOOLS
-from shared.tools.send_schema import SendResult
+from shared.tools.tool_context import ToolContext
+from shared.wire.models import Run, RunStatus, ToolFailure
+from shared.wire.send_schema import SendResult
 from tests.conftest import make_config
 from tests.support.sessions import open_sessions
 from workers.testing import InlineDispatcher, drain_runs

@@ -9,24 +9,25 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from shared import archive, session_keys
-from shared.clock import FixedClock
+from shared.base import session_keys
+from shared.base.clock import FixedClock
+from shared.base.errors import tool_input_error
+from shared.base.flow_ids import announce_run_id
 from shared.config import Config
-from shared.dispatch import StepTask
-from shared.errors import tool_input_error
-from shared.flows.context import FlowContext
+from shared.domain.sessions import transcript_path
 from shared.flows.decide import Wait
 from shared.flows.engine import advance
-from shared.flows.ids import announce_run_id
+from shared.flows.flow_context import FlowContext
 from shared.flows.view import describe
-from shared.inbound import receive
-from shared.models import DeliveryContext, InboundMessageParams, ToolFailure
-from shared.runtime.base import StepResult
-from shared.sessions import transcript_path
+from shared.intake.inbound import receive
+from shared.ports.dispatch import StepTask
+from shared.ports.runtime import StepResult
+from shared.runner import archive
 from shared.store import Store
-from shared.tools.context import ToolContext
 from shared.tools.registry import TOOLS
-from shared.tools.spawn_schema import SpawnResult
+from shared.tools.tool_context import ToolContext
+from shared.wire.models import DeliveryContext, InboundMessageParams, ToolFailure
+from shared.wire.spawn_schema import SpawnResult
 from tests.conftest import BrokenModel, WorldFactory
 from workers.testing import InlineDispatcher, drain, drain_runs
 
@@ -201,7 +202,7 @@ def test_a_thread_bound_child_posts_into_the_callers_thread(world: WorldFactory)
             "agent:main:slack:channel:c42 is in none (its key would end in :thread:<id> or :topic:<id>)",
         ),
         (
-            # Discord opens a thread, but only with a bot token to do it with (shared/threads.py).
+            # Discord opens a thread, but only with a bot token to do it with (shared/intake/threads.py).
             "agent:main:discord:group:42",
             "thread=true opens a discord thread only with a discord channel configured (channels.discord: "
             "a bot token) and channels.discord.threadBindings enabled with spawnSessions; "
@@ -360,7 +361,7 @@ def test_status_comes_from_the_runtime_not_the_reply(
                 raise RuntimeError("disk full")
             return StepResult(reply="Result: all good, success!\nNotes: nothing")
 
-    monkeypatch.setattr("shared.execution.runtime_for", lambda *_: FailsThenBoasts())
+    monkeypatch.setattr("shared.runner.execution.runtime_for", lambda *_: FailsThenBoasts())
     result = spawn(config, store, dispatcher)
     assert isinstance(result, SpawnResult)
     drain(store, config, dispatcher)
@@ -519,7 +520,7 @@ def test_a_failed_announce_still_reports_the_childs_outcome(
 ) -> None:
     config, store, dispatcher = world()
     result = _child_ran(config, store, dispatcher)
-    monkeypatch.setattr("shared.execution.runtime_for", lambda *_: BrokenModel())
+    monkeypatch.setattr("shared.runner.execution.runtime_for", lambda *_: BrokenModel())
     dispatcher.step(StepTask.SUBAGENT_ANNOUNCE, result.run_id)
     drain(store, config, dispatcher)
     reports = _reports(store)

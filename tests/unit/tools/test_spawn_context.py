@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from shared.inbound import receive
-from shared.models import InboundMessageParams, ToolFailure
-from shared.tools.context import ToolContext
+from shared.intake.inbound import receive
 from shared.tools.registry import TOOLS
-from shared.tools.spawn_schema import SpawnResult
+from shared.tools.tool_context import ToolContext
+from shared.wire.models import InboundMessageParams, ToolFailure
+from shared.wire.spawn_schema import SpawnResult
 from workers.testing import World, world
 
 REQUESTER = "agent:main:webchat:direct:ann"

@@ -8,16 +8,16 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from shared.budgets import Override
-from shared.clock import FixedClock
-from shared.inbound import receive
-from shared.models import InboundMessageParams, ToolFailure
+from shared.base.clock import FixedClock
+from shared.domain.budgets import Override
+from shared.intake.inbound import receive
 from shared.store import Store
 from shared.tools import status
-from shared.tools.context import ToolContext
 from shared.tools.registry import TOOLS
-from shared.tools.spawn_schema import SpawnResult
-from shared.tools.subagents_schema import SessionStatusCard
+from shared.tools.tool_context import ToolContext
+from shared.wire.models import InboundMessageParams, ToolFailure
+from shared.wire.spawn_schema import SpawnResult
+from shared.wire.subagents_schema import SessionStatusCard
 from tests.conftest import WorldFactory
 from tests.support.budgets import spend
 from workers.testing import InlineDispatcher, drain

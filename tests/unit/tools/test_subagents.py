@@ -8,13 +8,13 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from shared.clock import FixedClock
-from shared.models import ToolFailure
+from shared.base.clock import FixedClock
 from shared.store import Store
-from shared.tools.context import ToolContext
 from shared.tools.registry import TOOLS
-from shared.tools.spawn_schema import SpawnResult
-from shared.tools.subagents_schema import SubagentsList
+from shared.tools.tool_context import ToolContext
+from shared.wire.models import ToolFailure
+from shared.wire.spawn_schema import SpawnResult
+from shared.wire.subagents_schema import SubagentsList
 from workers.testing import InlineDispatcher, drain
 
 RELEASE_KEYS = [

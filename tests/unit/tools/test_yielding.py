@@ -7,10 +7,10 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from shared.models import ToolFailure, Wire
-from shared.submit import AwaitRun
+from shared.intake.submit import AwaitRun
 from shared.tools.registry import TOOLS
-from shared.tools.yielding_schema import YieldResult
+from shared.wire.models import ToolFailure, Wire
+from shared.wire.yielding_schema import YieldResult
 from tests.support.sessions import open_sessions
 from workers.testing import World, world
 

@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 from shared.config import Config
-from shared.dispatch import StepTask
-from shared.execution import Attempt
-from shared.inbound import receive
-from shared.models import InboundMessageParams, RunStatus
+from shared.intake.inbound import receive
+from shared.ports.dispatch import StepTask
+from shared.runner.execution import Attempt
 from shared.store import Store
-from shared.tools.context import ToolContext
 from shared.tools.registry import TOOLS
-from shared.tools.send_schema import SendResult
+from shared.tools.tool_context import ToolContext
+from shared.wire.models import InboundMessageParams, RunStatus
+from shared.wire.send_schema import SendResult
 from tests.support.sessions import open_sessions
-from workers.context import WorkerContext
 from workers.lanes import execute_lane
+from workers.services import WorkerContext
 from workers.testing import InlineDispatcher
 
 SESSION = "agent:main:cron:lane"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import get_args
 
-from shared.models import RunKind
+from shared.wire.models import RunKind
 from workers import queues
 
 

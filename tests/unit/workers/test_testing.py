@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from redis import Redis
 
-from shared.inbound import receive
-from shared.models import InboundMessageParams
-from shared.runs import LaneHead
-from shared.tools.context import ToolContext
+from shared.domain.runs import LaneHead
+from shared.intake.inbound import receive
 from shared.tools.registry import TOOLS
-from shared.tools.send_schema import SendResult
+from shared.tools.tool_context import ToolContext
+from shared.wire.models import InboundMessageParams
+from shared.wire.send_schema import SendResult
 from tests.support.fake_http import fake_server
 from tests.support.sessions import open_sessions
 from workers.testing import InlineDispatcher, world

@@ -13,10 +13,10 @@ from typer.testing import CliRunner, Result
 
 from api.cli import app, budgets, operator
 from api.cli.budgets import limit_of
-from shared.budgets import Override, day_of
 from shared.config import Config
+from shared.domain.budgets import Override, day_of
+from shared.domain.traffic import CallLimits
 from shared.store import Store
-from shared.traffic import CallLimits
 from tests.conftest import make_config
 from tests.support.api_app import TOKEN, client_through
 from tests.support.budgets import spend

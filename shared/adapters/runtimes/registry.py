@@ -1,0 +1,32 @@
+"""The runtime for a model ref (``<provider>/<model>``)."""
+
+from __future__ import annotations
+
+import httpx
+
+from shared.adapters.http_clients import process_client
+from shared.adapters.runtimes import remote
+from shared.adapters.runtimes.echo import EchoRuntime
+from shared.adapters.runtimes.openai import OpenAIRuntime
+from shared.adapters.runtimes.script import ScriptRuntime
+from shared.config import Config, EchoProvider, OpenAIProvider
+from shared.ports.runtime import AgentRuntime
+
+
+def runtime_for(config: Config, model_ref: str) -> AgentRuntime:
+    if model_ref.startswith(f"{remote.MODEL_PROVIDER}/"):
+        return remote.A2ARuntime(config.a2a_remote(model_ref))
+    provider, model = config.provider(model_ref)
+    if isinstance(provider, OpenAIProvider):
+        size = provider.max_connections or config.worker.pool_size()
+        return OpenAIRuntime(provider, provider.model(model), _client(provider, size))
+    if isinstance(provider, EchoProvider):
+        return EchoRuntime(delay_ms=provider.delay_ms)
+    return ScriptRuntime(provider.rules, delay_ms=provider.delay_ms)
+
+
+def _client(provider: OpenAIProvider, size: int) -> httpx.Client:
+    """One client per endpoint and process, shared by every thread of a worker: its pool is bounded (the
+    provider's maxConnections, else the process's concurrency), and a step reuses a connection left open."""
+    limits = httpx.Limits(max_connections=size, max_keepalive_connections=size)
+    return process_client(str(provider.base_url), limits)

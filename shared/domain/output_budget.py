@@ -1,0 +1,99 @@
+"""Bounding what a tool hands back to a model (docs/contract.md §3): redact, cut long texts, drop the
+oldest messages."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from shared.domain.redaction import redact
+
+TEXT_LIMIT = 4000
+TRUNCATION_MARK = "\n…(truncated)…"
+RESULT_BYTES = 80 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Budgeted:
+    messages: list[dict[str, Any]]
+    dropped: int
+    content_truncated: bool
+    content_redacted: bool
+    bytes: int
+
+
+# What stands in for the newest message when it alone is larger than the whole budget.
+TOO_LARGE = {"role": "assistant", "content": "[sessions_history omitted: message too large]"}
+
+
+def fit(
+    messages: list[dict[str, Any]], *, text_limit: int = TEXT_LIMIT, max_bytes: int = RESULT_BYTES
+) -> Budgeted:
+    """Messages are transcript dicts (oldest first): each cleaned (``clean``), then the oldest dropped
+    until the whole fits ``max_bytes``; a newest message that alone does not fit leaves ``TOO_LARGE``."""
+    cleaned, truncated, redacted = clean(messages, text_limit)
+    # Sized as sent: compact UTF-8 JSON, an array costing 2 bytes plus a comma between items.
+    sizes = [_size(m) for m in cleaned]
+    total = 2 + sum(sizes) + max(len(sizes) - 1, 0)
+    dropped = 0
+    while cleaned and total > max_bytes:
+        total -= sizes[dropped] + (1 if len(cleaned) > 1 else 0)
+        cleaned.pop(0)
+        dropped += 1
+    if messages and not cleaned:
+        cleaned = [dict(TOO_LARGE)]
+        total = 2 + _size(TOO_LARGE)
+    return Budgeted(cleaned, dropped, truncated, redacted, total)
+
+
+def shown(value: str, text_limit: int = TEXT_LIMIT) -> tuple[str, bool, bool]:
+    """One text as a model or client reads it back: redacted, cut at ``text_limit`` characters; and whether
+    it was redacted, and cut."""
+    value, was_redacted = redact(value)
+    if len(value) > text_limit:
+        return value[:text_limit] + TRUNCATION_MARK, was_redacted, True
+    return value, was_redacted, False
+
+
+def clean(
+    messages: list[dict[str, Any]], text_limit: int = TEXT_LIMIT
+) -> tuple[list[dict[str, Any]], bool, bool]:
+    """Every text a model or client reads back, redacted and cut at ``text_limit`` characters: text blocks
+    and the arguments of tool calls alike. Returns the messages, and whether any text was cut or redacted."""
+    changes = {"truncated": False, "redacted": False}
+
+    def text(value: str) -> str:
+        value, was_redacted, was_cut = shown(value, text_limit)
+        changes["redacted"] |= was_redacted
+        changes["truncated"] |= was_cut
+        return value
+
+    def value(item: Any) -> Any:
+        if isinstance(item, str):
+            return text(item)
+        if isinstance(item, dict):
+            return {key: value(inner) for key, inner in item.items()}
+        if isinstance(item, list):
+            return [value(inner) for inner in item]
+        return item
+
+    cleaned = []
+    for message in messages:
+        content = message.get("content", [])
+        if isinstance(content, str):  # the release writes a person's message as its text
+            cleaned.append({**message, "content": text(content)})
+            continue
+        blocks = []
+        for block in content:
+            if isinstance(block.get("text"), str):
+                block = {**block, "text": text(block["text"])}
+            if "arguments" in block:
+                block = {**block, "arguments": value(block["arguments"])}
+            blocks.append(block)
+        cleaned.append({**message, "content": blocks})
+    return cleaned, changes["truncated"], changes["redacted"]
+
+
+def _size(message: dict[str, Any]) -> int:
+    return len(json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode())

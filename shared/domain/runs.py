@@ -1,0 +1,200 @@
+"""A run as it moves through its session's lane: what is accepted, dispatched, claimed and committed.
+
+The vocabulary the domain and the store speak (``shared.store.runs`` implements each step as one Lua
+script): a ``NewRun`` to accept, the ``LaneHead`` to dispatch, a ``Claim`` with the ``ExecutionState`` the
+attempt needs, the ``Outcome`` to commit and what the commit ``Committed``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Literal
+
+from shared.base import trace_context
+from shared.wire.models import Message, Provenance, Run, RunKind, RunSpec, RunStatus, SessionEntry, Usage
+
+
+class NewRun(RunSpec):
+    """A run to accept: its spec and the message it starts from. Built with ``new_run``."""
+
+    input: Message
+
+
+def new_run(
+    session: SessionEntry,
+    kind: RunKind,
+    text: str,
+    *,
+    run_id: str,
+    now: int,
+    provenance: Provenance | None = None,
+    **spec: Any,
+) -> NewRun:
+    """The one way to build a run: ``text`` as the user message it starts from in ``session`` (stamped
+    with the run and, for a message from another session, its ``provenance``); ``spec`` sets the rest of
+    its ``RunSpec`` (its flow, turn, context, chain...)."""
+    message = Message.of("user", text, timestamp=now, run_id=run_id, provenance=provenance)
+    spec.setdefault("trace_parent", trace_context.current())
+    return NewRun(
+        run_id=run_id, session_key=session.key, agent_id=session.agent_id, kind=kind, input=message, **spec
+    )
+
+
+def inter_session_run(
+    session: SessionEntry,
+    kind: RunKind,
+    text: str,
+    *,
+    run_id: str,
+    now: int,
+    source_key: str,
+    source_tool: str,
+    source_run_id: str | None = None,
+    source_channel: str | None = None,
+    context: str,
+    flow_id: str,
+    chain_id: str | None,
+    hops: int,
+    **spec: Any,
+) -> NewRun:
+    """A run on another session's message (a send, a spawn, a send's reply-back turn or announce): its
+    message's provenance names the session, channel, tool and run it came from, that run is its parent, and
+    it belongs to the flow and the send chain (``spec``: the rest, as for ``new_run``)."""
+    provenance = Provenance(
+        kind="inter_session",
+        source_session_key=source_key,
+        source_channel=source_channel,
+        source_tool=source_tool,
+        source_run_id=source_run_id,
+    )
+    return new_run(
+        session,
+        kind,
+        text,
+        run_id=run_id,
+        now=now,
+        provenance=provenance,
+        context=context,
+        flow_id=flow_id,
+        parent_run_id=source_run_id,
+        chain_id=chain_id,
+        hops=hops,
+        **spec,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Enqueue:
+    """A lane head's task message rendered ahead, for the accept script to push when the run is the head:
+    the broker list it goes to, the message as the broker stores it, and the channel and body of its
+    task-sent event (empty: none)."""
+
+    queue: str
+    message: str
+    event_channel: str = ""
+    event: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Accepted:
+    run_id: str
+    session_key: str
+    seq: int
+    is_head: bool
+    # The accept pushed the head's task message itself (``Enqueue``): nothing left to dispatch.
+    enqueued: bool = False
+    # Nothing was queued: the session was busy with this run (``reject``), or the message joined this
+    # collect run (``collect``).
+    busy_with: str | None = None
+    folded_into: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class WhenBusy:
+    """What the accept does when the session has runs in its lane (``messages.queue``)."""
+
+    action: Literal["reject", "collect"]
+    # collect: how long a new collect run stays open for the messages after it.
+    window_ms: int = 0
+
+
+class ClaimOutcome(StrEnum):
+    CLAIMED = "claimed"
+    BUSY = "busy"  # another attempt holds a live lease; the reaper dispatches again when it lapses
+    DONE = "done"  # already terminal: a duplicate delivery
+    MISSING = "missing"
+    NOT_HEAD = "not_head"  # an earlier run of the session has not finished
+    EXHAUSTED = "exhausted"  # claimed more than runs.maxAttempts times: end it as an error
+    GATED = "gated"  # a sub-agent run with no place at the gate (maxConcurrent): dispatched again later
+    EARLY = "early"  # a collect run whose window is still open: dispatched again when it closes
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    outcome: ClaimOutcome
+    token: str = ""
+    attempts: int = 0
+    # EARLY: how long until the run may start.
+    retry_in_ms: int = 0
+    # Set when the attempt may proceed (claimed or exhausted): what it needs, loaded by the claim itself.
+    state: ExecutionState | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    status: RunStatus
+    reply: str | None = None
+    error: str | None = None
+    usage: Usage = field(default_factory=Usage)
+
+
+@dataclass(frozen=True, slots=True)
+class LaneHead:
+    """A run that just became its lane's head (or whose lane stalled) and must be enqueued."""
+
+    run_id: str
+    session_key: str
+    kind: RunKind
+    flow_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Committed:
+    committed: bool
+    next_head: LaneHead | None = None
+    # Runs suspended on a wait for this one: to be enqueued, so they resume.
+    waiters: list[LaneHead] = field(default_factory=list)
+
+
+class CancelOutcome(StrEnum):
+    ABORTED = "aborted"  # it was queued or parked: it ended here
+    CANCELLING = "cancelling"  # a worker runs it: it ends as soon as that worker hears of it
+    ENDED = "ended"  # it had already ended (``status`` says how)
+    MISSING = "missing"
+
+
+@dataclass(frozen=True, slots=True)
+class Cancelled:
+    outcome: CancelOutcome
+    status: RunStatus | None = None
+    # When it ended here: its lane's next run and the runs that waited for it, to be enqueued.
+    next_head: LaneHead | None = None
+    waiters: list[LaneHead] = field(default_factory=list)
+    # The flow the run was a step of: it moves on now.
+    flow_id: str | None = None
+
+
+class SuspendOutcome(StrEnum):
+    SUSPENDED = "suspended"
+    READY = "ready"  # the awaited run has already ended: go on at once
+    FENCED = "fenced"  # the lease was lost
+    CANCELLED = "cancelled"  # the run was cancelled: it ends aborted instead of waiting
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutionState:
+    run: Run
+    input: Message | None
+    memo: str | None
+    session: SessionEntry | None

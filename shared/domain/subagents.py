@@ -1,0 +1,250 @@
+"""Sub-agent rules (docs/contract.md §6), as pure functions: who may spawn whom, sandboxing, the sub-agent
+tool set, and the normalized announce (Status / Result / Notes / Stats)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from shared.base import session_keys
+from shared.config import AgentSubagents, Config
+from shared.wire.models import Run, RunStatus, SessionEntry, SpawnRole, ThinkingLevel, Usage
+
+SESSION_TOOLS = frozenset(
+    {
+        "sessions_list",
+        "sessions_history",
+        "sessions_send",
+        "sessions_spawn",
+        "agents_list",
+        "sessions_yield",
+        "subagents",
+        "session_status",
+    }
+)
+# What an orchestrator (a sub-agent that may still spawn) gets of them: its own tree, not the chat.
+ORCHESTRATOR_TOOLS = frozenset(
+    {
+        "sessions_spawn",
+        "subagents",
+        "sessions_yield",
+        "sessions_list",
+        "sessions_history",
+        "session_status",
+        "agents_list",
+    }
+)
+ANNOUNCE_MESSAGE = "Sub-agent announce step."
+# A top-level requester's system text for its turn on a child's report (docs/contract.md §6): the report is
+# internal context; what the requester says of it is what its channel gets.
+RELAY_CONTEXT = (
+    "Sub-agent completion: a sub-agent you spawned has finished, and its report is the message above "
+    "(internal context from the sub-agent, not written by the user). Review it, then tell the user what "
+    "came of the task in your own words, in your normal voice, without forwarding the raw Status / Result / "
+    "Notes / Stats block. If more work is needed, say so or go on with it. If nothing needs to be said to "
+    'the user, reply exactly "NO_REPLY".'
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Rules:
+    """One agent's sub-agent settings: its own ``agents.list[].subagents`` over
+    ``agents.defaults.subagents``. A spawn follows the spawning agent's spawn rules (who, how deep, how
+    many) and the child agent's run settings (model, thinking, run timeout, archiving)."""
+
+    allow_agents: tuple[str, ...]
+    max_spawn_depth: int
+    max_children: int
+    require_agent_id: bool
+    run_timeout_seconds: int
+    archive_after_minutes: int
+    model: str | None
+    thinking: ThinkingLevel | None
+
+
+def rules(config: Config, agent_id: str) -> Rules:
+    defaults = config.agents.defaults.subagents
+    agent = config.agent(agent_id)
+    own = agent.subagents if agent else AgentSubagents()
+
+    def pick(name: str) -> Any:
+        value = getattr(own, name)
+        return getattr(defaults, name) if value is None else value
+
+    return Rules(
+        allow_agents=tuple(pick("allow_agents") or ()),
+        max_spawn_depth=pick("max_spawn_depth"),
+        max_children=pick("max_children_per_agent"),
+        require_agent_id=pick("require_agent_id"),
+        run_timeout_seconds=pick("run_timeout_seconds"),
+        archive_after_minutes=pick("archive_after_minutes"),
+        model=pick("model"),
+        thinking=pick("thinking"),
+    )
+
+
+def allowed_agents(config: Config, requester_agent: str) -> tuple[bool, list[str]]:
+    """(any agent allowed, the explicitly allowed ids), from ``subagents.allowAgents``."""
+    listed = [a.strip().lower() for a in rules(config, requester_agent).allow_agents if a.strip()]
+    return "*" in listed, sorted({a for a in listed if a != "*"})
+
+
+def may_spawn(config: Config, requester_agent: str, target_agent: str) -> bool:
+    if target_agent == requester_agent:
+        return True
+    allow_any, allowed = allowed_agents(config, requester_agent)
+    return allow_any or target_agent in allowed
+
+
+def sandboxed(config: Config, agent_id: str, session_key: str) -> bool:
+    """``all`` sandboxes every session of the agent, ``non-main`` every one but its main session."""
+    mode = config.sandbox_mode(agent_id)
+    return mode == "all" or (
+        mode == "non-main" and session_keys.classify(session_key, config.session.main_key) != "main"
+    )
+
+
+def tool_set(config: Config, all_tools: Iterable[str], role: SpawnRole | None = None) -> list[str]:
+    """A sub-agent's tool set: every tool but the session tools (an orchestrator keeps those that run its
+    tree), then ``tools.subagents.tools`` allow/deny."""
+    rules = config.tools.subagents.tools
+    kept = ORCHESTRATOR_TOOLS if role == "orchestrator" else frozenset()
+    tools = [t for t in all_tools if t not in SESSION_TOOLS or t in kept]
+    if rules.allow is not None:
+        tools = [t for t in all_tools if t in set(rules.allow)]
+    if rules.deny is not None:
+        tools = [t for t in tools if t not in set(rules.deny)]
+    return sorted(tools)
+
+
+def announce_context(task: str, run: Run) -> str:
+    return "\n".join(
+        [
+            "Sub-agent announce step:",
+            f"Your task was: {task}",
+            f"Your run ended with status: {run.status.value}.",
+            "Report back to the session that spawned you, in this form:",
+            "Result: <what came of the task>",
+            "Notes: <anything the requester should know>",
+            'If there is nothing worth posting, reply exactly "ANNOUNCE_SKIP".',
+        ]
+    )
+
+
+# --- the normalized announce ---------------------------------------------------------------------------
+
+_LABEL = re.compile(
+    r"^\s*(?:[-*•]\s*)?(?:\*\*|__)?(result|notes)(?:\*\*|__)?\s*(?:\*\*|__)?\s*:\s*(?:\*\*|__)?",
+    re.IGNORECASE,
+)
+
+
+def sections(reply: str) -> dict[str, str]:
+    """``result`` and ``notes`` sections of a reply (bullets and bold labels are tolerated), and
+    ``unlabelled``: what comes before the first label (the whole reply when it has none)."""
+    found: dict[str, list[str]] = {"unlabelled": []}
+    current = found["unlabelled"]
+    for line in reply.splitlines():
+        match = _LABEL.match(line)
+        if match:
+            current = found.setdefault(match.group(1).lower(), [])
+            current.append(line[match.end() :].strip())
+        else:
+            current.append(line)
+    return {name: "\n".join(lines).strip() for name, lines in found.items()}
+
+
+def status_of(run: Run | None) -> str:
+    """From the runtime outcome, never from what the model wrote."""
+    if run is None:
+        return "unknown"
+    statuses = {
+        RunStatus.OK: "success",
+        RunStatus.ERROR: "error",
+        RunStatus.TIMEOUT: "timeout",
+        RunStatus.ABORTED: "aborted",  # cancelled (POST /v1/runs/{id}/cancel, /stop)
+    }
+    return statuses.get(run.status, "unknown")
+
+
+@dataclass(frozen=True, slots=True)
+class AnnounceInputs:
+    child: Run | None
+    announce_reply: str
+    tool_result: str | None
+    session: SessionEntry | None
+    transcript_path: str
+    # When the child's work began (its first run's start): an orchestrator's runs span several.
+    started_at: int | None = None
+
+
+def normalize(inputs: AnnounceInputs) -> str:
+    parts = sections(inputs.announce_reply)
+    child = inputs.child
+    final = (child.reply or "").strip() if child else ""
+    # docs/contract.md §6: the model's Result, or its whole reply; with nothing from the model, the child's
+    # final reply, or (that empty too) its latest tool result.
+    result = (
+        parts.get("result")
+        or parts["unlabelled"]
+        or final
+        or (inputs.tool_result or "").strip()
+        or "(no result)"
+    )
+    notes = [line for line in (parts.get("notes") or "").splitlines() if line.strip()]
+    if child is not None and child.status is not RunStatus.OK and child.error:
+        notes.append(f"- Error: {child.error}")
+    if not notes:
+        notes = ["- (none)"]
+    # A killed child (its tree was stopped: subagents kill, /stop) says so, whatever its run's end.
+    killed = inputs.session is not None and inputs.session.killed_at is not None
+    status = "killed" if killed else status_of(child)
+    return "\n".join(
+        [
+            f"Status: {status}",
+            f"Result: {result}",
+            "Notes: " + "\n".join(notes),
+            f"Stats: {stats(inputs)}",
+        ]
+    )
+
+
+def stats(inputs: AnnounceInputs) -> str:
+    """docs/contract.md §6's Stats line; ``?`` for what nothing says (no usage reported, no price)."""
+    child, session = inputs.child, inputs.session
+    began = inputs.started_at or (child.started_at or child.created_at if child else 0)
+    runtime = duration((child.ended_at or 0) - began) if child else "?"
+    usage = child.usage if child else Usage()
+    tokens_in, tokens_out = usage.input_tokens, usage.output_tokens
+    if tokens_in is None and tokens_out is None:
+        tokens = "tokens ?"
+    else:
+        known_in, known_out = tokens_in or 0, tokens_out or 0
+        tokens = f"tokens {count(known_in + known_out)} (in {count(known_in)} / out {count(known_out)})"
+    return " • ".join(
+        [
+            f"runtime {runtime}",
+            tokens,
+            "est ?" if usage.cost_usd is None else f"est ${usage.cost_usd:.2f}",
+            f"sessionKey {session.key if session else '?'}",
+            f"sessionId {session.session_id if session else '?'}",
+            f"transcript {inputs.transcript_path}",
+        ]
+    )
+
+
+def duration(ms: int) -> str:
+    seconds = max(ms, 0) // 1000
+    if seconds < 60:
+        return f"{seconds}s"
+    minutes, seconds = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes}m{seconds}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes}m"
+
+
+def count(tokens: int) -> str:
+    return str(tokens) if tokens < 1000 else f"{tokens / 1000:.1f}k"

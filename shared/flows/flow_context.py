@@ -1,0 +1,29 @@
+"""What a flow step works with: the configuration, the store, the dispatcher, and whether it may run the
+step's run itself."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from shared.config import Config
+from shared.domain.runs import LaneHead, NewRun
+from shared.intake.submit import submit
+from shared.ports.dispatch import Dispatcher
+from shared.ports.storage import Storage
+from shared.wire.models import SessionEntry
+
+
+@dataclass(frozen=True, slots=True)
+class FlowContext:
+    config: Config
+    store: Storage
+    dispatcher: Dispatcher
+    # Set by a step task that executes the step's run itself when the run may start at once (its lane is
+    # free), saving a queue hop per step; otherwise runs are dispatched like any other.
+    run_inline: Callable[[LaneHead], object] | None = None
+
+    def start(self, session: SessionEntry, new: NewRun) -> None:
+        accepted = submit(self.store, self.dispatcher, session, {}, new, dispatch=self.run_inline is None)
+        if accepted.is_head and self.run_inline is not None:
+            self.run_inline(LaneHead(new.run_id, session.key, new.kind, new.flow_id))

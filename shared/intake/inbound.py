@@ -1,0 +1,92 @@
+"""A chat message arriving from a channel: the session is created on first use and its agent runs."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from shared.commands import Forward, is_command, run_command
+from shared.domain import idempotency, policy
+from shared.domain.runs import new_run
+from shared.domain.sessions import new_entry
+from shared.intake import queueing, threads
+from shared.intake.queueing import QueueOptions
+from shared.intake.submit import AwaitRun, send_outcome, submit
+from shared.tools.tool_context import ToolContext, require_agent
+from shared.wire.models import CommandReply, DeliveryContext, InboundMessageParams, ToolFailure
+from shared.wire.send_schema import SendResult
+
+
+def receive(
+    ctx: ToolContext, inbound: InboundMessageParams, context: str | None = None, *, commands: bool = True
+) -> SendResult | AwaitRun | ToolFailure | CommandReply:
+    """``ctx.caller_key`` is the session the message is addressed to; a thread bound to a sub-agent hands it
+    to that sub-agent's session (``shared.intake.threads``). ``context``: system text for this run only, kept
+    out of the transcript (an OpenAI-compatible request's system messages). ``commands``: a chat command is
+    run as one (not through the OpenAI-compatible endpoints, where the release hands every text to the model).
+    Raises ToolError for a key of an unknown agent."""
+    require_agent(ctx.config, ctx.caller_key)
+    addressed = ctx.caller_key
+    session_key = threads.inbound_target(ctx.store, ctx.config, addressed)
+    rerouted = session_key != addressed
+    if rerouted:
+        ctx = dataclasses.replace(ctx, caller_key=session_key)
+    options = queueing.QueueOptions()
+    if commands and is_command(inbound.message):
+        handled = run_command(ctx, inbound, addressed)
+        if not isinstance(handled, Forward):
+            return handled
+        inbound, options = _forwarded(inbound, handled)
+    if inbound.message_id is not None and ctx.id_seed is None:
+        ctx = dataclasses.replace(ctx, id_seed=idempotency.natural_seed(session_key, inbound.message_id))
+    run_id = ctx.new_run_id()
+    now = ctx.store.clock.now_ms()
+    existing = ctx.store.sessions.get(session_key)
+    seed = new_entry(ctx.config, session_key, now)
+    seed = seed.model_copy(
+        update={"channel": seed.channel or inbound.channel, "chat_type": seed.chat_type or inbound.chat_type}
+    )
+    route = DeliveryContext(channel=inbound.channel, to=inbound.to, account_id=inbound.account_id)
+    # A message that says no channel (an operator's, from the console or the API) leaves the session's
+    # route as it is: announces keep going where its chat is. So does one a thread binding handed over: the
+    # bound session's route is its thread.
+    updates = (
+        {
+            "lastChannel": inbound.channel,
+            "lastTo": inbound.to,
+            "lastAccountId": inbound.account_id,
+            "deliveryContext": None if route.is_empty() else route.wire(),
+        }
+        if inbound.channel and not rerouted
+        else {}
+    )
+    if inbound.display_name is not None:
+        updates["displayName"] = inbound.display_name
+    judged = existing or seed.model_copy(update={"last_channel": inbound.channel})
+    if policy.decide(ctx.config, judged, channel=inbound.channel) == "deny":
+        return ToolFailure(status="error", error=policy.BLOCKED, run_id=run_id)
+    # A busy session: the message's queue mode (docs/contract.md §11).
+    mode = queueing.mode_for(ctx.config, existing, inbound.channel, inbound.queue_mode)
+    held = queueing.limits(ctx.config, existing, options, inbound.channel)
+    if mode == "interrupt":
+        queueing.interrupt(ctx.config, ctx.store, ctx.dispatcher, session_key)
+    room = queueing.make_room(ctx.config, ctx.store, ctx.dispatcher, session_key, mode, held)
+    if room.refused is not None:
+        return ToolFailure(status="error", error=room.refused, run_id=run_id)
+    text = inbound.message if room.summary is None else f"{room.summary}\n\n{inbound.message}"
+    new = new_run(seed, queueing.kind_for(mode), text, run_id=run_id, now=now, context=context)
+    accepted = submit(ctx.store, ctx.dispatcher, seed, updates, new, when_busy=queueing.when_busy(mode, held))
+    if accepted.busy_with is not None:
+        return queueing.busy(ctx.display(session_key), accepted.busy_with)
+    return send_outcome(
+        accepted.folded_into or run_id,
+        ctx.display(session_key),
+        inbound.timeout_seconds,
+        ctx.config.gateway.max_wait_seconds,
+    )
+
+
+def _forwarded(inbound: InboundMessageParams, command: Forward) -> tuple[InboundMessageParams, QueueOptions]:
+    """The message a command goes on with (``/steer <message>``, a ``/queue`` directive's text), as the
+    release goes on with a command's text, and the queue options it asked for."""
+    mode = command.queue_mode or inbound.queue_mode
+    return inbound.model_copy(update={"message": command.message, "queue_mode": mode}), command.options

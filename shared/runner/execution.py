@@ -1,0 +1,408 @@
+"""Executing one attempt of a run: claim, run the agent loop, commit (or park the run on a wait).
+
+Built for at-least-once delivery: any number of attempts of the same run may arrive (redelivery, retries
+after a lost worker, the reaper, the wake-up of a parked run), in any order. The claim lets exactly one
+execute at a time, the memoized loop state keeps a retried attempt from asking the model twice, and the
+fenced commit lets only the lease holder finish.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Literal
+
+from opentelemetry.trace import Span
+
+from shared.a2a import push
+from shared.adapters import tracing
+from shared.adapters.runtimes.registry import runtime_for
+from shared.base import session_keys
+from shared.base.errors import ClawbusError
+from shared.config import Config, OpenAIProvider, UnknownModel
+from shared.domain import logs, subagents
+from shared.domain.budgets import BudgetExceeded
+from shared.domain.runs import Claim, ClaimOutcome, ExecutionState, LaneHead, Outcome, SuspendOutcome
+from shared.ports.dispatch import Dispatcher
+from shared.ports.runtime import RunCancelled, RunTimedOut, StepRequest
+from shared.ports.storage import Storage
+from shared.runner import agent_loop, cancellation, hot_window, leases
+from shared.runner.agent_loop import LoopState, StepsExhausted
+from shared.runner.model_gate import AwaitingCapacity, ModelGate, NoCapacity, root_of
+from shared.runner.tool_schemas import tool_schemas
+from shared.runner.visible_text import visible
+from shared.tools.registry import TOOLS
+from shared.wire.models import Message, Run, RunKind, RunStatus, SessionEntry
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    run_id: str
+    session_key: str
+    # The Celery task id and its retry count: a later retry of the same task may take over a dead lease.
+    owner: str
+    attempt: int
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptResult:
+    outcome: ClaimOutcome
+    status: RunStatus | None = None
+    next_head: LaneHead | None = None
+    # The flow the committed run belongs to: it has to be advanced now.
+    flow_id: str | None = None
+    kind: RunKind | None = None
+    # Runs that were suspended waiting for this one: enqueue them, they resume.
+    wake: list[LaneHead] = field(default_factory=list)
+    # The run parked on a tool call's wait, or for model capacity; it is not over.
+    suspended: bool = False
+    # EARLY, or parked for model capacity: dispatch the run again this much later.
+    retry_in_ms: int = 0
+    # What ended the run, when it did not end ok.
+    error: str | None = None
+
+
+class LeaseLost(ClawbusError):
+    """Another attempt took the run over: this one stops without writing."""
+
+
+_LOST: Literal["lost"] = "lost"
+
+
+@dataclass(frozen=True, slots=True)
+class _Finished:
+    outcome: Outcome
+    messages: list[Message]
+    memo: str | None = None
+    context_tokens: int | None = None
+
+
+def execute(store: Storage, config: Config, dispatcher: Dispatcher, attempt: Attempt) -> AttemptResult:
+    # No flow until the run says which: the task may be another run's, or a flow step's.
+    with logs.bound(run_id=attempt.run_id, session_key=attempt.session_key, flow_id=None):
+        lease_ms = int(config.runs.lease_seconds * 1000)
+        claim = store.runs.claim(
+            attempt.run_id,
+            attempt.session_key,
+            owner=attempt.owner,
+            attempt=attempt.attempt,
+            lease_ms=lease_ms,
+            max_attempts=config.runs.max_attempts,
+            gate_places=config.agents.defaults.subagents.max_concurrent,
+        )
+        if claim.state is None:
+            return AttemptResult(claim.outcome, retry_in_ms=claim.retry_in_ms)
+        run = claim.state.run
+        with (
+            logs.bound(flow_id=run.flow_id),
+            tracing.agent_run(run, claim.attempts, store.clock.now_ms()) as span,
+        ):
+            if claim.attempts > 1:
+                tracing.taken_over(span, claim.attempts)
+            result = _claimed(store, config, dispatcher, attempt, claim, claim.state, lease_ms)
+            _trace_outcome(span, result)
+            return result
+
+
+def _trace_outcome(span: Span, result: AttemptResult) -> None:
+    if result.suspended:
+        span.set_attribute("clawbus.run.status", "parked")
+    elif result.outcome is ClaimOutcome.BUSY:
+        tracing.lease_lost(span, "another attempt owns the run")
+    elif result.status is not None:
+        tracing.run_ended(span, result.status.value, result.error)
+
+
+def _claimed(
+    store: Storage,
+    config: Config,
+    dispatcher: Dispatcher,
+    attempt: Attempt,
+    claim: Claim,
+    state: ExecutionState,
+    lease_ms: int,
+) -> AttemptResult:
+    loop = LoopState.model_validate_json(state.memo) if state.memo else LoopState()
+    with (
+        leases.kept(store, attempt.session_key, claim.token, lease_ms) as lease,
+        cancellation.watching(store, attempt.run_id, state.run.cancel_requested) as cancel,
+    ):
+        finished = _run_agent(_Held(store, config, dispatcher, claim, state, lease, cancel), loop)
+    if isinstance(finished, _Parked):
+        return AttemptResult(
+            ClaimOutcome.CLAIMED, suspended=True, kind=state.run.kind, retry_in_ms=finished.due_in_ms
+        )
+    if finished == _LOST:
+        return AttemptResult(ClaimOutcome.BUSY)
+    run = state.run
+    committed = store.runs.commit(
+        run,
+        state.session,
+        claim.token,
+        finished.outcome,
+        finished.messages,
+        memo=finished.memo,
+        context_tokens=finished.context_tokens,
+    )
+    if not committed.committed:
+        log.warning("run %s: lease lost before commit; another attempt owns it", attempt.run_id)
+        return AttemptResult(ClaimOutcome.BUSY)
+    assert isinstance(finished, _Finished)
+    push.run_ended(store, dispatcher, run.run_id, run.session_key)
+    hot_window.after_commit(config, store, state.session, run.session_key)
+    return AttemptResult(
+        ClaimOutcome.CLAIMED,
+        finished.outcome.status,
+        committed.next_head,
+        run.flow_id,
+        run.kind,
+        wake=committed.waiters,
+        error=finished.outcome.error,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Held:
+    """A claimed run, while this attempt holds its lease: what running its agent needs."""
+
+    store: Storage
+    config: Config
+    dispatcher: Dispatcher
+    claim: Claim
+    state: ExecutionState
+    lease: leases.LeaseHandle
+    # Set when the run is cancelled while this attempt runs it.
+    cancel: threading.Event
+
+
+def _run_agent(held: _Held, loop: LoopState) -> _Finished | _Parked | Literal["lost"]:
+    """What to commit; or the run was parked (on a tool call's wait, or for model capacity); or this
+    attempt lost its lease."""
+    run, claim = held.state.run, held.claim
+    if claim.outcome is ClaimOutcome.EXHAUSTED:
+        error = f"run abandoned after {claim.attempts - 1} attempts: its worker was lost each time"
+        return _Finished(Outcome(RunStatus.ERROR, error=error), [])
+    if run.kind == "note":  # recorded in turn, nothing for an agent to do
+        return _Finished(Outcome(RunStatus.OK), [])
+    memo_stored = loop.final is not None
+    # Whatever the loop already did (tool calls, their results) is recorded even if the run then fails.
+    try:
+        if not memo_stored:  # a memoized final state is committed as it is, without a runtime
+            _run_to_reply(held, loop)
+    except _Parked as parked:
+        return parked
+    except LeaseLost as exc:
+        log.warning("%s; another attempt owns it", exc)
+        return _LOST
+    except RunCancelled as exc:
+        log.info("run %s aborted: it was cancelled", run.run_id)
+        messages = agent_loop.aborted(loop, run.run_id, held.store.clock.now_ms(), exc.partial)
+        asked = held.store.runs.get(run.run_id)  # the cancel came after the claim read the run
+        error = (asked.cancel_reason if asked else None) or "run aborted"
+        outcome = Outcome(RunStatus.ABORTED, reply=exc.partial or None, error=error, usage=loop.usage)
+        return _Finished(outcome, messages)
+    except RunTimedOut as exc:
+        assert run.timeout_ms is not None
+        error = f"the run exceeded runTimeoutSeconds={run.timeout_ms / 1000:g} ({exc})"
+        return _Finished(Outcome(RunStatus.TIMEOUT, error=error, usage=loop.usage), loop.messages)
+    except (StepsExhausted, BudgetExceeded, NoCapacity) as exc:
+        return _Finished(Outcome(RunStatus.ERROR, error=str(exc), usage=loop.usage), loop.messages)
+    except Exception as exc:  # the agent failed, not the worker: the run ends in error, the lane moves on
+        log.exception("run %s: agent runtime failed", run.run_id)
+        error = f"{type(exc).__name__}: {exc}"
+        return _Finished(Outcome(RunStatus.ERROR, error=error, usage=loop.usage), loop.messages)
+    reply = visible(loop.final or "")
+    return _Finished(
+        Outcome(RunStatus.OK, reply=reply, usage=loop.usage),
+        loop.messages,
+        memo=None if memo_stored else loop.model_dump_json(),
+        context_tokens=loop.context_tokens,
+    )
+
+
+class _Parked(ClawbusError):
+    """The run is parked on a tool call's wait, or for model capacity (then it is dispatched again in
+    ``due_in_ms``): nothing to commit."""
+
+    def __init__(self, due_in_ms: int = 0) -> None:
+        super().__init__()
+        self.due_in_ms = due_in_ms
+
+
+def _run_to_reply(held: _Held, loop: LoopState) -> None:
+    """Run the loop to its final reply; a wait parks the run (``_Parked``) unless what it waits for has
+    already ended, and then the loop goes on at once."""
+    env = _loop_env(held)
+    run, token = held.state.run, held.claim.token
+    while True:
+        try:
+            agent_loop.run_loop(env, loop)
+        except AwaitingCapacity as waiting:
+            _park(held, loop, waiting)
+        finally:
+            env.settle()  # a model call's settling is never left behind by a step that failed after it
+        if loop.pending is None:
+            return
+        held.lease.pause()
+        pending = loop.pending
+        parked = held.store.runs.suspend(
+            run, token, loop.model_dump_json(), pending.wait.run_id, pending.deadline_ms
+        )
+        if parked is SuspendOutcome.SUSPENDED:
+            raise _Parked
+        if parked is SuspendOutcome.FENCED:
+            raise LeaseLost(f"run {run.run_id}: lease lost before it could park")
+        if parked is SuspendOutcome.CANCELLED:
+            raise RunCancelled()
+        held.lease.resume()
+
+
+def _park(held: _Held, loop: LoopState, waiting: AwaitingCapacity) -> None:
+    """The run's model call waits long for capacity: the run gives its worker slot back until its turn."""
+    run = held.state.run
+    due_in_ms = max(int(waiting.wait_s * 1000), 1)
+    held.lease.pause()
+    due = held.store.clock.now_ms() + due_in_ms
+    parked = held.store.runs.park(run, held.claim.token, loop.model_dump_json(), due)
+    if parked is SuspendOutcome.FENCED:
+        raise LeaseLost(f"run {run.run_id}: lease lost before it could park")
+    if parked is SuspendOutcome.CANCELLED:
+        raise RunCancelled()
+    log.info("run %s parked for %d ms: %s", run.run_id, due_in_ms, waiting)
+    raise _Parked(due_in_ms)
+
+
+def _loop_env(held: _Held) -> agent_loop.LoopEnv:
+    store, config, dispatcher, claim, state = held.store, held.config, held.dispatcher, held.claim, held.state
+    run = state.run
+    model = (state.session.model if state.session else None) or config.model_of(run.agent_id)
+    runtime = runtime_for(config, model)
+    tools = _tools(config, run.session_key, state.session)
+
+    gate = _gate(held, model)
+
+    def memoize(loop: LoopState) -> None:
+        # The step's model call is settled in the memo's round trip (docs/capacity.md, figure 6).
+        closing = gate.take_close() if gate is not None else None
+        memo = loop.model_dump_json()
+        if closing is not None:
+            stored = store.calls.close_and_memoize(closing, run, claim.token, memo)
+        else:
+            stored = store.runs.memoize(run, claim.token, memo)
+        if not stored:
+            raise LeaseLost(f"run {run.run_id}: lease lost mid-loop")
+
+    streamed = _TextEvents(store, run.run_id)
+
+    request = StepRequest(
+        agent_id=run.agent_id,
+        model=model,
+        session=state.session,
+        messages=_history(store, state, runtime.history_window),
+        context=run.context,
+        tool_schemas=tool_schemas("openai", tools),
+        thinking=state.session.thinking_level if state.session else None,
+        on_text=streamed.write,
+        on_restart=streamed.restart,
+        cancel=held.cancel,
+        gate=gate,
+    )
+    return agent_loop.LoopEnv(
+        config=config,
+        store=store,
+        dispatcher=dispatcher,
+        run=run,
+        runtime=runtime,
+        model=model,
+        request=request,
+        tools=tools,
+        memoize=memoize,
+        time_left=lambda: _time_left(store, run),
+        text_done=streamed.flush,
+        settle=gate.flush if gate is not None else _nothing,
+    )
+
+
+def _nothing() -> None:
+    pass
+
+
+def _gate(held: _Held, model: str) -> ModelGate | None:
+    """The gate of the run's calls to an OpenAI-compatible provider (budgets and limits count real
+    traffic; the built-in runtimes cost nothing)."""
+    store, state = held.store, held.state
+    try:
+        provider, _ = held.config.provider(model)
+    except UnknownModel:
+        return None
+    if not isinstance(provider, OpenAIProvider):
+        return None
+    run = state.run
+    root = root_of(store, state.session) if session_keys.is_subagent(run.session_key) else None
+    return ModelGate(
+        store,
+        held.config,
+        run,
+        model,
+        root=root,
+        cancel=held.cancel,
+        time_left=lambda: _time_left(store, run),
+    )
+
+
+class _TextEvents:
+    """Streamed reply text into the run's event stream, in pieces of at most ``FLUSH_SECONDS``: one write
+    per token would cost a Redis round trip each."""
+
+    FLUSH_SECONDS = 0.05
+
+    def __init__(self, store: Storage, run_id: str) -> None:
+        self._store, self._run_id = store, run_id
+        self._pending: list[str] = []
+        self._flushed = time.monotonic()
+        self._written = False
+
+    def write(self, text: str) -> None:
+        if not self._written:
+            self._written = True
+            tracing.first_token()
+        self._pending.append(text)
+        if time.monotonic() - self._flushed >= self.FLUSH_SECONDS:
+            self.flush()
+
+    def flush(self) -> None:
+        if self._pending:
+            self._store.runs.add_event(self._run_id, {"type": "text", "text": "".join(self._pending)})
+            self._pending.clear()
+        self._flushed = time.monotonic()
+
+    def restart(self) -> None:
+        """The step's request is sent again: a follower drops the text it has of this step."""
+        self._pending.clear()
+        self._store.runs.add_event(self._run_id, {"type": "text_reset"})
+        self._flushed = time.monotonic()
+
+
+def _time_left(store: Storage, run: Run) -> float | None:
+    """Counted from the run's first start: an attempt retried after a crash gets only what is left."""
+    if not run.timeout_ms:
+        return None
+    started = run.started_at or store.clock.now_ms()
+    return (started + run.timeout_ms - store.clock.now_ms()) / 1000
+
+
+def _tools(config: Config, session_key: str, session: SessionEntry | None) -> list[str]:
+    if session_keys.is_subagent(session_key):
+        return subagents.tool_set(config, TOOLS, session.role if session else None)
+    return sorted(TOOLS)
+
+
+def _history(store: Storage, state: ExecutionState, window: int) -> list[Message]:
+    """The input is on the run; only a runtime that reads further back costs a transcript read."""
+    if window <= 1 and state.input is not None:
+        return [state.input]
+    return store.transcripts.last(state.run.session_key, max(window, 1))

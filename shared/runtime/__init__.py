@@ -1,1 +1,0 @@
-"""Agent runtimes behind one protocol (``base``), chosen by the agent's model ref in ``registry``."""

@@ -1,0 +1,50 @@
+"""sessions_history: its parameters and result (docs/contract.md §3).
+
+Kept apart from the tool's code, which needs the store: a thin client imports these alone.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import Field
+
+from shared.base.tool_args import required, required_text, truthy, whole_number
+from shared.wire.models import Params, Wire
+
+
+class SessionsHistoryParams(Params):
+    session_key: Annotated[str, required_text("sessionKey")] = Field(
+        **required(), description="The session's key (from sessions_list) or sessionId."
+    )
+    # Above 1000 the release fails the call; clawbus reads 1000 (docs/contract.md, differences).
+    limit: Annotated[int | None, whole_number("limit", least=1, high=1000)] = Field(
+        None, ge=1, description="Last N messages (default 200)."
+    )
+    offset: Annotated[int | None, whole_number("offset", least=0)] = Field(
+        None, ge=0, description="Skip this many of the newest messages (the nextOffset of the page before)."
+    )
+    include_tools: Annotated[bool, truthy] = Field(False, description="Include tool calls and tool results.")
+
+
+class PendingInputs(Wire):
+    """Messages accepted into the session that no run has taken in yet (queued behind its running run)."""
+
+    items: list[dict[str, Any]] = Field(default_factory=list)
+    total: int = 0
+
+
+class SessionsHistoryResult(Wire):
+    session_key: str
+    messages: list[dict[str, Any]]
+    truncated: bool
+    dropped_messages: bool
+    content_truncated: bool
+    content_redacted: bool
+    bytes: int
+    pending_inputs: PendingInputs = Field(default_factory=PendingInputs)
+    # Paging, when an offset was asked for: where this page starts, where the next one does.
+    offset: int | None = None
+    next_offset: int | None = None
+    has_more: bool | None = None
+    total_messages: int | None = None

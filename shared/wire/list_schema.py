@@ -1,0 +1,143 @@
+"""sessions_list: its parameters and result (docs/contract.md §2).
+
+Kept apart from the tool's code, which needs the store: a thin client imports these alone.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BeforeValidator, Field, field_validator
+
+from shared.base.session_keys import SessionKind
+from shared.base.tool_args import optional_text, string_list, truthy, whole_number
+from shared.wire.models import DeliveryContext, Params, Wire
+
+
+def _archived(value: Any) -> bool | str:
+    """``"all"``, or a flag (the release's ``archived``)."""
+    return "all" if isinstance(value, str) and value.strip().lower() == "all" else bool(value)
+
+
+def _pinned(value: Any) -> bool | None:
+    return None if value is None else bool(value)
+
+
+class SessionsListParams(Params):
+    kinds: Annotated[list[str] | None, string_list] = Field(
+        None, description="Only these kinds: main, group, cron, hook, node, other."
+    )
+    limit: Annotated[int | None, whole_number("limit", least=1, high=200)] = Field(
+        None, ge=1, description="At most this many (default 100, at most 200)."
+    )
+    offset: Annotated[int | None, whole_number("offset", least=0)] = Field(
+        None, ge=0, description="Skip this many (the nextOffset of the page before)."
+    )
+    active_minutes: Annotated[int | None, whole_number("activeMinutes", least=1)] = Field(
+        None, ge=1, description="Only sessions active in the last N minutes."
+    )
+    message_limit: Annotated[int | None, whole_number("messageLimit", least=0, high=20)] = Field(
+        None, ge=0, description="Include each session's last N messages (0-20)."
+    )
+
+    label: Annotated[str | None, optional_text] = Field(None, description="Only the session with this label.")
+    agent_id: Annotated[str | None, optional_text] = Field(None, description="Only this agent's sessions.")
+    search: Annotated[str | None, optional_text] = Field(
+        None, description="Only sessions whose key, label or name holds this text."
+    )
+    active_only: Annotated[bool, truthy] = Field(
+        False, description="Only sessions with a run queued or running."
+    )
+    exclude_subagents: Annotated[bool, truthy] = Field(False, description="Leave spawned sessions out.")
+    archived: Annotated[bool | Literal["all"], BeforeValidator(_archived)] = Field(
+        False, description='true: only archived sessions; "all": archived ones too.'
+    )
+    pinned: Annotated[bool | None, BeforeValidator(_pinned)] = Field(
+        None, description="Only pinned (true) or unpinned (false) sessions."
+    )
+    include_last_message: Annotated[bool, truthy] = Field(
+        False, description="Add each session's last message, cut short (lastMessagePreview)."
+    )
+    include_derived_titles: Annotated[bool, truthy] = Field(
+        False, description="Add a title for each session (derivedTitle)."
+    )
+
+    @field_validator("kinds")
+    @classmethod
+    def _lowercase(cls, kinds: list[str] | None) -> list[str] | None:
+        """Kinds are matched lowercased; one the release does not know matches no session."""
+        return None if kinds is None else [kind.lower() for kind in kinds]
+
+
+class Actor(Wire):
+    """Who made or owns a session, as the release writes it (an agent, for a spawned session)."""
+
+    type: Literal["agent"] = "agent"
+    id: str
+    identity: dict[str, str]
+
+    @classmethod
+    def agent(cls, agent_id: str) -> Actor:
+        return cls(id=agent_id, identity={"type": "agent", "id": agent_id})
+
+
+class Owner(Wire):
+    actor: Actor
+
+
+class SessionRow(Wire):
+    """A ``sessions_list`` row: the release's fields (docs/contract.md §2), then clawbus's own."""
+
+    key: str
+    session_id: str
+    agent_id: str
+    kind: SessionKind
+    channel: str
+    archived: bool = False
+    pinned: bool = False
+    label: str | None = None
+    created_actor: Actor | None = None
+    owner: Owner | None = None
+    spawned_workspace_dir: str | None = None
+    workspace_dir: str | None = None
+    display_name: str | None = None
+    parent_session_key: str | None = None
+    updated_at: int
+    # The bare model id (``gpt-4o-mini``), as the release shows it.
+    model: str | None = None
+    # The model's context window, and how much of it the latest context filled.
+    context_tokens: int | None = None
+    total_tokens: int | None = None
+    status: Literal["queued", "running", "done", "failed", "killed", "timeout"] | None = None
+    aborted_last_run: bool | None = None
+    child_sessions: list[str] | None = None
+    derived_title: str | None = None
+    last_message_preview: str | None = None
+    messages: list[dict[str, Any]] | None = None
+    # clawbus's own, beyond the release's row (docs/contract.md, differences).
+    # The latest run: when it started, ended (unset while it runs) and how long it ran, or has run so far
+    # (what the release's gateway keeps on a session; its tool does not show them).
+    started_at: int | None = None
+    ended_at: int | None = None
+    runtime_ms: int | None = None
+    transcript_path: str | None = None
+    thinking_level: str | None = None
+    system_sent: bool | None = None
+    send_policy: str | None = None
+    queue_mode: str | None = None
+    last_channel: str | None = None
+    last_to: str | None = None
+    last_account_id: str | None = None
+    delivery_context: DeliveryContext | None = None
+    spawned_by: str | None = None
+    spawn_depth: int | None = None
+    role: str | None = None
+    estimated_cost_usd: float | None = None
+
+
+class SessionsListResult(Wire):
+    count: int
+    sessions: list[SessionRow]
+    has_more: bool = False
+    next_offset: int | None = None
+    limit_applied: int = 100

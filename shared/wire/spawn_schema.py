@@ -1,0 +1,106 @@
+"""sessions_spawn: its parameters and result (docs/contract.md §6); the attachments' shapes
+are in ``shared.domain.attachments``.
+
+Kept apart from the tool's code, which needs the store: a thin client imports these alone.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BeforeValidator, Field, model_validator
+
+from shared.base.tool_args import optional_text, refused, required, required_text, truthy, whole_number
+from shared.wire.attachments import AttachmentIn, AttachmentReceipt
+from shared.wire.models import Params, Wire, message_size
+
+
+class AttachAs(Params):
+    mount_path: str | None = Field(None, max_length=1024)
+
+
+# Channel routing belongs to sessions_send: the release refuses these by the name they were sent under.
+ROUTING_ARGUMENTS = ("target", "transport", "channel", "to", "threadId", "thread_id", "replyTo", "reply_to")
+TIMEOUT_ARGUMENTS = ("timeoutSeconds", "timeout_seconds")
+
+
+def _refuse_misplaced(data: Any) -> Any:
+    """A send's arguments given to a spawn are refused, in the release's words, naming what was sent."""
+    if not isinstance(data, dict):
+        return data
+    for name in TIMEOUT_ARGUMENTS:
+        if data.get(name) is not None:
+            raise refused(
+                f'sessions_spawn does not support "{name}". Use "runTimeoutSeconds" for a per-run timeout.'
+            )
+    for name in ROUTING_ARGUMENTS:
+        if data.get(name) is not None:
+            raise refused(f'sessions_spawn does not support "{name}"; remove channel-delivery parameters.')
+    return data
+
+
+def _model_override(value: Any) -> Any:
+    """``default`` (or nothing) is no override, as the release reads it."""
+    if not isinstance(value, str) or not value.strip() or value.strip().lower() == "default":
+        return None
+    return value.strip()
+
+
+def _one_of(*choices: str) -> BeforeValidator:
+    """One of ``choices``; anything else counts as not given (the tool's default)."""
+    return BeforeValidator(lambda value: value if value in choices else None)
+
+
+class SessionsSpawnParams(Params):
+    task: Annotated[str, required_text("task"), AfterValidator(message_size)] = Field(
+        **required(), description="What the sub-agent should do."
+    )
+    label: Annotated[str | None, optional_text] = Field(
+        None, max_length=128, description="A name for the child session."
+    )
+    agent_id: Annotated[str | None, optional_text] = Field(
+        None, max_length=64, description="The agent to spawn (agents_list); default: yours."
+    )
+    model: Annotated[str | None, BeforeValidator(_model_override)] = Field(
+        None, max_length=256, description="Model ref <provider>/<model> for the child."
+    )
+    thinking: Annotated[str | None, optional_text] = Field(
+        None, max_length=32, description="off, minimal, low, medium or high."
+    )
+    run_timeout_seconds: Annotated[int | None, whole_number("runTimeoutSeconds", least=0)] = Field(
+        None, ge=0, description="End the child's run after this long (0: no limit)."
+    )
+    thread: Annotated[bool, truthy] = False
+    mode: Annotated[Literal["run", "session"] | None, _one_of("run", "session")] = None
+    cleanup: Annotated[Literal["delete", "keep"] | None, _one_of("delete", "keep")] = None
+    sandbox: Annotated[Literal["inherit", "require"] | None, _one_of("inherit", "require")] = None
+    expects_completion_message: bool = Field(True, description="Whether its result comes back when it ends.")
+    context: Annotated[Literal["isolated", "fork"] | None, _one_of("isolated", "fork")] = None
+    attachments: list[AttachmentIn] | None = Field(None, max_length=1000)
+    attach_as: AttachAs | None = None
+
+    _misplaced = model_validator(mode="before")(_refuse_misplaced)
+
+
+# What a spawn's result tells the requester to do about the child's report.
+NOTE = (
+    "The final reply returns to the requester as a completion event. Continue any independent work. Wait for "
+    "completion events for ALL required children before your final answer; never busy-poll. If a completion "
+    "arrives after your final answer, reply ONLY with NO_REPLY."
+)
+
+
+class SpawnResult(Wire):
+    status: Literal["accepted"] = "accepted"
+    child_session_key: str
+    run_id: str
+    mode: Literal["run", "session"]
+    expects_completion_message: bool = True
+    context: Literal["isolated", "fork"] = "isolated"
+    note: str = NOTE
+    resolved_model: str | None = None
+    resolved_provider: str | None = None
+    model_applied: bool | None = None
+    attachments: AttachmentReceipt | None = None
+    # The fan-out guard's warning: many reports of this session's children are unread.
+    warning: str | None = None

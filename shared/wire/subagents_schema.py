@@ -1,0 +1,309 @@
+"""subagents and session_status: their parameters and results (docs/contract.md, "Orchestration").
+
+Kept apart from the tools' code, which needs the store: a thin client imports these alone.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BeforeValidator, Field, model_validator
+
+from shared.base.tool_args import optional_text, refused, string_list, truthy, whole_number
+from shared.wire.models import DeliveryContext, MessageText, Params, QueueMode, SessionRef, SpawnRole, Wire
+
+ChildStatus = Literal["queued", "running", "waiting", "done", "error", "timeout", "killed"]
+# clawbus's own actions, beside the release's ``list``, ``wait`` and ``cancel``; any other action is
+# ``Unsupported action.``.
+OWN_ACTIONS = ("kill", "steer", "info")
+RELEASE_ACTIONS = ("list", "wait", "cancel")
+# subagents wait: at most this many tasks, for at most this long (the release's bounds).
+MAX_WAITED_TASKS = 32
+MAX_WAIT_SECONDS = 60
+DEFAULT_RECENT_MINUTES = 30
+MAX_RECENT_MINUTES = 1440
+
+
+def _action(value: Any) -> str:
+    """The release reads ``action`` as an optional text: no string, or only blanks, is ``list``; any other
+    text is kept as written (trimmed), and the tool answers the ones it does not know."""
+    if not isinstance(value, str) or not value.strip():
+        return "list"
+    return value.strip()
+
+
+class SubagentsParams(Params):
+    action: Annotated[str, BeforeValidator(_action)] = Field(
+        "list",
+        description="list (default) your sub-agents; kill one (or all) with its whole subtree; steer a "
+        "running one; info on one.",
+        json_schema_extra={"enum": [*RELEASE_ACTIONS, *OWN_ACTIONS]},
+    )
+    task_id: Annotated[str | None, optional_text] = Field(
+        None, description="cancel: the task (from list's tasks)."
+    )
+    task_ids: Annotated[list[str] | None, string_list] = Field(
+        None, description="wait: the tasks to wait for (1-32), until one ends or needs attention."
+    )
+    timeout_seconds: Annotated[int | None, whole_number("timeoutSeconds", least=0, high=MAX_WAIT_SECONDS)] = (
+        Field(None, ge=0, description="wait: at most this long (default 30, at most 60); it never cancels.")
+    )
+    recent_minutes: Annotated[int | None, whole_number("recentMinutes", least=1, high=MAX_RECENT_MINUTES)] = (
+        Field(None, description="list: the ended ones of the last N minutes (default 30, at most 1440).")
+    )
+    recursive: Annotated[bool, truthy] = Field(
+        False, description="list: their sub-agents too, to the last level."
+    )
+    target: Annotated[SessionRef | None, optional_text] = Field(
+        None, description='kill, steer, info: a child session key or label; kill also takes "all".'
+    )
+    message: MessageText | None = Field(None, description="steer: what to tell the sub-agent.")
+
+    @model_validator(mode="after")
+    def _needs(self) -> SubagentsParams:
+        """clawbus's own actions name their target (and steer its message), in the release's words for a
+        missing argument."""
+        if self.action in OWN_ACTIONS and self.target is None:
+            raise refused("target required")
+        if self.action == "cancel" and self.task_id is None:
+            raise refused("taskId required")
+        if self.action == "wait" and not self.task_ids:
+            raise refused("taskIds required")
+        if self.action == "wait" and len(set(self.task_ids or [])) > MAX_WAITED_TASKS:
+            raise refused(f"subagents wait supports at most {MAX_WAITED_TASKS} taskIds.")
+        if self.action == "steer" and self.message is None:
+            raise refused("message required")
+        return self
+
+    @property
+    def window_minutes(self) -> int:
+        return DEFAULT_RECENT_MINUTES if self.recent_minutes is None else self.recent_minutes
+
+
+class SubagentRow(Wire):
+    key: str
+    label: str | None = None
+    agent_id: str
+    depth: int
+    role: SpawnRole | None = None
+    spawned_by: str
+    status: ChildStatus
+    runtime_ms: int
+    total_tokens: int | None = None
+    estimated_cost_usd: float | None = None
+    # Its report to its spawner is still to come.
+    pending_report: bool
+    # While it waits (sessions_yield): the children it still waits for.
+    waiting_for: int | None = None
+
+
+class Execution(Wire):
+    """What a sub-agent's run is doing now, as the release observes it: ``queued``, ``running``, ``waiting``
+    (it yielded, for its children) or ``finished``."""
+
+    state: Literal["queued", "running", "waiting", "finished"]
+
+
+TaskStatus = Literal["queued", "running", "completed", "failed", "timed_out", "cancelled"]
+
+
+class TaskRow(Wire):
+    """A spawn as the release's task registry shows it (``subagents`` list's ``tasks``): one per spawned
+    sub-agent of the tree, the task id being its spawn's flow id."""
+
+    task_id: str
+    runtime: Literal["subagent"] = "subagent"
+    # ``pending`` until its report is delivered; ``delivered``; ``not_applicable`` (it reported nothing,
+    # ANNOUNCE_SKIP); ``failed`` or ``blocked`` (the requester's send policy refused its channel).
+    delivery_status: str
+    execution: Execution
+    status: TaskStatus
+    label: str | None = None
+    # Its latest reply.
+    progress_summary: str | None = None
+    error: str | None = None
+
+
+class RunRow(Wire):
+    """One direct child, its latest run, as the release's ``active`` and ``recent`` rows show it."""
+
+    index: int
+    run_id: str
+    session_key: str
+    label: str
+    task: str
+    # running, queued, done, failed, killed, timeout; ``waiting on N children`` (it yielded), ``active
+    # (waiting on N children)`` (its run ended, its children have not reported).
+    status: str
+    execution: Execution
+    delivery_status: str | None = None
+    pending_descendants: int
+    runtime: str
+    runtime_ms: int
+    child_sessions: list[str] | None = None
+    model: str
+    # The size of its latest prompt (else its input and output tokens), as the release counts it.
+    total_tokens: int | None = None
+    started_at: int | None = None
+    ended_at: int | None = None
+
+
+class SubagentsList(Wire):
+    """The release's ``list`` result (its keys in its order), then clawbus's own rows: ``count`` and
+    ``subagents`` (with ``recursive``, the whole tree), which its CLI, console and HTTP routes read."""
+
+    status: Literal["ok"] = "ok"
+    action: Literal["list"] = "list"
+    requester_session_key: str
+    caller_session_key: str
+    caller_is_subagent: bool
+    # Direct children the session has, ended or not (``recentMinutes`` does not bound it).
+    total: int
+    task_total: int
+    tasks: list[TaskRow]
+    active: list[RunRow]
+    recent: list[RunRow]
+    text: str
+    count: int
+    subagents: list[SubagentRow]
+
+
+class SubagentsWaited(Wire):
+    """``wait``: the tasks as they stood when the wait ended, and why it ended: one ``completed``, one
+    ``unavailable`` (not a task of this session's tree), or the ``timeout``."""
+
+    status: Literal["ok"] = "ok"
+    action: Literal["wait"] = "wait"
+    reason: Literal["completed", "attention", "unavailable", "timeout"]
+    tasks: list[TaskRow]
+    completed: list[str]
+    attention: list[str]
+    unavailable: list[str] | None = None
+
+
+class TaskCancelled(Wire):
+    """``cancel``: the task's sub-agent (and everything it spawned) stopped, or why not."""
+
+    status: Literal["cancelled", "error"]
+    task_id: str
+    found: bool
+    cancelled: bool
+    reason: str | None = None
+
+
+class SubagentsKilled(Wire):
+    action: Literal["kill"] = "kill"
+    # The sessions stopped, the targets first, then what they spawned; each reports once, Status: killed.
+    killed: list[str]
+
+
+class SubagentSteered(Wire):
+    action: Literal["steer"] = "steer"
+    target: str
+    run_id: str
+    # ``next_step``: the running sub-agent takes the message in at its next model step; ``new_run``: it was
+    # not running, so the message starts a run of its own.
+    delivered: Literal["next_step", "new_run"]
+
+
+class SubagentInfo(Wire):
+    action: Literal["info"] = "info"
+    subagent: SubagentRow
+    created_at: int
+    updated_at: int
+    last_run_id: str | None = None
+    last_run_status: str | None = None
+    last_error: str | None = None
+
+
+def _model_arg(value: Any) -> str | None:
+    """The release's model argument: a text, trimmed; anything else (or only blanks) is no change."""
+    if not isinstance(value, str) or not value.strip():
+        return None
+    return value.strip()
+
+
+class SessionStatusParams(Params):
+    session_key: Annotated[SessionRef | None, optional_text] = Field(
+        None,
+        description="The session to show (default: this one; also current). Any session you may see.",
+    )
+    model: Annotated[str | None, BeforeValidator(_model_arg)] = Field(
+        None,
+        max_length=256,
+        description="Set the session's model: a configured <provider>/<model>, a model id of the agent's "
+        "provider, or default (the agent's own).",
+    )
+    # Accepted as the release takes it; clawbus keeps no log of session state changes (stateVersion 0).
+    changes_since: Annotated[int | None, whole_number("changesSince", least=0)] = Field(
+        None, description="Accepted for compatibility; clawbus keeps no session state log."
+    )
+
+
+class StatusBudget(Wire):
+    """The card's agent's budget today (``shared.domain.budget_view``): a limit absent is no limit."""
+
+    daily_usd: float | None = None
+    daily_tokens: int | None = None
+    left_usd: float | None = None
+    left_tokens: int | None = None
+    # ``runtime``: an owner set it (PUT /v1/agents/{agentId}/budget); ``config``: the configuration's.
+    source: Literal["config", "runtime"] = "config"
+
+
+class SessionStatusCard(Wire):
+    """``session_status``'s details: the release's keys in its order, then clawbus's own (docs/contract.md
+    §10). ``model``, ``modelProvider`` and ``modelOverride`` are there only when a ``model`` argument was
+    given, as in the release; the session's model ref is always in ``modelRef``."""
+
+    ok: Literal[True] = True
+    session_key: str
+    agent_id: str
+    changed_model: bool = False
+    # The release counts a session's state events; clawbus keeps no such log.
+    state_version: int = 0
+    # With a model argument: the model now in force (bare id), its provider, and the session's own
+    # override (None: cleared, the agent's model applies; written out as null).
+    model: str | None = None
+    model_provider: str | None = None
+    model_override: str | None = None
+    status_text: str
+    # A channel session's route: the channel its key names, and where its replies go.
+    origin: dict[str, str] | None = None
+    delivery_context: DeliveryContext | None = None
+    # clawbus's own, beyond the release's details.
+    model_ref: str
+    # ``session``: the session's own model (a PATCH, a spawn's model, this tool); ``agent``: its agent's.
+    model_source: Literal["session", "agent"]
+    thinking: str | None = None
+    total_tokens: int | None = None
+    estimated_cost_usd: float | None = None
+    runs_queued: int
+    runs_running: int
+    # What a message arriving now (on the session's last channel) does while the session is busy, and
+    # whether that is the session's own mode or the configuration's (docs/contract.md §11).
+    queue_mode: QueueMode
+    queue_mode_source: Literal["session", "channel", "default"]
+    children_pending: int
+    # ``waiting for N children`` while it yields, ``waiting for model capacity`` while its run waits for
+    # its model's provider; else what its latest run did.
+    state: str
+    last_run_status: str | None = None
+    spawn_depth: int
+    role: SpawnRole | None = None
+    # What the session's agent spent on model calls today (UTC), and its budget.
+    spent_usd: float | None = None
+    spent_tokens: int | None = None
+    budget: StatusBudget | None = None
+
+    def wire(self) -> dict[str, Any]:
+        """Absent fields omitted, but for ``modelOverride`` once a model argument was given: the release
+        writes ``null`` for an override cleared."""
+        data = self.model_dump(mode="json", by_alias=True)
+        if data.get("budget") is not None:
+            data["budget"] = {key: value for key, value in data["budget"].items() if value is not None}
+        return {
+            key: value
+            for key, value in data.items()
+            if value is not None or (key == "modelOverride" and self.model is not None)
+        }

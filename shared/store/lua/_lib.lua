@@ -1,13 +1,57 @@
 -- Prepended to every clawbus script. Values arrive pre-encoded as strings by shared/store/codec.py.
-local function hset_object(key, json)
+
+-- A hash's HGETALL reply as a table (field -> value).
+local function hash_table(flat)
+  local fields = {}
+  for i = 1, #flat, 2 do
+    fields[flat[i]] = flat[i + 1]
+  end
+  return fields
+end
+
+-- A table of fields as HSET's (or HGETALL's) flat list.
+local function flat_fields(fields)
   local flat = {}
-  for field, value in pairs(cjson.decode(json)) do
+  for field, value in pairs(fields) do
     flat[#flat + 1] = field
     flat[#flat + 1] = value
   end
+  return flat
+end
+
+-- One HSET for every field of the table (none for an empty one).
+local function hset_fields(key, fields)
+  local flat = flat_fields(fields)
   if #flat > 0 then
     redis.call('HSET', key, unpack(flat))
   end
+end
+
+-- hset_fields, ``changes`` also applied to ``fields``, the hash as a table.
+local function hset_held(key, fields, changes)
+  hset_fields(key, changes)
+  for field, value in pairs(changes) do
+    fields[field] = value
+  end
+end
+
+-- One HDEL for those of ``names`` the hash holds (none when it holds none); ``fields`` is the hash as a
+-- table, and loses them too.
+local function hdel_held(key, fields, names)
+  local held = {}
+  for _, name in ipairs(names) do
+    if fields[name] then
+      held[#held + 1] = name
+      fields[name] = nil
+    end
+  end
+  if #held > 0 then
+    redis.call('HDEL', key, unpack(held))
+  end
+end
+
+local function hset_object(key, json)
+  hset_fields(key, cjson.decode(json))
 end
 
 local function is_active(status)
@@ -15,23 +59,27 @@ local function is_active(status)
 end
 
 -- Publish a run's end on the completion channel. The signal carries the terminal run (all but its input
--- and memo), so a waiter needs no read to answer; the hash stays the truth. Returns that table.
-local function publish_ended(run_key, channel)
+-- and memo), so a waiter needs no read to answer; the hash stays the truth. ``run`` holds the run's fields
+-- as they now are. Returns the signal's table.
+local function signal_ended(run, channel)
   local ended = {}
-  local fields = redis.call('HGETALL', run_key)
-  for i = 1, #fields, 2 do
-    if fields[i] ~= 'input' and fields[i] ~= 'memo' then
-      ended[fields[i]] = fields[i + 1]
+  for field, value in pairs(run) do
+    if field ~= 'input' and field ~= 'memo' then
+      ended[field] = value
     end
   end
   redis.call('PUBLISH', channel, cjson.encode(ended))
   return ended
 end
 
--- After a lane lost its head: mark the next run dispatched and keep the lane on the due schedule, or take
--- it off when empty. Returns {tag, next run id, its kind, its flowId} ('' for none).
-local function advance_lane(tag, lane, lanes_due, run_prefix, session_key, now, grace_ms)
-  local next_run = redis.call('LINDEX', lane, 0)
+-- signal_ended, the run read from its hash.
+local function publish_ended(run_key, channel)
+  return signal_ended(hash_table(redis.call('HGETALL', run_key)), channel)
+end
+
+-- A lane's new head (nil for none), after it lost its head: mark it dispatched and keep the lane on the due
+-- schedule, or take the lane off when empty. Returns {tag, next run id, its kind, its flowId} ('' for none).
+local function dispatch_next(tag, next_run, lanes_due, run_prefix, session_key, now, grace_ms)
   if not next_run then
     redis.call('ZREM', lanes_due, session_key)
     return {tag, '', '', ''}
@@ -40,6 +88,11 @@ local function advance_lane(tag, lane, lanes_due, run_prefix, session_key, now, 
   redis.call('ZADD', lanes_due, now + grace_ms, session_key)
   local next_fields = redis.call('HMGET', run_prefix .. next_run, 'kind', 'flowId')
   return {tag, next_run, next_fields[1], next_fields[2] or ''}
+end
+
+-- dispatch_next, the new head read from the lane.
+local function advance_lane(tag, lane, lanes_due, run_prefix, session_key, now, grace_ms)
+  return dispatch_next(tag, redis.call('LINDEX', lane, 0), lanes_due, run_prefix, session_key, now, grace_ms)
 end
 
 -- Append the runs parked waiting for an ended one, as (id, session, kind) triples, and forget them: the
@@ -73,7 +126,8 @@ local function leave_gate(result, running, queue, run_prefix, run_id)
 end
 
 local function take_waiters(result, waiters, run_prefix)
-  for _, waiter in ipairs(redis.call('SMEMBERS', waiters)) do
+  local members = redis.call('SMEMBERS', waiters)
+  for _, waiter in ipairs(members) do
     local fields = redis.call('HMGET', run_prefix .. waiter, 'sessionKey', 'kind')
     if fields[1] then
       result[#result + 1] = waiter
@@ -81,7 +135,9 @@ local function take_waiters(result, waiters, run_prefix)
       result[#result + 1] = fields[2]
     end
   end
-  redis.call('DEL', waiters)
+  if #members > 0 then
+    redis.call('DEL', waiters)
+  end
   return result
 end
 

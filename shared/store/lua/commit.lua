@@ -20,56 +20,80 @@ if redis.call('HGET', KEYS[2], 'token') ~= ARGV[2] then
   end
   return {'fenced'}
 end
-if not is_active(redis.call('HGET', KEYS[1], 'status')) then
+-- The run as it was claimed: its hash, read once, is what the signal and the session's update are made of.
+local run = hash_table(redis.call('HGETALL', KEYS[1]))
+if not is_active(run['status']) then
   return {'fenced'}
 end
 local now = tonumber(ARGV[3])
 for i = 16, #ARGV do
   redis.call('XADD', KEYS[5], '*', 'm', ARGV[i])
 end
-hset_object(KEYS[1], ARGV[5])
-redis.call('HSET', KEYS[1], 'status', ARGV[4], 'endedAt', now)
-redis.call('HDEL', KEYS[1], 'memo', 'dispatchedAt')
+local ended_fields = cjson.decode(ARGV[5])
+ended_fields['status'] = ARGV[4]
+ended_fields['endedAt'] = ARGV[3]
+for field, value in pairs(ended_fields) do
+  run[field] = value
+end
+hdel_held(KEYS[1], run, {'memo', 'dispatchedAt'})
 redis.call('XADD', KEYS[6], '*', 'type', 'ended', 'status', ARGV[4], 'at', now)
 redis.call('EXPIRE', KEYS[1], ARGV[7])
 redis.call('EXPIRE', KEYS[6], ARGV[7])
-if redis.call('LINDEX', KEYS[3], 0) == ARGV[1] then
+-- The lane's head and the one after it: the lane's next run once this one leaves it.
+local heads = redis.call('LRANGE', KEYS[3], 0, 1)
+local next_run = heads[1]
+if heads[1] == ARGV[1] then
   redis.call('LPOP', KEYS[3])
+  next_run = heads[2]
 end
 redis.call('DEL', KEYS[2])
-if redis.call('EXISTS', KEYS[4]) == 1 then
-  redis.call('HSET', KEYS[4], 'updatedAt', now, 'endedAt', now)
+local session = hash_table(redis.call('HGETALL', KEYS[4]))
+if next(session) ~= nil then
+  local kind = run['kind']
+  local changed = {updatedAt = now, endedAt = now}
   -- abortedLastRun holds until a later run ends ok. A sub-agent's own task and announce leave it
   -- unwritten (the release shows it on a sub-agent only once something else ran there, a send).
-  local kind = redis.call('HGET', KEYS[1], 'kind')
   if ARGV[4] == 'aborted' then
-    redis.call('HSET', KEYS[4], 'abortedLastRun', 'true')
+    changed['abortedLastRun'] = 'true'
   elseif ARGV[4] == 'ok' and kind ~= 'subagent' and kind ~= 'subagent_announce' then
-    redis.call('HSET', KEYS[4], 'abortedLastRun', 'false')
+    changed['abortedLastRun'] = 'false'
   end
-  if redis.call('HEXISTS', KEYS[4], 'spawnedBy') == 0 then
+  if not session['spawnedBy'] then
     local shown = {ok = 'done', error = 'failed', timeout = 'timeout', aborted = 'killed'}
-    redis.call('HSET', KEYS[4], 'status', shown[ARGV[4]] or ARGV[4])
+    changed['status'] = shown[ARGV[4]] or ARGV[4]
   end
-  local input_tokens = redis.call('HINCRBY', KEYS[4], 'inputTokens', ARGV[12])
-  local output_tokens = redis.call('HINCRBY', KEYS[4], 'outputTokens', ARGV[13])
-  redis.call('HSET', KEYS[4], 'totalTokens', input_tokens + output_tokens)
-  redis.call('HINCRBYFLOAT', KEYS[4], 'estimatedCostUsd', ARGV[14])
+  local input_tokens = tonumber(session['inputTokens'] or '0') + tonumber(ARGV[12])
+  local output_tokens = tonumber(session['outputTokens'] or '0') + tonumber(ARGV[13])
+  changed['inputTokens'] = input_tokens
+  changed['outputTokens'] = output_tokens
+  changed['totalTokens'] = input_tokens + output_tokens
   -- Known context tokens mean a model step ran, with the agent's system text.
   if ARGV[6] ~= '' then
-    redis.call('HSET', KEYS[4], 'contextTokens', ARGV[6], 'systemSent', 'true')
+    changed['contextTokens'] = ARGV[6]
+    changed['systemSent'] = 'true'
+  end
+  hset_fields(KEYS[4], changed)
+  -- Redis's own float arithmetic keeps the sum as it always has; adding nothing to a sum changes nothing.
+  if not session['estimatedCostUsd'] or tonumber(ARGV[14]) ~= 0 then
+    redis.call('HINCRBYFLOAT', KEYS[4], 'estimatedCostUsd', ARGV[14])
   end
   for i = 8, 10 do
     redis.call('ZADD', KEYS[i], now, ARGV[11])
   end
 end
-local ended = publish_ended(KEYS[1], ARGV[8])
+local ended = signal_ended(run, ARGV[8])
 redis.call('HINCRBY', KEYS[13], (ended['kind'] or 'chat') .. ':' .. ARGV[4], 1)
 if ended['flowId'] then
   redis.call('ZADD', KEYS[11], now + tonumber(ARGV[9]), ended['flowId'])
 end
-local result = advance_lane('committed', KEYS[3], KEYS[7], ARGV[10], ARGV[11], now, tonumber(ARGV[9]))
-result = leave_gate(result, KEYS[14], KEYS[15], ARGV[10], ARGV[1])
+local result = dispatch_next('committed', next_run, KEYS[7], ARGV[10], ARGV[11], now, tonumber(ARGV[9]))
+-- Only a sub-agent's runs take a place at the gate (claim.lua).
+if run['kind'] == 'subagent' or run['kind'] == 'report' then
+  result = leave_gate(result, KEYS[14], KEYS[15], ARGV[10], ARGV[1])
+end
 result = take_waiters(result, KEYS[12], ARGV[10])
-redis.call('HSET', KEYS[1], 'committedBy', ARGV[15], 'commitReply', cjson.encode(result))
+-- The run's end and the commit's record (its id and reply, for a repeat of this call) in one write.
+ended_fields['committedBy'] = ARGV[15]
+ended_fields['commitReply'] = cjson.encode(result)
+hset_fields(KEYS[1], ended_fields)
 return result

@@ -13,9 +13,11 @@
 -- names it), answers as the first one did: the attempt it began is this caller's, not someone else's.
 -- ARGV: 1 run id, 2 owner (task id), 3 attempt (task retries), 4 now ms, 5 lease ms, 6 max attempts,
 --       7 session key, 8 gate places, 9 run key prefix, 10 claim id
-local run = redis.call('HMGET', KEYS[1], 'status', 'sessionKey', 'inputAppended', 'kind')
-local status = run[1]
-if not status or run[2] ~= ARGV[7] then
+-- The run, read once: the checks, the attempt's changes and the reply are all made of it.
+local run_flat = redis.call('HGETALL', KEYS[1])
+local run = hash_table(run_flat)
+local status = run['status']
+if not status or run['sessionKey'] ~= ARGV[7] then
   return {'missing'}
 end
 if not is_active(status) then
@@ -26,17 +28,17 @@ if redis.call('LINDEX', KEYS[2], 0) ~= ARGV[1] then
 end
 local now = tonumber(ARGV[4])
 -- A collect run waits for its window to close: the messages in it are folded in until then.
-if run[4] == 'collect' and status == 'queued' then
-  local until_ms = tonumber(redis.call('HGET', KEYS[1], 'collectUntil') or '0')
+if run['kind'] == 'collect' and status == 'queued' then
+  local until_ms = tonumber(run['collectUntil'] or '0')
   if until_ms > now then
     return {'early', tostring(until_ms - now)}
   end
 end
 local lease = redis.call('HMGET', KEYS[3], 'owner', 'attempt', 'expiresAt', 'claim', 'token')
 if lease[4] == ARGV[10] then
-  local attempts = tonumber(redis.call('HGET', KEYS[1], 'attempts'))
+  local attempts = tonumber(run['attempts'])
   return {attempts > tonumber(ARGV[6]) and 'exhausted' or 'claimed', lease[5], tostring(attempts),
-    redis.call('HGETALL', KEYS[1]), redis.call('HGETALL', KEYS[8])}
+    run_flat, redis.call('HGETALL', KEYS[8])}
 end
 -- A run suspended on a wait (its lease parked until the wait's deadline) is resumed by anyone, and its
 -- resumption is not a new attempt.
@@ -49,7 +51,7 @@ if lease[3] and tonumber(lease[3]) > now and not resuming then
 end
 local expires = now + tonumber(ARGV[5])
 local places = tonumber(ARGV[8])
-if places > 0 and (run[4] == 'subagent' or run[4] == 'report') and not redis.call('ZSCORE', KEYS[9], ARGV[1]) then
+if places > 0 and (run['kind'] == 'subagent' or run['kind'] == 'report') and not redis.call('ZSCORE', KEYS[9], ARGV[1]) then
   redis.call('ZREMRANGEBYSCORE', KEYS[9], '-inf', now)
   local first = first_waiting(KEYS[10], ARGV[9])
   if redis.call('ZCARD', KEYS[9]) >= places or (first and first ~= ARGV[1]) then
@@ -61,43 +63,54 @@ if places > 0 and (run[4] == 'subagent' or run[4] == 'report') and not redis.cal
   redis.call('ZREM', KEYS[10], ARGV[1])
   redis.call('ZADD', KEYS[9], expires, ARGV[1])
 end
+-- The run's changes, written in one HSET and applied to the copy that goes back.
+local changed = {}
 local attempts
 if resuming then
-  attempts = tonumber(redis.call('HGET', KEYS[1], 'attempts') or '1')
+  attempts = tonumber(run['attempts'] or '1')
 else
-  attempts = redis.call('HINCRBY', KEYS[1], 'attempts', 1)
+  attempts = tonumber(run['attempts'] or '0') + 1
+  changed['attempts'] = tostring(attempts)
 end
 local token = redis.call('INCR', KEYS[7])
-redis.call('DEL', KEYS[3])
+-- Every field a lease ever holds is written here, so nothing of the one before is left over.
 redis.call('HSET', KEYS[3], 'runId', ARGV[1], 'owner', ARGV[2], 'attempt', ARGV[3],
   'token', token, 'expiresAt', expires, 'claim', ARGV[10])
 redis.call('ZADD', KEYS[6], expires, ARGV[7])
-if attempts > tonumber(ARGV[6]) then
-  return {'exhausted', tostring(token), tostring(attempts), redis.call('HGETALL', KEYS[1]),
-    redis.call('HGETALL', KEYS[8])}
+local function write_run()
+  hset_held(KEYS[1], run, changed)
+  return flat_fields(run)
 end
+if attempts > tonumber(ARGV[6]) then
+  return {'exhausted', tostring(token), tostring(attempts), write_run(), redis.call('HGETALL', KEYS[8])}
+end
+local session = hash_table(redis.call('HGETALL', KEYS[8]))
+local exists = next(session) ~= nil
+local session_changed = {}
+local session_dropped = {}
 if status == 'queued' then
-  redis.call('HSET', KEYS[1], 'status', 'running', 'startedAt', now)
-  if redis.call('EXISTS', KEYS[8]) == 1 then
-    redis.call('HSET', KEYS[8], 'startedAt', now)
-    redis.call('HDEL', KEYS[8], 'endedAt')
+  changed['status'] = 'running'
+  changed['startedAt'] = ARGV[4]
+  if exists then
+    session_changed['startedAt'] = ARGV[4]
+    session_dropped[#session_dropped + 1] = 'endedAt'
   end
 end
 -- A session nobody spawned shows how its latest run goes (a spawned one, how its task went).
-if redis.call('EXISTS', KEYS[8]) == 1 and redis.call('HEXISTS', KEYS[8], 'spawnedBy') == 0 then
-  redis.call('HSET', KEYS[8], 'status', 'running')
+if exists and not session['spawnedBy'] then
+  session_changed['status'] = 'running'
 end
 -- An agent run takes in what the session had not read yet (the fan-out guard counts unread reports).
-if run[4] ~= 'note' then
-  redis.call('HDEL', KEYS[8], 'unreadReports')
+if run['kind'] ~= 'note' then
+  session_dropped[#session_dropped + 1] = 'unreadReports'
 end
+hset_held(KEYS[8], session, session_changed)
+hdel_held(KEYS[8], session, session_dropped)
 redis.call('XADD', KEYS[5], '*', 'type', 'started', 'at', now, 'attempt', attempts)
-if run[3] ~= '1' then
-  local input = redis.call('HGET', KEYS[1], 'input')
-  if input then
-    redis.call('XADD', KEYS[4], '*', 'm', input)
+if run['inputAppended'] ~= '1' then
+  if run['input'] then
+    redis.call('XADD', KEYS[4], '*', 'm', run['input'])
   end
-  redis.call('HSET', KEYS[1], 'inputAppended', '1')
+  changed['inputAppended'] = '1'
 end
-return {'claimed', tostring(token), tostring(attempts), redis.call('HGETALL', KEYS[1]),
-  redis.call('HGETALL', KEYS[8])}
+return {'claimed', tostring(token), tostring(attempts), write_run(), flat_fields(session)}

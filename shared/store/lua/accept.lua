@@ -51,25 +51,33 @@ if ARGV[8] ~= '' then
   hset_object(KEYS[10], ARGV[8])
   redis.call('ZADD', KEYS[11], ARGV[9], ARGV[2])
 end
+-- The session's fields (its first ones when it is new, those this message sets, its activity) in one write.
+local session = {}
 if redis.call('EXISTS', KEYS[1]) == 0 then
-  hset_object(KEYS[1], ARGV[4])
+  session = cjson.decode(ARGV[4])
   redis.call('SET', KEYS[5], ARGV[3])
 end
-hset_object(KEYS[1], ARGV[5])
-redis.call('HSET', KEYS[1], 'updatedAt', now)
+for field, value in pairs(cjson.decode(ARGV[5])) do
+  session[field] = value
+end
+session['updatedAt'] = now
+hset_fields(KEYS[1], session)
 for i = 2, 4 do
   redis.call('ZADD', KEYS[i], now, ARGV[3])
 end
 local seq = redis.call('HINCRBY', KEYS[1], 'runSeq', 1)
-hset_object(KEYS[7], ARGV[6])
-redis.call('HSET', KEYS[7], 'seq', seq, 'status', 'queued', 'createdAt', now, 'attempts', 0)
+local run = cjson.decode(ARGV[6])
+run['seq'] = seq
+run['status'] = 'queued'
+run['createdAt'] = now
+run['attempts'] = 0
 redis.call('XADD', KEYS[8], '*', 'type', 'queued', 'at', now)
 redis.call('HINCRBY', KEYS[12], ARGV[10], 1)
 redis.call('XADD', KEYS[13], 'MAXLEN', '~', 1000, '*', 'runId', ARGV[2])
 local position = redis.call('RPUSH', KEYS[6], ARGV[2])
 local pushed = 0
 if position == 1 then
-  redis.call('HSET', KEYS[7], 'dispatchedAt', now)
+  run['dispatchedAt'] = now
   redis.call('ZADD', KEYS[9], now + tonumber(ARGV[7]), ARGV[3])
   if ARGV[11] ~= '' then
     redis.call('LPUSH', KEYS[14], ARGV[11])
@@ -79,4 +87,6 @@ if position == 1 then
     pushed = 1
   end
 end
+-- The run's fields in one write.
+hset_fields(KEYS[7], run)
 return {seq, position, pushed}

@@ -4,10 +4,11 @@ subnet, cut off from each other and healed as a test says."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
-from tests.support import hosts
+from tests.support import hosts, takeovers
 from tests.support.processes import Role
 
 
@@ -34,3 +35,9 @@ def roles(network: hosts.Network) -> Iterator[list[Role]]:
     yield started
     for role in reversed(started):
         role.kill()
+
+
+@pytest.fixture
+def world(network: hosts.Network, roles: list[Role], tmp_path: Path) -> takeovers.World:
+    """Redis, two workers, beat and the API, for runs that worker-a holds when its fault comes."""
+    return takeovers.start(network, roles, tmp_path)

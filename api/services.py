@@ -9,6 +9,7 @@ from shared.config import Config
 from shared.ports.dispatch import Dispatcher
 from shared.ports.live import Live
 from shared.store import Store
+from shared.store.connection import Budget
 from shared.store.live import LiveStore
 from workers.celery_app import create_app
 from workers.dispatch import CeleryDispatcher
@@ -26,8 +27,12 @@ class Services:
 
     @classmethod
     def build(cls, config: Config) -> Services:
-        store = Store.from_config(config)
-        live = LiveStore(config.redis, store.keys, client_name=WAITS_CLIENT_NAME)
+        # A request answers 503 once Redis has not answered for gateway.redisTimeoutSeconds.
+        budget = Budget.within(
+            config.gateway.redis_timeout_seconds, config.redis.replica_ack_timeout_ms / 1000
+        )
+        store = Store.from_config(config, budget=budget)
+        live = LiveStore(config.redis, store.keys, client_name=WAITS_CLIENT_NAME, budget=budget)
         dispatcher = CeleryDispatcher(create_app(config))
         return cls(config, store, dispatcher, RunWaiter(live), live)
 

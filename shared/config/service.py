@@ -118,6 +118,9 @@ class GatewayConfig(Section):
     auth: AuthConfig = AuthConfig()
     limits: LimitsConfig = LimitsConfig()
     max_wait_seconds: int = Field(600, ge=1)
+    # How long a request of the API waits on a Redis that does not answer before it is a 503, retries
+    # included (shared.store.connection.Budget); a wait's own time does not count.
+    redis_timeout_seconds: float = Field(5.0, ge=1, le=60)
     mcp: McpConfig = McpConfig()
     http: HttpConfig = HttpConfig()
     tools: GatewayToolsConfig = GatewayToolsConfig()

@@ -10,7 +10,7 @@ from shared.config import Config
 from shared.store.a2a import A2AStore
 from shared.store.budgets import BudgetStore
 from shared.store.cold import ColdTranscripts
-from shared.store.connection import RETRIES, connect
+from shared.store.connection import RETRIES, Budget, connect
 from shared.store.fleet import FleetStore
 from shared.store.flows import FlowStore
 from shared.store.idempotency import IdempotencyStore
@@ -66,5 +66,8 @@ class Store:
         clock: Clock | None = None,
         retries: int = RETRIES,
         replica_acks: int | None = None,
+        budget: Budget | None = None,
     ) -> Store:
-        return cls(connect(config.redis, retries), config, clock, replica_acks)
+        """``budget``: the API's bound on a command (``shared.store.connection.Budget``); ``retries`` then
+        does not count."""
+        return cls(connect(config.redis, retries, budget), config, clock, replica_acks)

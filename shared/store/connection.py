@@ -8,6 +8,7 @@ The store's clients retry a command that failed on a lost connection (the policy
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
@@ -34,6 +35,33 @@ RETRIES = 3
 WORKER_RETRIES = 10
 # What redis-py retries a command on; once the retries are spent, the store's clients raise StoreUnavailable.
 RETRY_ON = [ConnectionError, TimeoutError]
+# The API's clients retry once: enough for the stale connection after a restart, and a partition costs a
+# request two attempts, not four (``Budget``).
+API_RETRIES = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    """Timeouts and retries under which a command against a Redis that went silent (a partition: no reset,
+    no error) raises within about ``total_s``, retries included: the API's clients
+    (``gateway.redisTimeoutSeconds``), so a request answers 503 rather than hang.
+
+    redis-py nests its retries: a command's retry opens a new connection, and that connect retries on its
+    own. On a silent Redis a command on a pooled connection costs one read timeout, then the retry's
+    connect ``API_RETRIES + 1`` connect timeouts: 0.4 + 2 x 0.2 of the budget, plus about 0.25 s of
+    backoff. A read timeout of 0.4 of the budget (2 s by default) is far above any command the API sends,
+    except a ``WAIT`` for replicas: it gets its own timeout plus half a second. No health-check PING: its
+    retries would nest inside the command's (doubling the worst case), and a dead pooled connection costs
+    no more than one read timeout anyway.
+    """
+
+    read_s: float
+    connect_s: float
+    retries: int = API_RETRIES
+
+    @classmethod
+    def within(cls, total_s: float, replica_ack_timeout_s: float = 0.0) -> Budget:
+        return cls(read_s=max(0.4 * total_s, replica_ack_timeout_s + 0.5), connect_s=0.2 * total_s)
 
 
 class Backoff:
@@ -116,18 +144,23 @@ def async_client(redis: RedisConfig, **options: Any) -> aioredis.Redis:
     ).master_for(sentinel.master, redis_class=AsyncStoreClient, **_master_options(sentinel), **options)
 
 
-def connect(redis: RedisConfig, retries: int = RETRIES) -> Redis:
-    """The store's client."""
-    # A bounded wait per command: a stalled Redis must surface as an error, not hang a request forever.
-    return sync_client(
-        redis,
-        decode_responses=True,
-        socket_timeout=30,
-        socket_connect_timeout=5,
-        health_check_interval=30,
-        retry=Retry(Backoff(), retries),
-        retry_on_error=RETRY_ON,
-    )
+def connect(redis: RedisConfig, retries: int = RETRIES, budget: Budget | None = None) -> Redis:
+    """The store's client; within ``budget`` (the API's), else riding out ``retries`` (workers, tools)."""
+    if budget is None:
+        # A bounded wait per command: a stalled Redis must surface as an error, not hang a role forever.
+        timeouts: dict[str, Any] = {
+            "socket_timeout": 30,
+            "socket_connect_timeout": 5,
+            "health_check_interval": 30,
+            "retry": Retry(Backoff(), retries),
+        }
+    else:
+        timeouts = {
+            "socket_timeout": budget.read_s,
+            "socket_connect_timeout": budget.connect_s,
+            "retry": Retry(Backoff(), budget.retries),
+        }
+    return sync_client(redis, decode_responses=True, retry_on_error=RETRY_ON, **timeouts)
 
 
 def answers(url: str) -> bool:

@@ -32,7 +32,7 @@ from shared.ports.live import (
     Subscribed,
 )
 from shared.store.codec import decode
-from shared.store.connection import RETRIES, RETRY_ON, Backoff, async_client
+from shared.store.connection import RETRIES, RETRY_ON, Backoff, Budget, async_client
 from shared.store.errors import StoreUnavailable
 from shared.store.keys import RedisKeys
 from shared.wire.models import Run
@@ -40,43 +40,60 @@ from shared.wire.models import Run
 # Sent through the pub/sub connection after each (re)connect: its answer comes once every re-subscription
 # redis-py made is in force.
 _BARRIER = "clawbus-resubscribed"
+# Sent through a pub/sub connection that has been quiet: any answer shows it alive.
+_PROBE = "clawbus-alive"
 
 
 # Connections of one API process's asynchronous client (streams being followed, and reads).
 LIVE_MAX_CONNECTIONS = 4096
 
-# The longest a read of this client may take: blocking stream reads stay below it.
+# The longest a blocking stream read may take: above the longest of them (a stream followed for 15 s;
+# redis-py's default is 5 s).
 BLOCK_LIMIT_S = 30.0
+_BLOCKING = Budget(read_s=BLOCK_LIMIT_S, connect_s=5, retries=RETRIES)
+
+
+def _client(redis: RedisConfig, client_name: str, budget: Budget) -> Redis:
+    # Named, so an operator (or a test) can tell this connection apart in CLIENT LIST.
+    return async_client(
+        redis,
+        decode_responses=True,
+        socket_keepalive=True,
+        socket_timeout=budget.read_s,
+        socket_connect_timeout=budget.connect_s,
+        client_name=client_name,
+        # redis-py's asyncio pool refuses a connection past its limit (default 100) instead of waiting
+        # for one: each open stream holds one, and the waiter reads at most api.waits._READS_AT_ONCE.
+        max_connections=LIVE_MAX_CONNECTIONS,
+        retry=Retry(Backoff(), budget.retries),
+        retry_on_error=RETRY_ON,
+    )
 
 
 class LiveStore:
-    def __init__(self, redis: RedisConfig, keys: RedisKeys, client_name: str) -> None:
-        # Named, so an operator (or a test) can tell this connection apart in CLIENT LIST.
-        self._redis = async_client(
-            redis,
-            decode_responses=True,
-            socket_keepalive=True,
-            # Above the longest blocking read (a stream followed for 15 s): redis-py's default is 5 s.
-            socket_timeout=BLOCK_LIMIT_S,
-            socket_connect_timeout=5,
-            client_name=client_name,
-            # redis-py's asyncio pool refuses a connection past its limit (default 100) instead of waiting
-            # for one: each open stream holds one, and the waiter reads at most api.waits._READS_AT_ONCE.
-            max_connections=LIVE_MAX_CONNECTIONS,
-            retry=Retry(Backoff(), RETRIES),
-            retry_on_error=RETRY_ON,
-        )
+    def __init__(
+        self, redis: RedisConfig, keys: RedisKeys, client_name: str, budget: Budget | None = None
+    ) -> None:
+        """``budget``: the API's bound on a read that Redis does not answer (``Budget``), for every command
+        but a blocking stream read, which keeps its own longer timeout."""
+        self._blocking = _client(redis, client_name, _BLOCKING)
+        # The reads a request (a wait among them) makes, and the pub/sub connection: a partition must make
+        # them fail within the budget, not after BLOCK_LIMIT_S times every retry.
+        self._redis = self._blocking if budget is None else _client(redis, client_name, budget)
+        self._quiet_s = None if budget is None else budget.read_s
         self.keys = keys
 
     @classmethod
     def on(cls, client: Redis, keys: RedisKeys) -> LiveStore:
         """On a client made elsewhere (tests give a fakeredis one)."""
         live = cls.__new__(cls)
-        live._redis, live.keys = client, keys
+        live._redis, live._blocking, live.keys, live._quiet_s = client, client, keys, None
         return live
 
     async def close(self) -> None:
         await self._redis.aclose()
+        if self._blocking is not self._redis:
+            await self._blocking.aclose()
 
     async def read_run(self, run_id: str) -> Run | None:
         fields = await self._redis.hgetall(self.keys.run(run_id))
@@ -129,7 +146,8 @@ class LiveStore:
     async def _follow(self, cursors: dict[str, str], block_ms: int | None) -> dict[str, list[Entry]]:
         """What the streams got after their cursors, by stream key, waiting up to ``block_ms`` for anything
         (None: answer at once)."""
-        found = await self._redis.xread(cursors, block=block_ms, count=100)
+        client = self._redis if block_ms is None else self._blocking
+        found = await client.xread(cursors, block=block_ms, count=100)
         return {stream: entries for stream, entries in found} if found else {}
 
     async def _stream_end(self, key: str) -> str:
@@ -147,7 +165,7 @@ class LiveStore:
             raise StoreUnavailable(str(exc)) from exc
 
     def signals(self) -> RunSignals:
-        return RunSignals(self._redis.pubsub(), self.keys)
+        return RunSignals(self._redis.pubsub(), self.keys, self._quiet_s)
 
 
 class SessionRuns:
@@ -194,12 +212,16 @@ class RunSignals:
     (``api.waits``).
     """
 
-    def __init__(self, pubsub: PubSub, keys: RedisKeys) -> None:
+    def __init__(self, pubsub: PubSub, keys: RedisKeys, quiet_s: float | None = None) -> None:
+        """``quiet_s``: after this long without a message the connection is probed (``_probe``); None: never
+        (it is taken for alive until it breaks)."""
         self._pubsub = pubsub
         self._keys = keys
         self._prefix = keys.run_done_channel_prefix()
         self._lock = asyncio.Lock()
         self._up = False
+        self._quiet_s = quiet_s
+        self._probing = False
 
     async def open(self, home: str) -> None:
         """Subscribe to ``home`` (a channel of the process's own, so the connection always stays in pub/sub
@@ -230,11 +252,26 @@ class RunSignals:
         try:
             if not self._up:
                 await self._reconnect()
-            message = await self._pubsub.get_message(timeout=None)
+            message = await self._pubsub.get_message(timeout=self._quiet_s)
+            if message is None and self._quiet_s is not None:
+                await self._probe()
         except Exception as exc:  # whatever broke the read, the cure is a new connection
-            self._up = False
+            self._up, self._probing = False, False
             raise SignalsLost(f"{type(exc).__name__}: {exc}") from exc
-        return self._signal(message) if message else None
+        if not message:
+            return None
+        self._probing = False  # anything at all: the connection is alive
+        return self._signal(message)
+
+    async def _probe(self) -> None:
+        """Quiet for ``quiet_s``: a PING through the connection; quiet for another ``quiet_s`` after it, the
+        connection is lost. A partition drops packets without a word, and a read without a timeout would
+        wait on it forever, every wait deaf to its run's end until its deadline."""
+        if self._probing:
+            raise TimeoutError(f"no answer to a PING within {self._quiet_s:g} s")
+        async with self._lock:
+            await self._pubsub.ping(_PROBE)
+        self._probing = True
 
     async def _reconnect(self) -> None:
         async with self._lock:

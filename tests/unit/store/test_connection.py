@@ -137,3 +137,22 @@ def test_the_asyncio_clients_choose_the_same_master() -> None:
     manager = connection.AsyncNewestMasterSentinel([("10.0.0.1", 26379)])
     manager.sentinels = [_AsyncAnswers(_state(6379, 1)), _AsyncAnswers(_state(6380, 2))]
     assert asyncio.run(manager.discover_master("prod")) == ("10.0.0.9", 6380)
+
+
+def test_the_apis_budget_bounds_a_command_against_a_silent_redis_retries_included() -> None:
+    budget = connection.Budget.within(5)
+    # A read timeout on the pooled connection, then the retry's connect, which redis-py tries twice itself.
+    assert budget.read_s + (budget.retries + 1) * budget.connect_s <= 0.8 * 5
+    kwargs = connection.connect(Config().redis, budget=budget).connection_pool.connection_kwargs
+    assert (kwargs["socket_timeout"], kwargs["socket_connect_timeout"]) == (budget.read_s, budget.connect_s)
+    assert kwargs["retry"].get_retries() == connection.API_RETRIES
+    assert not kwargs.get("health_check_interval")  # its retries would nest inside the command's
+
+
+def test_a_read_under_the_budget_outlasts_a_wait_for_replicas() -> None:
+    assert connection.Budget.within(5, replica_ack_timeout_s=3).read_s == 3.5
+
+
+def test_workers_keep_their_long_retries() -> None:
+    kwargs = connection.connect(Config().redis, connection.WORKER_RETRIES).connection_pool.connection_kwargs
+    assert (kwargs["socket_timeout"], kwargs["retry"].get_retries()) == (30, connection.WORKER_RETRIES)

@@ -14,6 +14,7 @@ after 2.1 s (no pooled connection left: the two connects); the wait in progress 
 
 from __future__ import annotations
 
+import functools
 import sys
 import threading
 import time
@@ -27,15 +28,7 @@ import redis
 
 from shared.store.keys import RedisKeys
 from tests.support import hosts
-from tests.support.processes import (  # the roles' own start-up checks, as hosts.py uses them
-    Role,
-    _raise_if_dead,
-    _ready,
-    _stopped_on_failure,
-    role_env,
-    wait_for,
-    write_config,
-)
+from tests.support.processes import Role, role_env, start_api, wait_for, write_config
 from tests.support.stack import TOKEN
 
 REDIS_TIMEOUT_S = 5.0
@@ -125,13 +118,8 @@ def test_the_api_cut_off_from_redis_answers_503_at_once_and_serves_again_after_t
 
 def _start_api(host: hosts.Host, env: dict[str, str], log_dir: Path) -> tuple[Role, str]:
     """``clawbus api`` on ``host``, listening on its address, once it is ready."""
-    argv = [sys.executable, "-m", "api.cli", "api", f"--host={host.address}", f"--port={API_PORT}"]
-    role = hosts.HostRole(host, argv, env, log_dir / "api.log").start()
-    url = f"http://{host.address}:{API_PORT}"
-    with _stopped_on_failure(role), httpx.Client(timeout=1) as http:
-        wait_for(lambda: _ready(http, url) or role.exited(), 30, what="API /readyz")
-        _raise_if_dead(role)
-    return role, url
+    launch = functools.partial(hosts.HostRole, host)
+    return start_api(env, log_dir, API_PORT, address=host.address, launch=launch)
 
 
 def _key(agent: str) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import ipaddress
 import itertools
 import os
@@ -18,21 +19,18 @@ import re
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
-import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-import redis
-
 from api.processes import Child, Process, redis_server_argv
 from shared.store.connection import answers
 
 # The roles' own start-up checks, shared with tests/support/processes.py's roles on the loopback.
-from tests.support.processes import Role, _raise_if_dead, _stopped_on_failure, wait_for
+from tests.support import processes
+from tests.support.processes import Role, raise_if_dead, stopped_on_failure, wait_for
 
 # The subnets the hosts' bridges take, one a network: 10.231.0.0/24 to 10.231.255.0/24.
 RANGE = ipaddress.IPv4Network("10.231.0.0/16")
@@ -157,25 +155,17 @@ def start_redis(host: Host, directory: Path) -> tuple[Role, str]:
     argv += ["--protected-mode", "no"]
     role = HostRole(host, argv, dict(os.environ), directory / "redis.log").start()
     url = f"redis://{host.address}:{REDIS_PORT}/0"
-    with _stopped_on_failure(role):
+    with stopped_on_failure(role):
         wait_for(lambda: answers(url) or role.exited(), 10, what=f"redis-server on {host.name}")
-        _raise_if_dead(role)
+        raise_if_dead(role)
     return role, url
 
 
 def start_worker(host: Host, env: dict[str, str], log_dir: Path, *, concurrency: int) -> Role:
     """``clawbus worker`` on ``host`` (the configured pool), once it has registered in Redis."""
-    name = f"{host.name}-{uuid.uuid4().hex[:8]}"
-    argv = [sys.executable, "-m", "api.cli", "worker", f"--concurrency={concurrency}", f"--name={name}@%h"]
-    role = HostRole(host, argv, env, log_dir / f"{name}.log").start()
-    client = redis.Redis.from_url(env["CLAWBUS_REDIS_URL"], decode_responses=True)
-    with _stopped_on_failure(role):
-        try:
-            wait_for(lambda: client.keys(f"*worker:{name}@*") or role.exited(), 60, what=f"worker {name}")
-        finally:
-            client.close()
-        _raise_if_dead(role)
-    return role
+    return processes.start_worker(
+        env, log_dir, concurrency=concurrency, name_prefix=host.name, launch=functools.partial(HostRole, host)
+    )
 
 
 def _free_subnet() -> ipaddress.IPv4Network:

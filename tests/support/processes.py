@@ -172,6 +172,11 @@ def role_env_base() -> dict[str, str]:
     return env
 
 
+# How a role's process is made from its argv, environment and log: here, or on a test host
+# (tests/support/hosts.py).
+Launch = Callable[[list[str], dict[str, str], Path], "Role"]
+
+
 def start_worker(
     env: dict[str, str],
     log_dir: Path,
@@ -179,9 +184,11 @@ def start_worker(
     concurrency: int = 8,
     pool: str | None = None,
     queues: str | None = None,
+    name_prefix: str = "test",
+    launch: Launch | None = None,
 ) -> Role:
     """A worker as users run it (the configured pool: threads by default), unless ``pool`` says otherwise."""
-    name = f"test-{uuid.uuid4().hex[:8]}"
+    name = f"{name_prefix}-{uuid.uuid4().hex[:8]}"
     argv = [
         sys.executable,
         "-m",
@@ -194,28 +201,38 @@ def start_worker(
         argv.append(f"--pool={pool}")
     if queues:
         argv += [f"--queue={q}" for q in queues.split(",")]
-    role = Role(argv, env, log_dir / f"{name}.log").start()
+    role = (launch or Role)(argv, env, log_dir / f"{name}.log").start()
     client = redis.Redis.from_url(env["CLAWBUS_REDIS_URL"], decode_responses=True)
-    with _stopped_on_failure(role):
+    with stopped_on_failure(role):
         try:
             wait_for(
                 lambda: client.keys(f"*worker:{name}@*") or role.exited(), 60, what=f"worker {name} ready"
             )
         finally:
             client.close()
-        _raise_if_dead(role)
+        raise_if_dead(role)
     return role
 
 
-def start_api(env: dict[str, str], log_dir: Path, port: int | None = None) -> tuple[Role, str]:
+def start_api(
+    env: dict[str, str],
+    log_dir: Path,
+    port: int | None = None,
+    *,
+    address: str = "127.0.0.1",
+    launch: Launch | None = None,
+) -> tuple[Role, str]:
+    """``clawbus api`` listening on ``address``, once it is ready: the role and its URL."""
     port = port or free_port()
     argv = [sys.executable, "-m", "api.cli", "api", f"--port={port}"]
-    role = Role(argv, env, log_dir / f"api-{port}.log").start()
-    url = f"http://127.0.0.1:{port}"
+    if address != "127.0.0.1":
+        argv.append(f"--host={address}")
+    role = (launch or Role)(argv, env, log_dir / f"api-{port}.log").start()
+    url = f"http://{address}:{port}"
     # One client for the whole wait: a client per poll builds a TLS context each time (about 50 ms of CPU).
-    with _stopped_on_failure(role), httpx.Client(timeout=1) as http:
+    with stopped_on_failure(role), httpx.Client(timeout=1) as http:
         wait_for(lambda: _ready(http, url) or role.exited(), 30, what="API /readyz")
-        _raise_if_dead(role)
+        raise_if_dead(role)
     return role, url
 
 
@@ -225,7 +242,7 @@ def start_beat(env: dict[str, str], log_dir: Path, home: Path) -> Role:
 
 
 @contextmanager
-def _stopped_on_failure(role: Role) -> Iterator[None]:
+def stopped_on_failure(role: Role) -> Iterator[None]:
     """A role that never became ready is stopped here: its caller never gets it to stop."""
     try:
         yield
@@ -241,6 +258,6 @@ def _ready(http: httpx.Client, url: str) -> bool:
         return False
 
 
-def _raise_if_dead(role: Role) -> None:
+def raise_if_dead(role: Role) -> None:
     if role.exited():
         raise RuntimeError(f"{role.argv[3]} exited early:\n{role.output()[-3000:]}")

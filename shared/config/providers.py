@@ -184,6 +184,10 @@ class AdmissionConfig(Section):
 class ModelsConfig(Section):
     providers: dict[str, Provider] = {}
     admission: AdmissionConfig = AdmissionConfig()
+    # A streamed answer that sends nothing for this long (its connection open) fails its step, which is
+    # retried as a failed model call is; a provider's smaller timeoutSeconds bounds it too. Only between a
+    # stream's bytes: a whole (non-streamed) answer is bounded by timeoutSeconds alone.
+    stream_idle_timeout_seconds: float = Field(120.0, gt=0, le=3600)
 
     def all_providers(self) -> dict[str, AnyProvider]:
         """Configured providers plus the built-in ``echo`` one (a configured ``echo`` replaces it)."""

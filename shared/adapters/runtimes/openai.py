@@ -51,11 +51,13 @@ class OpenAIRuntime:
         model: OpenAIModel,
         client: httpx.Client,
         sleep: Callable[[float], None] = time.sleep,
+        stream_idle_seconds: float | None = None,
     ) -> None:
         self._provider = provider
         self._model = model
         self._client = client
         self._sleep = sleep
+        self._stream_idle = stream_idle_seconds
 
     def step(self, request: StepRequest) -> StepResult:
         body = self.body(request)
@@ -143,7 +145,9 @@ class OpenAIRuntime:
 
         try:
             with (
-                self._client.stream("POST", url, json=body, headers=sent, timeout=timeout) as response,
+                self._client.stream(
+                    "POST", url, json=body, headers=sent, timeout=self._timeouts(body, timeout)
+                ) as response,
                 _hanging_up(request, response),
             ):
                 headers.update((name.lower(), value) for name, value in response.headers.items())
@@ -167,6 +171,13 @@ class OpenAIRuntime:
             raise _Retryable(
                 f"model endpoint unreachable ({type(exc).__name__}: {exc})", streamed=bool(streamed)
             ) from None
+
+    def _timeouts(self, body: dict[str, Any], timeout: float) -> httpx.Timeout:
+        """``timeout`` for every wait; a stream's reads (the gaps between its bytes) also within
+        ``models.streamIdleTimeoutSeconds``: a stream that stalls with its connection open fails then."""
+        if not body.get("stream") or self._stream_idle is None:
+            return httpx.Timeout(timeout)
+        return httpx.Timeout(timeout, read=min(timeout, self._stream_idle))
 
     def _result(
         self, text: str, calls: list[ToolCallBlock], usage: dict[str, Any], response_id: str | None

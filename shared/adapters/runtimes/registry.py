@@ -19,7 +19,12 @@ def runtime_for(config: Config, model_ref: str) -> AgentRuntime:
     provider, model = config.provider(model_ref)
     if isinstance(provider, OpenAIProvider):
         size = provider.max_connections or config.worker.pool_size()
-        return OpenAIRuntime(provider, provider.model(model), _client(provider, size))
+        return OpenAIRuntime(
+            provider,
+            provider.model(model),
+            _client(provider, size),
+            stream_idle_seconds=config.models.stream_idle_timeout_seconds,
+        )
     if isinstance(provider, EchoProvider):
         return EchoRuntime(delay_ms=provider.delay_ms)
     return ScriptRuntime(provider.rules, delay_ms=provider.delay_ms)

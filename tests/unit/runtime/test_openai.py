@@ -261,6 +261,20 @@ def test_a_streamed_step_leaves_its_connection_for_the_next_step(server: FakeOpe
     assert len(set(server.peers)) == 1
 
 
+def test_a_stream_that_stalls_with_its_connection_open_is_retried_after_the_idle_timeout(
+    server: FakeOpenAI,
+) -> None:
+    settings = {"type": "openai", "baseUrl": server.url, "models": ["m"], "maxRetries": 1}
+    config = Config.model_validate(
+        {"models": {"providers": {"fake": settings}, "streamIdleTimeoutSeconds": 0.3}}
+    )
+    model = runtime_for(config, "fake/m")
+    server.script("m", Reply(text="never comes", chunk_delay=5.0), text("second try"))
+    started = time.monotonic()
+    assert model.step(request(user("hi"))).reply == "second try"
+    assert time.monotonic() - started < 3.0  # the stalled stream was given up at 0.3 s, not waited out
+
+
 def test_a_cancel_hangs_up_on_a_model_that_has_said_nothing_yet(server: FakeOpenAI) -> None:
     """A model thinking for ten seconds before its first token: the cancel does not wait for it."""
     server.script("m", Reply(text="too late", chunk_delay=10))

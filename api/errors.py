@@ -19,7 +19,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from api.waits import ShuttingDown
 from shared.base.errors import ClawbusError, first_invalid
-from shared.store.errors import NotReplicated, StoreUnavailable
+from shared.store.errors import NotReplicated, StoreFull, StoreUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +87,8 @@ def unavailable_message(exc: StoreUnavailable) -> str:
     """What a client is told when Redis is away (every route answers it 503, with ``Retry-After``)."""
     if isinstance(exc, NotReplicated):
         return f"the store's replicas did not confirm the write ({exc}); it may have been kept"
+    if isinstance(exc, StoreFull):
+        return "the store is out of memory (Redis maxmemory); nothing was written; retry once it is freed"
     return "the store is unavailable; retry shortly"
 
 

@@ -20,7 +20,7 @@ from redis.asyncio.client import PubSub as AsyncPubSub
 from redis.client import Pipeline, PubSub
 from redis.exceptions import ConnectionError, TimeoutError
 
-from shared.store.errors import StoreUnavailable
+from shared.store.errors import StoreUnavailable, out_of_memory
 
 
 class _Translated:
@@ -34,6 +34,9 @@ class _Translated:
     ) -> None:
         if isinstance(error, (ConnectionError, TimeoutError)):
             raise StoreUnavailable(str(error)) from error
+        full = out_of_memory(error) if error is not None else None
+        if full is not None:
+            raise full from error
 
 
 # Stateless, so one serves every call (a class rather than @contextmanager: it costs no generator a command).

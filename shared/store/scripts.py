@@ -14,7 +14,7 @@ from redis import Redis
 from redis.commands.core import Script
 from redis.exceptions import NoScriptError, ReadOnlyError, ResponseError
 
-from shared.store.errors import StoreUnavailable
+from shared.store.errors import StoreUnavailable, out_of_memory
 
 _LUA = resources.files("shared.store") / "lua"
 _LIB = "_lib.lua"
@@ -111,7 +111,7 @@ def run_pipelined(client: Redis, calls: Sequence[ScriptCall], then: Sequence[Any
             client.connection_pool.disconnect(inuse_connections=False)
             raise StoreUnavailable(f"Redis answered as a replica: {result}")
         if isinstance(result, Exception):
-            raise result
+            raise out_of_memory(result) or result
     return results
 
 

@@ -77,6 +77,17 @@ class FleetCollector(Collector):
                 "When the reaper last ran (beat and a worker both alive).",
                 figures.reaper_ran_at / 1000,
             )
+        yield CounterMetricFamily(
+            "clawbus_cold_moves_failed",
+            "Moves of older transcript messages the cold store refused (they stayed in Redis).",
+            figures.cold_moves_failed,
+        )
+        if figures.cold_move_failure is not None:
+            yield GaugeMetricFamily(
+                "clawbus_cold_move_last_failure_timestamp_seconds",
+                "When the cold store last refused a move, while no move has succeeded since.",
+                figures.cold_move_failure.at / 1000,
+            )
         waiter = self._services.waiter
         yield GaugeMetricFamily("clawbus_active_waits", "Waits this API process holds open.", waiter.active)
         yield from waiter.wait_seconds.collect()

@@ -17,6 +17,7 @@ from shared.base.text import token_digest
 from shared.config import TokenSpec
 from shared.store.errors import StoreUnavailable
 from shared.wire.fleet import ModelTrafficRow
+from shared.wire.models import ColdMoveFailure
 
 
 @app.command("check-config")
@@ -78,8 +79,22 @@ def status(
         console.print("[yellow]the reaper has not run: is beat running?[/yellow]")
     else:
         typer.echo(f"reaper:   last ran {max(time.time() - fleet.reaper_ran_at / 1000, 0):.0f}s ago")
+    if fleet.cold_move_failure is not None:
+        # The error is the filesystem's text, brackets and all: no markup in it, and one line to grep.
+        line = cold_line(fleet.cold_moves_failed, fleet.cold_move_failure)
+        console.print(line, style="yellow", markup=False, highlight=False, soft_wrap=True)
     for row in fleet.models:
         typer.echo(f"model:    {model_line(row)}")
+
+
+def cold_line(failed: int, failure: ColdMoveFailure) -> str:
+    """``cold:     moves failing for 300s (7 failed in all), messages stay in Redis; last 12s ago: ...``."""
+    now = time.time()
+    since, last = max(now - failure.since / 1000, 0), max(now - failure.at / 1000, 0)
+    return (
+        f"cold:     moves failing for {since:.0f}s ({failed} failed in all), messages stay in Redis;"
+        f" last {last:.0f}s ago: {failure.error}"
+    )
 
 
 def model_line(row: ModelTrafficRow) -> str:

@@ -32,6 +32,8 @@ def status(services: ServicesDep, principal: PrincipalDep) -> FleetView:
         busy_lanes=figures.busy_lanes,
         flows_in_progress=figures.flows_in_progress,
         reaper_ran_at=figures.reaper_ran_at,
+        cold_moves_failed=figures.cold_moves_failed,
+        cold_move_failure=figures.cold_move_failure,
         runs_created=figures.runs_created,
         runs_finished={f"{kind}:{state}": n for (kind, state), n in figures.runs_finished.items()},
         deliveries=figures.deliveries,

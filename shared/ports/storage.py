@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Literal, Protocol
 
 from shared.base.clock import Clock
+from shared.base.errors import ClawbusError
 from shared.domain.budgets import Limits, Override, Refusal, Reservation, Spend
 from shared.domain.idempotency import Claimed
 from shared.domain.runs import (
@@ -115,6 +116,12 @@ class Sessions(Protocol):
         with their updatedAt."""
 
 
+class ColdStoreUnavailable(ClawbusError):
+    """The cold transcript store refused a read or a write (a full or read-only folder, an object store
+    refusing or out of reach). Redis is untouched by it: a move that meets it leaves its messages hot and is
+    tried again later (docs/architecture.md, "Hot and cold transcripts")."""
+
+
 class Transcripts(Protocol):
     """The sessions' transcripts, read back."""
 
@@ -143,7 +150,9 @@ class Transcripts(Protocol):
 
     def move(self, session_key: str, agent_id: str, session_id: str, keep: int) -> int:
         """Move all but the newest ``keep`` hot messages to the cold part, in order, exactly once; how
-        many moved (0 when another move of the session is running)."""
+        many moved (0 when another move of the session is running, or its moves are backed off after the
+        cold store refused one). Raises ``ColdStoreUnavailable`` having trimmed nothing, counted the
+        failure for the fleet and backed the session's moves off."""
 
     def idle_cursor(self) -> int:
         """The updatedAt (ms) up to which idle sessions were moved out."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 
 from shared.config import Config
-from shared.ports.storage import Storage
+from shared.ports.storage import ColdStoreUnavailable, Storage
 from shared.wire.models import SessionEntry
 
 log = logging.getLogger(__name__)
@@ -32,7 +32,15 @@ def after_commit(config: Config, store: Storage, session: SessionEntry | None, s
 
 
 def move(store: Storage, session: SessionEntry, keep: int) -> int:
-    moved = store.transcripts.move(session.key, session.agent_id, session.session_id, keep)
+    """How many moved; 0 when the cold store refused: the messages stay hot (the window grows) and the
+    store has put the session's next move off, so a store that is down costs a warning, not a traceback."""
+    try:
+        moved = store.transcripts.move(session.key, session.agent_id, session.session_id, keep)
+    except ColdStoreUnavailable as exc:
+        log.warning(
+            "%s's older messages stay in Redis for now, the move is tried again later: %s", session.key, exc
+        )
+        return 0
     if moved:
         log.info("moved %d messages of %s to its cold transcript", moved, session.key)
     return moved

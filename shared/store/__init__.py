@@ -37,7 +37,9 @@ class Store:
         self.keys = RedisKeys(config.redis.prefix)
         scripts = Scripts(client)
         self.sessions = SessionStore(client, self.keys, scripts)
-        self.transcripts = TranscriptStore(client, self.keys, scripts, ColdTranscripts(config.store_url()))
+        self.transcripts = TranscriptStore(
+            client, self.keys, scripts, ColdTranscripts(config.store_url()), self.clock
+        )
         self.runs = RunStore(
             client,
             self.keys,

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from redis import Redis
 
 from shared.store.keys import RedisKeys
-from shared.wire.models import FleetFigures, InFlight
+from shared.wire.models import ColdMoveFailure, FleetFigures, InFlight
 
 
 class FleetStore:
@@ -29,8 +29,10 @@ class FleetStore:
         pipe.zcard(k.lanes_due())
         pipe.zcard(k.flows_due())
         pipe.get(k.reaper_ran())
+        pipe.get(k.metrics_cold_moves_failed())
+        pipe.hgetall(k.cold_move_failure())
         created, finished, deliveries, flows_ended, dropped, *rest = pipe.execute()
-        depths, (busy, flows, reaped) = rest[: len(queues)], rest[len(queues) :]
+        depths, (busy, flows, reaped, cold_failed, failing) = rest[: len(queues)], rest[len(queues) :]
         prefix = k.worker_heartbeat_prefix()
         workers = sorted(
             key.removeprefix(prefix) for key in self._redis.scan_iter(k.worker_heartbeat_pattern())
@@ -46,6 +48,8 @@ class FleetStore:
             busy_lanes=int(busy),
             flows_in_progress=int(flows),
             reaper_ran_at=int(reaped) if reaped else None,
+            cold_moves_failed=int(cold_failed or 0),
+            cold_move_failure=ColdMoveFailure.model_validate(failing) if failing else None,
         )
 
     def in_flight(self, limit: int) -> InFlight:

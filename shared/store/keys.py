@@ -113,6 +113,11 @@ class RedisKeys:
         """STRING: the move of the session's older messages running now (its owner), renewed while it runs."""
         return f"{self.prefix}cold-lease:{session_key}"
 
+    def cold_retry(self, session_key: str) -> str:
+        """HASH (PX, an hour): the session's moves failing on the cold store: ``failures`` in a row and
+        ``retryAt`` (ms), before which none is tried; gone once a move succeeds."""
+        return f"{self.prefix}cold-retry:{session_key}"
+
     def cold_idle_cursor(self) -> str:
         """STRING: the updatedAt (ms) up to which idle sessions were moved out whole."""
         return f"{self.prefix}cold:idle-cursor"
@@ -231,6 +236,15 @@ class RedisKeys:
     def metrics_flows_ended(self) -> str:
         """HASH: flows that ended, by reason (``completed``, or what cut them short)."""
         return f"{self.prefix}metrics:flows:ended"
+
+    def metrics_cold_moves_failed(self) -> str:
+        """STRING: moves to the cold transcript store that failed, fleet-wide, since the deployment began."""
+        return f"{self.prefix}metrics:cold-moves:failed"
+
+    def cold_move_failure(self) -> str:
+        """HASH: the cold store failing now: the last failure's ``error`` and ``at`` (ms), ``since`` (ms, the
+        first failure since a move last succeeded); gone once one succeeds."""
+        return f"{self.prefix}cold-moves:failing"
 
     def reaper_ran(self) -> str:
         """STRING: when the reaper last ran (ms): beat and a worker are both doing their part."""

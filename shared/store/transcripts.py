@@ -7,6 +7,10 @@ one's id), write the file (its lines, then those entries), then in one transacti
 record the new count. A crash before the write leaves the intent and the entries: the next move writes
 again. A crash after it leaves the file one move ahead of the count: readers take only the counted lines,
 so the entries still in the stream are read once, and the next move sees the longer file and only trims.
+
+A move the cold store refuses (``ColdStoreUnavailable``) trims nothing: the messages stay hot, the failure
+is counted for the fleet, and the session's moves back off (``RETRY_BASE_S`` doubled per failure in a row,
+up to ``RETRY_CAP_S``) until one succeeds.
 """
 
 from __future__ import annotations
@@ -17,6 +21,9 @@ from dataclasses import dataclass
 
 from redis import Redis
 
+from shared.base import backoff
+from shared.base.clock import Clock
+from shared.ports.storage import ColdStoreUnavailable
 from shared.store.cold import ColdTranscripts
 from shared.store.keys import RedisKeys
 from shared.store.leases import held_lease
@@ -25,6 +32,12 @@ from shared.wire.models import Message
 
 # A move's lease, renewed while it runs: a worker killed mid-move holds the session's moves up this long.
 MOVE_LEASE_MS = 10_000
+# A session's moves after the cold store refused one: a few minutes apart at most, so a store that is back
+# takes the piled-up messages soon, and a store that stays down costs a failed write that often per session.
+RETRY_BASE_S = 5.0
+RETRY_CAP_S = 300.0
+# Longer than any wait between retries: a session that stops being moved does not keep its key.
+RETRY_KEPT_MS = 3_600_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,11 +57,14 @@ def _line(message: Message) -> str:
 
 
 class TranscriptStore:
-    def __init__(self, client: Redis, keys: RedisKeys, scripts: Scripts, cold: ColdTranscripts) -> None:
+    def __init__(
+        self, client: Redis, keys: RedisKeys, scripts: Scripts, cold: ColdTranscripts, clock: Clock
+    ) -> None:
         self._redis = client
         self._keys = keys
         self._scripts = scripts
         self._cold = cold
+        self._clock = clock
 
     # -- reading --
 
@@ -161,13 +177,37 @@ class TranscriptStore:
     # -- moving out --
 
     def move(self, session_key: str, agent_id: str, session_id: str, keep: int) -> int:
+        retry_at = self._redis.hget(self._keys.cold_retry(session_key), "retryAt")
+        if retry_at is not None and self._clock.now_ms() < int(retry_at):
+            return 0
         with held_lease(
             self._redis, self._scripts, self._keys.cold_lease(session_key), MOVE_LEASE_MS
         ) as ours:
             if not ours:
                 return 0
-            self._finish_crashed(session_key)
-            return self._move(session_key, agent_id, session_id, keep)
+            try:
+                self._finish_crashed(session_key)
+                moved = self._move(session_key, agent_id, session_id, keep)
+            except ColdStoreUnavailable as exc:
+                self._failed(session_key, exc)
+                raise
+        if moved or retry_at is not None:
+            self._redis.delete(self._keys.cold_retry(session_key), self._keys.cold_move_failure())
+        return moved
+
+    def _failed(self, session_key: str, error: ColdStoreUnavailable) -> None:
+        """Count the failure for the fleet and put the session's next move off."""
+        now = self._clock.now_ms()
+        retry, failing = self._keys.cold_retry(session_key), self._keys.cold_move_failure()
+        failures = int(self._redis.hincrby(retry, "failures", 1))
+        wait_ms = int(backoff.delay(failures, RETRY_BASE_S, RETRY_CAP_S) * 1000)
+        pipe = self._redis.pipeline(transaction=True)
+        pipe.hset(retry, "retryAt", now + wait_ms)
+        pipe.pexpire(retry, RETRY_KEPT_MS)
+        pipe.incr(self._keys.metrics_cold_moves_failed())
+        pipe.hset(failing, mapping={"error": str(error), "at": now})
+        pipe.hsetnx(failing, "since", now)
+        pipe.execute()
 
     def _finish_crashed(self, session_key: str) -> None:
         """A move that crashed after recording its intent: trim if its file was written, else write it."""

@@ -615,6 +615,15 @@ class ToolFailure(Wire):
 # --- the fleet -----------------------------------------------------------------------------------------
 
 
+class ColdMoveFailure(Wire):
+    """The cold transcript store failing now: the last refused move's error and when (ms), and since when
+    (ms: the first failure after a move last succeeded)."""
+
+    error: str
+    at: int
+    since: int
+
+
 @dataclass(frozen=True, slots=True)
 class FleetFigures:
     runs_created: dict[str, int]  # by kind
@@ -627,6 +636,8 @@ class FleetFigures:
     busy_lanes: int = 0  # sessions with a run queued or running
     flows_in_progress: int = 0
     reaper_ran_at: int | None = None  # ms
+    cold_moves_failed: int = 0  # moves the cold transcript store refused, since the deployment began
+    cold_move_failure: ColdMoveFailure | None = None  # while it is failing
 
 
 @dataclass(frozen=True, slots=True)
@@ -655,6 +666,8 @@ class FleetStatus(Wire):
     busy_lanes: int  # sessions with a run queued or running
     flows_in_progress: int
     reaper_ran_at: int | None = None  # ms
+    cold_moves_failed: int = 0  # moves the cold transcript store refused, since the deployment began
+    cold_move_failure: ColdMoveFailure | None = None  # while it is failing
     runs_created: dict[str, int] = {}  # by kind, since the deployment began
     runs_finished: dict[str, int] = {}  # by "<kind>:<status>"
     deliveries: dict[str, int] = {}  # by final state

@@ -3,8 +3,11 @@ reaper moves idle sessions' transcripts out whole; sessions_history reads one tr
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from shared.base.clock import FixedClock
 from shared.intake.inbound import receive
@@ -13,6 +16,7 @@ from shared.tools.registry import TOOLS
 from shared.tools.tool_context import ToolContext
 from shared.wire.models import InboundMessageParams
 from tests.conftest import WorldFactory
+from tests.support.cold import blocked
 from workers.testing import drain
 
 SECRET = "sk-abcdefghijklmnopqrstuvwxyz0123456789ABCD"
@@ -116,3 +120,30 @@ def test_a_listed_session_moved_out_whole_shows_its_last_messages(
     listed = TOOLS["sessions_list"].invoke(ctx, {"messageLimit": 2}).wire()  # type: ignore[union-attr]
     [row] = listed["sessions"]
     assert [m["role"] for m in row["messages"]] == ["user", "assistant"]
+
+
+def test_a_cold_store_that_refuses_grows_the_window_with_one_warning_until_it_takes_them_all(
+    tmp_path: Path, world: WorldFactory, clock: FixedClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    blocker = blocked(tmp_path / "store" / "cold")  # session.store's parent is a regular file
+    made = world({"session": {"store": str(tmp_path / "store" / "cold"), "hotMessages": 10}})
+    _config, store, _dispatcher = made
+    key = "agent:main:main"
+    with caplog.at_level(logging.WARNING, logger=hot_window.__name__):
+        chat(made, "main", 30)
+    assert store.transcripts.hot_length(key) == 60  # every message kept, in Redis
+    [warning] = [r for r in caplog.records if r.name == hot_window.__name__]  # later commits backed off
+    assert "stay in Redis" in warning.getMessage()
+    assert warning.exc_info is None
+    assert store.fleet.figures([]).cold_moves_failed == 1
+
+    blocker.unlink()
+    clock.advance(10)  # past the first wait
+    chat(made, "main", 1)
+    assert 10 <= store.transcripts.hot_length(key) <= 10 + hot_window.slack(10)
+    said = [m.text for m in store.transcripts.all(key) if m.role == "user"]
+    assert len(said) == 31
+    assert [text[: len(f"message {i}")] for i, text in enumerate(said[:30])] == [
+        f"message {i}" for i in range(30)
+    ]
+    assert store.fleet.figures([]).cold_move_failure is None

@@ -475,6 +475,12 @@ class ModelTrafficRow(Model):
     cooldown_ms: int = 0
 
 
+class ColdMoveFailure(Model):
+    error: str
+    at: int
+    since: int
+
+
 class FleetView(Model):
     """``GET /v1/status``: queues, workers, lanes, flows, runs, deliveries, and the models' traffic."""
 
@@ -483,6 +489,8 @@ class FleetView(Model):
     busy_lanes: int
     flows_in_progress: int
     reaper_ran_at: int | None = None
+    cold_moves_failed: int = 0
+    cold_move_failure: ColdMoveFailure | None = None
     runs_created: dict[str, int] = Field(default_factory=dict)
     runs_finished: dict[str, int] = Field(default_factory=dict)
     deliveries: dict[str, int] = Field(default_factory=dict)

@@ -4,6 +4,8 @@ scraper that asks for OpenMetrics gets it, with the trace ids of the process's o
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from fastapi.testclient import TestClient
 from opentelemetry.sdk.trace import TracerProvider
 from prometheus_client import CONTENT_TYPE_LATEST
@@ -15,6 +17,7 @@ from shared.base.trace_context import exemplar as trace_exemplar
 from shared.domain.traffic import CallLimits
 from shared.store import Store
 from tests.support.budgets import spend
+from tests.support.cold import refused_move
 
 MODEL = "fake/fast"
 
@@ -146,3 +149,17 @@ def test_metrics_answer_open_metrics_with_exemplars_to_a_scraper_that_asks_for_i
 
 def test_no_span_no_exemplar() -> None:
     assert trace_exemplar() is None
+
+
+def test_cold_moves_the_store_refused_are_counted_with_when_the_last_was(
+    http: TestClient, api_store: Store, tmp_path: Path
+) -> None:
+    found = samples(http)
+    assert value(found, "clawbus_cold_moves_failed_total") == 0
+    assert ("clawbus_cold_move_last_failure_timestamp_seconds", frozenset()) not in found
+    refused_move(api_store, tmp_path)
+    failure = api_store.fleet.figures([]).cold_move_failure
+    assert failure is not None
+    found = samples(http)
+    assert value(found, "clawbus_cold_moves_failed_total") == 1
+    assert value(found, "clawbus_cold_move_last_failure_timestamp_seconds") == failure.at / 1000

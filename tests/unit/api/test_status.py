@@ -1,10 +1,14 @@
 """api/routes/status.py: GET /v1/inflight lists the sessions with runs under way (each lane, its running or
-next run first) and the flows in progress, for owner tokens only."""
+next run first) and the flows in progress, for owner tokens only; GET /v1/status says when the cold
+transcript store refuses moves."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from fastapi.testclient import TestClient
 
+from tests.support.cold import refused_move
 from tests.support.scoped_tokens import OWNER, RESEARCH, as_token, scoped_config, scoped_http  # noqa: F401 (fixtures)
 
 LANE = "agent:main:cron:inflight"
@@ -33,3 +37,19 @@ def test_work_in_flight_lists_each_busy_lane_and_the_flows_in_progress(http: Tes
 
 def test_work_in_flight_needs_an_owner_token(http: TestClient) -> None:
     assert http.get("/v1/inflight", headers=as_token(RESEARCH)).status_code == 403
+
+
+def test_status_says_how_many_cold_moves_failed_the_last_error_and_since_when(
+    http: TestClient, tmp_path: Path
+) -> None:
+    owner = as_token(OWNER)
+    quiet = http.get("/v1/status", headers=owner).json()
+    assert quiet["coldMovesFailed"] == 0
+    assert "coldMoveFailure" not in quiet
+    store = http.app.state.services.store  # type: ignore[attr-defined]
+    refused_move(store, tmp_path)
+    failing = http.get("/v1/status", headers=owner).json()
+    assert failing["coldMovesFailed"] == 1
+    failure = failing["coldMoveFailure"]
+    assert failure["since"] == failure["at"]
+    assert "cannot write" in failure["error"]

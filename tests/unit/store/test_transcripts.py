@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from shared.base.clock import FixedClock
+from shared.ports.storage import ColdStoreUnavailable
 from shared.store import Store
+from shared.store.cold import ColdTranscripts
 from shared.wire.models import Message, Role
+from tests.support.cold import blocked
 
 KEY = "agent:main:main"
 
@@ -176,3 +182,53 @@ def test_first_reads_the_oldest_messages_from_the_cold_part_too(store: Store) ->
     store.transcripts.move(KEY, "main", "sid", keep=10)
     assert texts(store.transcripts.first(KEY, 3)) == sent[:3]
     assert texts(store.transcripts.first(KEY, 25)) == sent[:25]
+
+
+# -- a cold store that refuses (docs/architecture.md, "When the cold store refuses") --
+
+
+def test_a_refused_move_keeps_every_message_hot_counts_and_backs_off_until_one_succeeds(
+    store: Store, clock: FixedClock, tmp_path: Path
+) -> None:
+    blocker = blocked(tmp_path / "cold" / "store")
+    store.transcripts._cold = ColdTranscripts(str(tmp_path / "cold" / "store"))
+    sent = filled(store, 20)
+    first = clock.now_ms()
+    with pytest.raises(ColdStoreUnavailable) as refused:
+        move(store, 5)
+    assert isinstance(refused.value.__cause__, OSError)
+    assert store.transcripts.hot_length(KEY) == 20  # nothing trimmed: the window grows instead
+    assert texts(store.transcripts.all(KEY)) == sent
+    figures = store.fleet.figures([])
+    assert figures.cold_moves_failed == 1
+    assert figures.cold_move_failure is not None
+    assert (figures.cold_move_failure.at, figures.cold_move_failure.since) == (first, first)
+    assert "cannot write" in figures.cold_move_failure.error
+
+    sent += [f"m{i}" for i in range(20, 30)]
+    for text in sent[20:]:
+        append(store, "user", text)
+    clock.advance(3)  # within the first wait (5 s, give or take a fifth): not tried
+    assert move(store, 5) == 0
+    assert store.fleet.figures([]).cold_moves_failed == 1
+    clock.advance(4)  # past it: tried, refused again (the crashed move's read first), put off longer
+    with pytest.raises(ColdStoreUnavailable, match="cannot read"):
+        move(store, 5)
+    retry = store.redis.hgetall(store.keys.cold_retry(KEY))
+    assert retry["failures"] == "2"
+    assert 8_000 <= int(retry["retryAt"]) - clock.now_ms() <= 12_000
+    figures = store.fleet.figures([])
+    assert figures.cold_moves_failed == 2
+    assert figures.cold_move_failure is not None
+    assert (figures.cold_move_failure.at, figures.cold_move_failure.since) == (clock.now_ms(), first)
+    assert store.transcripts.hot_length(KEY) == 30
+
+    blocker.unlink()  # the store is writable again
+    clock.advance(13)
+    assert move(store, 5) == 10  # the first move, finished from its intent, then what piled up since
+    assert store.transcripts.hot_length(KEY) == 5
+    assert store.redis.hget(store.keys.cold(KEY), "count") == "25"
+    assert texts(store.transcripts.all(KEY)) == sent
+    assert not store.redis.exists(store.keys.cold_retry(KEY))
+    figures = store.fleet.figures([])
+    assert (figures.cold_moves_failed, figures.cold_move_failure) == (2, None)  # a counter only grows

@@ -1,9 +1,11 @@
-"""api/cli/budgets.py (`clawbus budgets`, `clawbus budgets set`) and the model lines of `clawbus status`,
-against the in-process API; api/client.py's budget methods."""
+"""api/cli/budgets.py (`clawbus budgets`, `clawbus budgets set`) and the model and cold store lines of
+`clawbus status`, against the in-process API; api/client.py's budget methods."""
 
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 
 import pytest
 import typer
@@ -20,6 +22,7 @@ from shared.store import Store
 from tests.conftest import make_config
 from tests.support.api_app import TOKEN, client_through
 from tests.support.budgets import spend
+from tests.support.cold import refused_move
 
 
 @pytest.fixture
@@ -156,3 +159,15 @@ def test_status_prints_each_models_use_against_its_limits(clawbus: CliRunner, ap
     assert admitted.ticket is not None
     out = run(clawbus, "status").stdout
     assert "model:    fake/fast: 1/60 requests, 70 tokens in the last minute, 1/2 in flight, 0 waiting" in out
+
+
+def test_status_says_when_cold_moves_are_failing(
+    clawbus: CliRunner, api_store: Store, tmp_path: Path
+) -> None:
+    assert "cold:" not in run(clawbus, "status").stderr
+    refused_move(api_store, tmp_path)
+    out = run(clawbus, "status").stderr  # a warning, as the reaper's is
+    assert re.search(
+        r"cold:     moves failing for \d+s \(1 failed in all\), messages stay in Redis; last \d+s ago:", out
+    )
+    assert "NotADirectoryError" in out

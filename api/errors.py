@@ -19,6 +19,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from api.waits import ShuttingDown
 from shared.base.errors import ClawbusError, first_invalid
+from shared.ports.storage import ColdStoreUnavailable
 from shared.store.errors import NotReplicated, StoreFull, StoreUnavailable
 
 log = logging.getLogger(__name__)
@@ -166,6 +167,13 @@ def install(app: FastAPI) -> None:
     async def _redis_down(_: Request, exc: StoreUnavailable) -> JSONResponse:
         log.error("redis unavailable: %s", exc)
         return error_response(503, "unavailable", unavailable_message(exc), headers={"Retry-After": "1"})
+
+    @app.exception_handler(ColdStoreUnavailable)
+    async def _cold_store_down(_: Request, exc: ColdStoreUnavailable) -> JSONResponse:
+        # A read of older messages met the cold store refusing; what Redis holds is unaffected.
+        log.error("cold transcript store unavailable: %s", exc)
+        message = "the cold transcript store is unavailable (older messages cannot be read); retry shortly"
+        return error_response(503, "unavailable", message, headers={"Retry-After": "5"})
 
 
 def _allowed_methods(request: Request) -> list[str]:

@@ -256,11 +256,7 @@ class RunStore:
         context_tokens: int | None = None,
     ) -> Committed:
         k = self._keys
-        calls: list[tuple[Script, list[str], list[Any]]] = []
-        if memo is not None:
-            calls.append(
-                (self._scripts.memoize, [k.run(run.run_id), k.lease(run.session_key)], [token, memo])
-            )
+        calls: list[ScriptCall] = [self.memoize_call(run, token, memo)] if memo is not None else []
         fields = encode_values(
             {"reply": outcome.reply, "error": outcome.error, "usage": outcome.usage.wire()}
         )

@@ -111,7 +111,10 @@ def run_pipelined(client: Redis, calls: Sequence[ScriptCall], then: Sequence[Any
             client.connection_pool.disconnect(inuse_connections=False)
             raise StoreUnavailable(f"Redis answered as a replica: {result}")
         if isinstance(result, Exception):
-            raise out_of_memory(result) or result
+            full = out_of_memory(result)
+            if full is not None:
+                raise full from result
+            raise result
     return results
 
 

@@ -1,4 +1,5 @@
-"""The reaper's pass: re-dispatch lane heads that stalled and advance flows past their due time.
+"""The reaper's pass: re-dispatch lane heads that stalled and advance flows past their due time, and watch
+for runs that hold their lease but make no progress.
 
 Beat asks for a pass every ``runs.reapIntervalSeconds``, and a worker asks for one whenever its broker
 connection starts or comes back (``ReapOnConnect``). A pass that finds Redis is another server than the last
@@ -7,6 +8,13 @@ with the old server (taken by a worker but not yet recorded, or not yet written)
 under a live lease is dispatched again and every flow in progress advanced, at once rather than after
 ``runs.dispatchGraceSeconds``. Duplicates are harmless: a claim refuses a run that is done or leased, and
 flow steps are idempotent (docs/architecture.md, "Recovery after a Redis restart or failover").
+
+The stall watchdog reports a run whose lease its worker keeps renewing but that wrote nothing (no event, no
+memoized step) for ``runs.stallSeconds``: a worker alive but stuck (a model stream that neither sends nor
+closes past every timeout, a tool blocked, a thread deadlocked). No lease lapses there, so nothing else would
+notice. It is reported (one warning per stall, ``/metrics``, ``/v1/status``, the console), never stopped:
+the run may yet go on, and cancelling it stays an operator's call (docs/architecture.md, "The stall
+watchdog").
 """
 
 from __future__ import annotations
@@ -55,7 +63,27 @@ def reap(ctx: WorkerContext) -> int:
     # A2A tasks whose run ended without its notifications being sent (a worker lost at its end).
     pushed = push.sweep(ctx.store, ctx.dispatcher, limit)
     hot_window.sweep_idle(ctx.config, ctx.store, BATCH)
+    watch_stalls(ctx)
     return len(stalled) + len(due) + pushed
+
+
+def watch_stalls(ctx: WorkerContext) -> None:
+    """Last in the pass: a failure here leaves the pass's dispatching done."""
+    bound_s = ctx.config.runs.stall_seconds
+    found = ctx.store.runs.watch_stalls(int(bound_s * 1000), BATCH)
+    now = ctx.store.clock.now_ms()
+    for run in found.fresh:
+        with logs.bound(run_id=run.run_id, session_key=run.session_key):
+            log.warning(
+                "run %s of %s has made no progress for %.0f s while its lease is renewed "
+                "(runs.stallSeconds %g; lease owner %s, attempt %d): reported, not stopped",
+                run.run_id,
+                run.session_key,
+                (now - run.since) / 1000,
+                bound_s,
+                run.owner or "unknown",
+                run.attempt,
+            )
 
 
 class ReapOnConnect(bootsteps.StartStopStep):

@@ -203,6 +203,10 @@ class RunsConfig(Section):
     archive_sweep_seconds: float = Field(30.0, gt=0)
     # Model steps one run may take (each tool round is one): a loop that keeps calling tools ends here.
     max_steps: int = Field(16, ge=1, le=200)
+    # A run whose lease is renewed but that wrote nothing (an event, a memoized step) for this long is
+    # reported stalled by the reaper; only reported, never stopped. Above models.streamIdleTimeoutSeconds
+    # (120 s by default), which a model may legitimately stay silent for. 0: not watched.
+    stall_seconds: float = Field(300.0, ge=0)
 
 
 # A run spends almost all its time waiting on a model, so a worker process serves many runs from threads

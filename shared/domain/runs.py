@@ -12,7 +12,17 @@ from enum import StrEnum
 from typing import Any, Literal
 
 from shared.base import trace_context
-from shared.wire.models import Message, Provenance, Run, RunKind, RunSpec, RunStatus, SessionEntry, Usage
+from shared.wire.models import (
+    Message,
+    Provenance,
+    Run,
+    RunKind,
+    RunSpec,
+    RunStatus,
+    SessionEntry,
+    StalledRun,
+    Usage,
+)
 
 
 class NewRun(RunSpec):
@@ -190,6 +200,14 @@ class SuspendOutcome(StrEnum):
     READY = "ready"  # the awaited run has already ended: go on at once
     FENCED = "fenced"  # the lease was lost
     CANCELLED = "cancelled"  # the run was cancelled: it ends aborted instead of waiting
+
+
+@dataclass(frozen=True, slots=True)
+class Stalls:
+    """What the stall watchdog's look found: how many runs are stalled now, and those newly stalled."""
+
+    now: int
+    fresh: list[StalledRun]
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,6 +28,7 @@ from shared.domain.runs import (
     LaneHead,
     NewRun,
     Outcome,
+    Stalls,
     SuspendOutcome,
     WhenBusy,
 )
@@ -45,6 +46,7 @@ from shared.wire.models import (
     Run,
     SessionEntry,
     Snapshot,
+    StalledRun,
     ThreadBinding,
 )
 
@@ -264,7 +266,16 @@ class Runs(Protocol):
     def lane(self, session_key: str) -> list[str]: ...
 
     def add_event(self, run_id: str, fields: dict[str, str]) -> None:
-        """Appended once, even when the call is sent again after its reply was lost."""
+        """Appended once, even when the call is sent again after its reply was lost. An event is the run's
+        progress, as a claim and a memoized step are (``watch_stalls``)."""
+
+    def watch_stalls(self, stall_ms: int, batch: int = 500) -> Stalls:
+        """The stall watchdog's look: record (once) and count every run whose lease is live but that made
+        no progress for ``stall_ms`` (0: none is, and none is recorded); forget the runs that ended or lost
+        their lease. How many are stalled now, and the newly stalled."""
+
+    def stalled(self, limit: int = 100) -> list[StalledRun]:
+        """The runs recorded stalled now, the longest stalled first."""
 
     def events(self, run_id: str) -> list[dict[str, str]]: ...
 

@@ -31,8 +31,11 @@ class FleetStore:
         pipe.get(k.reaper_ran())
         pipe.get(k.metrics_cold_moves_failed())
         pipe.hgetall(k.cold_move_failure())
+        pipe.hlen(k.runs_stalled())
+        pipe.get(k.metrics_run_stalls())
         created, finished, deliveries, flows_ended, dropped, *rest = pipe.execute()
-        depths, (busy, flows, reaped, cold_failed, failing) = rest[: len(queues)], rest[len(queues) :]
+        depths, tail = rest[: len(queues)], rest[len(queues) :]
+        busy, flows, reaped, cold_failed, failing, stalled, stalls = tail
         prefix = k.worker_heartbeat_prefix()
         workers = sorted(
             key.removeprefix(prefix) for key in self._redis.scan_iter(k.worker_heartbeat_pattern())
@@ -50,6 +53,8 @@ class FleetStore:
             reaper_ran_at=int(reaped) if reaped else None,
             cold_moves_failed=int(cold_failed or 0),
             cold_move_failure=ColdMoveFailure.model_validate(failing) if failing else None,
+            runs_stalled=int(stalled),
+            run_stalls=int(stalls or 0),
         )
 
     def in_flight(self, limit: int) -> InFlight:

@@ -246,6 +246,20 @@ class RedisKeys:
         first failure since a move last succeeded); gone once one succeeds."""
         return f"{self.prefix}cold-moves:failing"
 
+    def runs_progress(self) -> str:
+        """ZSET: runs under a claim, scored by when each last made progress (ms: claimed, an event, a
+        memoized step; a lease renewal adds a run it lacks): the stall watchdog's candidates, oldest first."""
+        return f"{self.prefix}runs:progress"
+
+    def runs_stalled(self) -> str:
+        """HASH: runs the reaper found stalled (their lease renewed, no progress for ``runs.stallSeconds``):
+        runId -> JSON ``{sessionKey, since, owner, attempt}``; a run leaves it at its progress or its end."""
+        return f"{self.prefix}runs:stalled"
+
+    def metrics_run_stalls(self) -> str:
+        """STRING: runs found stalled, fleet-wide, since the deployment began (each stall counted once)."""
+        return f"{self.prefix}metrics:runs:stalls"
+
     def reaper_ran(self) -> str:
         """STRING: when the reaper last ran (ms): beat and a worker are both doing their part."""
         return f"{self.prefix}reaper:ran"

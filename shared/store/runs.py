@@ -11,6 +11,8 @@ The life of a run, each step one Lua script (atomic):
 - ``commit``: transcript + terminal state + lane advance + completion signal, returning the next head and
   the runs that waited for this one.
 - ``reap``: lanes whose head was never claimed or whose lease lapsed, to be dispatched again.
+- ``watch_stalls``: runs whose lease is renewed but that made no progress for ``runs.stallSeconds``
+  (claim, add_event and memoize restart a run's progress clock on the way; commit forgets it).
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from shared.domain.runs import (
     LaneHead,
     NewRun,
     Outcome,
+    Stalls,
     SuspendOutcome,
     WhenBusy,
 )
@@ -44,7 +47,13 @@ from shared.store.codec import decode, encode, encode_values
 from shared.store.errors import NotReplicated, StoreUnavailable
 from shared.store.keys import RedisKeys
 from shared.store.scripts import REPEAT_WINDOW_MS, ScriptCall, Scripts, call_id, run_pipelined
-from shared.wire.models import Flow, Message, Run, RunStatus, SessionEntry
+from shared.wire.models import Flow, Message, Run, RunStatus, SessionEntry, StalledRun
+
+# The runs ``stalled`` lists (``GET /v1/status``), the longest stalled first.
+STALLED_LISTED = 100
+# With the watchdog off (``runs.stallSeconds`` 0), how old a run's progress is before the reaper's look
+# forgets it, if it ended or lost its lease (the scripts that restart the clock run whatever the setting).
+UNWATCHED_PRUNE_MS = 60_000
 
 
 class RunStore:
@@ -174,6 +183,8 @@ class RunStore:
                 k.session(session_key),
                 k.subagent_gate(),
                 k.subagent_gate_queue(),
+                k.runs_progress(),
+                k.runs_stalled(),
             ],
             args=[
                 run_id,
@@ -204,9 +215,10 @@ class RunStore:
 
     def heartbeat(self, session_key: str, token: str, lease_ms: int) -> bool:
         k = self._keys
+        now = self._clock.now_ms()
         held = self._scripts.heartbeat(
-            keys=[k.lease(session_key), k.lanes_due(), k.subagent_gate()],
-            args=[token, self._clock.now_ms() + lease_ms, session_key],
+            keys=[k.lease(session_key), k.lanes_due(), k.subagent_gate(), k.runs_progress()],
+            args=[token, now + lease_ms, session_key, now],
         )
         return bool(held)
 
@@ -216,7 +228,8 @@ class RunStore:
 
     def memoize_call(self, run: Run, token: str, memo: str) -> ScriptCall:
         k = self._keys
-        return self._scripts.memoize, [k.run(run.run_id), k.lease(run.session_key)], [token, memo]
+        keys = [k.run(run.run_id), k.lease(run.session_key), k.runs_progress(), k.runs_stalled()]
+        return self._scripts.memoize, keys, [token, memo, self._clock.now_ms(), run.run_id]
 
     def suspend(
         self, run: Run, token: str, memo: str, awaited_run_id: str, deadline_ms: int
@@ -278,6 +291,8 @@ class RunStore:
             k.metrics_runs_finished(),
             k.subagent_gate(),
             k.subagent_gate_queue(),
+            k.runs_progress(),
+            k.runs_stalled(),
         ]
         commit_args: list[Any] = [
             run.run_id,
@@ -422,13 +437,46 @@ class RunStore:
         return list(self._redis.lrange(self._keys.lane(session_key), 0, -1))
 
     def add_event(self, run_id: str, fields: dict[str, str]) -> None:
+        k = self._keys
         self._scripts.add_event(
-            keys=[self._keys.run_events(run_id), self._keys.run(run_id)],
-            args=[call_id(), *(item for pair in fields.items() for item in pair)],
+            keys=[k.run_events(run_id), k.run(run_id), k.runs_progress(), k.runs_stalled()],
+            args=[
+                call_id(),
+                self._clock.now_ms(),
+                run_id,
+                *(part for pair in fields.items() for part in pair),
+            ],
         )
+
+    def watch_stalls(self, stall_ms: int, batch: int = 500) -> Stalls:
+        k = self._keys
+        found = self._scripts.watch_stalls(
+            keys=[k.runs_progress(), k.runs_stalled(), k.metrics_run_stalls()],
+            args=[
+                self._clock.now_ms(),
+                # Off (0), the look only forgets runs that ended or lost their lease, whose progress is
+                # older than a lease could be renewed without.
+                stall_ms or UNWATCHED_PRUNE_MS,
+                "1" if stall_ms > 0 else "0",
+                batch,
+                k.run_prefix(),
+                k.lease_prefix(),
+            ],
+        )
+        fresh = [_stalled(found[i], found[i + 1]) for i in range(1, len(found), 2)]
+        return Stalls(int(found[0]), fresh)
+
+    def stalled(self, limit: int = STALLED_LISTED) -> list[StalledRun]:
+        records = self._redis.hgetall(self._keys.runs_stalled())
+        found = sorted((_stalled(run_id, raw) for run_id, raw in records.items()), key=lambda r: r.since)
+        return found[:limit]
 
     def events(self, run_id: str) -> list[dict[str, str]]:
         return [fields for _id, fields in self._redis.xrange(self._keys.run_events(run_id))]
+
+
+def _stalled(run_id: str, raw: str) -> StalledRun:
+    return StalledRun.model_validate({**json.loads(raw), "runId": run_id})
 
 
 def _pairs(flat: list[str]) -> dict[str, str]:

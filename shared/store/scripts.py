@@ -74,6 +74,7 @@ class Scripts:
     suspend: Script
     take_due: Script
     update_flow: Script
+    watch_stalls: Script
     yield_children: Script
 
     def __init__(self, client: Redis) -> None:

@@ -624,6 +624,18 @@ class ColdMoveFailure(Wire):
     since: int
 
 
+class StalledRun(Wire):
+    """A run whose lease is renewed but that made no progress (no event, no memoized step) since ``since``
+    (ms) for longer than ``runs.stallSeconds``: reported by the reaper's watchdog, not stopped. ``owner`` is
+    its lease's holder (the attempt's task id), ``attempt`` its claims so far."""
+
+    run_id: str
+    session_key: str
+    since: int
+    owner: str = ""
+    attempt: int = 1
+
+
 @dataclass(frozen=True, slots=True)
 class FleetFigures:
     runs_created: dict[str, int]  # by kind
@@ -638,6 +650,8 @@ class FleetFigures:
     reaper_ran_at: int | None = None  # ms
     cold_moves_failed: int = 0  # moves the cold transcript store refused, since the deployment began
     cold_move_failure: ColdMoveFailure | None = None  # while it is failing
+    runs_stalled: int = 0  # runs the stall watchdog reports now
+    run_stalls: int = 0  # runs it found stalled, since the deployment began
 
 
 @dataclass(frozen=True, slots=True)
@@ -668,6 +682,9 @@ class FleetStatus(Wire):
     reaper_ran_at: int | None = None  # ms
     cold_moves_failed: int = 0  # moves the cold transcript store refused, since the deployment began
     cold_move_failure: ColdMoveFailure | None = None  # while it is failing
+    runs_stalled: int = 0  # runs whose lease is renewed but that made no progress for runs.stallSeconds
+    run_stalls: int = 0  # runs found stalled, since the deployment began (each stall once)
+    stalled_runs: list[StalledRun] = []  # the longest stalled first (at most 100)
     runs_created: dict[str, int] = {}  # by kind, since the deployment began
     runs_finished: dict[str, int] = {}  # by "<kind>:<status>"
     deliveries: dict[str, int] = {}  # by final state

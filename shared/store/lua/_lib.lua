@@ -156,3 +156,16 @@ local function keep_reply(key, reply, ms)
   end
   return reply
 end
+
+-- The run made progress now (claimed, an event, a memoized step): the stall watchdog's clock restarts, and
+-- a run it reported stalled is not any more (docs/architecture.md, "The stall watchdog").
+local function made_progress(progress, stalled, now, run_id)
+  redis.call('ZADD', progress, now, run_id)
+  redis.call('HDEL', stalled, run_id)
+end
+
+-- The run ended (or was never going to be watched): the watchdog forgets it.
+local function left_watch(progress, stalled, run_id)
+  redis.call('ZREM', progress, run_id)
+  redis.call('HDEL', stalled, run_id)
+end

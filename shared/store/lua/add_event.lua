@@ -1,12 +1,15 @@
 -- Append an event to a run's stream once: this call sent again after its reply was lost with the
 -- connection finds its id as the run's last event and appends nothing (a follower would show a streamed
--- piece of text twice).
--- KEYS: 1 run events, 2 run   ARGV: 1 the event's id, 2.. field, value pairs
+-- piece of text twice). An event is the run's progress: the stall watchdog's clock restarts, and a run
+-- it reported stalled is not any more.
+-- KEYS: 1 run events, 2 run, 3 runs' progress, 4 runs stalled
+-- ARGV: 1 the event's id, 2 now ms, 3 run id, 4.. field, value pairs
 if redis.call('HGET', KEYS[2], 'lastEvent') == ARGV[1] then
   return 0
 end
-redis.call('XADD', KEYS[1], '*', unpack(ARGV, 2))
+redis.call('XADD', KEYS[1], '*', unpack(ARGV, 4))
 if redis.call('EXISTS', KEYS[2]) == 1 then
   redis.call('HSET', KEYS[2], 'lastEvent', ARGV[1])
+  made_progress(KEYS[3], KEYS[4], ARGV[2], ARGV[3])
 end
 return 1

@@ -7,8 +7,9 @@
 -- A sub-agent run (its task, or a run on its children's reports) first needs a place at the fleet's gate
 -- (maxConcurrent, ARGV 8; 0: no gate): without one it joins the gate's queue, in order, and is dispatched
 -- again when a place frees ({'gated'}); a place whose lease lapsed (its worker died) is free.
+-- A claimed run is followed by the stall watchdog from now (its progress clock starts).
 -- KEYS: 1 run, 2 lane, 3 lease, 4 transcript, 5 run events, 6 lanes due, 7 fence counter, 8 session,
---       9 gate running, 10 gate queue
+--       9 gate running, 10 gate queue, 11 runs' progress, 12 runs stalled
 -- A claim sent again by the client's retry, its reply lost with the connection (ARGV 10, the claim's own id,
 -- names it), answers as the first one did: the attempt it began is this caller's, not someone else's.
 -- ARGV: 1 run id, 2 owner (task id), 3 attempt (task retries), 4 now ms, 5 lease ms, 6 max attempts,
@@ -113,4 +114,5 @@ if run['inputAppended'] ~= '1' then
   end
   changed['inputAppended'] = '1'
 end
+made_progress(KEYS[11], KEYS[12], ARGV[4], ARGV[1])
 return {'claimed', tostring(token), tostring(attempts), write_run(), flat_fields(session)}

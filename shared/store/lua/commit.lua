@@ -5,7 +5,7 @@
 -- KEYS: 1 run, 2 lease, 3 lane, 4 session, 5 transcript, 6 run events, 7 lanes due, 8 index all,
 --       9 index agent, 10 index kind, 11 flows due, 12 runs waiting for this one, 13 runs finished
 --       (metrics), 14 gate running, 15 gate queue (the first run waiting for its place comes back as a
---       waiter)
+--       waiter), 16 runs' progress, 17 runs stalled (the stall watchdog forgets the run)
 -- ARGV: 1 run id, 2 token, 3 now ms, 4 status, 5 run fields (json), 6 context tokens ('' unknown),
 --       7 retention s, 8 completion channel, 9 dispatch grace ms, 10 run key prefix, 11 session key,
 --       12 input tokens, 13 output tokens, 14 cost usd, 15 commit id, 16.. the messages to append (json),
@@ -47,6 +47,7 @@ if heads[1] == ARGV[1] then
   next_run = heads[2]
 end
 redis.call('DEL', KEYS[2])
+left_watch(KEYS[16], KEYS[17], ARGV[1])
 local session = hash_table(redis.call('HGETALL', KEYS[4]))
 if next(session) ~= nil then
   local kind = run['kind']

@@ -88,6 +88,16 @@ class FleetCollector(Collector):
                 "When the cold store last refused a move, while no move has succeeded since.",
                 figures.cold_move_failure.at / 1000,
             )
+        yield GaugeMetricFamily(
+            "clawbus_runs_stalled",
+            "Runs whose lease is renewed but with no progress for runs.stallSeconds (reported, not stopped).",
+            figures.runs_stalled,
+        )
+        yield CounterMetricFamily(
+            "clawbus_run_stalls",
+            "Runs the reaper's watchdog found stalled (each stall once).",
+            figures.run_stalls,
+        )
         waiter = self._services.waiter
         yield GaugeMetricFamily("clawbus_active_waits", "Waits this API process holds open.", waiter.active)
         yield from waiter.wait_seconds.collect()

@@ -17,7 +17,7 @@ from shared.base.text import token_digest
 from shared.config import TokenSpec
 from shared.store.errors import StoreUnavailable
 from shared.wire.fleet import ModelTrafficRow
-from shared.wire.models import ColdMoveFailure
+from shared.wire.models import ColdMoveFailure, StalledRun
 
 
 @app.command("check-config")
@@ -83,6 +83,9 @@ def status(
         # The error is the filesystem's text, brackets and all: no markup in it, and one line to grep.
         line = cold_line(fleet.cold_moves_failed, fleet.cold_move_failure)
         console.print(line, style="yellow", markup=False, highlight=False, soft_wrap=True)
+    if fleet.runs_stalled:
+        line = stalled_line(fleet.runs_stalled, fleet.run_stalls, fleet.stalled_runs)
+        console.print(line, style="yellow", markup=False, highlight=False, soft_wrap=True)
     for row in fleet.models:
         typer.echo(f"model:    {model_line(row)}")
 
@@ -95,6 +98,20 @@ def cold_line(failed: int, failure: ColdMoveFailure) -> str:
         f"cold:     moves failing for {since:.0f}s ({failed} failed in all), messages stay in Redis;"
         f" last {last:.0f}s ago: {failure.error}"
     )
+
+
+def stalled_line(stalled: int, stalls: int, runs: list[StalledRun]) -> str:
+    """``stalled:  2 run(s) renewing their lease with no progress (5 stalls in all); longest: <runId> of
+    <key> for 340s (owner <task>, attempt 1)``."""
+    line = f"stalled:  {stalled} run(s) renewing their lease with no progress ({stalls} stalls in all)"
+    if runs:
+        longest = runs[0]
+        silent = max(time.time() - longest.since / 1000, 0)
+        line += (
+            f"; longest: {longest.run_id} of {longest.session_key} for {silent:.0f}s"
+            f" (owner {longest.owner or 'unknown'}, attempt {longest.attempt})"
+        )
+    return line
 
 
 def model_line(row: ModelTrafficRow) -> str:

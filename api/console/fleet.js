@@ -3,7 +3,7 @@
 import { useEffect, useRef, useState } from "preact/hooks";
 import uPlot from "uplot";
 import { get } from "./api.js";
-import { html, when } from "./ui.js";
+import { html, link, when } from "./ui.js";
 
 const EVERY_MS = 2000;
 const KEEP = 150; // five minutes of points
@@ -26,6 +26,20 @@ function ModelTraffic({ models }) {
       <td>${against(row.inFlight, row.limits.concurrent)}</td>
       <td>${row.waiting}</td>
       <td>${row.cooldownMs > 0 ? `${Math.ceil(row.cooldownMs / 1000)} s` : "none"}</td>
+    </tr>`)}</tbody>
+  </table>`;
+}
+
+// Runs whose lease is renewed but that made no progress for runs.stallSeconds (the reaper's watchdog): reported,
+// not stopped; each links to its run, whose page has a cancel button.
+function Stalled({ runs, count }) {
+  return html`<table class="stalled" data-testid="stalled-runs"><caption>Stalled runs (${count}): lease renewed, no progress</caption>
+    <thead><tr><th scope="col">Run</th><th scope="col">Session</th><th scope="col">No progress since</th>
+      <th scope="col">Lease owner</th><th scope="col">Attempt</th></tr></thead>
+    <tbody>${runs.map((run) => html`<tr>
+      <td><a href=${link("run", run.runId)}><code>${run.runId.slice(0, 8)}</code></a></td>
+      <td><a href=${link("session", run.sessionKey)}>${run.sessionKey}</a></td>
+      <td>${when(run.since)}</td><td><code>${run.owner || "unknown"}</code></td><td>${run.attempt}</td>
     </tr>`)}</tbody>
   </table>`;
 }
@@ -111,7 +125,9 @@ export function FleetView() {
       <div><dt>Flows in progress</dt><dd>${status.flowsInProgress}</dd></div>
       <div><dt>Runs finished</dt><dd>${total(status.runsFinished)}</dd></div>
       <div><dt>Reaper ran</dt><dd>${when(status.reaperRanAt)}</dd></div>
+      <div><dt>Stalled runs</dt><dd data-testid="runs-stalled">${status.runsStalled || 0}</dd></div>
     </dl>
+    ${status.runsStalled > 0 && html`<${Stalled} runs=${status.stalledRuns || []} count=${status.runsStalled} />`}
     <div class="charts">
       <${Chart} title="Queue depths" series=${queueNames} data=${[points.t, ...queueNames.map((name) => points.queues[name] || [])]} />
       <${Chart} title="Runs finished per second" series=${["runs/s"]} data=${[points.t, points.rate]} />

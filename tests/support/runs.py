@@ -1,15 +1,16 @@
-"""Run records for tests that need one without running it, and a run's steps through the store (accept,
-claim, commit) for tests of those steps."""
+"""Run records for tests that need one without running it, a run's steps through the store (accept,
+claim, commit) for tests of those steps, and a run the stall watchdog reports."""
 
 from __future__ import annotations
 
 import uuid
 
+from shared.base.clock import FixedClock
 from shared.config import Config
 from shared.domain.runs import Accepted, Claim, Committed, NewRun, Outcome
 from shared.domain.sessions import new_entry
 from shared.store import Store
-from shared.wire.models import Message, Run, RunStatus, Usage
+from shared.wire.models import Message, Run, RunStatus, StalledRun, Usage
 
 
 def a_run(run_id: str, status: RunStatus) -> Run:
@@ -59,3 +60,16 @@ def ok(store: Store, run_id: str, token: str, reply: str = "done") -> Committed:
     message = Message.of("assistant", reply, timestamp=store.clock.now_ms(), run_id=run_id)
     outcome = Outcome(RunStatus.OK, reply=reply, usage=Usage(input_tokens=3, output_tokens=2, cost_usd=0.5))
     return store.runs.commit(run, store.sessions.get(run.session_key), token, outcome, [message])
+
+
+HOUR_MS = 3_600_000
+
+
+def stalled(store: Store, config: Config, key: str = "agent:main:cron:stuck") -> StalledRun:
+    """A run of ``key`` claimed an hour ago (by the store's clock) under a two-hour lease, silent since: the
+    stall watchdog's look (a one-minute bound) reports it."""
+    past = Store(store.redis, config, clock=FixedClock(store.clock.now_ms() - HOUR_MS))
+    accepted = accept(past, config, key=key)
+    past.runs.claim(accepted.run_id, key, owner="task-stuck", attempt=0, lease_ms=2 * HOUR_MS, max_attempts=3)
+    [found] = store.runs.watch_stalls(60_000).fresh
+    return found

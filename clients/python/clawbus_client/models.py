@@ -481,6 +481,14 @@ class ColdMoveFailure(Model):
     since: int
 
 
+class StalledRun(Model):
+    run_id: str
+    session_key: str
+    since: int
+    owner: str = ""
+    attempt: int = 1
+
+
 class FleetView(Model):
     """``GET /v1/status``: queues, workers, lanes, flows, runs, deliveries, and the models' traffic."""
 
@@ -491,6 +499,9 @@ class FleetView(Model):
     reaper_ran_at: int | None = None
     cold_moves_failed: int = 0
     cold_move_failure: ColdMoveFailure | None = None
+    runs_stalled: int = 0
+    run_stalls: int = 0
+    stalled_runs: list[StalledRun] = Field(default_factory=list)
     runs_created: dict[str, int] = Field(default_factory=dict)
     runs_finished: dict[str, int] = Field(default_factory=dict)
     deliveries: dict[str, int] = Field(default_factory=dict)

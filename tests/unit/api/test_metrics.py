@@ -14,10 +14,12 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from api.metrics import wait_buckets
 from shared.base.trace_context import exemplar as trace_exemplar
+from shared.config import Config
 from shared.domain.traffic import CallLimits
 from shared.store import Store
 from tests.support.budgets import spend
 from tests.support.cold import refused_move
+from tests.support.runs import stalled
 
 MODEL = "fake/fast"
 
@@ -163,3 +165,15 @@ def test_cold_moves_the_store_refused_are_counted_with_when_the_last_was(
     found = samples(http)
     assert value(found, "clawbus_cold_moves_failed_total") == 1
     assert value(found, "clawbus_cold_move_last_failure_timestamp_seconds") == failure.at / 1000
+
+
+def test_stalled_runs_are_a_gauge_and_each_stall_is_counted(
+    http: TestClient, api_store: Store, api_config: Config
+) -> None:
+    found = samples(http)
+    assert value(found, "clawbus_runs_stalled") == 0
+    assert value(found, "clawbus_run_stalls_total") == 0
+    stalled(api_store, api_config)
+    found = samples(http)
+    assert value(found, "clawbus_runs_stalled") == 1
+    assert value(found, "clawbus_run_stalls_total") == 1

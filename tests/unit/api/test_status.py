@@ -1,6 +1,6 @@
 """api/routes/status.py: GET /v1/inflight lists the sessions with runs under way (each lane, its running or
 next run first) and the flows in progress, for owner tokens only; GET /v1/status says when the cold
-transcript store refuses moves."""
+transcript store refuses moves, and which runs the stall watchdog reports."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from pathlib import Path
 from fastapi.testclient import TestClient
 
 from tests.support.cold import refused_move
+from tests.support.runs import stalled
 from tests.support.scoped_tokens import OWNER, RESEARCH, as_token, scoped_config, scoped_http  # noqa: F401 (fixtures)
 
 LANE = "agent:main:cron:inflight"
@@ -53,3 +54,22 @@ def test_status_says_how_many_cold_moves_failed_the_last_error_and_since_when(
     failure = failing["coldMoveFailure"]
     assert failure["since"] == failure["at"]
     assert "cannot write" in failure["error"]
+
+
+def test_status_lists_stalled_runs_with_their_session_since_when_and_lease_owner(http: TestClient) -> None:
+    owner = as_token(OWNER)
+    quiet = http.get("/v1/status", headers=owner).json()
+    assert (quiet["runsStalled"], quiet["runStalls"], quiet["stalledRuns"]) == (0, 0, [])
+    services = http.app.state.services  # type: ignore[attr-defined]
+    found = stalled(services.store, services.config)
+    status = http.get("/v1/status", headers=owner).json()
+    assert (status["runsStalled"], status["runStalls"]) == (1, 1)
+    assert status["stalledRuns"] == [
+        {
+            "runId": found.run_id,
+            "sessionKey": "agent:main:cron:stuck",
+            "since": found.since,
+            "owner": "task-stuck",
+            "attempt": 1,
+        }
+    ]

@@ -1,5 +1,5 @@
-"""api/cli/budgets.py (`clawbus budgets`, `clawbus budgets set`) and the model and cold store lines of
-`clawbus status`, against the in-process API; api/client.py's budget methods."""
+"""api/cli/budgets.py (`clawbus budgets`, `clawbus budgets set`) and the model, cold store and stalled runs
+lines of `clawbus status`, against the in-process API; api/client.py's budget methods."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ from tests.conftest import make_config
 from tests.support.api_app import TOKEN, client_through
 from tests.support.budgets import spend
 from tests.support.cold import refused_move
+from tests.support.runs import stalled
 
 
 @pytest.fixture
@@ -171,3 +172,16 @@ def test_status_says_when_cold_moves_are_failing(
         r"cold:     moves failing for \d+s \(1 failed in all\), messages stay in Redis; last \d+s ago:", out
     )
     assert "NotADirectoryError" in out
+
+
+def test_status_says_when_runs_are_stalled_and_which_the_longest(
+    clawbus: CliRunner, api_store: Store, api_config: Config
+) -> None:
+    assert "stalled:" not in run(clawbus, "status").stderr
+    found = stalled(api_store, api_config)
+    out = run(clawbus, "status").stderr  # a warning, as the cold store's
+    assert re.search(
+        r"stalled:  1 run\(s\) renewing their lease with no progress \(1 stalls in all\); "
+        rf"longest: {found.run_id} of agent:main:cron:stuck for 3[56]\d\ds \(owner task-stuck, attempt 1\)",
+        out,
+    )

@@ -48,6 +48,9 @@ class Reply:
     chunk_delay: float = 0.0
     stream_seconds: float = 0.0
     cut_after: int | None = None
+    # Streaming only: the stream goes silent after this many chunks, its connection open, until the
+    # server's ``release()`` (a model stalled mid-answer).
+    hold_after: int | None = None
     # An error answer's ``type`` and ``code`` in its body.
     error_type: str = "invalid_request_error"
     error_code: str | None = None
@@ -236,6 +239,13 @@ class FakeOpenAI:
     _forced: int = 0
     _forced_after: str = "1"
     _count_lock: threading.Lock = field(default_factory=threading.Lock)
+    # Set by ``release``: the streams held (``Reply.hold_after``) go on, and no later one holds.
+    released: threading.Event = field(default_factory=threading.Event)
+    # Streams silent in a hold right now.
+    holding: int = 0
+
+    def release(self) -> None:
+        self.released.set()
 
     def streaming(self, change: int) -> None:
         with self._count_lock:
@@ -414,6 +424,8 @@ async def _paced(state: FakeOpenAI, chunks: list[str], reply: Reply, started: fl
             if reply.cut_after is not None and sent == reply.cut_after:
                 ended = True  # the server's own drop, not the client's
                 raise ConnectionAbortedError("the fake model dropped the connection")
+            if reply.hold_after is not None and sent == reply.hold_after:
+                await _held(state)
             if delay:
                 await asyncio.sleep(delay)
             if sent == 0:
@@ -424,6 +436,18 @@ async def _paced(state: FakeOpenAI, chunks: list[str], reply: Reply, started: fl
         state.streaming(-1)
         if not ended:
             state.hung_up.append(time.monotonic())
+
+
+async def _held(state: FakeOpenAI) -> None:
+    """Silent, the connection open, until the test releases the model (polled: the event is a thread's)."""
+    with state._count_lock:
+        state.holding += 1
+    try:
+        while not state.released.is_set():
+            await asyncio.sleep(0.05)
+    finally:
+        with state._count_lock:
+            state.holding -= 1
 
 
 def _calls(reply: Reply) -> list[dict[str, Any]]:

@@ -469,6 +469,32 @@ def test_the_fleet_view_shows_each_models_traffic_and_each_agents_spend_today(
     expect(spend.get_by_role("columnheader", name="Daily budget")).to_be_visible()
 
 
+def test_the_fleet_view_lists_stalled_runs_each_linked_to_its_run(page: Page, stack: ConsoleStack) -> None:
+    """What ``/v1/status`` says of the stall watchdog, added to the real answer here
+    (tests/integration/test_stalled_runs.py makes real stalled runs)."""
+    stuck = {
+        "runId": "5ta11ed0-0000-4000-8000-000000000001",
+        "sessionKey": "agent:main:cron:stuck",
+        "since": 1_700_000_000_000,
+        "owner": "task-stuck",
+        "attempt": 2,
+    }
+
+    def with_a_stalled_run(route: Route) -> None:
+        answer = route.fetch()
+        stalled = {"runsStalled": 1, "runStalls": 3, "stalledRuns": [stuck]}
+        route.fulfill(response=answer, json={**answer.json(), **stalled})
+
+    page.route("**/v1/status", with_a_stalled_run)
+    sign_in(page, stack, at="#/fleet")
+    expect(page.get_by_test_id("runs-stalled")).to_have_text("1", timeout=SEEN_S)
+    table = page.get_by_role("table", name=re.compile(r"^Stalled runs"))
+    expect(table.get_by_role("link", name="5ta11ed0")).to_have_attribute("href", f"#/run/{stuck['runId']}")
+    expect(table).to_contain_text("agent:main:cron:stuck")
+    expect(table).to_contain_text("task-stuck")
+    assert_accessible(page, "fleet, a run stalled")
+
+
 def test_no_view_has_a_serious_or_critical_accessibility_violation(page: Page, stack: ConsoleStack) -> None:
     exchange = sent(stack.client.sessions_send(opened(stack, "main", "axe"), "for axe", timeout_seconds=30))
     target = exchange.session_key

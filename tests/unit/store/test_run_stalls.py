@@ -29,6 +29,15 @@ def stalls_counted(store: Store) -> int:
     return int(store.redis.get(store.keys.metrics_run_stalls()) or 0)
 
 
+def stalled_run(store: Store, config: Config, clock: FixedClock) -> tuple[str, str]:
+    """A run claimed, then renewed past the bound without progress, and reported: its id and token."""
+    accepted = accept(store, config)
+    token = claim(store, accepted.run_id).token
+    renewed_for(store, clock, token, BOUND_MS / 1000 + 1)
+    assert [run.run_id for run in store.runs.watch_stalls(BOUND_MS).fresh] == [accepted.run_id]
+    return accepted.run_id, token
+
+
 def test_a_run_renewed_without_progress_past_the_bound_is_reported_once_with_its_owner_and_since(
     store: Store, config: Config, clock: FixedClock
 ) -> None:
@@ -56,14 +65,11 @@ def test_a_run_renewed_without_progress_past_the_bound_is_reported_once_with_its
 def test_progress_clears_a_stall_at_once_and_restarts_the_clock(
     store: Store, config: Config, clock: FixedClock, progress: str
 ) -> None:
-    accepted = accept(store, config)
-    token = claim(store, accepted.run_id).token
-    renewed_for(store, clock, token, BOUND_MS / 1000 + 1)
-    assert len(store.runs.watch_stalls(BOUND_MS).fresh) == 1
+    run_id, token = stalled_run(store, config, clock)
     if progress == "event":
-        store.runs.add_event(accepted.run_id, {"type": "text", "text": "at last"})
+        store.runs.add_event(run_id, {"type": "text", "text": "at last"})
     else:
-        run = store.runs.get(accepted.run_id)
+        run = store.runs.get(run_id)
         assert run is not None
         assert store.runs.memoize(run, token, '{"steps": 1}')
     assert store.runs.stalled() == []  # at once, not at the next pass
@@ -80,11 +86,8 @@ def test_progress_clears_a_stall_at_once_and_restarts_the_clock(
 def test_a_stalled_run_that_ends_leaves_the_record_and_the_watch(
     store: Store, config: Config, clock: FixedClock
 ) -> None:
-    accepted = accept(store, config)
-    token = claim(store, accepted.run_id).token
-    renewed_for(store, clock, token, BOUND_MS / 1000 + 1)
-    store.runs.watch_stalls(BOUND_MS)
-    assert ok(store, accepted.run_id, token).committed
+    run_id, token = stalled_run(store, config, clock)
+    assert ok(store, run_id, token).committed
     assert store.runs.stalled() == []
     assert store.redis.zcard(store.keys.runs_progress()) == 0
     assert stalls_counted(store) == 1
@@ -114,21 +117,15 @@ def test_a_run_whose_lease_lapsed_is_not_stalled_and_is_followed_again_from_its_
 def test_a_stalled_run_whose_lease_lapses_leaves_the_record(
     store: Store, config: Config, clock: FixedClock
 ) -> None:
-    accepted = accept(store, config)
-    token = claim(store, accepted.run_id).token
-    renewed_for(store, clock, token, BOUND_MS / 1000 + 1)
-    assert store.runs.watch_stalls(BOUND_MS).now == 1
+    _run_id, _token = stalled_run(store, config, clock)
     clock.advance(LEASE_MS / 1000 + 1)  # its worker stopped renewing
     assert store.runs.watch_stalls(BOUND_MS).now == 0
     assert store.runs.stalled() == []
 
 
 def test_a_retried_attempts_claim_is_progress(store: Store, config: Config, clock: FixedClock) -> None:
-    accepted = accept(store, config)
-    token = claim(store, accepted.run_id, attempt=0).token
-    renewed_for(store, clock, token, BOUND_MS / 1000 + 1)
-    assert store.runs.watch_stalls(BOUND_MS).now == 1
-    retried = claim(store, accepted.run_id, attempt=1)  # the pool child died; Celery retried the task
+    run_id, _token = stalled_run(store, config, clock)
+    retried = claim(store, run_id, attempt=1)  # the pool child died; Celery retried the task
     assert store.runs.stalled() == []
     renewed_for(store, clock, retried.token, BOUND_MS / 1000 + 1)
     [stalled] = store.runs.watch_stalls(BOUND_MS).fresh
@@ -151,10 +148,7 @@ def test_a_parked_run_is_not_stalled(store: Store, config: Config, clock: FixedC
 def test_the_watchdog_off_reports_nothing_and_drops_what_it_had_reported(
     store: Store, config: Config, clock: FixedClock
 ) -> None:
-    accepted = accept(store, config)
-    token = claim(store, accepted.run_id).token
-    renewed_for(store, clock, token, BOUND_MS / 1000 + 1)
-    assert store.runs.watch_stalls(BOUND_MS).now == 1
+    _run_id, token = stalled_run(store, config, clock)
     renewed_for(store, clock, token, 120)
     off = store.runs.watch_stalls(0)
     assert (off.now, off.fresh) == (0, [])
@@ -208,12 +202,9 @@ def test_a_watch_sent_again_after_its_reply_was_lost_marks_and_counts_nothing_tw
 def test_progress_scripts_sent_again_after_their_reply_was_lost_still_clear_the_stall(
     store: Store, config: Config, clock: FixedClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    accepted = accept(store, config)
-    token = claim(store, accepted.run_id).token
-    renewed_for(store, clock, token, BOUND_MS / 1000 + 1)
-    store.runs.watch_stalls(BOUND_MS)
+    run_id, _token = stalled_run(store, config, clock)
     monkeypatch.setattr(store.redis, "evalsha", reply_lost(store.redis.evalsha))
-    store.runs.add_event(accepted.run_id, {"type": "text", "text": "once"})
+    store.runs.add_event(run_id, {"type": "text", "text": "once"})
     monkeypatch.undo()
-    assert [e.get("text") for e in store.runs.events(accepted.run_id)].count("once") == 1
+    assert [e.get("text") for e in store.runs.events(run_id)].count("once") == 1
     assert store.runs.stalled() == []

@@ -1,18 +1,13 @@
-"""Wall-clock time in milliseconds (OpenClaw's unit), behind a seam so tests can move time."""
+"""Wall-clock time in milliseconds (OpenClaw's unit), behind a seam so tests can move time. A running
+process reads Redis's clock (``shared.store.server_clock``), not its host's."""
 
 from __future__ import annotations
 
-import time
 from typing import Protocol
 
 
 class Clock(Protocol):
     def now_ms(self) -> int: ...
-
-
-class SystemClock:
-    def now_ms(self) -> int:
-        return time.time_ns() // 1_000_000
 
 
 class FixedClock:

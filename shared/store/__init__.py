@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from redis import Redis
 
-from shared.base.clock import Clock, SystemClock
+from shared.base.clock import Clock
 from shared.config import Config
 from shared.store.a2a import A2AStore
 from shared.store.budgets import BudgetStore
@@ -18,6 +18,7 @@ from shared.store.keys import RedisKeys
 from shared.store.model_calls import ModelCallStore
 from shared.store.runs import RunStore
 from shared.store.scripts import Scripts
+from shared.store.server_clock import ServerClock
 from shared.store.sessions import SessionStore
 from shared.store.threads import ThreadBindingStore
 from shared.store.traffic import TrafficStore
@@ -30,10 +31,11 @@ class Store:
     def __init__(
         self, client: Redis, config: Config, clock: Clock | None = None, replica_acks: int | None = None
     ) -> None:
-        """``replica_acks``: replicas an accept waits for (default ``redis.replicaAcks``); see
+        """``clock``: what "now" is (default Redis's own, ``ServerClock``: hosts' clocks differ);
+        ``replica_acks``: replicas an accept waits for (default ``redis.replicaAcks``); see
         ``from_config``."""
         self.redis = client
-        self.clock: Clock = clock or SystemClock()
+        self.clock: Clock = clock or ServerClock(client)
         self.keys = RedisKeys(config.redis.prefix)
         scripts = Scripts(client)
         self.sessions = SessionStore(client, self.keys, scripts)

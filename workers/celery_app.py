@@ -67,7 +67,6 @@ def create_app(config: Config, *, include: list[str] | None = None) -> Celery:
                 # send, and never leaves it.
                 "options": {
                     "queue": queues.MAINTENANCE,
-                    "expires": config.runs.reap_interval_seconds * 2,
                     "ignore_result": True,
                 },
             },
@@ -76,7 +75,6 @@ def create_app(config: Config, *, include: list[str] | None = None) -> Celery:
                 "schedule": timedelta(seconds=config.runs.archive_sweep_seconds),
                 "options": {
                     "queue": queues.MAINTENANCE,
-                    "expires": config.runs.archive_sweep_seconds * 2,
                     "ignore_result": True,
                 },
             },

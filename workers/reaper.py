@@ -94,14 +94,14 @@ class ReapOnConnect(bootsteps.StartStopStep):
     requires: ClassVar[set[str]] = {"celery.worker.consumer.tasks:Tasks"}
 
     def start(self, parent: Any) -> None:
-        send_maintenance(parent.app, queues.REAP_TASK)
+        send_maintenance(parent.app, queues.REAP_TASK, {"on_connect": True})
 
 
-def send_maintenance(app: Celery, name: str) -> None:
+def send_maintenance(app: Celery, name: str, kwargs: dict[str, Any] | None = None) -> None:
     """``send_task`` without the task-sent event, which would list the task in Flower (the maintenance
     tasks stay out of its list: ``workers.tasks``)."""
     message = app.amqp.create_task_message(
-        uuid(), name, [], {}, reply_to=app.thread_oid, ignore_result=True, create_sent_event=False
+        uuid(), name, [], kwargs or {}, reply_to=app.thread_oid, ignore_result=True, create_sent_event=False
     )
     with app.producer_or_acquire() as producer:
         app.amqp.send_task_message(producer, name, message, queue=queues.MAINTENANCE)

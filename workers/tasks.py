@@ -94,15 +94,24 @@ def a2a_push(self: Task, run_id: str) -> str:
 # The maintenance tasks send no events: Flower lists every task it hears of, and a reap every few seconds
 # (720 an hour) would bury the runs there. Their senders send no task-sent event either (beat:
 # workers.celery_app; a worker's reap on connect: workers.reaper).
+# Beat's passes carry no expiry (a worker would judge it by its own clock, and one ahead of beat's would drop
+# every pass): passes that queued up behind busy workers skip instead, but one each half interval.
 @shared_task(name=queues.ARCHIVE_TASK, send_events=False)
 def archive_sweep(now_ms: int | None = None) -> int:
     """Archive ended sub-agent sessions that are due (beat runs this), as of ``now_ms`` if given."""
     ctx = worker_context()
+    if not ctx.store.fleet.take_turn(queues.ARCHIVE_TASK, int(ctx.config.runs.archive_sweep_seconds * 500)):
+        return 0
     return len(archive.sweep(ctx.config, ctx.store, now_ms))
 
 
 @shared_task(name=queues.REAP_TASK, send_events=False)
-def reap() -> int:
+def reap(on_connect: bool = False) -> int:
     """Re-dispatch stalled lanes and advance stalled flows (beat runs this every few seconds, a worker
-    when its broker connection starts); after a Redis restart or failover, everything at once."""
-    return reaper.reap(worker_context())
+    when its broker connection starts: that pass always runs); after a Redis restart or failover,
+    everything at once."""
+    ctx = worker_context()
+    turn_ms = int(ctx.config.runs.reap_interval_seconds * 500)
+    if not ctx.store.fleet.take_turn(queues.REAP_TASK, turn_ms) and not on_connect:
+        return 0
+    return reaper.reap(ctx)

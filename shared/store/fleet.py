@@ -84,6 +84,11 @@ class FleetStore:
         previous = self._redis.set(self._keys.redis_server(), run_id, get=True)
         return previous is not None and previous != run_id
 
+    def take_turn(self, task: str, for_ms: int) -> bool:
+        """Whether this pass of ``task`` is the one to run: no other took its turn in the last ``for_ms``.
+        The turn lapses by Redis's clock, so a worker whose clock is off skips no more and no less."""
+        return bool(self._redis.set(self._keys.maintenance_turn(task), "1", nx=True, px=for_ms))
+
     def reaper_ran_at(self) -> int | None:
         value = self._redis.get(self._keys.reaper_ran())
         return int(value) if value else None

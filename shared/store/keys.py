@@ -264,6 +264,11 @@ class RedisKeys:
         """STRING: when the reaper last ran (ms): beat and a worker are both doing their part."""
         return f"{self.prefix}reaper:ran"
 
+    def maintenance_turn(self, task: str) -> str:
+        """STRING with a time to live: a maintenance pass (the reaper's, the archive sweep's) is under way or
+        just ran; passes that queued up behind busy workers meanwhile skip."""
+        return f"{self.prefix}maintenance:{task}:turn"
+
     def redis_server(self) -> str:
         """STRING: the run id of the Redis server (``INFO server``) the reaper last saw: another one means
         Redis restarted or failed over, and queue messages may be lost."""

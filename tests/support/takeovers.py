@@ -33,7 +33,12 @@ STEP_SECONDS = 8
 LEASE_SECONDS = 6
 CONFIG = {
     "tools": {"sessions": {"visibility": "all"}, "agentToAgent": {"enabled": True}},
-    "agents": {"list": [{"id": "main", "default": True}, {"id": "slow", "model": "slow/echo"}]},
+    "agents": {
+        "list": [
+            {"id": "main", "default": True, "subagents": {"allowAgents": ["slow"]}},
+            {"id": "slow", "model": "slow/echo"},
+        ]
+    },
     "models": {"providers": {"slow": {"type": "echo", "delayMs": STEP_SECONDS * 1000}}},
     "runs": {"leaseSeconds": LEASE_SECONDS, "dispatchGraceSeconds": 5, "reapIntervalSeconds": 1},
 }
@@ -42,9 +47,10 @@ CONFIG = {
 @dataclass(frozen=True, slots=True)
 class World:
     redis_url: str
-    # The worker the fault happens to, its host, and the API's URL.
+    # The worker the fault happens to, its host, the other worker, and the API's URL.
     worker_a: hosts.Host
     a: Role
+    b: Role
     url: str
 
 
@@ -54,19 +60,26 @@ class Sent(NamedTuple):
     text: str
 
 
-def start(network: hosts.Network, roles: list[Role], directory: Path) -> World:
-    """Redis and two workers on hosts of their own, beat and the API here, each in ``roles`` once started."""
+def start(
+    network: hosts.Network,
+    roles: list[Role],
+    directory: Path,
+    clocks: tuple[dict[str, str], dict[str, str]] = ({}, {}),
+) -> World:
+    """Redis and two workers on hosts of their own, beat and the API here, each in ``roles`` once started.
+    ``clocks``: what each worker's environment adds to set its host's clock (tests/support/skewed_clock.py)."""
     redis_role, redis_url = hosts.start_redis(network.host("redis"), directory / "redis")
     roles.append(redis_role)
     env = role_env(redis_url, write_config(directory, CONFIG), directory / "home", TOKEN)
     worker_a, worker_b = network.host("worker-a"), network.host("worker-b")
-    a = hosts.start_worker(worker_a, env, directory, concurrency=THREADS)
+    a = hosts.start_worker(worker_a, {**env, **clocks[0]}, directory, concurrency=THREADS)
     roles.append(a)
-    roles.append(hosts.start_worker(worker_b, env, directory, concurrency=THREADS))
+    b = hosts.start_worker(worker_b, {**env, **clocks[1]}, directory, concurrency=THREADS)
+    roles.append(b)
     roles.append(start_beat(env, directory, directory / "home"))
     api, url = start_api(env, directory)
     roles.append(api)
-    return World(redis_url, worker_a, a, url)
+    return World(redis_url, worker_a, a, b, url)
 
 
 def _send(client: Client, text: str) -> Sent:

@@ -84,10 +84,10 @@ class LiveStore:
         self.keys = keys
 
     @classmethod
-    def on(cls, client: Redis, keys: RedisKeys) -> LiveStore:
-        """On a client made elsewhere (tests give a fakeredis one)."""
+    def on(cls, client: Redis, keys: RedisKeys, quiet_s: float | None = None) -> LiveStore:
+        """On a client made elsewhere (tests give a fakeredis one); ``quiet_s``: the budget's read time."""
         live = cls.__new__(cls)
-        live._redis, live._blocking, live.keys, live._quiet_s = client, client, keys, None
+        live._redis, live._blocking, live.keys, live._quiet_s = client, client, keys, quiet_s
         return live
 
     async def close(self) -> None:
@@ -146,9 +146,23 @@ class LiveStore:
     async def _follow(self, cursors: dict[str, str], block_ms: int | None) -> dict[str, list[Entry]]:
         """What the streams got after their cursors, by stream key, waiting up to ``block_ms`` for anything
         (None: answer at once)."""
-        client = self._redis if block_ms is None else self._blocking
-        found = await client.xread(cursors, block=block_ms, count=100)
+        if block_ms is None:
+            found = await self._redis.xread(cursors, count=100)
+        else:
+            found = await self._blocked_read(cursors, block_ms)
         return {stream: entries for stream, entries in found} if found else {}
+
+    async def _blocked_read(self, cursors: dict[str, str], block_ms: int) -> Any:
+        read = self._blocking.xread(cursors, block=block_ms, count=100)
+        if self._quiet_s is None:
+            return await read
+        # The blocking client reads with BLOCK_LIMIT_S and retries, so a partition would hold a follower
+        # that long several times over: a read is owed its answer within its block and the budget.
+        limit_s = block_ms / 1000 + self._quiet_s
+        try:
+            return await asyncio.wait_for(read, limit_s)
+        except TimeoutError as exc:
+            raise StoreUnavailable(f"Redis did not answer a stream read within {limit_s:.1f} s") from exc
 
     async def _stream_end(self, key: str) -> str:
         """The id of the stream's newest entry (``0-0`` when it has none): a cursor meaning "from now on"

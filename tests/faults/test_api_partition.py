@@ -9,7 +9,8 @@ still reaches it, and the API loses Redis as on a partition (packets dropped, no
 Figures of this machine (2 cores, shared; three runs alike): the first request into the cut answered 503
 after 4.2 s (a 2 s read timeout on its pooled connection, then two 1 s connects, and backoff), the next ones
 after 2.1 s (no pooled connection left: the two connects); the wait in progress answered 503 after 9.1 s,
-3.1 s past its 6 s deadline; the first send after the heal was a 200 within 0.01-0.9 s.
+3.1 s past its 6 s deadline; the run's event stream followed through the cut ended with an error event
+17.0 s into it (its 15 s block and a 2 s read); the first send after the heal was a 200 within 0.01-0.9 s.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ REDIS_TIMEOUT_S = 5.0
 # Every answer during the cut comes within the setting and this.
 SLACK_S = 1.0
 WAIT_S = 6.0
+STREAM_BLOCK_S = 15.0  # api/streams.py's read block between keep-alives
 API_PORT = 8787
 CONFIG = {
     "gateway": {"redisTimeoutSeconds": REDIS_TIMEOUT_S},
@@ -69,8 +71,13 @@ def test_the_api_cut_off_from_redis_answers_503_at_once_and_serves_again_after_t
         waiting = threading.Thread(target=_wait, args=(url, slow_run, waited))
         waiting.start()
         wait_for(lambda: _active_waits(http) >= 1, 10, what="the wait in progress at the API")
+        followed: dict[str, Any] = {}
+        following = threading.Thread(target=_follow, args=(url, slow_run, followed))
+        following.start()
+        wait_for(lambda: "opened" in followed, 10, what="the run's event stream open")
 
         network.cut(redis_host)
+        cut_at = time.monotonic()
         keyed, unkeyed = _key("main"), _key("main")
         idempotency_key = uuid.uuid4().hex
         answers = {
@@ -90,6 +97,14 @@ def test_the_api_cut_off_from_redis_answers_503_at_once_and_serves_again_after_t
         # plus the setting.
         assert waited["status"] in (200, 503), waited
         assert waited["seconds"] <= WAIT_S + REDIS_TIMEOUT_S + SLACK_S, waited
+
+        # The stream followed through the cut ends with an error event, by its read's block (the 15 s between
+        # keep-alives) and the setting's read budget; before, it waited out a 30 s read timeout, retried.
+        following.join(STREAM_BLOCK_S + REDIS_TIMEOUT_S + SLACK_S + 10)
+        assert not following.is_alive(), "the stream followed through the cut never ended"
+        assert followed["last"] == "error", followed
+        stream_ended_s = followed["ended"] - cut_at
+        assert stream_ended_s <= STREAM_BLOCK_S + REDIS_TIMEOUT_S + SLACK_S, followed
 
         network.heal(redis_host)
         healed_at = time.monotonic()
@@ -111,7 +126,8 @@ def test_the_api_cut_off_from_redis_answers_503_at_once_and_serves_again_after_t
             assert (run.status_code, run.json().get("sessionKey")) == (200, unkeyed), run.text
     print(
         f"503s after {', '.join(f'{w} {s:.1f} s' for w, (_, s) in answers.items())}; wait answered "
-        f"{waited['status']} after {waited['seconds']:.1f} s; first 200 {serves_again_s:.2f} s after the heal",
+        f"{waited['status']} after {waited['seconds']:.1f} s; stream ended {stream_ended_s:.1f} s into the cut; "
+        f"first 200 {serves_again_s:.2f} s after the heal",
         file=sys.stderr,
     )
 
@@ -154,6 +170,19 @@ def _wait(url: str, run_id: str, into: dict[str, Any]) -> None:
     with httpx.Client(base_url=url, headers=AUTH, timeout=60) as http:
         response = http.get(f"/v1/runs/{run_id}/wait", params={"timeout": WAIT_S})
     into.update(status=response.status_code, seconds=time.monotonic() - started, body=response.text)
+
+
+def _follow(url: str, run_id: str, into: dict[str, Any]) -> None:
+    """The run's event stream, read to its end: ``opened`` once its first event came, then the last
+    event's type and when (monotonic) the stream ended in ``into``."""
+    with (
+        httpx.Client(base_url=url, headers=AUTH, timeout=120) as http,
+        http.stream("GET", f"/v1/runs/{run_id}/stream") as response,
+    ):
+        for line in response.iter_lines():
+            if line.startswith("event: "):
+                into.update(opened=True, last=line.removeprefix("event: "))
+    into["ended"] = time.monotonic()
 
 
 def _served(http: httpx.Client) -> httpx.Response | None:

@@ -56,7 +56,7 @@ class TcpProxy:
         self._listener.close()
         with self._lock:
             for sock in self._sockets:
-                _close(sock)
+                close_socket(sock)
 
     def _serve(self) -> None:
         while True:
@@ -72,7 +72,7 @@ class TcpProxy:
             threading.Thread(target=self._replies, args=(upstream, client, losing), daemon=True).start()
 
     def _requests(self, client: socket.socket, upstream: socket.socket, losing: threading.Event) -> None:
-        while data := _recv(client):
+        while data := recv(client):
             with self._lock:
                 self._requests_seen.append(data[:HEAD])
                 if self._marker is not None and self._marker in data:
@@ -81,30 +81,30 @@ class TcpProxy:
                     if not self._skip_next:
                         losing.set()  # before the request goes on: its reply cannot come back first
                     self._skip_next = self._every_other and not self._skip_next
-            if not _send(upstream, data):
+            if not send_all(upstream, data):
                 break
-        _close(upstream)
+        close_socket(upstream)
 
     def _replies(self, upstream: socket.socket, client: socket.socket, losing: threading.Event) -> None:
-        while data := _recv(upstream):
+        while data := recv(upstream):
             if losing.is_set():
                 with self._lock:
                     self.lost += 1
                 break
-            if not _send(client, data):
+            if not send_all(client, data):
                 break
-        _close(client)
-        _close(upstream)
+        close_socket(client)
+        close_socket(upstream)
 
 
-def _recv(sock: socket.socket) -> bytes:
+def recv(sock: socket.socket) -> bytes:
     try:
         return sock.recv(CHUNK)
     except OSError:
         return b""
 
 
-def _send(sock: socket.socket, data: bytes) -> bool:
+def send_all(sock: socket.socket, data: bytes) -> bool:
     try:
         sock.sendall(data)
     except OSError:
@@ -112,7 +112,7 @@ def _send(sock: socket.socket, data: bytes) -> bool:
     return True
 
 
-def _close(sock: socket.socket) -> None:
+def close_socket(sock: socket.socket) -> None:
     with contextlib.suppress(OSError):
         sock.shutdown(socket.SHUT_RDWR)
     sock.close()

@@ -6,18 +6,23 @@ the answer its first use gave, given again to a repeat; 422 when the key was fir
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 from fastapi import Request
 from fastapi.concurrency import run_in_threadpool
+from starlette.background import BackgroundTask
 from starlette.responses import Response
 
 from api.auth import Principal
 from api.errors import ApiError
 from api.services import Services
 from shared.domain.idempotency import HEADER, MAX_KEY_CHARS, KeyReused, fingerprint
+from shared.store.errors import StoreUnavailable
+
+log = logging.getLogger(__name__)
 
 # A longer answer is not kept: its repeat runs again, which the seed keeps from making anything new.
 MAX_ANSWER_BYTES = 256 * 1024
@@ -25,12 +30,14 @@ MAX_ANSWER_BYTES = 256 * 1024
 
 @dataclass(frozen=True, slots=True)
 class Keyed:
-    """A request under a key: its runs' seed, and the answer its first use gave once it gave one."""
+    """A request under a key: its runs' seed, and the answer its first use gave once it gave one;
+    ``first``: this is the key's first use (no run derived from the seed exists yet)."""
 
     key: str
     seed: str
     answer: str | None
     ttl_seconds: int
+    first: bool = False
 
 
 def claim(services: Services, principal: Principal, request: Request, body: Any) -> Keyed | None:
@@ -59,7 +66,7 @@ def claim_key(
         raise ApiError(
             422, "invalid_request", f"{HEADER} {key} was used for another request", HEADER
         ) from None
-    return Keyed(key, claimed.seed, claimed.answer, ttl)
+    return Keyed(key, claimed.seed, claimed.answer, ttl, claimed.first)
 
 
 def seed(services: Services, principal: Principal, request: Request, body: Any) -> str | None:
@@ -82,19 +89,43 @@ async def answered_once(
     """The request's answer: ``produce(seed)``'s (JSON), kept under its key; a repeat gets the kept one.
     An error status is not kept (a repeat is judged again), nor is anything while the first is still going: a
     repeat then runs beside it, and the seed makes its runs the first one's."""
+
+    async def from_keyed(keyed: Keyed | None) -> Any:
+        return await produce(None if keyed is None else keyed.seed)
+
+    return await answered_once_keyed(services, principal, request, body, from_keyed)
+
+
+async def answered_once_keyed(
+    services: Services,
+    principal: Principal,
+    request: Request,
+    body: Any,
+    produce: Callable[[Keyed | None], Awaitable[Any]],
+) -> Response:
+    """``answered_once`` for a producer that needs the claim itself (whether this is the key's first use).
+    The answer is kept after it is sent, off its path: a repeat that comes before that runs beside it, as
+    one does while the first is still going."""
     if HEADER not in request.headers:
         return json_response(_encoded(await produce(None)))
     keyed = await run_in_threadpool(claim, services, principal, request, body)
     if keyed is not None and keyed.answer is not None:
         return json_response(keyed.answer)
-    answer = _encoded(await produce(None if keyed is None else keyed.seed))
-    await run_in_threadpool(remember, services, principal, keyed, answer)
-    return json_response(answer)
+    answer = _encoded(await produce(keyed))
+    return json_response(answer, BackgroundTask(_remember_quietly, services, principal, keyed, answer))
+
+
+def _remember_quietly(services: Services, principal: Principal, keyed: Keyed | None, answer: str) -> None:
+    """After the answer is sent: Redis away now loses only the kept copy (a repeat runs beside)."""
+    try:
+        remember(services, principal, keyed, answer)
+    except StoreUnavailable as exc:
+        log.warning("the answer to %s was not kept (%s); a repeat runs again", HEADER, exc)
 
 
 def _encoded(answer: Any) -> str:
     return json.dumps(answer, ensure_ascii=False, separators=(",", ":"))
 
 
-def json_response(text: str) -> Response:
-    return Response(text.encode(), media_type="application/json")
+def json_response(text: str, background: BackgroundTask | None = None) -> Response:
+    return Response(text.encode(), media_type="application/json", background=background)

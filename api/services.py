@@ -34,7 +34,7 @@ class Services:
         store = Store.from_config(config, budget=budget)
         live = LiveStore(config.redis, store.keys, client_name=WAITS_CLIENT_NAME, budget=budget)
         dispatcher = CeleryDispatcher(create_app(config))
-        return cls(config, store, dispatcher, RunWaiter(live), live)
+        return cls(config, store, dispatcher, RunWaiter(live, confirm_within_s=budget.read_s), live)
 
     async def start(self) -> None:
         await self.waiter.start()

@@ -9,6 +9,11 @@ The protocol that makes a wait lose nothing:
    the same connection and, when its reply comes back (every re-SUBSCRIBE is then in force), re-reads
    every pending run.
 
+A wait that subscribed before its run was accepted (``watch``: a waiting ``sessions_send`` subscribes,
+then accepts) skips step 2: a run that did not exist when the subscription was confirmed cannot have ended
+before it, so its end is heard. That saves the wait's read, a Redis round trip on the request's path
+(docs/architecture.md, "How a run moves").
+
 A timeout reads the run one last time and never touches it. Any API process can answer any wait: the
 truth is the run hash, the channel is only the wake-up. A read that fails while the wait still has time
 (Redis is away: a failover) is not the wait's answer: the reconnect reads every pending run again, and
@@ -18,8 +23,10 @@ the deadline read answers (a 503 only if Redis is still away then).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import uuid
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,11 +63,26 @@ class _Pending:
     ended: asyncio.Event = field(default_factory=asyncio.Event)
     # The terminal run as the commit published it; None means "read the hash".
     run: Run | None = None
+    # Watched before its accept: a re-read that finds no run yet is no end.
+    unaccepted: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Watch:
+    """A subscription to a run's end taken before the run is accepted; ``confirmed``: Redis confirmed it in
+    time, so the wait on that run need not read it first."""
+
+    run_id: str
+    confirmed: bool
 
 
 class RunWaiter:
-    def __init__(self, live: Live) -> None:
+    def __init__(self, live: Live, confirm_within_s: float = 2.0) -> None:
+        """``confirm_within_s``: how long a ``watch`` waits for Redis to confirm its subscription before the
+        caller goes on without it (the API's read timeout: an accept never waits longer on pub/sub than on
+        a command)."""
         self._live = live
+        self._confirm_within_s = confirm_within_s
         # Pending waits by run id.
         self._pending: dict[str, _Pending] = {}
         self._signals: Signals | None = None
@@ -103,15 +125,36 @@ class RunWaiter:
         async with self._reads:
             return await self._live.read_run(run_id)
 
-    async def wait(self, run_id: str, timeout: float) -> Run | None:
-        """The run once terminal, else (after ``timeout`` s) the run as it is; None if it does not exist."""
+    @contextlib.asynccontextmanager
+    async def watch(self, run_id: str, timeout: float) -> AsyncIterator[Watch]:
+        """Subscribe to ``run_id``'s end before it is accepted, and hold the subscription for the block.
+        Waits up to ``timeout`` s (at most the confirmation bound) for Redis's confirmation; without it the
+        block goes on, and its wait reads the run as any wait does."""
+        pending = await self._acquire(run_id)
+        pending.unaccepted = pending.waiters == 1
+        try:
+            deadline = asyncio.get_running_loop().time() + min(timeout, self._confirm_within_s)
+            try:
+                confirmed = await self._within(pending.confirmed.wait(), deadline, run_id)
+            except ShuttingDown:  # the wait after the accept says so, with the run to wait on elsewhere
+                confirmed = False
+            yield Watch(run_id, confirmed and pending.unaccepted)
+        finally:
+            pending.unaccepted = False
+            self._release(run_id, pending)
+
+    async def wait(self, run_id: str, timeout: float, watch: Watch | None = None) -> Run | None:
+        """The run once terminal, else (after ``timeout`` s) the run as it is; None if it does not exist.
+        ``watch``: the caller subscribed to this run before accepting it (``watch``)."""
         loop = asyncio.get_running_loop()
         started = loop.time()
         deadline = started + timeout
         pending = await self._acquire(run_id)
         outcome = "error"
+        subscribed_first = watch is not None and watch.run_id == run_id and watch.confirmed
+        pending.unaccepted = False  # the caller accepted it (or was refused: then it is missing)
         try:
-            run = await self._await(run_id, pending, deadline)
+            run = await self._await(run_id, pending, deadline, subscribed_first)
             outcome = "missing" if run is None else "ended" if run.status.terminal else "timeout"
             return run
         except ShuttingDown:
@@ -124,16 +167,19 @@ class RunWaiter:
                 loop.time() - started, exemplar=trace_context.exemplar()
             )
 
-    async def _await(self, run_id: str, pending: _Pending, deadline: float) -> Run | None:
+    async def _await(
+        self, run_id: str, pending: _Pending, deadline: float, subscribed_first: bool
+    ) -> Run | None:
         if await self._within(pending.confirmed.wait(), deadline, run_id):
             if pending.ended.is_set() and pending.run is not None:  # a reconnect's re-read found its end
                 return pending.run
             try:
-                run = await self.read(run_id)
+                # Subscribed before the run was accepted: it cannot have ended unheard.
+                run = None if subscribed_first else await self.read(run_id)
             except StoreUnavailable as exc:
                 log.warning("reading run %s failed (%s); waiting on", run_id, exc)
             else:
-                if run is None or run.status.terminal:
+                if not subscribed_first and (run is None or run.status.terminal):
                     return run
             if await self._within(pending.ended.wait(), deadline, run_id) and pending.run is not None:
                 return pending.run
@@ -254,6 +300,6 @@ class RunWaiter:
         except StoreUnavailable:  # Redis away again: the next reconnect reads them, or the deadline read
             return
         for (_, pending), run in zip(heard, runs, strict=True):
-            if run is None or run.status.terminal:
+            if (run is None and not pending.unaccepted) or (run is not None and run.status.terminal):
                 pending.run = run
                 pending.ended.set()

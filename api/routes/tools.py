@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import dataclasses
+import uuid
 from typing import Annotated, Any
 
 import anyio
@@ -19,6 +20,7 @@ from api.params import SESSION_KEY_CONSTRAINTS
 from api.routes.resolve import acting_as
 from api.schemas import INVOKE_BODY, InvokeRequest, InvokeResponse
 from api.services import Services
+from api.waits import Watch
 from shared.adapters import tracing
 from shared.base import session_keys
 from shared.base.errors import tool_input_error
@@ -29,6 +31,7 @@ from shared.runner.tool_schemas import SchemaFormat, tool_schemas
 from shared.tools.registry import TOOLS, Tool
 from shared.tools.tool_context import ToolContext
 from shared.wire.models import Wire
+from shared.wire.send_schema import SessionsSendParams
 
 router = APIRouter(tags=["tools"])
 
@@ -53,15 +56,24 @@ async def invoke(request: Request, services: ServicesDep, principal: PrincipalDe
         args.setdefault("action", body.action)
     caller = _caller_key(services, body.session_key, body.agent_id)
 
-    async def answer(seed: str | None) -> dict[str, Any]:
+    async def answer(keyed: idempotency.Keyed | None) -> dict[str, Any]:
+        seed, first_use = (None, False) if keyed is None else (keyed.seed, keyed.first)
         result = await call_tool(
-            services, principal, name, args, caller, body.run_id, wait=body.wait, id_seed=seed
+            services,
+            principal,
+            name,
+            args,
+            caller,
+            body.run_id,
+            wait=body.wait,
+            id_seed=seed,
+            first_use=first_use,
         )
         # The result is already its wire form: validating it again against the response model (which
         # only documents it) cost as much as the encoding.
         return {"ok": True, "result": result.tool_result()}
 
-    return await idempotency.answered_once(services, principal, request, data, answer)
+    return await idempotency.answered_once_keyed(services, principal, request, data, answer)
 
 
 def _caller_key(services: Services, session_key: str | None, agent_id: str | None) -> str:
@@ -94,10 +106,12 @@ async def call_tool(
     wait: bool = True,
     abandon_cancels: bool = False,
     id_seed: str | None = None,
+    first_use: bool = False,
 ) -> Wire:
     """One tool call on behalf of ``principal`` acting as ``session_key``, waits included (the HTTP call and
     MCP share it). Bad input raises ApiError (4xx, naming the field); refusals are results. ``id_seed``: the
-    runs the call makes have ids derived from it (an idempotent request's repeat makes none)."""
+    runs the call makes have ids derived from it (an idempotent request's repeat makes none); ``first_use``:
+    no run derived from it exists yet (the key's first use)."""
     tool = TOOLS.get(name)
     if tool is None or services.config.gateway.tools.denied(name):
         raise ApiError(404, "not_found", f"Tool not available: {name}")
@@ -108,11 +122,17 @@ async def call_tool(
         logs.bound(session_key=ctx.caller_key, run_id=run_id),
         tracing.tool_call(name, ctx.caller_key, None, args),
     ):
-        return await _call(services, tool, ctx, args, wait, abandon_cancels)
+        return await _call(services, tool, ctx, args, wait, abandon_cancels, first_use)
 
 
 async def _call(
-    services: Services, tool: Tool, ctx: ToolContext, args: dict[str, Any], wait: bool, abandon_cancels: bool
+    services: Services,
+    tool: Tool,
+    ctx: ToolContext,
+    args: dict[str, Any],
+    wait: bool,
+    abandon_cancels: bool,
+    first_use: bool = False,
 ) -> Wire:
     arrived = anyio.current_time()
     refused = tool.refusal(ctx)
@@ -123,10 +143,23 @@ async def _call(
     except ValidationError as exc:
         field, message = tool_input_error(exc.errors())
         raise ApiError(400, "tool_error", message, field) from None
-    result = await run_in_threadpool(tool.run, ctx, params)
-    if isinstance(result, AwaitRun) and not wait:
-        return result.accepted()
-    return await settle(services, result, arrived, abandon_cancels)
+    if not (wait and isinstance(params, SessionsSendParams) and params.wait_seconds > 0):
+        result = await run_in_threadpool(tool.run, ctx, params)
+        if isinstance(result, AwaitRun) and not wait:
+            return result.accepted()
+        return await settle(services, result, arrived, abandon_cancels)
+    if ctx.id_seed is not None and not first_use:  # a repeat: its run may exist, and may have ended
+        return await settle(
+            services, await run_in_threadpool(tool.run, ctx, params), arrived, abandon_cancels
+        )
+    # A send that waits subscribes to its run's end before accepting it, so the wait need not read the run
+    # after subscribing (api/waits.py): its run's id is known first, from a seed of its own if it has none.
+    if ctx.id_seed is None:
+        ctx = dataclasses.replace(ctx, id_seed=uuid.uuid4().hex)
+    within = min(params.wait_seconds, services.config.gateway.max_wait_seconds)
+    async with services.waiter.watch(ctx.new_run_id(), within) as watch:
+        result = await run_in_threadpool(tool.run, ctx, params)
+        return await settle(services, result, arrived, abandon_cancels, watch)
 
 
 @router.get("/v1/tools", responses={code: {"model": ErrorResponse} for code in (400, 401, 403, 404)})
@@ -159,7 +192,11 @@ def schemas_for(
 
 
 async def settle(
-    services: Services, result: Wire | AwaitRun, arrived: float, abandon_cancels: bool = False
+    services: Services,
+    result: Wire | AwaitRun,
+    arrived: float,
+    abandon_cancels: bool = False,
+    watch: Watch | None = None,
 ) -> Wire:
     """Finish a result that asked to wait for a run, on this process's pub/sub multiplexer. The wait's
     seconds count from ``arrived`` (the request's, loop time): accepting the run is part of the time the
@@ -169,7 +206,7 @@ async def settle(
         return result
     try:
         deadline = arrived + result.wait_seconds
-        run = await services.waiter.wait(result.run_id, max(deadline - anyio.current_time(), 0))
+        run = await services.waiter.wait(result.run_id, max(deadline - anyio.current_time(), 0), watch)
         # A steer taken in by the running run is answered by that run's reply.
         while run is not None and run.steered_into and (left := deadline - anyio.current_time()) > 0:
             run = await services.waiter.wait(run.steered_into, left)

@@ -26,10 +26,12 @@ class KeyReused(ClawbusError):
 @dataclass(frozen=True, slots=True)
 class Claimed:
     """The seed of the runs a request with this key makes (the same for every repeat within the TTL), and
-    the answer its first use gave, once it gave one."""
+    the answer its first use gave, once it gave one. ``first``: this is the key's first use, so no run
+    derived from the seed exists yet."""
 
     seed: str
     answer: str | None = None
+    first: bool = False
 
 
 def digest(value: str) -> str:

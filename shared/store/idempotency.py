@@ -24,7 +24,7 @@ class IdempotencyStore:
         pipe.get(self._keys.idempotency_answer(principal, digest(key)))
         first, answer = pipe.execute()
         if first is None:
-            return Claimed(seed_of(principal, key, now_ms))
+            return Claimed(seed_of(principal, key, now_ms), first=True)
         used_for, _, stamp = str(first).partition("|")
         if used_for != fingerprint:
             raise KeyReused(key)

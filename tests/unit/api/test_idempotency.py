@@ -3,13 +3,17 @@ answers with the same run; the key used for another request is a 422; a chat mes
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from fastapi.testclient import TestClient
 
+from shared.config import Config
 from shared.store import Store
+from workers.testing import InlineDispatcher, drain_runs
 
 TARGET = "agent:main:cron:idem"
+WAIT_S = 2
 
 
 def send(http: TestClient, message: str, key: str | None) -> Any:
@@ -160,3 +164,25 @@ def test_keys_are_the_tokens_own(http: TestClient, api_store: Store) -> None:
     claimed = api_store.idempotency.claim("someone-else", "shared-key", "print", ttl_seconds=60, now_ms=1)
     assert claimed.answer is None  # a first use: not the 200 above, nor a 422 for another request
     assert claimed.seed.startswith("idempotency:someone-else:")
+
+
+def test_a_waiting_send_repeated_before_its_answer_was_kept_reads_its_ended_run(
+    http: TestClient, api_store: Store, api_config: Config, recorded: InlineDispatcher
+) -> None:
+    """The answer is kept after it is sent: a repeat that comes first runs beside it, on the first one's
+    run, which may have ended already. It reads that run rather than wait until its deadline for an end
+    it missed."""
+    http.put(f"/v1/sessions/{TARGET}")
+    headers = {"Idempotency-Key": "wait-key"}
+    args = {"sessionKey": TARGET, "message": "hi", "timeoutSeconds": WAIT_S}
+    body = {"tool": "sessions_send", "args": args}
+    first = http.post("/tools/invoke", json=body, headers=headers).json()["result"]["details"]
+    assert first["status"] == "accepted"  # nothing ran it within its wait
+    drain_runs(api_store, api_config, recorded)
+    # As if the first's answer were not kept yet.
+    assert api_store.redis.delete(*api_store.redis.keys(api_store.keys.idempotency_answer("*", "*"))) == 1
+
+    started = time.monotonic()
+    again = http.post("/tools/invoke", json=body, headers=headers).json()["result"]["details"]
+    assert (again["runId"], again["status"], again["reply"]) == (first["runId"], "ok", "echo: hi")
+    assert time.monotonic() - started < WAIT_S, "the repeat waited out its deadline"

@@ -1,5 +1,6 @@
-"""api/waits.py: a wait hears the end of its run even when the pub/sub connection dropped meanwhile; its
-observation carries the trace it was made in as an exemplar."""
+"""api/waits.py: a wait hears the end of its run even when the pub/sub connection dropped meanwhile, and
+without reading it when it subscribed before the run was accepted; its observation carries the trace it
+was made in as an exemplar."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.openmetrics import exposition as openmetrics
 
 from api.waits import RunWaiter
-from shared.ports.live import Signal, SignalsLost, Subscribed
+from shared.ports.live import Ended, Signal, SignalsLost, Subscribed
 from shared.store.live import LiveStore
 from shared.wire.models import Run, RunStatus
 from tests.support.runs import a_run
@@ -54,16 +55,19 @@ class _Signals:
 
 class _Live:
     def __init__(self) -> None:
-        self.run = a_run(RUN, RunStatus.RUNNING)
+        self.run: Run | None = a_run(RUN, RunStatus.RUNNING)
         self.signals_ = _Signals()
+        self.reads = 0  # runs read
 
     def signals(self) -> _Signals:
         return self.signals_
 
     async def read_run(self, run_id: str) -> Run | None:
+        self.reads += 1
         return self.run
 
     async def read_runs(self, run_ids: list[str]) -> list[Run | None]:
+        self.reads += len(run_ids)
         return [self.run for _ in run_ids]
 
 
@@ -90,6 +94,60 @@ def test_a_run_that_ends_while_pub_sub_is_down_is_heard_at_the_first_message_aft
     run: Any = asyncio.run(scenario())
     assert run is not None
     assert run.status == RunStatus.OK
+
+
+def test_a_wait_subscribed_before_its_run_was_accepted_hears_its_end_without_reading_it() -> None:
+    """A waiting send subscribes, then accepts (``watch``): its run cannot have ended unheard, so the wait
+    skips the read that follows a subscription (a Redis round trip on the request's path)."""
+
+    async def scenario() -> tuple[Run | None, int]:
+        live = _Live()
+        live.run = None  # not accepted yet
+        waiter = RunWaiter(cast(LiveStore, live))
+        await waiter.start()
+        try:
+            async with waiter.watch(RUN, timeout=5) as watch:
+                assert watch.confirmed
+                live.run = a_run(RUN, RunStatus.RUNNING)  # the accept
+                waiting = asyncio.create_task(waiter.wait(RUN, timeout=30, watch=watch))
+                await asyncio.sleep(0.05)
+                live.signals_.inbox.put_nowait(Ended(RUN, a_run(RUN, RunStatus.OK)))
+                run = await asyncio.wait_for(waiting, timeout=5)
+            return run, live.reads
+        finally:
+            await waiter.close()
+
+    run, reads = asyncio.run(scenario())
+    assert run is not None and run.status == RunStatus.OK
+    assert reads == 0
+
+
+def test_a_reconnect_before_a_watched_runs_accept_does_not_end_its_wait() -> None:
+    """The reconnect re-reads every pending run; a watched one not accepted yet is missing then, which is
+    no end: the wait after the accept still hears the run's end."""
+
+    async def scenario() -> Run | None:
+        live = _Live()
+        live.run = None
+        waiter = RunWaiter(cast(LiveStore, live))
+        await waiter.start()
+        try:
+            async with waiter.watch(RUN, timeout=5) as watch:
+                live.signals_.inbox.put_nowait(SignalsLost("connection reset"))
+                live.signals_.inbox.put_nowait(None)  # the first message after it: every run re-read
+                while live.reads == 0:
+                    await asyncio.sleep(0.01)
+                live.run = a_run(RUN, RunStatus.RUNNING)  # the accept
+                waiting = asyncio.create_task(waiter.wait(RUN, timeout=30, watch=watch))
+                await asyncio.sleep(0.05)
+                assert not waiting.done()
+                live.signals_.inbox.put_nowait(Ended(RUN, a_run(RUN, RunStatus.OK)))
+                return await asyncio.wait_for(waiting, timeout=5)
+        finally:
+            await waiter.close()
+
+    run = asyncio.run(scenario())
+    assert run is not None and run.status == RunStatus.OK
 
 
 def _open_metrics(waiter: RunWaiter) -> str:

@@ -6,7 +6,8 @@ write is refused by the lease's fencing token (docs/architecture.md, "Reliabilit
 The world and its numbers are tests/support/takeovers.py's. The stop comes once every run is running, so
 worker-a is in the middle of its runs, and lasts the issue's 60 s from the stop, though worker-b is done after
 about 16 s (worker-a's leases lapse within 6 s, worker-b's threads are free after its own 8 s steps, and it
-runs worker-a's five in one more step); with ten more runs after it, one step, the test takes about 72 s.
+runs worker-a's five in one more step); with ten more runs after it and the children's report turns, the
+test takes about 78 s.
 The worker runs its pool's threads in its own process, the leader of its process group (api/processes.py's
 ``Child``): the stop goes to that whole group, so anything the worker started stops with it.
 """
@@ -45,12 +46,15 @@ def test_a_frozen_worker_comes_back_harmless(world: takeovers.World) -> None:
         assert not world.a.exited(), world.a.output()[-3000:]
         # Its liveness key, lapsed while it was stopped, is set again by its next Celery heartbeat.
         wait_for(lambda: _heartbeating(world), 30, what="worker-a's heartbeat back")
+        # Everything ended once, the children's reports and announces too (which also frees every slot).
+        takeovers.check_ended_once(client, world.redis_url, sent, taken)
         # It goes on serving: of as many runs again, all running at once, it runs five, and they end ok.
         after = takeovers.running(client, "after the stop")
         wait_for(lambda: takeovers.all_ended(client, after), 30, what="every later run ended")
+        # Once the children's flows are done: a child's task goes on to its report turn before it ends.
+        takeovers.check_ended_once(client, world.redis_url, sent + after, taken)
         output = world.a.output()
         assert sum(f"clawbus.run[{run.run_id}] succeeded" in output for run in after) == takeovers.THREADS
-        takeovers.check_ended_once(client, world.redis_url, sent + after, taken)
 
 
 @contextlib.contextmanager

@@ -4,8 +4,10 @@
 Redis and two workers are test hosts (tests/support/hosts.py), each a network namespace of its own; the API
 and beat run in the test's namespace, which reaches them all over the bridge. The numbers are issue 37's: 10
 runs, a 6 s lease, and model steps of 8 s, so that a fault that comes once every run is running finds
-worker-a in the middle of its runs and their commits come after the fault. The runs are chat messages, not
-sends between agents: no flow, so no deliveries or reports to count.
+worker-a in the middle of its runs and their commits come after the fault. Six runs are chat messages; four
+are sub-agents spawned from sessions people wrote in over webchat, so each also makes a report (the child's
+report turn, relayed into its requester's transcript) and a delivery (the requester's turn on it, posted to
+the person), which must come once each whichever worker ran the child.
 """
 
 from __future__ import annotations
@@ -19,15 +21,20 @@ from typing import NamedTuple
 
 import redis
 from clawbus_client import Client
-from clawbus_client.models import Run, SendResult, SessionsHistoryResult
+from clawbus_client.models import Run, SendResult, SessionsHistoryResult, SpawnResult
 
 from shared.store.keys import RedisKeys
 from shared.tools.history_view import run_of, text_of
 from tests.support import hosts
+from tests.support.exchanges import finished, requester
 from tests.support.processes import Role, role_env, start_api, start_beat, wait_for, write_config
 from tests.support.stack import TOKEN
 
 RUNS = 10
+SPAWNS = 4  # of the RUNS
+# Runs a spawn makes besides its child's: its requester's first message, the child's report turn, and the
+# requester's turn on the report.
+RUNS_A_SPAWN_ADDS = 3
 THREADS = 5  # a worker's; with a prefetch of one a thread, each worker takes five of the ten runs
 STEP_SECONDS = 8
 LEASE_SECONDS = 6
@@ -58,6 +65,8 @@ class Sent(NamedTuple):
     key: str
     run_id: str
     text: str
+    # A spawned child's requester session and the person its announce is posted to.
+    requester: tuple[str, str] | None = None
 
 
 def start(
@@ -91,9 +100,19 @@ def _send(client: Client, text: str) -> Sent:
     return Sent(key, sent.run_id, text)
 
 
+def _spawn(client: Client, task: str) -> Sent:
+    """A child of the slow agent, spawned from a session someone wrote in over webchat."""
+    caller, peer = requester(client)
+    args = {"task": task, "agentId": "slow"}
+    spawned = SpawnResult.model_validate(client.invoke("sessions_spawn", args, caller=caller))
+    assert spawned.status == "accepted", spawned
+    return Sent(spawned.child_session_key, spawned.run_id, task, (caller, peer))
+
+
 def running(client: Client, label: str) -> list[Sent]:
-    """RUNS runs sent, once every one is running: five on each worker."""
-    sent = [_send(client, f"{label} {i}") for i in range(RUNS)]
+    """RUNS runs sent (SPAWNS of them spawned children), once every one is running: five on each worker."""
+    sent = [_send(client, f"{label} {i}") for i in range(RUNS - SPAWNS)]
+    sent += [_spawn(client, f"{label} {i}") for i in range(RUNS - SPAWNS, RUNS)]
     wait_for(lambda: _all_running(client, sent), 30, what=f"every {label} run running")
     return sent
 
@@ -133,11 +152,16 @@ def refused(a: Role, run_ids: list[str]) -> bool:
 
 def check_ended_once(client: Client, redis_url: str, sent: list[Sent], taken: list[str]) -> None:
     """Every run ended ok once, on the attempt it was meant to, with its message and reply in its session's
-    transcript once each; one ended event a run; the runs-finished counter counts one commit a run."""
-    for key, run_id, text in sent:
+    transcript once each; a spawned child's report in its requester's transcript once and its announce
+    posted once; one ended event a run; the runs-finished counter counts one commit a run."""
+    for key, run_id, text, spawned_from in sent:
         run = client.get_run(run_id)
         assert (run.status, run.attempts) == ("ok", 2 if run_id in taken else 1)
-        assert _texts(client, key, run_id) == [text, f"echo: {text}"]
+        message, reply = _texts(client, key, run_id)
+        assert text in message
+        assert reply == f"echo: {message}"
+        if spawned_from is not None:
+            _reported_once(client, run_id, *spawned_from)
     store = redis.Redis.from_url(redis_url, decode_responses=True)
     try:
         keys = RedisKeys()
@@ -148,9 +172,22 @@ def check_ended_once(client: Client, redis_url: str, sent: list[Sent], taken: li
         finished: Counter[str] = Counter()
         for kind, n in store.hgetall(keys.metrics_runs_finished()).items():
             finished[kind.rpartition(":")[2]] += int(n)
-        assert finished == {"ok": len(sent)}
+        spawns = sum(one.requester is not None for one in sent)
+        assert finished == {"ok": len(sent) + spawns * RUNS_A_SPAWN_ADDS}
     finally:
         store.close()
+
+
+def _reported_once(client: Client, run_id: str, caller: str, peer: str) -> None:
+    """The child's flow is done, its report is in the requester's transcript once, and the requester's
+    turn on it was posted to the person once."""
+    finished(client, run_id, timeout=60)
+    history = client.sessions_history(caller)
+    assert isinstance(history, SessionsHistoryResult)
+    reports = [m for m in history.messages if m.get("provenance", {}).get("kind") == "subagent_announce"]
+    assert len(reports) == 1, f"{len(reports)} reports of child run {run_id}"
+    posted = [m["text"] for m in client.channel_messages("webchat", peer)]
+    assert posted == [f"echo: {text_of(reports[0])}"], f"announce of child run {run_id} posted {posted}"
 
 
 def _texts(client: Client, key: str, run_id: str) -> list[str]:

@@ -2,7 +2,7 @@
 
 ``--quick`` runs small sizes as a smoke test; ``--only FIGURE`` (repeatable: send, throughput, list,
 exchange, spawn, loop, model, backlog, control, ha, orchestration, busy,
-capacity, waits, redis, soak, traffic, tracing) picks figures.
+capacity, waits, redis, soak, traffic, tracing, slowlink) picks figures.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from bench import (
     redis_ha,
     run_control,
     send_latency,
+    slow_link,
     soak,
     spawn,
     throughput,
@@ -60,6 +61,7 @@ FIGURES = (
     "soak",
     "traffic",
     "tracing",
+    "slowlink",
 )
 
 
@@ -92,6 +94,7 @@ class Sizes:
     soak: soak.Params
     traffic: model_traffic.Params
     tracing: tracing_cost.Params
+    slow_link: slow_link.Params
 
 
 FULL = Sizes(
@@ -131,6 +134,8 @@ FULL = Sizes(
     traffic=model_traffic.Params(runs=1_500, workers=3, requests_per_minute=1_200, leaves=500),
     # Figure 1's and figure 7's sizes, each side.
     tracing=tracing_cost.Params(sends=200, warmup=20, model=model_bound.Params(runs=1000, sessions=500)),
+    # About 0.45 s a send (2 s with its exchange let finish) and 0.27 s a bare round trip over the links.
+    slow_link=slow_link.Params(sends=40, warmup=2),
 )
 QUICK = replace(
     FULL,
@@ -159,6 +164,7 @@ QUICK = replace(
     soak=soak.Params(minutes=2, sample_s=15),
     traffic=model_traffic.Params(runs=150, workers=2, requests_per_minute=240, leaves=60),
     tracing=tracing_cost.Params(sends=40, warmup=5, model=model_bound.Params(runs=200, sessions=100)),
+    slow_link=slow_link.Params(sends=2, warmup=1),
 )
 
 
@@ -196,6 +202,8 @@ def measure(figure: str, running: Stack, sizes: Sizes) -> Section:
         return waits.run(running, sizes.waits)
     if figure == "tracing":
         return tracing_cost.run(running, sizes.tracing)
+    if figure == "slowlink":
+        return slow_link.run(running, sizes.slow_link)
     if figure == "traffic":
         return model_traffic.run(running, sizes.traffic)
     if figure == "soak":

@@ -102,13 +102,21 @@ def clawbus_workers(stack: Stack, count: int) -> Iterator[None]:
 
 
 @contextmanager
-def bare_workers(stack: Stack, count: int, events: bool = False) -> Iterator[Celery]:
-    """``count`` bare Celery workers (prefork pools of one); yields the app to enqueue with."""
-    app = bare_celery.create_app(stack.redis_url, events)
+def bare_workers(
+    stack: Stack,
+    count: int,
+    events: bool = False,
+    *,
+    app_url: str | None = None,
+    worker_url: str | None = None,
+) -> Iterator[Celery]:
+    """``count`` bare Celery workers (prefork pools of one); yields the app to enqueue with. ``app_url``,
+    ``worker_url``: the app's and the workers' way to the run's Redis (a slow link), if not direct."""
+    app = bare_celery.create_app(app_url or stack.redis_url, events)
     try:
         with ExitStack() as workers:
             for _ in range(count):
-                workers.enter_context(_bare_worker(stack, app, events))
+                workers.enter_context(_bare_worker(stack, app, events, worker_url or stack.redis_url))
             yield app
     finally:
         app.close()
@@ -144,7 +152,7 @@ def clawbus_worker(stack: Stack, *options: str) -> Iterator[Role]:
 
 
 @contextmanager
-def _bare_worker(stack: Stack, app: Celery, events: bool) -> Iterator[None]:
+def _bare_worker(stack: Stack, app: Celery, events: bool, url: str) -> Iterator[None]:
     name = f"bare-{uuid.uuid4().hex[:8]}"
     argv = [
         sys.executable,
@@ -162,7 +170,7 @@ def _bare_worker(stack: Stack, app: Celery, events: bool) -> Iterator[None]:
     ]
     env = {
         **os.environ,
-        bare_celery.URL_ENV: stack.redis_url,
+        bare_celery.URL_ENV: url,
         bare_celery.EVENTS_ENV: "1" if events else "0",
         "PYTHONUNBUFFERED": "1",
     }

@@ -118,7 +118,8 @@ def test_a_wait_subscribed_before_its_run_was_accepted_hears_its_end_without_rea
             await waiter.close()
 
     run, reads = asyncio.run(scenario())
-    assert run is not None and run.status == RunStatus.OK
+    assert run is not None
+    assert run.status == RunStatus.OK
     assert reads == 0
 
 
@@ -147,7 +148,8 @@ def test_a_reconnect_before_a_watched_runs_accept_does_not_end_its_wait() -> Non
             await waiter.close()
 
     run = asyncio.run(scenario())
-    assert run is not None and run.status == RunStatus.OK
+    assert run is not None
+    assert run.status == RunStatus.OK
 
 
 def _open_metrics(waiter: RunWaiter) -> str:

@@ -131,8 +131,8 @@ def _snapshot(stack: Stack) -> dict[str, Any]:
             30,
             what="all lanes and flows to drain",
         )
-        # Heartbeats (workers, the reaper) change with time, not with requests.
-        beats = ("clawbus:worker:", "clawbus:reaper:")
+        # Heartbeats (workers, the reaper, maintenance turns) change with time, not with requests.
+        beats = ("clawbus:worker:", "clawbus:reaper:", "clawbus:maintenance:")
         keys = sorted(k for k in redis.keys("clawbus:*") if not k.startswith(beats))
         return {key: redis.dump(key) for key in keys} | {
             "queues": [redis.llen(q) for q in ("runs", "nested")]

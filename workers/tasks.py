@@ -98,9 +98,11 @@ def a2a_push(self: Task, run_id: str) -> str:
 # every pass): passes that queued up behind busy workers skip instead, but one each half interval.
 @shared_task(name=queues.ARCHIVE_TASK, send_events=False)
 def archive_sweep(now_ms: int | None = None) -> int:
-    """Archive ended sub-agent sessions that are due (beat runs this), as of ``now_ms`` if given."""
+    """Archive ended sub-agent sessions that are due (beat runs this), as of ``now_ms`` if given (a sweep
+    asked for as of a time always runs: beat's never give one)."""
     ctx = worker_context()
-    if not ctx.store.fleet.take_turn(queues.ARCHIVE_TASK, int(ctx.config.runs.archive_sweep_seconds * 500)):
+    turn_ms = int(ctx.config.runs.archive_sweep_seconds * 500)
+    if now_ms is None and not ctx.store.fleet.take_turn(queues.ARCHIVE_TASK, turn_ms):
         return 0
     return len(archive.sweep(ctx.config, ctx.store, now_ms))
 

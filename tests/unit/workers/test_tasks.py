@@ -20,10 +20,16 @@ def test_only_the_maintenance_tasks_send_no_task_events() -> None:
 
 
 @pytest.fixture
-def passes(inline: World, monkeypatch: pytest.MonkeyPatch) -> list[WorkerContext]:
-    """The reaper passes the reap task went on to make (each its context)."""
+def context(inline: World, monkeypatch: pytest.MonkeyPatch) -> WorkerContext:
+    """The tasks' worker context: the test's world."""
     made = WorkerContext(inline.config, inline.store, inline.dispatcher)
     monkeypatch.setattr(tasks, "worker_context", lambda: made)
+    return made
+
+
+@pytest.fixture
+def passes(context: WorkerContext, monkeypatch: pytest.MonkeyPatch) -> list[WorkerContext]:
+    """The reaper passes the reap task went on to make (each its context)."""
     ran: list[WorkerContext] = []
     monkeypatch.setattr(tasks.reaper, "reap", lambda ctx: ran.append(ctx) or 0)
     return ran
@@ -57,3 +63,15 @@ def test_beats_passes_carry_no_expiry_a_workers_own_clock_would_judge() -> None:
     schedule = create_app(Config()).conf.beat_schedule
     assert schedule
     assert all("expires" not in entry["options"] for entry in schedule.values())
+
+
+def test_an_archive_sweep_asked_for_as_of_a_time_always_runs(
+    context: WorkerContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    swept: list[int | None] = []
+    monkeypatch.setattr(tasks.archive, "sweep", lambda _config, _store, now_ms: swept.append(now_ms) or [])
+    tasks.archive_sweep()
+    tasks.archive_sweep()  # beat's, queued behind the first: skipped
+    tasks.archive_sweep(1_000)
+    tasks.archive_sweep(2_000)
+    assert swept == [None, 1_000, 2_000]

@@ -85,6 +85,8 @@ class RunWaiter:
         self._confirm_within_s = confirm_within_s
         # Pending waits by run id.
         self._pending: dict[str, _Pending] = {}
+        # Waits in progress, each counted once: a watched send's subscription before its accept is none.
+        self._waiting = 0
         self._signals: Signals | None = None
         self._reader: asyncio.Task[None] | None = None
         self._unsubscribing: set[asyncio.Task[None]] = set()
@@ -101,7 +103,8 @@ class RunWaiter:
 
     @property
     def active(self) -> int:
-        return sum(p.waiters for p in self._pending.values())
+        """Waits held open (``clawbus_active_waits``): begun once their run was accepted."""
+        return self._waiting
 
     def release_all(self) -> None:
         """Shutting down: every wait, and every wait that starts from now on, ends at once with
@@ -153,6 +156,7 @@ class RunWaiter:
         outcome = "error"
         subscribed_first = watch is not None and watch.run_id == run_id and watch.confirmed
         pending.unaccepted = False  # the caller accepted it (or was refused: then it is missing)
+        self._waiting += 1
         try:
             run = await self._await(run_id, pending, deadline, subscribed_first)
             outcome = "missing" if run is None else "ended" if run.status.terminal else "timeout"
@@ -161,6 +165,7 @@ class RunWaiter:
             outcome = "shutdown"
             raise
         finally:
+            self._waiting -= 1
             self._release(run_id, pending)
             # The request's trace, for a scraper that reads exemplars (api/metrics.py).
             self.wait_seconds.labels(outcome).observe(

@@ -1,6 +1,6 @@
 """api/waits.py: a wait hears the end of its run even when the pub/sub connection dropped meanwhile, and
-without reading it when it subscribed before the run was accepted; its observation carries the trace it
-was made in as an exemplar."""
+without reading it when it subscribed before the run was accepted; it counts as open once; its observation
+carries the trace it was made in as an exemplar."""
 
 from __future__ import annotations
 
@@ -121,6 +121,31 @@ def test_a_wait_subscribed_before_its_run_was_accepted_hears_its_end_without_rea
     assert run is not None
     assert run.status == RunStatus.OK
     assert reads == 0
+
+
+def test_a_watched_send_counts_as_one_open_wait_and_only_once_its_run_was_accepted() -> None:
+    """``clawbus_active_waits`` counts waits held open: a send's subscription before its accept is none
+    (a test waits on the gauge for every send to be accepted), and the wait after it is one."""
+
+    async def scenario() -> list[int]:
+        live = _Live()
+        waiter = RunWaiter(cast(LiveStore, live))
+        await waiter.start()
+        seen = [waiter.active]
+        try:
+            async with waiter.watch(RUN, timeout=5) as watch:
+                seen.append(waiter.active)
+                waiting = asyncio.create_task(waiter.wait(RUN, timeout=30, watch=watch))
+                await asyncio.sleep(0.05)
+                seen.append(waiter.active)
+                live.signals_.inbox.put_nowait(Ended(RUN, a_run(RUN, RunStatus.OK)))
+                await asyncio.wait_for(waiting, timeout=5)
+                seen.append(waiter.active)
+            return seen
+        finally:
+            await waiter.close()
+
+    assert asyncio.run(scenario()) == [0, 0, 1, 0]
 
 
 def test_a_reconnect_before_a_watched_runs_accept_does_not_end_its_wait() -> None:

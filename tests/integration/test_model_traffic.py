@@ -209,8 +209,10 @@ def test_a_backlog_past_requests_per_minute_reaches_the_provider_at_its_pace_and
     assert server.answered == backlog
     assert server.rate_limited == 0
     assert server.most_in_window() <= RPM
-    # The calls started at the limit's pace (a call a second), not all at once.
-    assert server.most_in_window(3.0) <= 4, sorted(server.answered_at)
+    # The calls started at the limit's pace (a call a second), not all at once. Timed where they arrive, not
+    # where they were admitted: on a loaded machine a worker thread held for a moment sends a paced call
+    # late, beside the next (seen once in a whole-suite run: three within 60 ms, a second apart after).
+    assert server.most_in_window(3.0) <= 5, sorted(server.answered_at)
     assert _spread(server.answered_at) >= backlog - 3
     waited = {run_id: _throttled(client, run_id) for run_id in runs.values()}
     assert sum(bool(events) for events in waited.values()) >= backlog - 2

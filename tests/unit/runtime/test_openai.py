@@ -283,5 +283,6 @@ def test_a_cancel_hangs_up_on_a_model_that_has_said_nothing_yet(server: FakeOpen
     asked = time.monotonic()
     with pytest.raises(RunCancelled):
         runtime(server, stream=True).step(request(user("think hard"), cancel=cancel))
-    assert time.monotonic() - asked < 2
+    # Far sooner than the model's ten seconds (2.3 s once beside the whole suite on a slow machine).
+    assert time.monotonic() - asked < 5
     wait_for(lambda: server.hung_up, 5, what="the server to see the stream closed")

@@ -17,7 +17,6 @@ from starlette.routing import Route
 from api import errors
 from api.a2a import routes as a2a
 from api.auth import plain_text_tokens
-from api.gc_pauses import FrozenHeap
 from api.limits import BodyLimit
 from api.mcp_route import LazyMcpEndpoint
 from api.metrics import registry_for
@@ -41,6 +40,7 @@ from api.routes import (
 from api.services import Services
 from api.waits import RunWaiter
 from shared.adapters import tracing
+from shared.base.gc_pauses import FrozenHeap
 from shared.config import Config, ConfigError, load_config
 from shared.domain.logs import configure, keep_secrets_out
 
@@ -49,7 +49,8 @@ log = logging.getLogger(__name__)
 
 def create_server_app() -> FastAPI:
     """The app of an API process (``clawbus api``, uvicorn's factory): the one place that may tune the
-    process's garbage collector (api/gc_pauses.py); an app made inside another process (a test's) does not."""
+    process's garbage collector (shared/base/gc_pauses.py); an app made inside another process (a test's)
+    does not."""
     return create_app(freeze_heap=True)
 
 
@@ -60,7 +61,7 @@ def create_app(
     freeze_heap: bool = False,
 ) -> FastAPI:
     """``services`` builds what the process holds (tests pass one over fakeredis); ``freeze_heap`` freezes
-    the process's heap after each full garbage collection while the app runs (api/gc_pauses.py)."""
+    the process's heap after each full garbage collection while the app runs (shared/base/gc_pauses.py)."""
     config = config or load_config()
     configure(config)
     keep_secrets_out()

@@ -4,8 +4,9 @@ running the store's Lua, a fixed clock, the inline dispatcher) and its parts, on
 from __future__ import annotations
 
 import compileall
+import gc
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -59,6 +60,16 @@ class BrokenModel:
 def _home(tmp_path_factory: pytest.TempPathFactory) -> None:
     """Whatever a test writes under CLAWBUS_HOME (cold transcripts by default) stays in its own folder."""
     os.environ.setdefault("CLAWBUS_HOME", str(tmp_path_factory.mktemp("clawbus-home")))
+
+
+@pytest.fixture
+def thawed_collector() -> Iterator[None]:
+    """No garbage collection but the test's own, and nothing left frozen after it (shared/base/gc_pauses.py)."""
+    gc.disable()
+    gc.unfreeze()
+    yield
+    gc.unfreeze()
+    gc.enable()
 
 
 @pytest.fixture

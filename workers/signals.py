@@ -3,6 +3,10 @@
 Liveness in Redis: a key per worker with a short TTL, refreshed on every Celery heartbeat. Tests and
 ``/readyz`` read it to know a worker is consuming; operators can use it as a liveness probe.
 
+Garbage collection: the process that runs the tasks (the worker's own with the threads pool, each child
+with prefork) freezes what it built as it started and then its heap after each full collection
+(shared/base/gc_pauses.py).
+
 Logs: Celery installs no handlers of its own (ours format every line), and the lines Celery writes about a
 task ("Task clawbus.run[...] succeeded in ...") carry the run, flow or session the task is about.
 """
@@ -10,6 +14,7 @@ task ("Task clawbus.run[...] succeeded in ...") carry the run, flow or session t
 from __future__ import annotations
 
 import inspect
+import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -25,6 +30,7 @@ from celery.signals import (
 )
 
 from shared.adapters import tracing
+from shared.base.gc_pauses import FrozenHeap, freeze_started_heap
 from shared.config import Config
 from shared.domain import logs
 from shared.store import Store
@@ -58,6 +64,17 @@ def register(config: Config) -> None:
     worker_ready.connect(ready, weak=False)
     heartbeat_sent.connect(lambda **_: beat(), weak=False)
     worker_shutdown.connect(gone, weak=False)
+
+
+def freeze_heap() -> None:
+    def started(**_: Any) -> None:
+        freeze_started_heap()
+        FrozenHeap().watch(threading.Event())
+
+    # Ready: the threads pool's tasks run in this process; a prefork parent runs none, its children start
+    # their own.
+    worker_ready.connect(started, weak=False)
+    worker_process_init.connect(started, weak=False)
 
 
 def send_traces(config: Config) -> None:

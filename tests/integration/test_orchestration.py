@@ -28,6 +28,7 @@ from tests.support.stack_orchestra import (
 # off by at most half that reading's round trip (shared/store/server_clock.py).
 CLOCK_ERROR_MS = 50
 
+
 @pytest.fixture
 def fleet(fresh: Fresh) -> Iterator[Client]:
     """Two workers (so a tree's runs land on both), beat, one API."""

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable
 
 import pytest
 from fastapi.testclient import TestClient
 
+from api import app as app_module
 from api.app import create_app
+from api.processes import wait_for
 from api.services import Services
+from shared.base.gc_pauses import FrozenHeap
 from shared.config import Config, ConfigError
 from shared.store import Store
 from tests.conftest import make_config
@@ -316,3 +320,30 @@ def test_gateway_tools_deny_a_tool_as_not_available(
             "ok": False,
             "error": {"type": "not_found", "message": f"Tool not available: {tool}"},
         }
+
+
+@pytest.mark.usefixtures("thawed_collector")
+def test_the_api_process_app_freezes_its_heap_after_a_full_collection(
+    api_config: Config, services: Callable[[Config], Services]
+) -> None:
+    with TestClient(create_app(api_config, services=services, freeze_heap=True)):
+        gc.collect()
+        wait_for(lambda: gc.get_freeze_count() > 0, 10, what="the heap frozen")
+
+
+@pytest.mark.usefixtures("thawed_collector")
+def test_an_app_made_inside_another_process_leaves_its_collector_alone(
+    api_config: Config, services: Callable[[Config], Services], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    made: list[FrozenHeap] = []
+
+    class Recorded(FrozenHeap):
+        def __init__(self) -> None:
+            super().__init__()
+            made.append(self)
+
+    monkeypatch.setattr(app_module, "FrozenHeap", Recorded)
+    with TestClient(create_app(api_config, services=services)) as client:
+        assert client.get("/healthz").status_code == 200
+
+    assert made == []

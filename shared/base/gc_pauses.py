@@ -1,4 +1,5 @@
-"""Garbage collection in an API process that holds thousands of waits.
+"""Garbage collection in a long-lived process: an API process holding thousands of waits, a worker
+running runs.
 
 CPython's full collection walks every object the collector tracks, and stops the event loop while it does.
 An API process holding 10,000 waits tracks about 1.8 million (each held request's middleware coroutines and
@@ -8,12 +9,18 @@ request ends (the full collections of figure 14 found 0 to 115 objects to collec
 after each full collection the heap is frozen (``gc.freeze``): the next one walks only what is newer than
 it. A frozen object still dies when its last reference goes; what only a reference cycle keeps waits for
 the next thaw (every ``THAW_S``), which hands the whole heap back to the collector.
+
+A worker does the same from a thread of its own, having first frozen what it built as it started (Celery,
+the configuration, the clients: some 140,000 objects that live as long as the process). Until then every
+full collection walked them again while a run waited: freezing them took a fifth off the agent loop's own
+time per model step (bench figure 6, docs/capacity.md).
 """
 
 from __future__ import annotations
 
 import asyncio
 import gc
+import threading
 import time
 from collections.abc import Callable
 
@@ -22,6 +29,12 @@ from collections.abc import Callable
 THAW_S = 600.0
 # How soon after a full collection the heap is frozen.
 LOOK_S = 1.0
+
+
+def freeze_started_heap() -> None:
+    """What the process built as it started lives as long as it does: collected once, then frozen."""
+    gc.collect()
+    gc.freeze()
 
 
 def full_collections() -> int:
@@ -51,3 +64,15 @@ class FrozenHeap:
         while True:
             await asyncio.sleep(every_s)
             self.look()
+
+    def watch(self, stop: threading.Event, every_s: float = LOOK_S) -> threading.Thread:
+        """``look`` every ``every_s`` from a daemon thread until ``stop`` is set (a process without an event
+        loop of its own: a worker)."""
+
+        def looking() -> None:
+            while not stop.wait(every_s):
+                self.look()
+
+        thread = threading.Thread(target=looking, name="clawbus-frozen-heap", daemon=True)
+        thread.start()
+        return thread

@@ -1,21 +1,18 @@
-"""api/gc_pauses.py: the heap is frozen after a full collection, so the next walks only what is newer; frozen
+"""shared/base/gc_pauses.py: the heap is frozen after a full collection, so the next walks only what is newer; frozen
 objects still die with their last reference, and a cycle among them is collected after the thaw."""
 
 from __future__ import annotations
 
 import gc
+import threading
 import weakref
-from collections.abc import Callable, Iterator
 
 import pytest
-from fastapi.testclient import TestClient
 
-from api import app as app_module
-from api.app import create_app
-from api.gc_pauses import FrozenHeap
 from api.processes import wait_for
-from api.services import Services
-from shared.config import Config
+from shared.base.gc_pauses import FrozenHeap, freeze_started_heap
+
+pytestmark = pytest.mark.usefixtures("thawed_collector")
 
 
 class Node:
@@ -29,16 +26,6 @@ class Clock:
 
     def __call__(self) -> float:
         return self.now
-
-
-@pytest.fixture(autouse=True)
-def thawed() -> Iterator[None]:
-    """No collection but the tests' own, and nothing left frozen after them."""
-    gc.disable()
-    gc.unfreeze()
-    yield
-    gc.unfreeze()
-    gc.enable()
 
 
 def test_a_full_collection_freezes_the_heap_at_the_next_look() -> None:
@@ -94,26 +81,27 @@ def test_a_frozen_cycle_waits_for_the_thaw_then_is_collected() -> None:
     assert alive() is None
 
 
-def test_the_api_process_app_freezes_its_heap_after_a_full_collection(
-    api_config: Config, services: Callable[[Config], Services]
-) -> None:
-    with TestClient(create_app(api_config, services=services, freeze_heap=True)):
+def test_the_started_heap_is_frozen_without_its_garbage() -> None:
+    first, second = Node(), Node()
+    first.other, second.other = second, first
+    garbage = weakref.ref(first)
+    kept = Node()
+    del first, second
+
+    freeze_started_heap()
+
+    assert garbage() is None  # collected before the freeze, not kept frozen until a thaw
+    assert gc.get_freeze_count() > 0
+    assert gc.is_tracked(kept)
+
+
+def test_a_watching_thread_freezes_after_a_full_collection_and_ends_when_told() -> None:
+    stop = threading.Event()
+    watching = FrozenHeap().watch(stop, every_s=0.01)
+    try:
         gc.collect()
         wait_for(lambda: gc.get_freeze_count() > 0, 10, what="the heap frozen")
-
-
-def test_an_app_made_inside_another_process_leaves_its_collector_alone(
-    api_config: Config, services: Callable[[Config], Services], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    made: list[FrozenHeap] = []
-
-    class Recorded(FrozenHeap):
-        def __init__(self) -> None:
-            super().__init__()
-            made.append(self)
-
-    monkeypatch.setattr(app_module, "FrozenHeap", Recorded)
-    with TestClient(create_app(api_config, services=services)) as client:
-        assert client.get("/healthz").status_code == 200
-
-    assert made == []
+    finally:
+        stop.set()
+    watching.join(5)
+    assert not watching.is_alive()

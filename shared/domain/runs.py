@@ -175,6 +175,8 @@ class Committed:
     next_head: LaneHead | None = None
     # Runs suspended on a wait for this one: to be enqueued, so they resume.
     waiters: list[LaneHead] = field(default_factory=list)
+    # The session transcript's length in Redis after the commit (its hot part, for the hot window).
+    hot_length: int = 0
 
 
 class CancelOutcome(StrEnum):

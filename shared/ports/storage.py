@@ -441,6 +441,21 @@ class ModelCalls(Protocol):
         the lease was lost (the memo is not written; the call is closed all the same)."""
         ...
 
+    def close_and_commit(
+        self,
+        call: CallClose,
+        run: Run,
+        session: SessionEntry | None,
+        token: str,
+        outcome: Outcome,
+        messages: list[Message],
+        memo: str | None = None,
+        context_tokens: int | None = None,
+    ) -> Committed:
+        """``close`` and ``Runs.commit`` in one round trip (the run's last step is over): the call is closed
+        whether or not the commit happens."""
+        ...
+
 
 class IdempotencyKeys(Protocol):
     """Idempotency keys' first uses (``shared.store.idempotency``)."""

@@ -25,6 +25,7 @@ from shared.config import Config
 from shared.config.providers import ModelCost, OpenAIProvider
 from shared.domain import attachments
 from shared.domain.redaction import redact
+from shared.domain.traffic import CallClose
 from shared.intake.submit import AwaitRun
 from shared.ports.dispatch import Dispatcher
 from shared.ports.runtime import AgentRuntime, RunCancelled, RunTimedOut, StepRequest, StepResult
@@ -86,8 +87,10 @@ class LoopEnv:
     time_left: Callable[[], float | None]
     # Called when a step is over: text still buffered for the event stream goes out.
     text_done: Callable[[], None]
-    # Called when a step that ends the loop is over: its model call's settling goes out, if it waits.
+    # Sends a model call's settling that still waits (a step that failed, or a run that parks).
     settle: Callable[[], None]
+    # The last model call's settling, not sent: it goes to Redis with the run's commit.
+    take_close: Callable[[], CallClose | None]
     # The arguments of this attempt's tool calls as the model wrote them, by call id, where what is
     # stored (memo, transcript) differs: a sessions_spawn call's attachment contents never are.
     raw_arguments: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -194,7 +197,6 @@ def _step(env: LoopEnv, state: LoopState) -> None:
         state.messages.append(message)
         env.memoize(state)
         return
-    env.settle()
     state.final = result.reply
     state.messages.append(message)
 

@@ -24,7 +24,16 @@ from shared.base.errors import ClawbusError
 from shared.config import Config, OpenAIProvider, UnknownModel
 from shared.domain import logs, subagents
 from shared.domain.budgets import BudgetExceeded
-from shared.domain.runs import Claim, ClaimOutcome, ExecutionState, LaneHead, Outcome, SuspendOutcome
+from shared.domain.runs import (
+    Claim,
+    ClaimOutcome,
+    Committed,
+    ExecutionState,
+    LaneHead,
+    Outcome,
+    SuspendOutcome,
+)
+from shared.domain.traffic import CallClose
 from shared.ports.dispatch import Dispatcher
 from shared.ports.runtime import RunCancelled, RunTimedOut, StepRequest
 from shared.ports.storage import Storage
@@ -79,6 +88,8 @@ class _Finished:
     messages: list[Message]
     memo: str | None = None
     context_tokens: int | None = None
+    # The last model call's settling, sent with the commit (one round trip, not two).
+    closing: CallClose | None = None
 
 
 def execute(store: Storage, config: Config, dispatcher: Dispatcher, attempt: Attempt) -> AttemptResult:
@@ -139,21 +150,13 @@ def _claimed(
     if finished == _LOST:
         return AttemptResult(ClaimOutcome.BUSY)
     run = state.run
-    committed = store.runs.commit(
-        run,
-        state.session,
-        claim.token,
-        finished.outcome,
-        finished.messages,
-        memo=finished.memo,
-        context_tokens=finished.context_tokens,
-    )
+    committed = _commit(store, state, claim.token, finished)
     if not committed.committed:
         log.warning("run %s: lease lost before commit; another attempt owns it", attempt.run_id)
         return AttemptResult(ClaimOutcome.BUSY)
     assert isinstance(finished, _Finished)
     push.run_ended(store, dispatcher, run.run_id, run.session_key)
-    hot_window.after_commit(config, store, state.session, run.session_key)
+    hot_window.after_commit(config, store, state.session, committed.hot_length)
     return AttemptResult(
         ClaimOutcome.CLAIMED,
         finished.outcome.status,
@@ -163,6 +166,13 @@ def _claimed(
         wake=committed.waiters,
         error=finished.outcome.error,
     )
+
+
+def _commit(store: Storage, state: ExecutionState, token: str, finished: _Finished) -> Committed:
+    ending = (state.run, state.session, token, finished.outcome, finished.messages)
+    if finished.closing is None:
+        return store.runs.commit(*ending, finished.memo, finished.context_tokens)
+    return store.calls.close_and_commit(finished.closing, *ending, finished.memo, finished.context_tokens)
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,10 +199,11 @@ def _run_agent(held: _Held, loop: LoopState) -> _Finished | _Parked | Literal["l
     if run.kind == "note":  # recorded in turn, nothing for an agent to do
         return _Finished(Outcome(RunStatus.OK), [])
     memo_stored = loop.final is not None
+    closing = None
     # Whatever the loop already did (tool calls, their results) is recorded even if the run then fails.
     try:
         if not memo_stored:  # a memoized final state is committed as it is, without a runtime
-            _run_to_reply(held, loop)
+            closing = _run_to_reply(held, loop)
     except _Parked as parked:
         return parked
     except LeaseLost as exc:
@@ -221,6 +232,7 @@ def _run_agent(held: _Held, loop: LoopState) -> _Finished | _Parked | Literal["l
         loop.messages,
         memo=None if memo_stored else loop.model_dump_json(),
         context_tokens=loop.context_tokens,
+        closing=closing,
     )
 
 
@@ -233,20 +245,24 @@ class _Parked(ClawbusError):
         self.due_in_ms = due_in_ms
 
 
-def _run_to_reply(held: _Held, loop: LoopState) -> None:
-    """Run the loop to its final reply; a wait parks the run (``_Parked``) unless what it waits for has
-    already ended, and then the loop goes on at once."""
+def _run_to_reply(held: _Held, loop: LoopState) -> CallClose | None:
+    """Run the loop to its final reply, and hand back its last model call's settling for the commit to
+    send; a wait parks the run (``_Parked``) unless what it waits for has already ended, and then the loop
+    goes on at once."""
     env = _loop_env(held)
     run, token = held.state.run, held.claim.token
     while True:
         try:
             agent_loop.run_loop(env, loop)
         except AwaitingCapacity as waiting:
+            env.settle()
             _park(held, loop, waiting)
-        finally:
+        except BaseException:
             env.settle()  # a model call's settling is never left behind by a step that failed after it
+            raise
         if loop.pending is None:
-            return
+            return env.take_close()
+        env.settle()
         held.lease.pause()
         pending = loop.pending
         parked = held.store.runs.suspend(
@@ -324,6 +340,7 @@ def _loop_env(held: _Held) -> agent_loop.LoopEnv:
         time_left=lambda: _time_left(store, run),
         text_done=streamed.flush,
         settle=gate.flush if gate is not None else _nothing,
+        take_close=gate.take_close if gate is not None else _nothing,
     )
 
 

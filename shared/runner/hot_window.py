@@ -21,12 +21,13 @@ def slack(hot_messages: int) -> int:
     return max(hot_messages // 10, 10)
 
 
-def after_commit(config: Config, store: Storage, session: SessionEntry | None, session_key: str) -> int:
-    """Move the session's older messages out if its stream is past the window; how many moved."""
+def after_commit(config: Config, store: Storage, session: SessionEntry | None, hot_length: int) -> int:
+    """Move the session's older messages out if its stream (``hot_length`` long, as the commit found it) is
+    past the window; how many moved."""
     if session is None:
         return 0
     keep = config.session.hot_messages
-    if store.transcripts.hot_length(session_key) <= keep + slack(keep):
+    if hot_length <= keep + slack(keep):
         return 0
     return move(store, session, keep)
 

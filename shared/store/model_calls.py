@@ -1,7 +1,7 @@
 """A model call's way through the gate in Redis, one round trip each way: its admission and its budget
 reservation sent together, then its settling in the traffic and the budgets together, and with the run's
-memo when the step called tools (docs/capacity.md, figure 6: the gate was four round trips a step and the
-memo a fifth)."""
+memo when the step called tools, or with the run's commit after its last step (docs/capacity.md, figure 6:
+the gate was four round trips a step and the memo a fifth)."""
 
 from __future__ import annotations
 
@@ -10,12 +10,13 @@ import uuid
 from redis import Redis
 
 from shared.domain.budgets import Refusal, Reservation
+from shared.domain.runs import Committed, Outcome
 from shared.domain.traffic import Admission, Ask, CallClose
 from shared.store.budgets import BudgetStore, refusal
 from shared.store.runs import RunStore
 from shared.store.scripts import ScriptCall, run_pipelined
 from shared.store.traffic import TrafficStore, admission
-from shared.wire.models import Run
+from shared.wire.models import Message, Run, SessionEntry
 
 
 class ModelCallStore:
@@ -47,6 +48,21 @@ class ModelCallStore:
             self._redis, [*self._closing(call), self._runs.memoize_call(run, token, memo)]
         )
         return bool(memoized)
+
+    def close_and_commit(
+        self,
+        call: CallClose,
+        run: Run,
+        session: SessionEntry | None,
+        token: str,
+        outcome: Outcome,
+        messages: list[Message],
+        memo: str | None = None,
+        context_tokens: int | None = None,
+    ) -> Committed:
+        return self._runs.commit(
+            run, session, token, outcome, messages, memo, context_tokens, before=self._closing(call)
+        )
 
     def _closing(self, call: CallClose) -> list[ScriptCall]:
         return [

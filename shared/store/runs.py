@@ -267,9 +267,12 @@ class RunStore:
         messages: list[Message],
         memo: str | None = None,
         context_tokens: int | None = None,
+        *,
+        before: Sequence[ScriptCall] = (),
     ) -> Committed:
+        """``before``: calls sent in the same round trip ahead of the commit (a model call's settling)."""
         k = self._keys
-        calls: list[ScriptCall] = [self.memoize_call(run, token, memo)] if memo is not None else []
+        calls = [*before, *([self.memoize_call(run, token, memo)] if memo is not None else [])]
         fields = encode_values(
             {"reply": outcome.reply, "error": outcome.error, "usage": outcome.usage.wire()}
         )
@@ -317,9 +320,10 @@ class RunStore:
         result = run_pipelined(self._redis, calls)[-1]
         if result[0] != "committed":
             return Committed(False)
-        next_head = LaneHead(result[1], run.session_key, result[2], result[3] or None) if result[1] else None
-        waiters = [LaneHead(result[i], result[i + 1], result[i + 2]) for i in range(4, len(result), 3)]
-        return Committed(True, next_head, waiters)
+        *found, hot_length = result
+        next_head = LaneHead(found[1], run.session_key, found[2], found[3] or None) if found[1] else None
+        waiters = [LaneHead(found[i], found[i + 1], found[i + 2]) for i in range(4, len(found), 3)]
+        return Committed(True, next_head, waiters, int(hot_length))
 
     def cancel(self, run_id: str, reason: str = "run aborted") -> Cancelled:
         run = self.get(run_id)

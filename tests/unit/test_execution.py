@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import json
+import threading
+from typing import Any
 
 import pytest
+from redis import Redis
+from redis.client import Pipeline
 
 from shared.base.clock import FixedClock
 from shared.config import Config
@@ -18,7 +22,8 @@ from shared.tools.registry import TOOLS
 from shared.tools.tool_context import ToolContext
 from shared.wire.models import Message, RunStatus
 from shared.wire.send_schema import SendResult
-from tests.conftest import BrokenModel
+from tests.conftest import BrokenModel, WorldFactory
+from tests.support.fake_openai import Reply, fake_openai, text, tool
 from tests.support.sessions import open_sessions
 from workers.testing import InlineDispatcher, drain_runs
 
@@ -200,3 +205,57 @@ def test_a_runs_reply_is_the_models_prose_while_its_transcript_keeps_what_it_wro
     assert run is not None
     assert run.reply == "echo: the answer"
     assert store.transcripts.last(TARGET, 1)[0].text == "echo: <think>weigh it</think>the answer<|im_end|>"
+
+
+def _four_steps(body: dict[str, Any]) -> Reply:
+    """Three tool rounds of ``agents_list`` after the latest user message, then the answer."""
+    messages = body.get("messages", [])
+    latest = max(i for i, message in enumerate(messages) if message.get("role") == "user")
+    rounds = sum(message.get("role") == "tool" for message in messages[latest:])
+    return tool("agents_list") if rounds < 3 else text("done")
+
+
+def test_a_run_of_four_model_steps_makes_eleven_round_trips_to_redis(
+    world: WorldFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The claim, the transcript read, each step's admission, each tool step's settling with its memo, and
+    the last step's with the commit, whose answer also says how long the transcript is: what a link
+    between a worker and Redis costs a run (docs/capacity.md, figures 6 and 19)."""
+    with fake_openai(default=_four_steps) as server:
+        provider = {"type": "openai", "baseUrl": server.url, "models": ["m"]}
+        config, store, dispatcher = world(
+            {
+                "agents": {"list": [{"id": "main", "default": True, "model": "fake/m"}]},
+                "models": {"providers": {"fake": provider}},
+            }
+        )
+        open_sessions(store, config, TARGET)
+        ctx = ToolContext.for_caller(config, store, dispatcher, "agent:main:main")
+        send(ctx, "first")
+        drain_runs(store, config, dispatcher)  # the scripts loaded, the client warm
+        run_id = send(ctx, "go")
+        head = dispatcher.take_head()
+        assert head is not None
+        assert head.run_id == run_id
+        trips: list[str] = []
+        caller = threading.get_ident()  # the cancel listener's own reads, in its thread, are not the run's
+        command, pipeline = Redis.execute_command, Pipeline.execute
+
+        def counted_command(self: Redis, *args: Any, **options: Any) -> Any:
+            if threading.get_ident() == caller:
+                trips.append(str(args[0]))
+            return command(self, *args, **options)
+
+        def counted_pipeline(self: Pipeline, raise_on_error: bool = True) -> Any:
+            if threading.get_ident() == caller:
+                trips.append("pipeline")
+            return pipeline(self, raise_on_error)
+
+        monkeypatch.setattr(Redis, "execute_command", counted_command)
+        monkeypatch.setattr(Pipeline, "execute", counted_pipeline)
+        result = execute(store, config, dispatcher, Attempt(run_id, TARGET, owner="w", attempt=0))
+        monkeypatch.undo()
+
+    assert result.status is RunStatus.OK
+    assert len(server.requests) == 8
+    assert len(trips) == 11, trips

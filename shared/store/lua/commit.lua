@@ -1,6 +1,7 @@
 -- End a run in one atomic step: transcript append, terminal state, session activity and usage, lane
 -- advance, completion signal. Returns the next run of the lane (id, kind, flow), already marked
--- dispatched, and the runs suspended waiting for this one (id, session, kind), for the caller to enqueue.
+-- dispatched, and the runs suspended waiting for this one (id, session, kind), for the caller to enqueue;
+-- last, the transcript's length in Redis (the caller's hot window reads it here, not in a trip of its own).
 -- A run of a flow puts the flow on the reaper's schedule, in case whoever should advance it dies first.
 -- KEYS: 1 run, 2 lease, 3 lane, 4 session, 5 transcript, 6 run events, 7 lanes due, 8 index all,
 --       9 index agent, 10 index kind, 11 flows due, 12 runs waiting for this one, 13 runs finished
@@ -93,6 +94,7 @@ if run['kind'] == 'subagent' or run['kind'] == 'report' then
   result = leave_gate(result, KEYS[14], KEYS[15], ARGV[10], ARGV[1])
 end
 result = take_waiters(result, KEYS[12], ARGV[10])
+table.insert(result, redis.call('XLEN', KEYS[5]))
 -- The run's end and the commit's record (its id and reply, for a repeat of this call) in one write.
 ended_fields['committedBy'] = ARGV[15]
 ended_fields['commitReply'] = cjson.encode(result)

@@ -114,16 +114,24 @@ def redis_server_argv(port: int, directory: Path, *, appendfsync: str | None) ->
     return [*argv, "--appendonly", "yes", "--appendfsync", appendfsync]
 
 
-def wait_for(condition: Callable[[], T], timeout: float = 20.0, interval: float = 0.05, what: str = "") -> T:
-    """Poll ``condition`` until it returns something truthy; ``TimeoutError`` after ``timeout`` s."""
+# The first pause of ``wait_for``'s polls.
+FIRST_POLL_S = 0.01
+
+
+def wait_for(condition: Callable[[], T], timeout: float = 20.0, interval: float = 0.1, what: str = "") -> T:
+    """Poll ``condition`` until it returns something truthy; ``TimeoutError`` after ``timeout`` s. The polls
+    start 10 ms apart and double up to ``interval``: a condition met at once is seen at once, and a long
+    wait (a poll is often an HTTP request or a Redis read) costs ten polls a second, not fifty."""
     deadline = time.monotonic() + timeout
+    pause = min(FIRST_POLL_S, interval)
     while True:
         value = condition()
         if value:
             return value
         if time.monotonic() > deadline:
             raise TimeoutError(f"timed out after {timeout}s waiting for {what or condition}")
-        time.sleep(interval)
+        time.sleep(pause)
+        pause = min(pause * 2, interval)
 
 
 def run_as_main(argv: Sequence[str]) -> None:

@@ -3,9 +3,9 @@
 Liveness in Redis: a key per worker with a short TTL, refreshed on every Celery heartbeat. Tests and
 ``/readyz`` read it to know a worker is consuming; operators can use it as a liveness probe.
 
-Garbage collection: the process that runs the tasks (the worker's own with the threads pool, each child
-with prefork) freezes what it built as it started and then its heap after each full collection
-(shared/base/gc_pauses.py).
+Garbage collection: the worker freezes what it built as it started, before its pool starts (a prefork
+child inherits it frozen), and the process that runs the tasks (the worker's own with the threads pool,
+each child with prefork) freezes its heap after each full collection (shared/base/gc_pauses.py).
 
 Logs: Celery installs no handlers of its own (ours format every line), and the lines Celery writes about a
 task ("Task clawbus.run[...] succeeded in ...") carry the run, flow or session the task is about.
@@ -67,14 +67,16 @@ def register(config: Config) -> None:
 
 
 def freeze_heap() -> None:
-    def started(**_: Any) -> None:
-        freeze_started_heap()
-        FrozenHeap().watch(threading.Event())
+    # Before the pool starts: the threads pool's tasks run in this process, and a prefork pool's children
+    # inherit a heap already frozen. Frozen in a child instead, every page of what it inherited would be
+    # written (an object's collector fields) and copied.
+    worker_init.connect(lambda **_: _frozen_from_here(), weak=False)
+    worker_process_init.connect(lambda **_: FrozenHeap().watch(threading.Event()), weak=False)
 
-    # Ready: the threads pool's tasks run in this process; a prefork parent runs none, its children start
-    # their own.
-    worker_ready.connect(started, weak=False)
-    worker_process_init.connect(started, weak=False)
+
+def _frozen_from_here() -> None:
+    freeze_started_heap()
+    FrozenHeap().watch(threading.Event())
 
 
 def send_traces(config: Config) -> None:

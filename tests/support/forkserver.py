@@ -16,6 +16,7 @@ pid, then its wait status when it has exited.
 from __future__ import annotations
 
 import contextlib
+import gc
 import importlib
 import json
 import os
@@ -159,6 +160,10 @@ def main() -> None:
         importlib.import_module(module)
     if threading.active_count() != 1:
         sys.exit(f"fork server: importing the roles' modules started threads: {threading.enumerate()}")
+    # As a preloading server does before it forks: a child's collections (a worker's first is at its start,
+    # workers/signals.py) then leave what it inherited alone, rather than walk every page of it and copy it.
+    gc.collect()
+    gc.freeze()
     control.sendall(b"ready")
     run_as_main(serve(control).argv)  # the child's exit is the role's
 

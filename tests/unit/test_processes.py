@@ -6,6 +6,7 @@ import sys
 
 import pytest
 
+from api import processes
 from api.processes import run_as_main
 
 
@@ -25,3 +26,13 @@ def test_a_module_runs_as_main_with_its_arguments(capsys: pytest.CaptureFixture[
 def test_anything_but_this_interpreters_python_m_is_refused(argv: list[str]) -> None:
     with pytest.raises(ValueError, match="not a python -m command line"):
         run_as_main(argv)
+
+
+def test_wait_for_polls_soon_at_first_then_at_its_interval(monkeypatch: pytest.MonkeyPatch) -> None:
+    pauses: list[float] = []
+    monkeypatch.setattr(processes.time, "sleep", pauses.append)
+    answers = iter([None] * 6 + ["done"])
+
+    assert processes.wait_for(lambda: next(answers), 5, interval=0.1) == "done"
+
+    assert pauses == [0.01, 0.02, 0.04, 0.08, 0.1, 0.1]

@@ -67,7 +67,8 @@ class Install:
 def gateway_config(*, port: int, token: str, state: Path, model_base_url: str) -> dict[str, Any]:
     """The reference kit's openclaw.json: token auth on loopback, no channels or control UI, the one fake
     model (``models.mode: "replace"``, no catalog fetch), ``sessions_send`` and ``sessions_spawn`` let
-    through ``POST /tools/invoke`` (both are on its default deny list), the OpenAI endpoints on."""
+    through ``POST /tools/invoke`` (both are on its default deny list), the OpenAI endpoints on, and no
+    scheduled memory "dreaming"."""
     return {
         "gateway": {
             "mode": "local",
@@ -86,6 +87,9 @@ def gateway_config(*, port: int, token: str, state: Path, model_base_url: str) -
         },
         "logging": {"file": str(state / "logs" / "openclaw.log"), "level": "info"},
         "update": {"checkOnStart": False},
+        # memory-core's "dreaming" is on by default: a cron job at 03:00 that adds a session of its own
+        # ("Memory Dreaming Promotion") to every listing after it. A run across 03:00 saw it.
+        "plugins": {"entries": {"memory-core": {"config": {"dreaming": {"enabled": False}}}}},
         "agents": {
             "defaults": {
                 "workspace": str(state / "workspace"),

@@ -10,7 +10,6 @@ for capacity happens here: a short wait in the worker's thread, a long one parks
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 import threading
@@ -18,6 +17,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import orjson
 from opentelemetry import trace
 
 from shared.base import session_keys
@@ -112,7 +112,7 @@ class ModelGate:
         against the budgets: ``BudgetExceeded`` if it would pass one (the call leaves the window unsent).
         Each ask is one round trip: the admission and the reservation go together."""
         self.flush()  # a settling left waiting never outlives the next call
-        prompt = len(json.dumps(body.get("messages", []))) // CHARS_PER_TOKEN + 1
+        prompt = len(orjson.dumps(body.get("messages", []))) // CHARS_PER_TOKEN + 1
         cap = self.output_cap() or DEFAULT_OUTPUT_CAP
         tokens = prompt + cap
         usd_micros = budgets.micros(self._model.cost_usd(prompt, cap) or 0.0)

@@ -5,7 +5,7 @@ the gate was four round trips a step and the memo a fifth)."""
 
 from __future__ import annotations
 
-import uuid
+import random
 
 from redis import Redis
 
@@ -29,7 +29,7 @@ class ModelCallStore:
     def open(self, ask: Ask, reservation: Reservation) -> tuple[Admission, Refusal | None]:
         # The ticket is named here so the reservation, sent behind the admission, can hold it: the script
         # holds it only if the admission put it in flight.
-        ticket = f"{ask.waiter}#{uuid.uuid4().hex[:16]}"
+        ticket = f"{ask.waiter}#{random.getrandbits(64):016x}"
         admitted, reserved = run_pipelined(
             self._redis,
             [

@@ -21,6 +21,7 @@ from contextlib import AbstractContextManager, nullcontext, suppress
 from typing import Any
 
 import httpx
+import orjson
 
 from shared.base.backoff import delay
 from shared.base.errors import ClawbusError
@@ -29,6 +30,8 @@ from shared.ports.runtime import CancelSignal, RunCancelled, RunTimedOut, StepRe
 from shared.wire.models import Message, ToolCallBlock, Usage
 
 MAX_BACKOFF_SECONDS = 30.0
+# The headers every request carries; the provider's own and its key go beside them.
+BASE_HEADERS = {"content-type": "application/json", "accept": "*/*", "user-agent": "clawbus"}
 
 
 def retryable(status: int) -> bool:
@@ -49,13 +52,16 @@ class OpenAIRuntime:
         self,
         provider: OpenAIProvider,
         model: OpenAIModel,
-        client: httpx.Client,
+        transport: httpx.BaseTransport,
         sleep: Callable[[float], None] = time.sleep,
         stream_idle_seconds: float | None = None,
     ) -> None:
         self._provider = provider
         self._model = model
-        self._client = client
+        # Requests are built whole here (body, headers, timeouts) and go straight to the connection pool.
+        self._transport = transport
+        self._url = httpx.URL(provider.base_url.rstrip("/") + "/chat/completions")
+        self._headers = {**BASE_HEADERS, **provider.headers}
         self._sleep = sleep
         self._stream_idle = stream_idle_seconds
 
@@ -131,11 +137,14 @@ class OpenAIRuntime:
         headers: dict[str, str],
     ) -> StepResult:
         """One request; ``headers`` gets the response's (the gate learns from them)."""
-        url = self._provider.base_url.rstrip("/") + "/chat/completions"
-        sent = {**self._provider.headers}
+        sent = self._headers
         key = self._provider.api_key()
         if key:
-            sent["Authorization"] = f"Bearer {key}"
+            sent = {**sent, "authorization": f"Bearer {key}"}
+        timeouts = self._timeouts(body, timeout)
+        outgoing = httpx.Request(
+            "POST", self._url, content=orjson.dumps(body), headers=sent, extensions={"timeout": timeouts}
+        )
         streamed: list[str] = []
 
         def on_text(text: str) -> None:
@@ -144,23 +153,22 @@ class OpenAIRuntime:
                 request.on_text(text)
 
         try:
-            with (
-                self._client.stream(
-                    "POST", url, json=body, headers=sent, timeout=self._timeouts(body, timeout)
-                ) as response,
-                _hanging_up(request, response),
-            ):
-                headers.update((name.lower(), value) for name, value in response.headers.items())
-                if response.status_code >= 400:
-                    response.read()
-                    _raise_for(response)
-                if body.get("stream"):
-                    lines = _until_cancelled(response.iter_lines(), request, streamed)
-                    return self._result(*_collect_stream(lines, on_text, deadline))
-                response.read()
-                if request.cancelled():
-                    raise RunCancelled()
-                return self._result(*_parse_whole(response.json(), on_text))
+            response = self._transport.handle_request(outgoing)
+            try:
+                with _hanging_up(request, response):
+                    headers.update((name.lower(), value) for name, value in response.headers.items())
+                    if response.status_code >= 400:
+                        response.read()
+                        _raise_for(response)
+                    if body.get("stream"):
+                        payloads = _until_cancelled(sse_data(response.iter_bytes()), request, streamed)
+                        return self._result(*_collect_stream(payloads, on_text, deadline))
+                    whole = response.read()
+                    if request.cancelled():
+                        raise RunCancelled()
+                    return self._result(*_parse_whole(_json_of(whole), on_text))
+            finally:
+                response.close()
         except httpx.TransportError as exc:
             if request.cancelled():  # the cancel hung up on the model
                 raise RunCancelled("".join(streamed)) from None
@@ -172,12 +180,13 @@ class OpenAIRuntime:
                 f"model endpoint unreachable ({type(exc).__name__}: {exc})", streamed=bool(streamed)
             ) from None
 
-    def _timeouts(self, body: dict[str, Any], timeout: float) -> httpx.Timeout:
+    def _timeouts(self, body: dict[str, Any], timeout: float) -> dict[str, float]:
         """``timeout`` for every wait; a stream's reads (the gaps between its bytes) also within
         ``models.streamIdleTimeoutSeconds``: a stream that stalls with its connection open fails then."""
-        if not body.get("stream") or self._stream_idle is None:
-            return httpx.Timeout(timeout)
-        return httpx.Timeout(timeout, read=min(timeout, self._stream_idle))
+        read = timeout
+        if body.get("stream") and self._stream_idle is not None:
+            read = min(timeout, self._stream_idle)
+        return {"connect": timeout, "read": read, "write": timeout, "pool": timeout}
 
     def _result(
         self, text: str, calls: list[ToolCallBlock], usage: dict[str, Any], response_id: str | None
@@ -322,17 +331,31 @@ def _hanging_up(request: StepRequest, response: httpx.Response) -> AbstractConte
     return request.cancel.on_set(hang_up)
 
 
-def _until_cancelled(lines: Iterator[str], request: StepRequest, streamed: list[str]) -> Iterator[str]:
-    """The stream's lines until the run is cancelled: then ``RunCancelled`` with the text so far, and
-    leaving the ``with`` block closes the connection, which tells the model to stop."""
-    for line in lines:
+def _until_cancelled(payloads: Iterator[bytes], request: StepRequest, streamed: list[str]) -> Iterator[bytes]:
+    """The stream's events until the run is cancelled: then ``RunCancelled`` with the text so far, and
+    closing the response closes the connection, which tells the model to stop."""
+    for payload in payloads:
         if request.cancelled():
             raise RunCancelled("".join(streamed))
-        yield line
+        yield payload
+
+
+def sse_data(chunks: Iterator[bytes]) -> Iterator[bytes]:
+    """The payload of each ``data:`` line of a server-sent event stream, as the bytes arrive (a line may
+    span chunks; a newline byte is never part of a UTF-8 character, so lines split safely as bytes)."""
+    rest = b""
+    for chunk in chunks:
+        lines = (rest + chunk).split(b"\n")
+        rest = lines.pop()
+        for line in lines:
+            if line.startswith(b"data:"):
+                yield line[5:].strip()
+    if rest.startswith(b"data:"):
+        yield rest[5:].strip()
 
 
 def _collect_stream(
-    lines: Iterator[str], on_text: Callable[[str], None] | None, deadline: float | None = None
+    payloads: Iterator[bytes], on_text: Callable[[str], None] | None, deadline: float | None = None
 ) -> tuple[str, list[ToolCallBlock], dict[str, Any], str | None]:
     """Server-sent chunks: text deltas (passed on as they come), tool call fragments by index, usage.
     Past ``deadline`` (monotonic) the step is cut off: a model that keeps talking does not outlive the
@@ -341,19 +364,16 @@ def _collect_stream(
     parts: dict[int, dict[str, Any]] = {}
     usage: dict[str, Any] = {}
     response_id: str | None = None
-    for line in lines:
+    for data in payloads:
         if deadline is not None and time.monotonic() > deadline:
             raise RunTimedOut("the model was still answering when the time limit ran out")
-        if not line.startswith("data:"):
-            continue
-        data = line[5:].strip()
-        if data == "[DONE]":
+        if data == b"[DONE]":
             # Read to the body's end (nothing follows the marker): a response left half-read closes its
             # connection, and the next step would pay a new one (as the OpenAI SDK, which drains too).
-            for _rest in lines:
+            for _rest in payloads:
                 pass
             break
-        chunk = json.loads(data)
+        chunk = _json_of(data)
         if chunk.get("error"):
             raise ModelRequestFailed(f"model stream failed: {json.dumps(chunk['error'])[:300]}")
         usage = chunk.get("usage") or usage
@@ -374,6 +394,17 @@ def _collect_stream(
     return "".join(text), calls, usage, response_id
 
 
+def _json_of(data: bytes) -> dict[str, Any]:
+    """A JSON object the endpoint sent; anything else is a failed request, named."""
+    try:
+        parsed = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        raise ModelRequestFailed(f"model answered what is not JSON: {data[:300]!r}") from None
+    if not isinstance(parsed, dict):
+        raise ModelRequestFailed(f"model answered what is not a JSON object: {data[:300]!r}")
+    return parsed
+
+
 def _response_id(payload: dict[str, Any]) -> str | None:
     """The provider's id of its answer (``chatcmpl-...``), kept on the assistant message as the release
     keeps it (``responseId``)."""
@@ -385,8 +416,8 @@ def _call(call_id: str | None, name: str | None, arguments: str | None) -> ToolC
     """Arguments that are not a JSON object are passed as none: the tool's validation then names what is
     missing, which the model can act on."""
     try:
-        parsed = json.loads(arguments) if arguments else {}
-    except ValueError:
+        parsed = orjson.loads(arguments) if arguments else {}
+    except orjson.JSONDecodeError:
         parsed = {}
     return ToolCallBlock(
         id=call_id or f"call_{random.getrandbits(64):016x}",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import httpx
 
-from shared.adapters.http_clients import process_client
+from shared.adapters.http_clients import process_transport
 from shared.adapters.runtimes import remote
 from shared.adapters.runtimes.echo import EchoRuntime
 from shared.adapters.runtimes.openai import OpenAIRuntime
@@ -22,7 +22,7 @@ def runtime_for(config: Config, model_ref: str) -> AgentRuntime:
         return OpenAIRuntime(
             provider,
             provider.model(model),
-            _client(provider, size),
+            _transport(provider, size),
             stream_idle_seconds=config.models.stream_idle_timeout_seconds,
         )
     if isinstance(provider, EchoProvider):
@@ -30,8 +30,8 @@ def runtime_for(config: Config, model_ref: str) -> AgentRuntime:
     return ScriptRuntime(provider.rules, delay_ms=provider.delay_ms)
 
 
-def _client(provider: OpenAIProvider, size: int) -> httpx.Client:
-    """One client per endpoint and process, shared by every thread of a worker: its pool is bounded (the
+def _transport(provider: OpenAIProvider, size: int) -> httpx.HTTPTransport:
+    """One transport per endpoint and process, shared by every thread of a worker: its pool is bounded (the
     provider's maxConnections, else the process's concurrency), and a step reuses a connection left open."""
     limits = httpx.Limits(max_connections=size, max_keepalive_connections=size)
-    return process_client(str(provider.base_url), limits)
+    return process_transport(str(provider.base_url), limits)

@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from shared.adapters.runtimes.openai import ModelRequestFailed, OpenAIRuntime, chat_messages
+from shared.adapters.runtimes.openai import ModelRequestFailed, OpenAIRuntime, chat_messages, sse_data
 from shared.adapters.runtimes.registry import runtime_for
 from shared.config import Config, OpenAIProvider
 from shared.ports.runtime import CancelSignal, RunCancelled, RunTimedOut, StepRequest
@@ -148,7 +148,7 @@ def test_an_unreachable_endpoint_is_a_clear_failure() -> None:
     provider = OpenAIProvider.model_validate(
         {"type": "openai", "baseUrl": refused_url(), "models": ["m"], "maxRetries": 1}
     )
-    made = OpenAIRuntime(provider, provider.model("m"), httpx.Client(), sleep=lambda _: None)
+    made = OpenAIRuntime(provider, provider.model("m"), httpx.HTTPTransport(), sleep=lambda _: None)
     with pytest.raises(ModelRequestFailed, match="unreachable"):
         made.step(request(user("hi")))
 
@@ -286,3 +286,18 @@ def test_a_cancel_hangs_up_on_a_model_that_has_said_nothing_yet(server: FakeOpen
     # Far sooner than the model's ten seconds (2.3 s once beside the whole suite on a slow machine).
     assert time.monotonic() - asked < 5
     wait_for(lambda: server.hung_up, 5, what="the server to see the stream closed")
+
+
+def test_event_data_is_read_whole_when_its_line_spans_chunks() -> None:
+    chunks = [b'data: {"a": 1}\n\nda', b'ta: {"b":', b" 2}\r\n\n: a comment\nevent: x\ndata: [DONE]"]
+    assert list(sse_data(iter(chunks))) == [b'{"a": 1}', b'{"b": 2}', b"[DONE]"]
+
+
+def test_a_stream_chunk_that_is_not_json_fails_the_step_with_what_came() -> None:
+    provider = OpenAIProvider.model_validate({"type": "openai", "baseUrl": "http://model", "models": ["m"]})
+    broken = httpx.MockTransport(
+        lambda _: httpx.Response(200, content=b"data: {not json\n\ndata: [DONE]\n\n")
+    )
+    made = OpenAIRuntime(provider, provider.model("m"), broken)
+    with pytest.raises(ModelRequestFailed, match="not JSON"):
+        made.step(request(user("hi")))

@@ -170,6 +170,15 @@ class LaneHead:
 
 
 @dataclass(frozen=True, slots=True)
+class Memo:
+    """A run's loop state (JSON) to memoize under its attempt's lease (``token``)."""
+
+    run: Run
+    token: str
+    state: str
+
+
+@dataclass(frozen=True, slots=True)
 class Committed:
     committed: bool
     next_head: LaneHead | None = None

@@ -26,6 +26,7 @@ from shared.domain.runs import (
     Committed,
     Enqueue,
     LaneHead,
+    Memo,
     NewRun,
     Outcome,
     Stalls,
@@ -436,9 +437,18 @@ class ModelCalls(Protocol):
         """The call is over: settle it in its model's traffic and charge its spend, together."""
         ...
 
-    def close_and_memoize(self, call: CallClose, run: Run, token: str, memo: str) -> bool:
+    def close_and_memoize(self, call: CallClose, memo: Memo) -> bool:
         """``close`` and ``Runs.memoize`` in one round trip (a step that called tools is over): False if
         the lease was lost (the memo is not written; the call is closed all the same)."""
+        ...
+
+    def memoize_and_open(
+        self, memo: Memo, closing: CallClose | None, ask: Ask, reservation: Reservation
+    ) -> tuple[bool, Admission, Refusal | None]:
+        """The loop state after tool calls that only read, memoized with the last call's settling (when
+        it still waits) and ``open`` of the next call, in one round trip: False first if the lease was
+        lost (the memo is not written; the next call is admitted all the same, for the caller to close
+        unsent)."""
         ...
 
     def close_and_commit(

@@ -83,6 +83,8 @@ class LoopEnv:
     tools: list[str]
     # Memoizes the loop state after a step that called tools (with its model call's settling).
     memoize: Callable[[LoopState], None]
+    # The same once the step's tool calls, which only read, have run: with the next step's admission.
+    memoize_later: Callable[[LoopState], None]
     # Seconds left of the run's time limit, asked before every step (None: no limit).
     time_left: Callable[[], float | None]
     # Called when a step is over: text still buffered for the event stream goes out.
@@ -195,7 +197,10 @@ def _step(env: LoopEnv, state: LoopState) -> None:
         stored = [_storable(env, call) for call in result.tool_calls]
         message = message.model_copy(update={"content": [*texts, *stored]})
         state.messages.append(message)
-        env.memoize(state)
+        if all(_reads_only(call) for call in result.tool_calls):
+            env.memoize_later(state)
+        else:  # before a call that changes something runs: a retried attempt must not make it anew
+            env.memoize(state)
         return
     state.final = result.reply
     state.messages.append(message)
@@ -267,6 +272,12 @@ def _settle(env: LoopEnv, state: LoopState, pending: PendingWait) -> bool:
     state.messages.append(_tool_result(env, call, result))
     state.pending = None
     return True
+
+
+def _reads_only(call: ToolCallBlock) -> bool:
+    """Made again, the call doubles nothing (an unknown tool's is only an error result)."""
+    tool = TOOLS.get(call.name)
+    return tool is None or tool.reads_only
 
 
 def _storable(env: LoopEnv, call: ToolCallBlock) -> ToolCallBlock:

@@ -30,6 +30,7 @@ from shared.domain.runs import (
     Committed,
     ExecutionState,
     LaneHead,
+    Memo,
     Outcome,
     SuspendOutcome,
 )
@@ -39,6 +40,7 @@ from shared.ports.runtime import RunCancelled, RunTimedOut, StepRequest
 from shared.ports.storage import Storage
 from shared.runner import agent_loop, cancellation, hot_window, leases
 from shared.runner.agent_loop import LoopState, StepsExhausted
+from shared.runner.leases import LeaseLost
 from shared.runner.model_gate import AwaitingCapacity, ModelGate, NoCapacity, root_of
 from shared.runner.tool_schemas import tool_schemas
 from shared.runner.visible_text import visible
@@ -73,10 +75,6 @@ class AttemptResult:
     retry_in_ms: int = 0
     # What ended the run, when it did not end ok.
     error: str | None = None
-
-
-class LeaseLost(ClawbusError):
-    """Another attempt took the run over: this one stops without writing."""
 
 
 _LOST: Literal["lost"] = "lost"
@@ -301,16 +299,25 @@ def _loop_env(held: _Held) -> agent_loop.LoopEnv:
 
     gate = _gate(held, model)
 
+    def memo_of(loop: LoopState) -> Memo:
+        return Memo(run, claim.token, loop.model_dump_json())
+
     def memoize(loop: LoopState) -> None:
         # The step's model call is settled in the memo's round trip (docs/capacity.md, figure 6).
         closing = gate.take_close() if gate is not None else None
-        memo = loop.model_dump_json()
         if closing is not None:
-            stored = store.calls.close_and_memoize(closing, run, claim.token, memo)
+            stored = store.calls.close_and_memoize(closing, memo_of(loop))
         else:
-            stored = store.runs.memoize(run, claim.token, memo)
+            stored = store.runs.memoize(run, claim.token, memo_of(loop).state)
         if not stored:
             raise LeaseLost(f"run {run.run_id}: lease lost mid-loop")
+
+    def memoize_later(loop: LoopState) -> None:
+        # With the next call's admission, one round trip fewer a step (docs/capacity.md, figure 6).
+        if gate is None:
+            memoize(loop)
+        else:
+            gate.memoize_with_next(lambda: memo_of(loop))
 
     streamed = _TextEvents(store, run.run_id)
 
@@ -337,6 +344,7 @@ def _loop_env(held: _Held) -> agent_loop.LoopEnv:
         request=request,
         tools=tools,
         memoize=memoize,
+        memoize_later=memoize_later,
         time_left=lambda: _time_left(store, run),
         text_done=streamed.flush,
         settle=gate.flush if gate is not None else _nothing,

@@ -15,10 +15,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from shared.base.errors import ClawbusError
 from shared.domain import logs
 from shared.ports.storage import Storage
 
 log = logging.getLogger(__name__)
+
+
+class LeaseLost(ClawbusError):
+    """Another attempt took the run over: this one stops without writing."""
 
 
 class _LeaseKeeper:

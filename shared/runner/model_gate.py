@@ -24,9 +24,11 @@ from shared.base import session_keys
 from shared.base.errors import ClawbusError
 from shared.config import Config, OpenAIModel, OpenAIProvider
 from shared.domain import budgets
-from shared.domain.traffic import CLASS_OF_KIND, CLASSES, Ask, CallClose, CallEnd, CallLimits
+from shared.domain.runs import Memo
+from shared.domain.traffic import CLASS_OF_KIND, CLASSES, Admission, Ask, CallClose, CallEnd, CallLimits
 from shared.ports.runtime import CallTicket, RunCancelled, RunTimedOut
 from shared.ports.storage import Storage
+from shared.runner.leases import LeaseLost
 from shared.wire.models import Run, SessionEntry, Usage
 
 log = logging.getLogger(__name__)
@@ -97,6 +99,8 @@ class ModelGate:
         self._held_since: float | None = None
         # The answered call's settling, not sent yet (``take_close``).
         self._closing: CallClose | None = None
+        # The loop state to memoize with the next call's admission (``memoize_with_next``).
+        self._memo: Callable[[], Memo] | None = None
 
     def output_cap(self) -> int | None:
         """The output cap a call asks for: the model's; else, where a budget or a token limit is configured,
@@ -111,7 +115,8 @@ class ModelGate:
         ``AwaitingCapacity``: the run keeps its place in the queue), then reserve the call's worst case
         against the budgets: ``BudgetExceeded`` if it would pass one (the call leaves the window unsent).
         Each ask is one round trip: the admission and the reservation go together."""
-        self.flush()  # a settling left waiting never outlives the next call
+        if self._memo is None:  # else the memo's round trip carries it
+            self.flush()  # a settling left waiting never outlives the next call
         prompt = len(orjson.dumps(body.get("messages", []))) // CHARS_PER_TOKEN + 1
         cap = self.output_cap() or DEFAULT_OUTPUT_CAP
         tokens = prompt + cap
@@ -155,7 +160,7 @@ class ModelGate:
                     now_ms=now_ms,
                     hold_ms=self._hold_ms,
                 )
-                answer, refusal = self._store.calls.open(ask, reservation)
+                answer, refusal = self._ask(ask, reservation)
                 if answer.ticket is not None:
                     if announced or self._run.waiting_for:
                         self._store.runs.mark_waiting(self._run.run_id, None)
@@ -188,6 +193,25 @@ class ModelGate:
                 if announced:
                     self._store.runs.mark_waiting(self._run.run_id, None)
             raise
+
+    def memoize_with_next(self, memo: Callable[[], Memo]) -> None:
+        """The loop state ``memo`` makes goes to Redis with the next call's admission, in its round trip,
+        after the tool calls between the two ran (the caller's to say that is safe: they only read)."""
+        self._memo = memo
+
+    def _ask(self, ask: Ask, reservation: budgets.Reservation) -> tuple[Admission, budgets.Refusal | None]:
+        memo, self._memo = self._memo, None
+        if memo is None:
+            return self._store.calls.open(ask, reservation)
+        kept, answer, refusal = self._store.calls.memoize_and_open(
+            memo(), self.take_close(), ask, reservation
+        )
+        if not kept:
+            if answer.ticket is not None:  # admitted for an attempt that no longer owns the run
+                unsent = CallEnd(None, unsent=True, limits=self._limits)
+                self._store.calls.close(CallClose(self._ref, answer.ticket, unsent, self._charge(0, 0)))
+            raise LeaseLost(f"run {self._run.run_id}: lease lost mid-loop")
+        return answer, refusal
 
     def _announce(self, reason: str, wait_ms: int, position: int) -> None:
         """The run's events say it is throttled, and why; the run says what it waits for."""

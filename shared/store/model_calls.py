@@ -6,11 +6,12 @@ the gate was four round trips a step and the memo a fifth)."""
 from __future__ import annotations
 
 import random
+from typing import Any
 
 from redis import Redis
 
 from shared.domain.budgets import Refusal, Reservation
-from shared.domain.runs import Committed, Outcome
+from shared.domain.runs import Committed, Memo, Outcome
 from shared.domain.traffic import Admission, Ask, CallClose
 from shared.store.budgets import BudgetStore, refusal
 from shared.store.runs import RunStore
@@ -27,27 +28,41 @@ class ModelCallStore:
         self._runs = runs
 
     def open(self, ask: Ask, reservation: Reservation) -> tuple[Admission, Refusal | None]:
+        admitted, reserved = run_pipelined(self._redis, self._opening(ask, reservation))
+        return self._opened(admitted, reserved)
+
+    def memoize_and_open(
+        self, memo: Memo, closing: CallClose | None, ask: Ask, reservation: Reservation
+    ) -> tuple[bool, Admission, Refusal | None]:
+        before = [*(self._closing(closing) if closing is not None else []), self._memoizing(memo)]
+        *_, memoized, admitted, reserved = run_pipelined(
+            self._redis, [*before, *self._opening(ask, reservation)]
+        )
+        return bool(memoized), *self._opened(admitted, reserved)
+
+    def _opening(self, ask: Ask, reservation: Reservation) -> list[ScriptCall]:
         # The ticket is named here so the reservation, sent behind the admission, can hold it: the script
         # holds it only if the admission put it in flight.
         ticket = f"{ask.waiter}#{random.getrandbits(64):016x}"
-        admitted, reserved = run_pipelined(
-            self._redis,
-            [
-                self._traffic.admit_call(ask, ticket),
-                self._budgets.reserve_call(reservation, ticket, self._traffic.in_flight(ask.model)),
-            ],
-        )
+        return [
+            self._traffic.admit_call(ask, ticket),
+            self._budgets.reserve_call(reservation, ticket, self._traffic.in_flight(ask.model)),
+        ]
+
+    @staticmethod
+    def _opened(admitted: list[Any], reserved: list[Any]) -> tuple[Admission, Refusal | None]:
         answer = admission(admitted)
         return answer, refusal(reserved) if answer.ticket is not None else None
 
     def close(self, call: CallClose) -> None:
         run_pipelined(self._redis, self._closing(call))
 
-    def close_and_memoize(self, call: CallClose, run: Run, token: str, memo: str) -> bool:
-        *_, memoized = run_pipelined(
-            self._redis, [*self._closing(call), self._runs.memoize_call(run, token, memo)]
-        )
+    def close_and_memoize(self, call: CallClose, memo: Memo) -> bool:
+        *_, memoized = run_pipelined(self._redis, [*self._closing(call), self._memoizing(memo)])
         return bool(memoized)
+
+    def _memoizing(self, memo: Memo) -> ScriptCall:
+        return self._runs.memoize_call(memo.run, memo.token, memo.state)
 
     def close_and_commit(
         self,

@@ -40,6 +40,9 @@ class Tool:
     description: str
     params: type[BaseModel]
     run: Callable[[ToolContext, Any], Wire | AwaitRun]
+    # The tool only reads: made again (an attempt that died after it ran and asks the model again), it
+    # doubles nothing, so the loop state that follows it may be memoized after it rather than before.
+    reads_only: bool = False
 
     def parse(self, args: Mapping[str, Any], ctx: ToolContext) -> BaseModel:
         """Validate raw arguments; raises pydantic.ValidationError naming the bad field."""
@@ -72,8 +75,15 @@ TOOLS: dict[str, Tool] = {
             "List sessions, newest first, optionally with their last messages.",
             SessionsListParams,
             sessions_list,
+            reads_only=True,
         ),
-        Tool("sessions_history", "Read one session's transcript.", SessionsHistoryParams, sessions_history),
+        Tool(
+            "sessions_history",
+            "Read one session's transcript.",
+            SessionsHistoryParams,
+            sessions_history,
+            reads_only=True,
+        ),
         Tool(
             "sessions_send",
             "Send a message into another session; optionally wait for its reply.",
@@ -86,7 +96,13 @@ TOOLS: dict[str, Tool] = {
             SessionsSpawnParams,
             sessions_spawn,
         ),
-        Tool("agents_list", "List the agents this session may spawn.", AgentsListParams, agents_list),
+        Tool(
+            "agents_list",
+            "List the agents this session may spawn.",
+            AgentsListParams,
+            agents_list,
+            reads_only=True,
+        ),
         Tool(
             "sessions_yield",
             "End your turn now and wait for every sub-agent you spawned to report; you are woken once, "

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -23,7 +25,7 @@ from shared.tools.tool_context import ToolContext
 from shared.wire.models import Message, RunStatus
 from shared.wire.send_schema import SendResult
 from tests.conftest import BrokenModel, WorldFactory
-from tests.support.fake_openai import Reply, fake_openai, text, tool
+from tests.support.fake_openai import FakeOpenAI, Reply, fake_openai, text, tool
 from tests.support.sessions import open_sessions
 from workers.testing import InlineDispatcher, drain_runs
 
@@ -207,6 +209,17 @@ def test_a_runs_reply_is_the_models_prose_while_its_transcript_keeps_what_it_wro
     assert store.transcripts.last(TARGET, 1)[0].text == "echo: <think>weigh it</think>the answer<|im_end|>"
 
 
+def _on_the_model(world: WorldFactory, server: FakeOpenAI) -> tuple[Config, Store, InlineDispatcher]:
+    """A world whose agent's model is the fake server's."""
+    provider = {"type": "openai", "baseUrl": server.url, "models": ["m"]}
+    return world(
+        {
+            "agents": {"list": [{"id": "main", "default": True, "model": "fake/m"}]},
+            "models": {"providers": {"fake": provider}},
+        }
+    )
+
+
 def _four_steps(body: dict[str, Any]) -> Reply:
     """Three tool rounds of ``agents_list`` after the latest user message, then the answer."""
     messages = body.get("messages", [])
@@ -215,20 +228,14 @@ def _four_steps(body: dict[str, Any]) -> Reply:
     return tool("agents_list") if rounds < 3 else text("done")
 
 
-def test_a_run_of_four_model_steps_makes_eleven_round_trips_to_redis(
+def test_a_run_of_four_model_steps_whose_tools_only_read_makes_eight_round_trips_to_redis(
     world: WorldFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The claim, the transcript read, each step's admission, each tool step's settling with its memo, and
-    the last step's with the commit, whose answer also says how long the transcript is: what a link
-    between a worker and Redis costs a run (docs/capacity.md, figures 6 and 19)."""
+    """The claim, the transcript read, each step's admission (after a tool step, with that step's settling
+    and the loop's memo), and the last step's settling with the commit, whose answer also says how long the
+    transcript is: what a link between a worker and Redis costs a run (docs/capacity.md, figures 6, 19)."""
     with fake_openai(default=_four_steps) as server:
-        provider = {"type": "openai", "baseUrl": server.url, "models": ["m"]}
-        config, store, dispatcher = world(
-            {
-                "agents": {"list": [{"id": "main", "default": True, "model": "fake/m"}]},
-                "models": {"providers": {"fake": provider}},
-            }
-        )
+        config, store, dispatcher = _on_the_model(world, server)
         open_sessions(store, config, TARGET)
         ctx = ToolContext.for_caller(config, store, dispatcher, "agent:main:main")
         send(ctx, "first")
@@ -258,4 +265,75 @@ def test_a_run_of_four_model_steps_makes_eleven_round_trips_to_redis(
 
     assert result.status is RunStatus.OK
     assert len(server.requests) == 8
-    assert len(trips) == 11, trips
+    assert len(trips) == 8, trips
+
+
+def _memos_at_second_step(
+    store: Store, first: Reply, seen: list[str | None]
+) -> Callable[[dict[str, Any]], Reply]:
+    """A model that answers ``first``, then text; asked the second time, it puts in ``seen`` the memo of
+    every run there is."""
+
+    def model(body: dict[str, Any]) -> Reply:
+        if not any(message.get("role") == "tool" for message in body.get("messages", [])):
+            return first
+        run_ids = [key.rsplit(":", 1)[-1] for key in store.redis.scan_iter(store.keys.run("*"))]
+        seen.extend(store.redis.hget(store.keys.run(run_id), "memo") for run_id in run_ids)
+        return text("done")
+
+    return model
+
+
+@pytest.mark.parametrize(
+    ("first", "memo_has_the_result"),
+    [
+        (tool("agents_list"), True),
+        (
+            tool("sessions_send", sessionKey="agent:main:webchat:direct:bob", message="hi", timeoutSeconds=0),
+            False,
+        ),
+    ],
+    ids=["a-tool-that-only-reads", "a-tool-that-sends"],
+)
+def test_a_tool_steps_memo_is_written_after_calls_that_only_read_and_before_any_other(
+    world: WorldFactory, first: Reply, memo_has_the_result: bool
+) -> None:
+    """A call that only reads, made again by an attempt that died after it, doubles nothing: its step's
+    memo goes with the next step's admission, its result in it. Any other call's step is memoized before
+    the call runs, so a retried attempt finds the call and never makes it anew."""
+    with fake_openai() as server:
+        config, store, dispatcher = _on_the_model(world, server)
+        open_sessions(store, config, TARGET, "agent:main:webchat:direct:bob")
+        seen: list[str | None] = []
+        server.default = _memos_at_second_step(store, first, seen)
+        run_id = send(ToolContext.for_caller(config, store, dispatcher, "agent:main:main"), "go")
+        head = dispatcher.take_head()
+        assert head is not None
+        result = execute(store, config, dispatcher, Attempt(run_id, TARGET, owner="w", attempt=0))
+    assert result.status is RunStatus.OK
+    memos = [json.loads(memo) for memo in seen if memo]
+    assert len(memos) == 1
+    roles = [message["role"] for message in memos[0]["messages"]]
+    assert roles == (["assistant", "toolResult"] if memo_has_the_result else ["assistant"])
+
+
+def test_a_lease_lost_before_a_deferred_memo_stops_the_attempt_and_frees_the_call_it_was_admitted(
+    world: WorldFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with fake_openai(default=_four_steps) as server:
+        config, store, dispatcher = _on_the_model(world, server)
+        open_sessions(store, config, TARGET)
+        listing = TOOLS["agents_list"]
+
+        def taken_over(ctx: ToolContext, params: Any) -> Any:
+            store.redis.hset(store.keys.lease(TARGET), "token", "another attempt's")
+            return listing.run(ctx, params)
+
+        monkeypatch.setitem(TOOLS, "agents_list", dataclasses.replace(listing, run=taken_over))
+        run_id = send(ToolContext.for_caller(config, store, dispatcher, "agent:main:main"), "go")
+        assert dispatcher.take_head() is not None
+        result = execute(store, config, dispatcher, Attempt(run_id, TARGET, owner="w", attempt=0))
+    assert result.outcome is ClaimOutcome.BUSY  # the other attempt owns the run
+    assert len(server.requests) == 1  # the second step's call was admitted, never sent
+    assert store.traffic.snapshot(["fake/m"])[0].in_flight == 0
+    assert store.redis.hget(store.keys.run(run_id), "memo") is None

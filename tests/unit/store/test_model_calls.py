@@ -1,9 +1,10 @@
 """shared/store/model_calls.py: a model call's admission and budget reservation in one round trip, and its
-settling in the traffic and the budgets in one."""
+settling in the traffic and the budgets in one; a run's memo beside either."""
 
 from __future__ import annotations
 
 from shared.domain.budgets import Charge, Limits, Refusal, Reservation, Spend
+from shared.domain.runs import Memo
 from shared.domain.traffic import Ask, CallClose, CallEnd, CallLimits
 from shared.store import Store
 from shared.wire.models import RunStatus
@@ -83,10 +84,38 @@ def test_a_call_closed_with_its_runs_memo_writes_both_while_the_lease_holds(stor
     second, _ = store.calls.open(ask(store, "r1"), reservation(500))
     assert first.ticket is not None
     assert second.ticket is not None
-    assert store.calls.close_and_memoize(close(first.ticket), run, "held", '{"steps": 1}')
+    assert store.calls.close_and_memoize(close(first.ticket), Memo(run, "held", '{"steps": 1}'))
     assert store.redis.hget(store.keys.run("r1"), "memo") == '{"steps": 1}'
     # A lost lease: the memo is refused, the call is closed all the same.
-    assert not store.calls.close_and_memoize(close(second.ticket), run, "stale", '{"steps": 2}')
+    assert not store.calls.close_and_memoize(close(second.ticket), Memo(run, "stale", '{"steps": 2}'))
     assert store.redis.hget(store.keys.run("r1"), "memo") == '{"steps": 1}'
     assert in_flight(store) == 0
     assert store.budgets.spent(["main"], DAY)["main"] == Spend(240, 60)
+
+
+def test_a_memo_goes_with_the_last_calls_settling_and_the_next_calls_admission(store: Store) -> None:
+    run = a_run("r1", RunStatus.RUNNING)
+    store.redis.hset(store.keys.lease(run.session_key), "token", "held")
+    first, _ = store.calls.open(ask(store, "r1"), reservation(500))
+    assert first.ticket is not None
+    kept, second, refused = store.calls.memoize_and_open(
+        Memo(run, "held", '{"steps": 1}'), close(first.ticket), ask(store, "r1"), reservation(500)
+    )
+    assert kept
+    assert second.ticket is not None
+    assert second.ticket != first.ticket
+    assert refused is None
+    assert store.redis.hget(store.keys.run("r1"), "memo") == '{"steps": 1}'
+    assert in_flight(store) == 1  # the first call closed, the second in flight
+    assert store.budgets.spent(["main"], DAY)["main"] == Spend(120 + 500, 30 + 10)
+
+
+def test_a_memo_refused_for_a_lost_lease_still_answers_the_admission(store: Store) -> None:
+    run = a_run("r1", RunStatus.RUNNING)
+    store.redis.hset(store.keys.lease(run.session_key), "token", "held")
+    kept, admitted, _ = store.calls.memoize_and_open(
+        Memo(run, "stale", '{"steps": 1}'), None, ask(store, "r1"), reservation(500)
+    )
+    assert not kept
+    assert admitted.ticket is not None  # the caller closes it unsent
+    assert store.redis.hget(store.keys.run("r1"), "memo") is None

@@ -28,6 +28,8 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 import httpx
+from redis import Redis
+from redis.client import Pipeline
 
 from bench.report import Row, Section
 from bench.stack import Stack
@@ -120,7 +122,47 @@ def worker_heap() -> Iterator[None]:
         gc.unfreeze()
 
 
-def clawbus_steps(stack: Stack, server: RemoteServer, runs: int, warmup: int) -> Latency:
+@dataclass
+class RedisTrips:
+    """The Redis round trips this thread made while ``counting`` (a command or a pipeline each), and the
+    time spent in them: waiting on Redis, and the client's own work on the commands and their answers."""
+
+    count: int = 0
+    seconds: float = 0.0
+    counting: bool = False
+
+
+@contextmanager
+def redis_trips() -> Iterator[RedisTrips]:
+    trips = RedisTrips()
+    thread = threading.get_ident()
+    command, pipeline = Redis.execute_command, Pipeline.execute
+
+    def timed(call: Any) -> Any:
+        def wrapper(*args: Any, **options: Any) -> Any:
+            if not trips.counting or threading.get_ident() != thread:
+                return call(*args, **options)
+            started = time.perf_counter()
+            try:
+                return call(*args, **options)
+            finally:
+                trips.count += 1
+                trips.seconds += time.perf_counter() - started
+
+        return wrapper
+
+    Redis.execute_command = timed(command)
+    Pipeline.execute = timed(pipeline)
+    try:
+        yield trips
+    finally:
+        Redis.execute_command = command
+        Pipeline.execute = pipeline
+
+
+def clawbus_steps(
+    stack: Stack, server: RemoteServer, runs: int, warmup: int, trips: RedisTrips | None = None
+) -> Latency:
     config = _config(server, stack.redis_url)
     # The store's own client, as a worker's: its errors are the store's (a listener outliving the bench's
     # Redis says so quietly).
@@ -141,11 +183,15 @@ def clawbus_steps(stack: Stack, server: RemoteServer, runs: int, warmup: int) ->
             head = dispatcher.take_head()
             assert head is not None
             server.handler_seconds()
+            if trips is not None:
+                trips.counting = i >= warmup
             started = time.perf_counter()
             result = execute(
                 store, config, dispatcher, Attempt(head.run_id, head.session_key, owner="bench", attempt=0)
             )
             elapsed = time.perf_counter() - started
+            if trips is not None:
+                trips.counting = False
             if result.status is None or result.status.value != "ok":
                 raise RuntimeError(f"loop run {i} ended {result}")
             server_time = server.handler_seconds()
@@ -198,9 +244,10 @@ def bare_calls(server: RemoteServer, runs: int, warmup: int) -> Latency:
 
 
 def run(stack: Stack, runs: int, warmup: int) -> Section:
-    with remote_server() as server:
+    with remote_server() as server, redis_trips() as trips:
         bare = bare_calls(server, runs, warmup)
-        loop = clawbus_steps(stack, server, runs, warmup)
+        loop = clawbus_steps(stack, server, runs, warmup, trips)
+    steps = runs * STEPS
     return Section(
         title="Figure 6: agent loop overhead per model step (fake OpenAI server's handler time excluded)",
         measured_label="clawbus step",
@@ -215,9 +262,17 @@ def run(stack: Stack, runs: int, warmup: int) -> Section:
             f"{runs} runs of {STEPS} model steps each (3 agents_list tool rounds + the answer), executed "
             "in-process by the worker's code against the bench redis-server; the fake server, in a "
             "process of its own, streams (SSE).",
+            f"of which Redis round trips: {trips.count / steps:.2f} a step (the run's claim, transcript read "
+            f"and commit included), {trips.seconds / steps * 1000:.2f} ms a step in them (the wait on Redis "
+            "and the client's work on the commands)",
             "A step's share includes its tool call, memoizing the loop state, the run's claim and commit.",
             "Baseline: the same STEPS streamed POST /chat/completions with httpx alone (the same tool "
             "schemas and replies: three tool calls, then the text), each read to its end, per step.",
         ],
-        details={"clawbus": loop.__dict__, "bare": bare.__dict__},
+        details={
+            "clawbus": loop.__dict__,
+            "bare": bare.__dict__,
+            "redis_trips_per_step": trips.count / steps,
+            "redis_ms_per_step": trips.seconds / steps * 1000,
+        },
     )

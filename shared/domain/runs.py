@@ -170,6 +170,21 @@ class LaneHead:
 
 
 @dataclass(frozen=True, slots=True)
+class Ending:
+    """What a run's commit writes: how it ended; what it said, appended to the transcript (tool calls and
+    results included); its final loop state, memoized first in the same round trip (a commit that does not
+    happen is committed from it by a retried attempt, without asking the model again); its latest prompt
+    size (the session's ``contextTokens``); and events still due on its stream (text streamed since the last
+    was sent), appended ahead of the run's end."""
+
+    outcome: Outcome
+    messages: list[Message] = field(default_factory=list)
+    memo: str | None = None
+    context_tokens: int | None = None
+    events: tuple[dict[str, str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class Memo:
     """A run's loop state (JSON) to memoize under its attempt's lease (``token``)."""
 

@@ -24,11 +24,11 @@ from shared.domain.runs import (
     Cancelled,
     Claim,
     Committed,
+    Ending,
     Enqueue,
     LaneHead,
     Memo,
     NewRun,
-    Outcome,
     Stalls,
     SuspendOutcome,
     WhenBusy,
@@ -218,20 +218,9 @@ class Runs(Protocol):
     def mark_waiting(self, run_id: str, what: str | None) -> None:
         """Show on the run what it waits for (None: nothing any more)."""
 
-    def commit(
-        self,
-        run: Run,
-        session: SessionEntry | None,
-        token: str,
-        outcome: Outcome,
-        messages: list[Message],
-        memo: str | None = None,
-        context_tokens: int | None = None,
-    ) -> Committed:
-        """End the run: ``messages`` (what the agent said, tool calls and results included) are appended to
-        the transcript in the same step. A ``memo`` (the agent's final state) is stored first, in the same
-        round trip: if the commit does not happen, a retried attempt commits it instead of asking the model
-        again."""
+    def commit(self, run: Run, session: SessionEntry | None, token: str, ending: Ending) -> Committed:
+        """End the run as ``ending`` says (``shared.domain.runs.Ending``), in one round trip, fenced by the
+        lease's ``token``."""
 
     def cancel(self, run_id: str, reason: str = "run aborted") -> Cancelled:
         """Abort the run now if it is queued or parked (its error: ``reason``), else ask the worker that
@@ -452,15 +441,7 @@ class ModelCalls(Protocol):
         ...
 
     def close_and_commit(
-        self,
-        call: CallClose,
-        run: Run,
-        session: SessionEntry | None,
-        token: str,
-        outcome: Outcome,
-        messages: list[Message],
-        memo: str | None = None,
-        context_tokens: int | None = None,
+        self, call: CallClose, run: Run, session: SessionEntry | None, token: str, ending: Ending
     ) -> Committed:
         """``close`` and ``Runs.commit`` in one round trip (the run's last step is over): the call is closed
         whether or not the commit happens."""

@@ -89,6 +89,8 @@ class LoopEnv:
     time_left: Callable[[], float | None]
     # Called when a step is over: text still buffered for the event stream goes out.
     text_done: Callable[[], None]
+    # The reply step's text still buffered, taken for the commit to send.
+    take_events: Callable[[], tuple[dict[str, str], ...]]
     # Sends a model call's settling that still waits (a step that failed, or a run that parks).
     settle: Callable[[], None]
     # The last model call's settling, not sent: it goes to Redis with the run's commit.
@@ -176,7 +178,10 @@ def _step(env: LoopEnv, state: LoopState) -> None:
     with tracing.model_step(env.config, env.model, env.run) as span:
         try:
             result = env.runtime.step(request)
-        finally:
+        except BaseException:
+            env.text_done()
+            raise
+        if result.tool_calls:  # a reply's text goes out with the run's commit (take_events)
             env.text_done()
         tracing.step_done(span, result.usage, len(result.tool_calls), result.reply)
     state.steps += 1

@@ -28,6 +28,7 @@ from shared.domain.runs import (
     Claim,
     ClaimOutcome,
     Committed,
+    Ending,
     ExecutionState,
     LaneHead,
     Memo,
@@ -86,8 +87,16 @@ class _Finished:
     messages: list[Message]
     memo: str | None = None
     context_tokens: int | None = None
-    # The last model call's settling, sent with the commit (one round trip, not two).
-    closing: CallClose | None = None
+    # What the reply's step left to send, sent with the commit (one round trip, not three).
+    left: _Left | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Left:
+    """The last model call's settling, and the text it streamed that is not on the run's stream yet."""
+
+    closing: CallClose | None
+    events: tuple[dict[str, str], ...]
 
 
 def execute(store: Storage, config: Config, dispatcher: Dispatcher, attempt: Attempt) -> AttemptResult:
@@ -167,10 +176,11 @@ def _claimed(
 
 
 def _commit(store: Storage, state: ExecutionState, token: str, finished: _Finished) -> Committed:
-    ending = (state.run, state.session, token, finished.outcome, finished.messages)
-    if finished.closing is None:
-        return store.runs.commit(*ending, finished.memo, finished.context_tokens)
-    return store.calls.close_and_commit(finished.closing, *ending, finished.memo, finished.context_tokens)
+    left = finished.left or _Left(None, ())
+    ending = Ending(finished.outcome, finished.messages, finished.memo, finished.context_tokens, left.events)
+    if left.closing is None:
+        return store.runs.commit(state.run, state.session, token, ending)
+    return store.calls.close_and_commit(left.closing, state.run, state.session, token, ending)
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,11 +207,11 @@ def _run_agent(held: _Held, loop: LoopState) -> _Finished | _Parked | Literal["l
     if run.kind == "note":  # recorded in turn, nothing for an agent to do
         return _Finished(Outcome(RunStatus.OK), [])
     memo_stored = loop.final is not None
-    closing = None
+    left = None
     # Whatever the loop already did (tool calls, their results) is recorded even if the run then fails.
     try:
         if not memo_stored:  # a memoized final state is committed as it is, without a runtime
-            closing = _run_to_reply(held, loop)
+            left = _run_to_reply(held, loop)
     except _Parked as parked:
         return parked
     except LeaseLost as exc:
@@ -230,7 +240,7 @@ def _run_agent(held: _Held, loop: LoopState) -> _Finished | _Parked | Literal["l
         loop.messages,
         memo=None if memo_stored else loop.model_dump_json(),
         context_tokens=loop.context_tokens,
-        closing=closing,
+        left=left,
     )
 
 
@@ -243,7 +253,7 @@ class _Parked(ClawbusError):
         self.due_in_ms = due_in_ms
 
 
-def _run_to_reply(held: _Held, loop: LoopState) -> CallClose | None:
+def _run_to_reply(held: _Held, loop: LoopState) -> _Left:
     """Run the loop to its final reply, and hand back its last model call's settling for the commit to
     send; a wait parks the run (``_Parked``) unless what it waits for has already ended, and then the loop
     goes on at once."""
@@ -259,7 +269,7 @@ def _run_to_reply(held: _Held, loop: LoopState) -> CallClose | None:
             env.settle()  # a model call's settling is never left behind by a step that failed after it
             raise
         if loop.pending is None:
-            return env.take_close()
+            return _Left(env.take_close(), env.take_events())
         env.settle()
         held.lease.pause()
         pending = loop.pending
@@ -349,6 +359,7 @@ def _loop_env(held: _Held) -> agent_loop.LoopEnv:
         text_done=streamed.flush,
         settle=gate.flush if gate is not None else _nothing,
         take_close=gate.take_close if gate is not None else _nothing,
+        take_events=streamed.take,
     )
 
 
@@ -400,10 +411,17 @@ class _TextEvents:
             self.flush()
 
     def flush(self) -> None:
-        if self._pending:
-            self._store.runs.add_event(self._run_id, {"type": "text", "text": "".join(self._pending)})
-            self._pending.clear()
+        for event in self.take():
+            self._store.runs.add_event(self._run_id, event)
         self._flushed = time.monotonic()
+
+    def take(self) -> tuple[dict[str, str], ...]:
+        """The text event not sent yet (none, or one), for the caller to send."""
+        if not self._pending:
+            return ()
+        event = {"type": "text", "text": "".join(self._pending)}
+        self._pending.clear()
+        return (event,)
 
     def restart(self) -> None:
         """The step's request is sent again: a follower drops the text it has of this step."""

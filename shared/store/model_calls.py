@@ -11,13 +11,13 @@ from typing import Any
 from redis import Redis
 
 from shared.domain.budgets import Refusal, Reservation
-from shared.domain.runs import Committed, Memo, Outcome
+from shared.domain.runs import Committed, Ending, Memo
 from shared.domain.traffic import Admission, Ask, CallClose
 from shared.store.budgets import BudgetStore, refusal
 from shared.store.runs import RunStore
 from shared.store.scripts import ScriptCall, run_pipelined
 from shared.store.traffic import TrafficStore, admission
-from shared.wire.models import Message, Run, SessionEntry
+from shared.wire.models import Run, SessionEntry
 
 
 class ModelCallStore:
@@ -65,19 +65,9 @@ class ModelCallStore:
         return self._runs.memoize_call(memo.run, memo.token, memo.state)
 
     def close_and_commit(
-        self,
-        call: CallClose,
-        run: Run,
-        session: SessionEntry | None,
-        token: str,
-        outcome: Outcome,
-        messages: list[Message],
-        memo: str | None = None,
-        context_tokens: int | None = None,
+        self, call: CallClose, run: Run, session: SessionEntry | None, token: str, ending: Ending
     ) -> Committed:
-        return self._runs.commit(
-            run, session, token, outcome, messages, memo, context_tokens, before=self._closing(call)
-        )
+        return self._runs.commit(run, session, token, ending, before=self._closing(call))
 
     def _closing(self, call: CallClose) -> list[ScriptCall]:
         return [

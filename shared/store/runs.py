@@ -34,11 +34,11 @@ from shared.domain.runs import (
     Claim,
     ClaimOutcome,
     Committed,
+    Ending,
     Enqueue,
     ExecutionState,
     LaneHead,
     NewRun,
-    Outcome,
     Stalls,
     SuspendOutcome,
     WhenBusy,
@@ -263,16 +263,18 @@ class RunStore:
         run: Run,
         session: SessionEntry | None,
         token: str,
-        outcome: Outcome,
-        messages: list[Message],
-        memo: str | None = None,
-        context_tokens: int | None = None,
+        ending: Ending,
         *,
         before: Sequence[ScriptCall] = (),
     ) -> Committed:
         """``before``: calls sent in the same round trip ahead of the commit (a model call's settling)."""
         k = self._keys
-        calls = [*before, *([self.memoize_call(run, token, memo)] if memo is not None else [])]
+        outcome, memo, context_tokens = ending.outcome, ending.memo, ending.context_tokens
+        calls = [
+            *before,
+            *(self.add_event_call(run.run_id, event) for event in ending.events),
+            *([self.memoize_call(run, token, memo)] if memo is not None else []),
+        ]
         fields = encode_values(
             {"reply": outcome.reply, "error": outcome.error, "usage": outcome.usage.wire()}
         )
@@ -314,7 +316,7 @@ class RunStore:
             usage.output_tokens or 0,
             repr(usage.cost_usd or 0.0),
             call_id(),
-            *(message.model_dump_json(by_alias=True, exclude_none=True) for message in messages),
+            *(message.model_dump_json(by_alias=True, exclude_none=True) for message in ending.messages),
         ]
         calls.append((self._scripts.commit, commit_keys, commit_args))
         result = run_pipelined(self._redis, calls)[-1]
@@ -441,16 +443,14 @@ class RunStore:
         return list(self._redis.lrange(self._keys.lane(session_key), 0, -1))
 
     def add_event(self, run_id: str, fields: dict[str, str]) -> None:
+        script, keys, args = self.add_event_call(run_id, fields)
+        script(keys=keys, args=args)
+
+    def add_event_call(self, run_id: str, fields: dict[str, str]) -> ScriptCall:
         k = self._keys
-        self._scripts.add_event(
-            keys=[k.run_events(run_id), k.run(run_id), k.runs_progress(), k.runs_stalled()],
-            args=[
-                call_id(),
-                self._clock.now_ms(),
-                run_id,
-                *(part for pair in fields.items() for part in pair),
-            ],
-        )
+        keys = [k.run_events(run_id), k.run(run_id), k.runs_progress(), k.runs_stalled()]
+        args = [call_id(), self._clock.now_ms(), run_id, *(part for pair in fields.items() for part in pair)]
+        return self._scripts.add_event, keys, args
 
     def watch_stalls(self, stall_ms: int, batch: int = 500) -> Stalls:
         k = self._keys

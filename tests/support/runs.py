@@ -7,7 +7,7 @@ import uuid
 
 from shared.base.clock import FixedClock
 from shared.config import Config
-from shared.domain.runs import Accepted, Claim, Committed, NewRun, Outcome
+from shared.domain.runs import Accepted, Claim, Committed, Ending, NewRun, Outcome
 from shared.domain.sessions import new_entry
 from shared.store import Store
 from shared.wire.models import Message, Run, RunStatus, StalledRun, Usage
@@ -59,7 +59,7 @@ def ok(store: Store, run_id: str, token: str, reply: str = "done") -> Committed:
     assert run is not None
     message = Message.of("assistant", reply, timestamp=store.clock.now_ms(), run_id=run_id)
     outcome = Outcome(RunStatus.OK, reply=reply, usage=Usage(input_tokens=3, output_tokens=2, cost_usd=0.5))
-    return store.runs.commit(run, store.sessions.get(run.session_key), token, outcome, [message])
+    return store.runs.commit(run, store.sessions.get(run.session_key), token, Ending(outcome, [message]))
 
 
 HOUR_MS = 3_600_000

@@ -228,12 +228,13 @@ def _four_steps(body: dict[str, Any]) -> Reply:
     return tool("agents_list") if rounds < 3 else text("done")
 
 
-def test_a_run_of_four_model_steps_whose_tools_only_read_makes_eight_round_trips_to_redis(
+def test_a_run_of_four_model_steps_whose_tools_only_read_makes_seven_round_trips_to_redis(
     world: WorldFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The claim, the transcript read, each step's admission (after a tool step, with that step's settling
-    and the loop's memo), and the last step's settling with the commit, whose answer also says how long the
-    transcript is: what a link between a worker and Redis costs a run (docs/capacity.md, figures 6, 19)."""
+    and the loop's memo), and the commit, with the last step's settling and streamed text, whose answer also
+    says how long the transcript is: what a link between a worker and Redis costs a run (docs/capacity.md,
+    figures 6 and 19)."""
     with fake_openai(default=_four_steps) as server:
         config, store, dispatcher = _on_the_model(world, server)
         open_sessions(store, config, TARGET)
@@ -265,7 +266,7 @@ def test_a_run_of_four_model_steps_whose_tools_only_read_makes_eight_round_trips
 
     assert result.status is RunStatus.OK
     assert len(server.requests) == 8
-    assert len(trips) == 8, trips
+    assert len(trips) == 7, trips
 
 
 def _memos_at_second_step(
@@ -337,3 +338,21 @@ def test_a_lease_lost_before_a_deferred_memo_stops_the_attempt_and_frees_the_cal
     assert len(server.requests) == 1  # the second step's call was admitted, never sent
     assert store.traffic.snapshot(["fake/m"])[0].in_flight == 0
     assert store.redis.hget(store.keys.run(run_id), "memo") is None
+
+
+def test_a_replys_streamed_text_reaches_the_runs_stream_with_its_commit_before_the_end(
+    world: WorldFactory,
+) -> None:
+    with fake_openai(default=text("the whole reply")) as server:
+        config, store, dispatcher = _on_the_model(world, server)
+        open_sessions(store, config, TARGET)
+        run_id = send(ToolContext.for_caller(config, store, dispatcher, "agent:main:main"), "go")
+        assert dispatcher.take_head() is not None
+        result = execute(store, config, dispatcher, Attempt(run_id, TARGET, owner="w", attempt=0))
+    assert result.status is RunStatus.OK
+    events = store.runs.events(run_id)
+    texts = [event["text"] for event in events if event.get("type") == "text"]
+    assert "".join(texts) == "the whole reply"
+    last_text = max(i for i, event in enumerate(events) if event.get("type") == "text")
+    assert events[-1].get("type") == "ended"
+    assert last_text < len(events) - 1

@@ -16,6 +16,7 @@ from shared.domain.runs import (
     CancelOutcome,
     ClaimOutcome,
     Committed,
+    Ending,
     NewRun,
     Outcome,
     SuspendOutcome,
@@ -295,7 +296,7 @@ def test_a_stale_token_stores_neither_memo_nor_outcome(
     run = store.runs.get(accepted.run_id)
     assert run is not None
     committed = store.runs.commit(
-        run, None, stale, Outcome(RunStatus.OK, reply="late"), [], memo='{"reply":"x"}'
+        run, None, stale, Ending(Outcome(RunStatus.OK, reply="late"), [], memo='{"reply":"x"}')
     )
     assert not committed.committed
     assert store.redis.hget(store.keys.run(accepted.run_id), "memo") is None
@@ -307,7 +308,7 @@ def test_commit_memoizes_then_ends_the_run_in_one_round_trip(store: Store, confi
     run = store.runs.get(accepted.run_id)
     assert run is not None
     assert store.runs.commit(
-        run, None, token, Outcome(RunStatus.OK, reply="r"), [], memo='{"reply":"r"}'
+        run, None, token, Ending(Outcome(RunStatus.OK, reply="r"), [], memo='{"reply":"r"}')
     ).committed
     # A committed run needs no memo any more: the reply is on the run.
     assert store.redis.hget(store.keys.run(accepted.run_id), "memo") is None
@@ -467,7 +468,9 @@ def test_the_sub_agent_gate_lets_so_many_run_and_the_rest_wait_their_turn_in_ord
     run = store.runs.get(runs[0][0])
     assert run is not None
     message = Message.of("assistant", "done", timestamp=clock.now_ms(), run_id=run.run_id)
-    committed = store.runs.commit(run, None, first.token, Outcome(RunStatus.OK, reply="done"), [message])
+    committed = store.runs.commit(
+        run, None, first.token, Ending(Outcome(RunStatus.OK, reply="done"), [message])
+    )
     assert [(w.run_id, w.session_key) for w in committed.waiters] == [runs[2]]
     assert gated_claim(store, runs[3]).outcome is ClaimOutcome.GATED  # not its turn yet
     assert gated_claim(store, runs[2]).outcome is ClaimOutcome.CLAIMED

@@ -51,6 +51,7 @@ class BrokenModel:
     """A runtime whose every step fails, as a model endpoint that is down."""
 
     history_window = 1
+    repeatable = False
 
     def step(self, _request: object) -> None:
         raise RuntimeError("model down")

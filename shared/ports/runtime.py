@@ -134,5 +134,8 @@ class AgentRuntime(Protocol):
     # How many transcript messages a step reads (1: only this run's input). Loading is not free: a
     # runtime that reads less than the whole window says so.
     history_window: int
+    # Asked again, it answers the same at no cost (the built-in runtimes): a run's final state then needs no
+    # memo ahead of its commit, which only spares a retried attempt a paid model call.
+    repeatable: bool
 
     def step(self, request: StepRequest) -> StepResult: ...

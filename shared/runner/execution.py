@@ -93,10 +93,12 @@ class _Finished:
 
 @dataclass(frozen=True, slots=True)
 class _Left:
-    """The last model call's settling, and the text it streamed that is not on the run's stream yet."""
+    """The last model call's settling, the text it streamed that is not on the run's stream yet, and
+    whether the run's runtime answers again the same at no cost (``AgentRuntime.repeatable``)."""
 
     closing: CallClose | None
     events: tuple[dict[str, str], ...]
+    repeatable: bool = False
 
 
 def execute(store: Storage, config: Config, dispatcher: Dispatcher, attempt: Attempt) -> AttemptResult:
@@ -238,7 +240,9 @@ def _run_agent(held: _Held, loop: LoopState) -> _Finished | _Parked | Literal["l
     return _Finished(
         Outcome(RunStatus.OK, reply=reply, usage=loop.usage),
         loop.messages,
-        memo=None if memo_stored else loop.model_dump_json(),
+        # Memoized ahead of the commit, so a retried attempt pays no model call again; a repeatable
+        # runtime's answer costs nothing to ask again (a Redis script less a run).
+        memo=None if memo_stored or (left is not None and left.repeatable) else loop.model_dump_json(),
         context_tokens=loop.context_tokens,
         left=left,
     )
@@ -269,7 +273,7 @@ def _run_to_reply(held: _Held, loop: LoopState) -> _Left:
             env.settle()  # a model call's settling is never left behind by a step that failed after it
             raise
         if loop.pending is None:
-            return _Left(env.take_close(), env.take_events())
+            return _Left(env.take_close(), env.take_events(), env.runtime.repeatable)
         env.settle()
         held.lease.pause()
         pending = loop.pending

@@ -171,6 +171,7 @@ def test_a_runtime_sees_as_much_history_as_it_asks_for(
     class Reader:
         def __init__(self, window: int) -> None:
             self.history_window = window
+            self.repeatable = False
 
         def step(self, request: StepRequest) -> StepResult:
             seen.append([m.text for m in request.messages])
@@ -356,3 +357,27 @@ def test_a_replys_streamed_text_reaches_the_runs_stream_with_its_commit_before_t
     last_text = max(i for i, event in enumerate(events) if event.get("type") == "text")
     assert events[-1].get("type") == "ended"
     assert last_text < len(events) - 1
+
+
+@pytest.mark.parametrize(("paid", "memoized"), [(False, 0), (True, 1)], ids=["echo", "a-model-over-http"])
+def test_a_final_state_is_memoized_ahead_of_the_commit_only_where_asking_again_would_cost(
+    world: WorldFactory, monkeypatch: pytest.MonkeyPatch, paid: bool, memoized: int
+) -> None:
+    """The memo in the commit's round trip spares a retried attempt a paid model call when the commit does
+    not happen; the built-in runtimes answer the same again for nothing, and their runs send a script less."""
+    with fake_openai(default=text("paid for")) as server:
+        config, store, dispatcher = _on_the_model(world, server) if paid else world()
+        open_sessions(store, config, TARGET)
+        memos: list[str] = []
+        memoize_call = store.runs.memoize_call
+
+        def recorded(run: Any, token: str, memo: str) -> Any:
+            memos.append(memo)
+            return memoize_call(run, token, memo)
+
+        monkeypatch.setattr(store.runs, "memoize_call", recorded)
+        run_id = send(ToolContext.for_caller(config, store, dispatcher, "agent:main:main"), "go")
+        assert dispatcher.take_head() is not None
+        result = execute(store, config, dispatcher, Attempt(run_id, TARGET, owner="w", attempt=0))
+    assert result.status is RunStatus.OK
+    assert len(memos) == memoized

@@ -128,6 +128,7 @@ def test_a_worker_stops_a_run_cancelled_mid_answer_and_commits_what_it_had(
 
     class Talking:
         history_window = 1
+        repeatable = False
 
         def step(self, request: StepRequest) -> StepResult:
             assert (
@@ -159,6 +160,7 @@ def test_a_run_cancelled_before_its_attempt_starts_asks_no_model(
 
     class Unreachable:
         history_window = 1
+        repeatable = False
 
         def step(self, _request: StepRequest) -> StepResult:
             raise AssertionError("the model was asked")

@@ -16,6 +16,7 @@ def estimate_tokens(text: str) -> int:
 
 class EchoRuntime:
     history_window = 1  # it answers the last user message and nothing else
+    repeatable = True
 
     def __init__(self, delay_ms: int = 0, sleep: Callable[[float], None] = time.sleep) -> None:
         self._delay_s = delay_ms / 1000

@@ -47,6 +47,7 @@ class OpenAIRuntime:
     # The transcript tail a step sends: enough for a conversation, bounded so a long session's request
     # stays within the model's context.
     history_window = 100
+    repeatable = False
 
     def __init__(
         self,

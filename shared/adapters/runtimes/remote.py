@@ -77,6 +77,7 @@ def model_ref(session_key: str) -> str:
 class A2ARuntime:
     # A remote keeps its own conversation (one context per session): a step sends only its run's message.
     history_window = 1
+    repeatable = False
 
     def __init__(self, remote: A2ARemote) -> None:
         self._remote = remote

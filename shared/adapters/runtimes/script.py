@@ -23,6 +23,7 @@ class ScriptedFailure(ClawbusError, RuntimeError):
 
 class ScriptRuntime:
     history_window = 1
+    repeatable = True
 
     def __init__(
         self, rules: list[ScriptRule], delay_ms: int = 0, sleep: Callable[[float], None] = time.sleep

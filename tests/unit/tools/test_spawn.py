@@ -355,6 +355,7 @@ def test_status_comes_from_the_runtime_not_the_reply(
 
     class FailsThenBoasts:
         history_window = 1
+        repeatable = False
 
         def step(self, request: Any) -> StepResult:
             if request.messages[-1].text.startswith("[Subagent Task]"):

@@ -258,9 +258,9 @@ class _Parked(ClawbusError):
 
 
 def _run_to_reply(held: _Held, loop: LoopState) -> _Left:
-    """Run the loop to its final reply, and hand back its last model call's settling for the commit to
-    send; a wait parks the run (``_Parked``) unless what it waits for has already ended, and then the loop
-    goes on at once."""
+    """Run the loop to its final reply, and hand back what its last step left for the commit to send (its
+    model call's settling, its streamed text); a wait parks the run (``_Parked``) unless what it waits for
+    has already ended, and then the loop goes on at once."""
     env = _loop_env(held)
     run, token = held.state.run, held.claim.token
     while True:
@@ -322,7 +322,7 @@ def _loop_env(held: _Held) -> agent_loop.LoopEnv:
         if closing is not None:
             stored = store.calls.close_and_memoize(closing, memo_of(loop))
         else:
-            stored = store.runs.memoize(run, claim.token, memo_of(loop).state)
+            stored = store.runs.memoize(run, claim.token, loop.model_dump_json())
         if not stored:
             raise LeaseLost(f"run {run.run_id}: lease lost mid-loop")
 

@@ -1,7 +1,8 @@
 """A model call's way through the gate in Redis, one round trip each way: its admission and its budget
 reservation sent together, then its settling in the traffic and the budgets together, and with the run's
-memo when the step called tools, or with the run's commit after its last step (docs/capacity.md, figure 6:
-the gate was four round trips a step and the memo a fifth)."""
+memo when the step called tools, or with the run's commit after its last step; after a step whose calls
+only read, the settling and the memo go with the next call's admission (docs/capacity.md, figure 6: the
+gate was four round trips a step and the memo a fifth)."""
 
 from __future__ import annotations
 

@@ -126,11 +126,19 @@ def _snapshot(stack: Stack) -> dict[str, Any]:
     try:
         # Quiet first: what earlier tests on the shared stack started (runs in their lanes, flows still
         # taking steps) has ended, so nothing but the request under test could change a key.
-        wait_for(
-            lambda: redis.zcard("clawbus:lanes:due") == 0 and redis.zcard("clawbus:flows:due") == 0,
-            30,
-            what="all lanes and flows to drain",
-        )
+        # Up to 90 s: a flow an earlier test left retrying a delivery backs off for tens of seconds (the
+        # suite once waited 30 s for one and failed); the message then says what was still due.
+        try:
+            wait_for(
+                lambda: redis.zcard("clawbus:lanes:due") == 0 and redis.zcard("clawbus:flows:due") == 0,
+                90,
+                what="all lanes and flows to drain",
+            )
+        except TimeoutError:
+            flows = redis.zrange("clawbus:flows:due", 0, -1, withscores=True)
+            detail = {flow: redis.hgetall(f"clawbus:flow:{flow}") for flow, _ in flows}
+            lanes = redis.zrange("clawbus:lanes:due", 0, -1, withscores=True)
+            raise AssertionError(f"still due at {redis.time()}: lanes {lanes}, flows {detail}") from None
         # Heartbeats (workers, the reaper, maintenance turns) change with time, not with requests.
         beats = ("clawbus:worker:", "clawbus:reaper:", "clawbus:maintenance:")
         keys = sorted(k for k in redis.keys("clawbus:*") if not k.startswith(beats))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import fakeredis
 
-from shared.store.scripts import Scripts, run_pipelined, script_names
+from shared.store.scripts import ReloadingScript, Scripts, run_pipelined, script_names
 
 SETTER = "return redis.call('SET', KEYS[1], ARGV[1]) and 1"
 
@@ -27,6 +27,35 @@ def test_scripts_flushed_by_a_restart_are_loaded_again() -> None:
     client.script_flush()
     assert run_pipelined(client, [(setter, ["h2"], ["a"])]) == [1]
     assert client.get("h2") == "a"
+
+
+class RestartedAfterLoad(fakeredis.FakeRedis):
+    """A Redis that restarts (forgets its scripts) right after the next ``restarts`` loads."""
+
+    restarts = 0
+
+    def script_load(self, script: str) -> str:  # type: ignore[override]
+        sha = super().script_load(script)
+        if self.restarts:
+            self.restarts -= 1
+            self.script_flush()
+        return sha
+
+
+def test_a_pipelined_script_is_loaded_again_when_redis_restarts_between_load_and_resend() -> None:
+    client = RestartedAfterLoad(decode_responses=True)
+    client.restarts = 2
+    setter = client.register_script(SETTER)
+    assert run_pipelined(client, [(setter, ["h"], ["a"])]) == [1]
+    assert client.get("h") == "a"
+
+
+def test_a_script_called_alone_is_loaded_again_when_redis_restarts_between_load_and_resend() -> None:
+    client = RestartedAfterLoad(decode_responses=True)
+    client.restarts = 2
+    counter = ReloadingScript(client, "return redis.call('INCR', KEYS[1])")
+    assert counter(keys=["ran"]) == 1
+    assert client.get("ran") == "1"  # NOSCRIPT answers ran nothing: the script ran once
 
 
 def test_every_script_of_the_store_compiles() -> None:

@@ -156,6 +156,7 @@ DOCUMENTED: tuple[Documented, ...] = (
     Documented("sessions_spawn_unknown_model", "result.details.error", "text", "spawn-model"),
     Documented("session_status_child*", "result.details.stateVersion", "value", "state-version"),
     Documented("sessions_list*", "result.details.sessions[*].stateVersion", "missing", "state-version"),
+    Documented("subagents_list*", "result.details.**.execution.lastActivityAt", "missing", "activity-time"),
     # Never a 500 for bad input.
     *(
         entry

@@ -123,7 +123,7 @@ class ModelGate:
         usd_micros = budgets.micros(self._model.cost_usd(prompt, cap) or 0.0)
         traffic, refusal = self._wait_for_capacity(tokens, usd_micros)
         if refusal is not None:
-            self._store.traffic.settle(self._ref, traffic, tokens_used=None, unsent=True, limits=self._limits)
+            self._close_unsent(traffic)
             raise budgets.BudgetExceeded(refusal)
         return CallTicket(traffic, usd_micros, tokens)
 
@@ -208,8 +208,7 @@ class ModelGate:
         )
         if not kept:
             if answer.ticket is not None:  # admitted for an attempt that no longer owns the run
-                unsent = CallEnd(None, unsent=True, limits=self._limits)
-                self._store.calls.close(CallClose(self._ref, answer.ticket, unsent, self._charge(0, 0)))
+                self._close_unsent(answer.ticket)
             raise LeaseLost(f"run {self._run.run_id}: lease lost mid-loop")
         return answer, refusal
 
@@ -289,6 +288,11 @@ class ModelGate:
             0, cooldown_ms=max(cooldown_ms, 1), learned=learned, rate_limited=True, limits=self._limits
         )
         self._store.calls.close(CallClose(self._ref, ticket.traffic, end, self._charge(0, 0)))
+
+    def _close_unsent(self, traffic: str) -> None:
+        """An admitted call that will not be sent leaves its place in flight and its budget hold, if any."""
+        unsent = CallEnd(None, unsent=True, limits=self._limits)
+        self._store.calls.close(CallClose(self._ref, traffic, unsent, self._charge(0, 0)))
 
     def _charge(self, usd_micros: int, tokens: int) -> budgets.Charge:
         day = budgets.day_of(self._store.clock.now_ms())

@@ -9,6 +9,10 @@ both sides; what is left of the baseline is what any Python client pays for the 
 2026-12-02 the baseline was one call answered with text, while three of a run's four steps are answered
 with a tool call, whose stream is longer: about 0.3 ms a step of the figure's "own time" was the model's.
 
+A floor is timed in the same run: the bare calls with the Redis round trips a durable run whose calls the
+fleet admits cannot do without (the claim, one before each call carrying the loop state, the commit), and
+no clawbus code; the figure's goal is read against it (docs/capacity.md).
+
 The fake server runs in a process of its own, as a provider is remote: in this process its threads would
 hold the GIL while the loop waits for Redis right after each answer, a cost no worker pays (up to
 2026-11-27 the figure ran it in-process and counted that against the loop).
@@ -28,6 +32,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 import httpx
+import orjson
 from redis import Redis
 from redis.client import Pipeline
 
@@ -243,9 +248,35 @@ def bare_calls(server: RemoteServer, runs: int, warmup: int) -> Latency:
     return Latency.of(per_step)
 
 
+def floor_calls(server: RemoteServer, redis_url: str, runs: int, warmup: int) -> Latency:
+    """Per step of the least a durable run whose model calls the fleet admits can do: the bare calls, and
+    the Redis round trips it cannot do without, each carrying what it must: the claim, before each call one
+    trip with the loop state so far (the memo; the admission would ride with it), and the commit."""
+    bodies = _bare_bodies()
+    per_step: list[float] = []
+    run_key = f"bench-floor-{uuid.uuid4().hex[:6]}"
+    with httpx.Client() as client, Redis.from_url(redis_url) as redis:
+        for i in range(warmup + runs):
+            server.handler_seconds()
+            started = time.perf_counter()
+            redis.set(f"{run_key}:claim", i)
+            for body in bodies:
+                redis.set(f"{run_key}:memo", orjson.dumps(body["messages"]))
+                with client.stream("POST", f"{server.url}/chat/completions", json=body) as response:
+                    for _line in response.iter_lines():
+                        pass
+            redis.set(f"{run_key}:commit", i)
+            elapsed = time.perf_counter() - started
+            if i >= warmup:
+                per_step.append((elapsed - server.handler_seconds()) / STEPS)
+        redis.delete(f"{run_key}:claim", f"{run_key}:memo", f"{run_key}:commit")
+    return Latency.of(per_step)
+
+
 def run(stack: Stack, runs: int, warmup: int) -> Section:
     with remote_server() as server, redis_trips() as trips:
         bare = bare_calls(server, runs, warmup)
+        floor = floor_calls(server, stack.redis_url, runs, warmup)
         loop = clawbus_steps(stack, server, runs, warmup, trips)
     steps = runs * STEPS
     return Section(
@@ -259,6 +290,8 @@ def run(stack: Stack, runs: int, warmup: int) -> Section:
         notes=[
             f"clawbus's own time per model step (p50 step - p50 bare call): "
             f"{loop.p50_ms - bare.p50_ms:.2f} ms",
+            "the floor's own time per model step (the bare calls with one Redis round trip before each, "
+            f"carrying the loop state, and the claim's and commit's): {floor.p50_ms - bare.p50_ms:.2f} ms",
             f"{runs} runs of {STEPS} model steps each (3 agents_list tool rounds + the answer), executed "
             "in-process by the worker's code against the bench redis-server; the fake server, in a "
             "process of its own, streams (SSE).",
@@ -272,6 +305,7 @@ def run(stack: Stack, runs: int, warmup: int) -> Section:
         details={
             "clawbus": loop.__dict__,
             "bare": bare.__dict__,
+            "floor": floor.__dict__,
             "redis_trips_per_step": trips.count / steps,
             "redis_ms_per_step": trips.seconds / steps * 1000,
         },

@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
 import pytest
+import redis
 from clawbus_client import Client
 from clawbus_client.models import SendResult, SessionsHistoryResult
 
 from shared.tools.history_view import run_of, text_of
 from tests.support.processes import wait_for
-from tests.support.stack import TOKEN, Stack
+from tests.support.stack import TOKEN, Fresh, Stack
 
 
 def unique(prefix: str = "agent:main:cron") -> str:
@@ -121,32 +123,26 @@ def test_an_inbound_message_records_the_route_and_gets_the_agents_reply(client: 
     assert entry.kind == "other"
 
 
-def _snapshot(stack: Stack) -> dict[str, Any]:
-    redis = stack.redis()
+@pytest.fixture(scope="module")
+def quiet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, redis.Redis]]:
+    """An API on a Redis of its own, with no worker: nothing but the request under test writes to it (the
+    shared stack's earlier tests left flows and lanes that went on writing, and draining them took up to
+    minutes)."""
+    fresh = Fresh(tmp_path_factory.mktemp("quiet"))
     try:
-        # Quiet first: what earlier tests on the shared stack started (runs in their lanes, flows still
-        # taking steps) has ended, so nothing but the request under test could change a key.
-        # Up to 90 s: a flow an earlier test left retrying a delivery backs off for tens of seconds (the
-        # suite once waited 30 s for one and failed); the message then says what was still due.
-        try:
-            wait_for(
-                lambda: redis.zcard("clawbus:lanes:due") == 0 and redis.zcard("clawbus:flows:due") == 0,
-                90,
-                what="all lanes and flows to drain",
-            )
-        except TimeoutError:
-            flows = redis.zrange("clawbus:flows:due", 0, -1, withscores=True)
-            detail = {flow: redis.hgetall(f"clawbus:flow:{flow}") for flow, _ in flows}
-            lanes = redis.zrange("clawbus:lanes:due", 0, -1, withscores=True)
-            raise AssertionError(f"still due at {redis.time()}: lanes {lanes}, flows {detail}") from None
-        # Heartbeats (workers, the reaper, maintenance turns) change with time, not with requests.
-        beats = ("clawbus:worker:", "clawbus:reaper:", "clawbus:maintenance:")
-        keys = sorted(k for k in redis.keys("clawbus:*") if not k.startswith(beats))
-        return {key: redis.dump(key) for key in keys} | {
-            "queues": [redis.llen(q) for q in ("runs", "nested")]
-        }
+        server = fresh.start_redis()
+        _, url = fresh.api()
+        with server.client() as client:
+            yield url, client
     finally:
-        redis.close()
+        fresh.close()
+
+
+def _snapshot(client: redis.Redis) -> dict[str, Any]:
+    # The API's own heartbeats change with time, not with requests.
+    beats = ("clawbus:worker:", "clawbus:reaper:", "clawbus:maintenance:")
+    keys = sorted(k for k in client.keys("clawbus:*") if not k.startswith(beats))
+    return {key: client.dump(key) for key in keys} | {"queues": [client.llen(q) for q in ("runs", "nested")]}
 
 
 UNKNOWN_ID = "0b1f6a3e-1111-4222-8333-444455556666"
@@ -194,11 +190,12 @@ UNKNOWN_ID = "0b1f6a3e-1111-4222-8333-444455556666"
     ],
 )
 def test_bad_inputs_get_the_spec_error_and_leave_redis_unchanged(
-    stack: Stack, args: dict[str, Any], status: int, expected: str
+    quiet: tuple[str, redis.Redis], args: dict[str, Any], status: int, expected: str
 ) -> None:
-    before = _snapshot(stack)
+    url, client = quiet
+    before = _snapshot(client)
     response = httpx.post(
-        f"{stack.url}/tools/invoke",
+        f"{url}/tools/invoke",
         json={"tool": "sessions_send", "args": args},
         headers={"Authorization": f"Bearer {TOKEN}"},
         timeout=60,
@@ -212,4 +209,4 @@ def test_bad_inputs_get_the_spec_error_and_leave_redis_unchanged(
     else:
         assert body["ok"] is False
         assert body["error"]["message"] == expected
-    assert _snapshot(stack) == before
+    assert _snapshot(client) == before

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import sys
-from typing import Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 from rich.console import Console
 
 from api.processes import run_as_main
-from shared.config import Config, ConfigError, load_config
+
+if TYPE_CHECKING:
+    from shared.config import Config
 
 app = typer.Typer(no_args_is_help=True, help="clawbus: OpenClaw's session tools as a distributed service.")
 sessions_app = typer.Typer(no_args_is_help=True, help="Call the session tools.")
@@ -29,7 +31,10 @@ CallerOpt = Annotated[str, typer.Option("--as", help="The caller's session key."
 
 
 def load() -> Config:
-    """The configuration, or exit 2 with its one message naming every bad field."""
+    """The configuration, or exit 2 with its one message naming every bad field. Its models are imported
+    here, not with the command line: a client command never loads them, and starts in half the time."""
+    from shared.config import ConfigError, load_config
+
     try:
         return load_config()
     except ConfigError as exc:

@@ -14,8 +14,6 @@ from api.cli.client_commands import call, client_for, print_json
 from api.cli.common import JsonOpt, TokenOpt, UrlOpt, app, console, fail, load, token_app
 from api.cli.orchestration import session_card
 from shared.base.text import token_digest
-from shared.config import TokenSpec
-from shared.store.errors import StoreUnavailable
 from shared.wire.fleet import ModelTrafficRow
 from shared.wire.models import ColdMoveFailure, StalledRun
 
@@ -40,6 +38,8 @@ def token_create(
 ) -> None:
     """Make a new API token: prints it (once) and the hashed entry for gateway.auth.tokens."""
     token = "cb_" + secrets.token_urlsafe(32)
+    from shared.config import TokenSpec  # the configuration's models load only for the commands that use them
+
     spec = TokenSpec(name=name, sha256=token_digest(token), agents=agent or ["*"], owner=owner)
     typer.echo(f"token: {token}")
     typer.echo("add to gateway.auth.tokens in clawbus.json5 (the config keeps only the hash):")
@@ -147,6 +147,7 @@ def probe(
 ) -> None:
     """A liveness check for container probes: exit 0 if ``role`` is alive, 1 if not (reads Redis)."""
     from shared.store import Store
+    from shared.store.errors import StoreUnavailable
 
     config = load()
     store = Store.from_config(config)

@@ -11,7 +11,7 @@ import typer
 
 from api.cli.client_commands import call, client_for, print_json
 from api.cli.common import JsonOpt, TokenOpt, UrlOpt, app, console
-from shared.domain.subagents import count, duration
+from shared.base.text import count, duration
 from shared.wire.subagents_schema import SessionStatusCard, SubagentInfo, SubagentRow
 
 subagents_app = typer.Typer(no_args_is_help=True, help="A session's sub-agents: list, kill, steer, info.")

@@ -6,14 +6,15 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from clawbus_client.settings import clawbus_home
 
 from api.cli.common import app, console, exec_role, load
-from shared.config import Config
-from workers import queues
+
+if TYPE_CHECKING:
+    from shared.config import Config
 
 
 def load_with_level(loglevel: str | None) -> Config:
@@ -93,6 +94,8 @@ def worker(
     loglevel: Annotated[str | None, typer.Option(help="Log level (default logging.level).")] = None,
 ) -> None:
     """Run a Celery worker consuming the clawbus queues."""
+    from workers import queues
+
     config = load_with_level(loglevel)
     argv = [
         sys.executable,

@@ -18,3 +18,20 @@ def has_control_characters(value: str) -> bool:
 def token_digest(token: str) -> str:
     """How an API token is kept and compared: the hex SHA-256 of its text."""
     return hashlib.sha256(token.encode()).hexdigest()
+
+
+def duration(ms: int) -> str:
+    """A run's time as a status line shows it: ``45s``, ``2m5s``, ``1h3m``."""
+    seconds = max(ms, 0) // 1000
+    if seconds < 60:
+        return f"{seconds}s"
+    minutes, seconds = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes}m{seconds}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes}m"
+
+
+def count(tokens: int) -> str:
+    """A token count as a status line shows it: ``999``, ``1.2k``."""
+    return str(tokens) if tokens < 1000 else f"{tokens / 1000:.1f}k"

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from shared.base import session_keys
+from shared.base.text import count, duration
 from shared.config import AgentSubagents, Config
 from shared.wire.models import Run, RunStatus, SessionEntry, SpawnRole, ThinkingLevel, Usage
 
@@ -233,18 +234,3 @@ def stats(inputs: AnnounceInputs) -> str:
             f"transcript {inputs.transcript_path}",
         ]
     )
-
-
-def duration(ms: int) -> str:
-    seconds = max(ms, 0) // 1000
-    if seconds < 60:
-        return f"{seconds}s"
-    minutes, seconds = divmod(seconds, 60)
-    if minutes < 60:
-        return f"{minutes}m{seconds}s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h{minutes}m"
-
-
-def count(tokens: int) -> str:
-    return str(tokens) if tokens < 1000 else f"{tokens / 1000:.1f}k"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from shared.domain.subagents import AnnounceInputs, count, duration, normalize, sections, status_of
+from shared.domain.subagents import AnnounceInputs, normalize, sections, status_of
 from shared.wire.models import Run, RunStatus, Usage
 
 
@@ -108,14 +108,3 @@ def test_unknown_tokens_and_cost_print_a_question_mark(usage: Usage, shown: str)
 def test_with_no_child_run_every_figure_is_unknown() -> None:
     text = normalize(AnnounceInputs(None, "Result: 42", None, None, "/t.jsonl"))
     assert "Stats: runtime ? • tokens ? • est ? • sessionKey ? • sessionId ? • transcript /t.jsonl" in text
-
-
-@pytest.mark.parametrize(
-    ("ms", "shown"), [(0, "0s"), (59_999, "59s"), (72_000, "1m12s"), (3_720_000, "1h2m")]
-)
-def test_durations_read_well(ms: int, shown: str) -> None:
-    assert duration(ms) == shown
-
-
-def test_token_counts_read_well() -> None:
-    assert (count(999), count(1200)) == ("999", "1.2k")

@@ -1,4 +1,5 @@
-"""shared/base/text.py: one definition of control characters and of a token's digest, used everywhere."""
+"""shared/base/text.py: one definition of control characters, of a token's digest and of how durations and
+token counts read, used everywhere."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import pytest
 
 from api.routes.channels import Recipient
 from shared.base import session_keys
-from shared.base.text import CONTROL_CLASS, has_control_characters, token_digest
+from shared.base.text import CONTROL_CLASS, count, duration, has_control_characters, token_digest
 
 
 @pytest.mark.parametrize("char", ["\x00", "\x1b", "\x1f", "\x7f", "\x80", "\x85", "\x9f"])
@@ -33,3 +34,14 @@ def test_session_keys_and_recipients_refuse_the_same_characters(char: str) -> No
 
 def test_a_token_is_kept_as_the_hex_sha256_of_its_text() -> None:
     assert token_digest("secret") == hashlib.sha256(b"secret").hexdigest()
+
+
+@pytest.mark.parametrize(
+    ("ms", "shown"), [(0, "0s"), (59_999, "59s"), (72_000, "1m12s"), (3_720_000, "1h2m")]
+)
+def test_durations_read_well(ms: int, shown: str) -> None:
+    assert duration(ms) == shown
+
+
+def test_token_counts_read_well() -> None:
+    assert (count(999), count(1200)) == ("999", "1.2k")

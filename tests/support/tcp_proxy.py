@@ -8,12 +8,14 @@ HTTP path, say), for tests of what a client asks for and how often."""
 from __future__ import annotations
 
 import contextlib
+import re
 import socket
 import threading
 
 CHUNK = 65536
 # What of each read from a client is kept for ``requests_holding``: a request's first line and headers.
 HEAD = 2048
+IDEMPOTENCY_KEY = re.compile(rb"^idempotency-key:[ \t]*(\S+)", re.IGNORECASE | re.MULTILINE)
 
 
 class TcpProxy:
@@ -25,6 +27,8 @@ class TcpProxy:
         self._marker: bytes | None = None
         self._every_other = False
         self._skip_next = False
+        # ``lose_the_first_reply_per_key``: the Idempotency-Keys whose first request's reply was lost.
+        self._keys_lost: set[bytes] | None = None
         self._sockets: list[socket.socket] = []
         self.lost = 0  # replies lost so far
         self._requests_seen: list[bytes] = []
@@ -45,6 +49,14 @@ class TcpProxy:
         with self._lock:
             self._marker = marker
             self._every_other = True
+
+    def lose_the_first_reply_per_key(self, marker: bytes) -> None:
+        """From now on, of the requests holding ``marker``, the first one with each Idempotency-Key runs and
+        its reply is lost; the ones after it with that key pass. Unlike every other one, this holds per
+        call however many clients send at once: each is lost exactly once."""
+        with self._lock:
+            self._marker = marker
+            self._keys_lost = set()
 
     def requests_holding(self, marker: bytes) -> int:
         """How many of the requests sent so far hold ``marker`` (one read from the client: a request's
@@ -75,7 +87,12 @@ class TcpProxy:
         while data := recv(client):
             with self._lock:
                 self._requests_seen.append(data[:HEAD])
-                if self._marker is not None and self._marker in data:
+                if self._marker is not None and self._marker in data and self._keys_lost is not None:
+                    key = IDEMPOTENCY_KEY.search(data[:HEAD])
+                    if key is not None and key[1] not in self._keys_lost:
+                        self._keys_lost.add(key[1])
+                        losing.set()
+                elif self._marker is not None and self._marker in data:
                     if not self._every_other:
                         self._marker = None
                     if not self._skip_next:

@@ -26,7 +26,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
@@ -230,53 +230,43 @@ def _bare_bodies() -> list[dict[str, Any]]:
     return bodies
 
 
-def bare_calls(server: RemoteServer, runs: int, warmup: int) -> Latency:
-    """Per step of a bare run: a run's STEPS requests made with httpx alone, each read to its end."""
-    bodies = _bare_bodies()
-    per_step: list[float] = []
-    with httpx.Client() as client:
-        for i in range(warmup + runs):
-            server.handler_seconds()
-            started = time.perf_counter()
-            for body in bodies:
-                with client.stream("POST", f"{server.url}/chat/completions", json=body) as response:
-                    for _line in response.iter_lines():
-                        pass
-            elapsed = time.perf_counter() - started
-            if i >= warmup:
-                per_step.append((elapsed - server.handler_seconds()) / STEPS)
-    return Latency.of(per_step)
+def bare_calls(server: RemoteServer, runs: int, warmup: int, redis_url: str | None = None) -> Latency:
+    """Per step of a bare run: a run's STEPS requests made with httpx alone, each read to its end.
 
-
-def floor_calls(server: RemoteServer, redis_url: str, runs: int, warmup: int) -> Latency:
-    """Per step of the least a durable run whose model calls the fleet admits can do: the bare calls, and
-    the Redis round trips it cannot do without, each carrying what it must: the claim, before each call one
-    trip with the loop state so far (the memo; the admission would ride with it), and the commit."""
+    With ``redis_url``, the floor: the least a durable run whose model calls the fleet admits can do, the
+    bare calls with the Redis round trips it cannot do without, each carrying what it must: the claim,
+    before each call one trip with the loop state so far (the memo; the admission would ride with it), and
+    the commit."""
     bodies = _bare_bodies()
     per_step: list[float] = []
     run_key = f"bench-floor-{uuid.uuid4().hex[:6]}"
-    with httpx.Client() as client, Redis.from_url(redis_url) as redis:
+    with httpx.Client() as client, ExitStack() as held:
+        redis = held.enter_context(Redis.from_url(redis_url)) if redis_url else None
         for i in range(warmup + runs):
             server.handler_seconds()
             started = time.perf_counter()
-            redis.set(f"{run_key}:claim", i)
+            if redis is not None:
+                redis.set(f"{run_key}:claim", i)
             for body in bodies:
-                redis.set(f"{run_key}:memo", orjson.dumps(body["messages"]))
+                if redis is not None:
+                    redis.set(f"{run_key}:memo", orjson.dumps(body["messages"]))
                 with client.stream("POST", f"{server.url}/chat/completions", json=body) as response:
                     for _line in response.iter_lines():
                         pass
-            redis.set(f"{run_key}:commit", i)
+            if redis is not None:
+                redis.set(f"{run_key}:commit", i)
             elapsed = time.perf_counter() - started
             if i >= warmup:
                 per_step.append((elapsed - server.handler_seconds()) / STEPS)
-        redis.delete(f"{run_key}:claim", f"{run_key}:memo", f"{run_key}:commit")
+        if redis is not None:
+            redis.delete(f"{run_key}:claim", f"{run_key}:memo", f"{run_key}:commit")
     return Latency.of(per_step)
 
 
 def run(stack: Stack, runs: int, warmup: int) -> Section:
     with remote_server() as server, redis_trips() as trips:
         bare = bare_calls(server, runs, warmup)
-        floor = floor_calls(server, stack.redis_url, runs, warmup)
+        floor = bare_calls(server, runs, warmup, stack.redis_url)
         loop = clawbus_steps(stack, server, runs, warmup, trips)
     steps = runs * STEPS
     return Section(

@@ -37,9 +37,9 @@ def token_create(
     owner: Annotated[bool, typer.Option(help="May run owner-only operations.")] = False,
 ) -> None:
     """Make a new API token: prints it (once) and the hashed entry for gateway.auth.tokens."""
-    token = "cb_" + secrets.token_urlsafe(32)
     from shared.config import TokenSpec  # the configuration's models load only for the commands that use them
 
+    token = "cb_" + secrets.token_urlsafe(32)
     spec = TokenSpec(name=name, sha256=token_digest(token), agents=agent or ["*"], owner=owner)
     typer.echo(f"token: {token}")
     typer.echo("add to gateway.auth.tokens in clawbus.json5 (the config keeps only the hash):")

@@ -23,8 +23,8 @@ _LIB = "_lib.lua"
 # (a fold, what a sweep or a reaper pass took): far beyond the clients' retries, which end within seconds.
 REPEAT_WINDOW_MS = 300_000
 
-# How many times a pipelined call that Redis answered NOSCRIPT is loaded and sent again: more than once,
-# since Redis may restart (and forget its scripts) between the load and the resend.
+# How many times a call Redis answered NOSCRIPT for is loaded and sent again (alone or pipelined): more
+# than once, since Redis may restart (and forget its scripts) between the load and the resend.
 _RELOADS = 3
 
 

@@ -4,15 +4,15 @@ reads go on, and sends are accepted again once memory is freed."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import httpx
 from redis import Redis
 
+from shared.store.keys import RedisKeys
 from tests.support.processes import wait_for
 from tests.support.stack import TOKEN, Fresh
 
 SESSION = "agent:main:cron:full-redis"
+KEYS = RedisKeys()
 
 
 def send(http: httpx.Client, message: str) -> httpx.Response:
@@ -24,19 +24,12 @@ def written_by_sends(redis: Redis) -> tuple[set[str], int, int]:
     """What an accepted send writes: its run and flow keys, a line on the session's run stream and lane.
     The fleet's own housekeeping (heartbeats, the reaper's marks, Celery's unacked set) is left out: its keys
     come and go on their own clock."""
-    records = {
-        str(key) for pattern in ("clawbus:run:*", "clawbus:flow:*") for key in redis.scan_iter(pattern)
-    }
-    return (
-        records,
-        int(redis.xlen(f"clawbus:session-runs:{SESSION}")),
-        int(redis.llen(f"clawbus:lane:{SESSION}")),
-    )
+    records = {str(key) for pattern in (KEYS.run("*"), KEYS.flow("*")) for key in redis.scan_iter(pattern)}
+    return records, int(redis.xlen(KEYS.session_runs(SESSION))), int(redis.llen(KEYS.lane(SESSION)))
 
 
-def flow_done(http: httpx.Client, flow_id: str) -> Any:
-    flow = http.get(f"/v1/flows/{flow_id}").json()
-    return flow.get("status") == "done"
+def flow_done(http: httpx.Client, flow_id: str) -> bool:
+    return bool(http.get(f"/v1/flows/{flow_id}").json().get("status") == "done")
 
 
 def test_a_full_redis_refuses_sends_with_a_503_writes_nothing_and_serves_again_once_freed(

@@ -1,6 +1,6 @@
 """Retries that never double a run, through real processes: the client's retries with its Idempotency-Key
-through a proxy that loses every other answer (each call's first, where calls run at once), the same key at two API processes at once, a chat message
-redelivered with its own id."""
+through a proxy that loses every other answer (each call's first, where calls run at once), the same key at
+two API processes at once, a chat message redelivered with its own id."""
 
 from __future__ import annotations
 

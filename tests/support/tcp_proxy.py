@@ -87,20 +87,25 @@ class TcpProxy:
         while data := recv(client):
             with self._lock:
                 self._requests_seen.append(data[:HEAD])
-                if self._marker is not None and self._marker in data and self._keys_lost is not None:
-                    key = IDEMPOTENCY_KEY.search(data[:HEAD])
-                    if key is not None and key[1] not in self._keys_lost:
-                        self._keys_lost.add(key[1])
-                        losing.set()
-                elif self._marker is not None and self._marker in data:
-                    if not self._every_other:
-                        self._marker = None
-                    if not self._skip_next:
-                        losing.set()  # before the request goes on: its reply cannot come back first
-                    self._skip_next = self._every_other and not self._skip_next
+                if self._marker is not None and self._marker in data:
+                    self._mark(data, losing)
             if not send_all(upstream, data):
                 break
         close_socket(upstream)
+
+    def _mark(self, request: bytes, losing: threading.Event) -> None:
+        """``request`` holds the marker: whether its reply is lost (``losing`` set), by the mode in force."""
+        if self._keys_lost is not None:
+            key = IDEMPOTENCY_KEY.search(request[:HEAD])
+            if key is not None and key[1] not in self._keys_lost:
+                self._keys_lost.add(key[1])
+                losing.set()
+            return
+        if not self._every_other:
+            self._marker = None
+        if not self._skip_next:
+            losing.set()  # before the request goes on: its reply cannot come back first
+        self._skip_next = self._every_other and not self._skip_next
 
     def _replies(self, upstream: socket.socket, client: socket.socket, losing: threading.Event) -> None:
         while data := recv(upstream):

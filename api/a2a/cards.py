@@ -26,7 +26,7 @@ def rpc_path(agent_id: str) -> str:
 
 
 def card_for(config: Config, agent: AgentConfig, base_url: str) -> AgentCard:
-    name = agent.name or agent.id
+    name = agent.display_name or agent.id
     skills = [
         AgentSkill(
             id=s.id, name=s.name, description=s.description or s.name, tags=s.tags, examples=s.examples

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import TYPE_CHECKING, Annotated, NoReturn
 
@@ -18,10 +19,12 @@ sessions_app = typer.Typer(no_args_is_help=True, help="Call the session tools.")
 runs_app = typer.Typer(no_args_is_help=True, help="Inspect, wait for, follow and stop runs.")
 flows_app = typer.Typer(no_args_is_help=True, help="Inspect and stop flows (a send's or spawn's exchange).")
 token_app = typer.Typer(no_args_is_help=True, help="API tokens.")
+config_app = typer.Typer(no_args_is_help=True, help="The configuration file.")
 app.add_typer(sessions_app, name="sessions")
 app.add_typer(runs_app, name="runs")
 app.add_typer(flows_app, name="flows")
 app.add_typer(token_app, name="token")
+app.add_typer(config_app, name="config")
 console = Console(stderr=True)
 
 UrlOpt = Annotated[str | None, typer.Option("--url", envvar="CLAWBUS_URL", help="API base URL.")]
@@ -33,13 +36,24 @@ CallerOpt = Annotated[str, typer.Option("--as", help="The caller's session key."
 def load() -> Config:
     """The configuration, or exit 2 with its one message naming every bad field. Its models are imported
     here, not with the command line: a client command never loads them, and starts in half the time."""
-    from shared.config import ConfigError, load_config
+    from shared.config import ConfigError, validate_config
 
     try:
-        return load_config()
+        config, validation = validate_config()
+        if config is None:
+            raise validation.refusal()
     except ConfigError as exc:
         console.print(f"[red]{exc}[/red]", highlight=False)
         raise typer.Exit(2) from None
+    # Said once at start-up: ``clawbus up``'s API, worker and beat inherit the variable and keep quiet.
+    if validation.warnings and not os.environ.get(_REPORTED):
+        for warning in validation.warnings:
+            console.print(f"[yellow]config: {warning.path}: {warning.message}[/yellow]", highlight=False)
+        os.environ[_REPORTED] = "1"
+    return config
+
+
+_REPORTED = "CLAWBUS_CONFIG_REPORTED"
 
 
 def fail(message: str) -> NoReturn:

@@ -6,26 +6,66 @@ import json
 import secrets
 import socket
 import time
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from api.cli.client_commands import call, client_for, print_json
-from api.cli.common import JsonOpt, TokenOpt, UrlOpt, app, console, fail, load, token_app
+from api.cli.common import JsonOpt, TokenOpt, UrlOpt, app, config_app, console, fail, load, token_app
 from api.cli.orchestration import session_card
 from shared.base.text import token_digest
 from shared.wire.fleet import ModelTrafficRow
 from shared.wire.models import ColdMoveFailure, StalledRun
 
+if TYPE_CHECKING:
+    from shared.config import Config
+
+
+@config_app.command("validate")
+def config_validate(as_json: JsonOpt = False) -> None:
+    """Check the configuration file as `openclaw config validate` does: its issues (exit 1) and the
+    settings it has that clawbus does not use (warnings)."""
+    from shared.config import ConfigError, validate_config
+
+    try:
+        config, validation = validate_config()
+    except ConfigError as exc:  # no file to read, or no JSON5 in it
+        if as_json:
+            print_json({"valid": False, "error": {"type": "cli_error", "message": str(exc)}})
+            raise typer.Exit(1) from None
+        fail(str(exc))
+    notices = validation.warnings if config else validation.issues
+    if as_json:
+        listed = [{"path": notice.path, "message": notice.message} for notice in notices]
+        print_json(
+            {
+                "valid": config is not None,
+                "path": validation.source,
+                "warnings" if config else "issues": listed,
+            }
+        )
+    else:
+        for warning in validation.warnings:
+            console.print(
+                f"[yellow]{warning.path}: {warning.message}[/yellow]", highlight=False, soft_wrap=True
+            )
+        if config is None:
+            console.print(f"[red]{validation.refusal()}[/red]", highlight=False, soft_wrap=True)
+        else:
+            typer.echo(_resolved(config))
+    if config is None:
+        raise typer.Exit(1)
+
+
+def _resolved(config: Config) -> str:
+    agents = ", ".join(f"{a.id}{' (default)' if a.default else ''}" for a in config.agents.entries)
+    return f"ok: agents {agents}; redis {config.redis.url}; api {config.gateway.bind}:{config.gateway.port}"
+
 
 @app.command("check-config")
-def check_config() -> None:
-    """Validate the configuration file and print what it resolves to."""
-    config = load()
-    agents = ", ".join(f"{a.id}{' (default)' if a.default else ''}" for a in config.agents.entries)
-    typer.echo(
-        f"ok: agents {agents}; redis {config.redis.url}; api {config.gateway.bind}:{config.gateway.port}"
-    )
+def check_config(as_json: JsonOpt = False) -> None:
+    """Validate the configuration file (the same as `clawbus config validate`)."""
+    config_validate(as_json)
 
 
 @token_app.command("create")

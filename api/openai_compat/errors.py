@@ -13,6 +13,7 @@ from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from pydantic_core import ErrorDetails
 
 from shared.base.errors import ClawbusError
+from shared.base.js_values import js_type
 
 INVALID_REQUEST = "invalid_request_error"
 API_ERROR = "api_error"
@@ -83,19 +84,6 @@ _BOUNDS = {
     "less_than": ("Too big", "<", "lt"),
     "less_than_equal": ("Too big", "<=", "le"),
 }
-
-
-def js_type(value: Any) -> str:
-    """What JavaScript's ``typeof`` (with arrays and null told apart, as zod does) calls a JSON value."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    return "array" if isinstance(value, list) else "object"
 
 
 def schema_message(errors: Sequence[ErrorDetails], unions: Iterable[str] = ()) -> str:

@@ -187,7 +187,8 @@ def schemas_for(
         ctx = acting_as(services, principal, session_key, field="sessionKey", unknown_agent_status=404)
         if session_keys.is_subagent(ctx.caller_key):
             entry = services.store.sessions.get(ctx.caller_key)
-            names = subagents.tool_set(services.config, TOOLS, entry.role if entry else None)
+            role = subagents.role_of(services.config, ctx.caller_key, entry)
+            names = subagents.tool_set(services.config, TOOLS, role)
     return tool_schemas(fmt, names)
 
 

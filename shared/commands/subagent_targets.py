@@ -58,7 +58,7 @@ def run_ids(child: Child) -> list[str]:
 
 def resolve(children: Children, token: str) -> Child | str:
     """The child ``token`` names, else the release's complaint: ``last``, a list number, a session key, a
-    label (whole, then a prefix; any case), or a prefix of a run id."""
+    taskName or a label (whole, then a prefix; any case), or a prefix of a run id."""
     wanted = token.strip()
     if not wanted:
         return "⚠️ Missing subagent id."
@@ -73,8 +73,13 @@ def resolve(children: Children, token: str) -> Child | str:
         return found[0] if found else f"⚠️ Unknown subagent session: {wanted}"
     lowered = wanted.lower()
     labels = [(child, run_label(child).lower()) for child in children.latest]
+    # A taskName is looked for among the listed children only (active and recent), so a stale child that
+    # had the same handle makes nothing ambiguous; labels and run ids among all of them, as the release.
+    names = [(child, (child.task_name or "").lower()) for child in children.numbered]
     for found, ambiguity in (
+        ([child for child, name in names if name and name == lowered], "Ambiguous subagent label"),
         ([child for child, label in labels if label == lowered], "Ambiguous subagent label"),
+        ([child for child, name in names if name.startswith(lowered)], "Ambiguous subagent label prefix"),
         ([child for child, label in labels if label.startswith(lowered)], "Ambiguous subagent label prefix"),
         (
             [child for child in children.latest if any(run.startswith(wanted) for run in run_ids(child))],

@@ -40,6 +40,7 @@ from shared.config.channels import (
     WebhookChannel,
 )
 from shared.config.messages import MessagesConfig, QueueConfig
+from shared.config.openclaw_file import Notice
 from shared.config.providers import (
     AnyProvider,
     EchoProvider,
@@ -79,7 +80,7 @@ from shared.config.session import (
     SessionConfig,
     ThreadBindingsConfig,
 )
-from shared.config.settings import Config, load_config
+from shared.config.settings import Config, Validation, load_config, validate_config
 from shared.config.tools import (
     VISIBILITIES,
     AgentToAgentToolConfig,
@@ -135,6 +136,7 @@ __all__ = [
     "ModelCost",
     "ModelLimits",
     "ModelsConfig",
+    "Notice",
     "OpenAIModel",
     "OpenAIProvider",
     "Provider",
@@ -162,9 +164,11 @@ __all__ = [
     "ToolsConfig",
     "TracingConfig",
     "UnknownModel",
+    "Validation",
     "Visibility",
     "WebchatChannel",
     "WebhookChannel",
     "WorkerConfig",
     "load_config",
+    "validate_config",
 ]

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AliasChoices,
+    BeforeValidator,
     Field,
     field_validator,
 )
@@ -12,6 +14,40 @@ from pydantic import (
 from shared.base.session_keys import normalize_agent_id
 from shared.config.base import Section
 from shared.wire.models import ThinkingLevel
+
+
+class ModelChoice(Section):
+    """The release's model object: a ``primary`` ref and the ``fallbacks`` tried, in order, when it fails."""
+
+    primary: str | None = None
+    fallbacks: list[str] = []
+
+
+# A model as the release writes it: ``"<provider>/<model>"`` or ``{primary, fallbacks}``.
+ModelSpec = str | ModelChoice
+
+
+def primary(spec: ModelSpec | None) -> str | None:
+    return spec.primary if isinstance(spec, ModelChoice) else spec
+
+
+def fallbacks(spec: ModelSpec | None) -> list[str]:
+    return list(spec.fallbacks) if isinstance(spec, ModelChoice) else []
+
+
+# The release's thinking levels clawbus has no level of its own for: the nearest it has (``adaptive``: the
+# provider decides, so none is sent).
+_THINKING_NEAREST: dict[str, ThinkingLevel | None] = {"xhigh": "high", "max": "high", "ultra": "high"}
+THINKING_LEVELS = ("off", "minimal", "low", "medium", "high")
+
+
+def _thinking(value: Any) -> Any:
+    if isinstance(value, str) and value not in THINKING_LEVELS:
+        return _THINKING_NEAREST.get(value.strip().lower())
+    return value
+
+
+Thinking = Annotated[ThinkingLevel | None, BeforeValidator(_thinking)]
 
 
 class SandboxConfig(Section):
@@ -29,14 +65,14 @@ class SubagentDefaults(Section):
     # child's own outcome.
     announce_timeout_seconds: int = Field(60, ge=1)
     # How deep sub-agents nest: 1, sub-agents never spawn; 2, a sub-agent may spawn leaves; up to 5.
-    max_spawn_depth: int = Field(1, ge=1, le=5)
+    max_spawn_depth: int = Field(5, ge=1, le=5)
     # Children of one session that have not ended yet.
     max_children_per_agent: int = Field(5, ge=1, le=20)
     # Sub-agent runs running at once across the whole fleet; the rest wait their turn, in order.
     max_concurrent: int = Field(8, ge=1)
     # The sub-agents' model and thinking when a spawn names none (else their agent's own).
-    model: str | None = None
-    thinking: ThinkingLevel | None = None
+    model: ModelSpec | None = None
+    thinking: Thinking = None
     require_agent_id: bool = False
     # Agents a spawn may name besides the caller's own (``*``: any); an agent's own list wins.
     allow_agents: list[str] | None = None
@@ -52,7 +88,9 @@ class Budget(Section):
 
 
 class AgentDefaults(Section):
-    model: str = "echo/echo"
+    model: ModelSpec = "echo/echo"
+    # The thinking level of a session that set none (the release's levels above high read as high).
+    thinking_default: Thinking = None
     workspace: str | None = None
     sandbox: SandboxConfig = SandboxConfig()
     subagents: SubagentDefaults = SubagentDefaults()
@@ -67,8 +105,8 @@ class AgentSubagents(Section):
     max_children_per_agent: int | None = Field(None, ge=1, le=20)
     run_timeout_seconds: int | None = Field(None, ge=0)
     archive_after_minutes: int | None = Field(None, ge=0)
-    model: str | None = None
-    thinking: ThinkingLevel | None = None
+    model: ModelSpec | None = None
+    thinking: Thinking = None
     require_agent_id: bool | None = None
 
 
@@ -86,14 +124,24 @@ class AgentSkill(Section):
     examples: list[str] = []
 
 
+class AgentIdentity(Section):
+    """The release's persona; clawbus takes its ``name`` as the agent's when ``name`` is not set."""
+
+    name: str | None = None
+
+
 class AgentConfig(Section):
     id: str
     name: str | None = None
+    identity: AgentIdentity | None = None
     # What the agent does, for the people and agents that find it (its A2A agent card).
     description: str | None = Field(None, max_length=4096)
     skills: list[AgentSkill] = []
+    # Which agent a message naming none goes to; the release retired the marker (one agent resolves
+    # implicitly there), clawbus still reads it, else takes the first agent.
     default: bool = False
-    model: str | None = None
+    model: ModelSpec | None = None
+    thinking_default: Thinking = None
     workspace: str | None = None
     sandbox: AgentSandbox | None = None
     subagents: AgentSubagents = AgentSubagents()
@@ -107,16 +155,32 @@ class AgentConfig(Section):
     def _valid_id(cls, value: str) -> str:
         return normalize_agent_id(value)
 
+    @property
+    def display_name(self) -> str | None:
+        return self.name or (self.identity.name if self.identity else None)
+
+
+def _keyed(value: Any) -> Any:
+    """The release keys ``agents.entries`` by agent id; clawbus keeps the agents in order, ids inside."""
+    if isinstance(value, dict):
+        return [{"id": agent_id, **(spec or {})} for agent_id, spec in value.items()]
+    return value
+
 
 class AgentsConfig(Section):
     defaults: AgentDefaults = AgentDefaults()
-    entries: list[AgentConfig] = Field([AgentConfig(id="main", default=True)], alias="list")
+    entries: Annotated[list[AgentConfig], BeforeValidator(_keyed)] = Field(
+        [AgentConfig(id="main", default=True)],
+        validation_alias=AliasChoices("entries", "list"),
+        serialization_alias="entries",
+    )
 
     @field_validator("entries")
     @classmethod
     def _unique_ids_one_default(cls, agents: list[AgentConfig]) -> list[AgentConfig]:
         if not agents:
-            raise ValueError("at least one agent must be configured")
+            # The release takes an empty roster (its one implicit agent); so does clawbus: main.
+            return [AgentConfig(id="main", default=True)]
         ids = [agent.id for agent in agents]
         duplicates = sorted({agent_id for agent_id in ids if ids.count(agent_id) > 1})
         if duplicates:

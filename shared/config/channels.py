@@ -113,6 +113,13 @@ class DeliveryConfig(Section):
     max_backoff_seconds: float = Field(60.0, gt=0)
 
 
+def _texts(value: Any) -> Any:
+    """The release lets an id be a number (a phone number, a Telegram id): it is read as its text."""
+    if not isinstance(value, list):
+        return value
+    return [str(item) if isinstance(item, int | float) else item for item in value]
+
+
 class CommandsConfig(Section):
     # Senders allowed to run owner-only chat commands (``/send``), as ``<channel>:<senderId>``. Empty: nobody.
-    owner_allow_from: list[str] = []
+    owner_allow_from: Annotated[list[str], BeforeValidator(_texts)] = []

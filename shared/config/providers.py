@@ -142,9 +142,13 @@ class OpenAIProvider(Section):
     OpenRouter."""
 
     type: Literal["openai"]
+    # The release's wire protocol of the provider: clawbus speaks chat completions.
+    api: Literal["openai-completions"] = "openai-completions"
     base_url: HttpUrl
-    # The environment variable holding the API key (keys never live in the file); unset = no key sent.
+    # The environment variable holding the API key; unset = no key sent.
     api_key_env: str | None = Field(None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    # The release's ``apiKey``: the key itself (``${OPENAI_API_KEY}`` is the environment's), over apiKeyEnv.
+    key: str | None = Field(None, alias="apiKey")
     models: Annotated[list[OpenAIModel], BeforeValidator(_model_entries)] = Field(min_length=1)
     timeout_seconds: float = Field(120, gt=0)
     # Retries of a 429 or 5xx answer (or a dropped connection), with backoff honouring Retry-After.
@@ -165,6 +169,8 @@ class OpenAIProvider(Section):
         return own.over(self.limits) if own is not None else (self.limits or ModelLimits())
 
     def api_key(self) -> str | None:
+        if self.key:
+            return self.key
         return os.environ.get(self.api_key_env) if self.api_key_env else None
 
 

@@ -37,6 +37,15 @@ class TokenSpec(Section):
 class AuthConfig(Section):
     # A plain string is an operator token: every agent, owner. ``clawbus token create`` makes specs.
     tokens: list[str | TokenSpec] = []
+    # The release's one gateway token (``${OPENCLAW_GATEWAY_TOKEN}``, say): an operator token too.
+    token: str | None = None
+
+    @model_validator(mode="after")
+    def _token_is_an_operator(self) -> AuthConfig:
+        if self.token and self.token not in self.tokens:
+            # Frozen: the one token joins the list the API checks, once.
+            object.__setattr__(self, "tokens", [*self.tokens, self.token])
+        return self
 
 
 class LimitsConfig(Section):
@@ -112,8 +121,14 @@ class IdempotencyConfig(Section):
     ttl_hours: float = Field(24, gt=0, le=24 * 30)
 
 
+# The release's bind modes, as addresses: ``auto`` prefers loopback there; clawbus binds no tailnet address.
+_BIND_MODES = {"loopback": "127.0.0.1", "auto": "127.0.0.1", "tailnet": "127.0.0.1", "lan": "0.0.0.0"}
+
+
 class GatewayConfig(Section):
+    # An address, or one of the release's modes (``loopback``, ``lan``, ``custom`` with customBindHost).
     bind: str = "127.0.0.1"
+    custom_bind_host: str | None = None
     port: int = Field(8787, ge=1, le=65535)
     auth: AuthConfig = AuthConfig()
     limits: LimitsConfig = LimitsConfig()
@@ -125,6 +140,14 @@ class GatewayConfig(Section):
     http: HttpConfig = HttpConfig()
     tools: GatewayToolsConfig = GatewayToolsConfig()
     idempotency: IdempotencyConfig = IdempotencyConfig()
+
+    @model_validator(mode="after")
+    def _bind_address(self) -> GatewayConfig:
+        if self.bind == "custom":
+            object.__setattr__(self, "bind", self.custom_bind_host or "127.0.0.1")
+        elif self.bind in _BIND_MODES:
+            object.__setattr__(self, "bind", _BIND_MODES[self.bind])
+        return self
 
 
 def _host_port(value: str) -> str:
@@ -235,7 +258,14 @@ class FlowerConfig(Section):
     port: int = Field(5555, ge=1, le=65535)
 
 
-LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR"]
+LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
+
+# The release's levels (its file's ``logging.level``) as Python's: ``silent`` logs only what stops a process.
+_RELEASE_LEVELS = {"silent": "CRITICAL", "fatal": "CRITICAL", "warn": "WARNING", "trace": "DEBUG"}
+
+
+def _python_level(level: str) -> str:
+    return _RELEASE_LEVELS.get(level.lower(), level.upper())
 
 
 class TracingConfig(Section):
@@ -264,6 +294,6 @@ class LoggingConfig(Section):
     """Every process's log lines (``CLAWBUS_LOG_LEVEL`` and ``CLAWBUS_LOG_FORMAT`` override the file; the
     ``--loglevel`` of ``clawbus worker`` and ``clawbus beat`` sets ``CLAWBUS_LOG_LEVEL``)."""
 
-    level: Annotated[LogLevel, any_case(str.upper)] = "INFO"
+    level: Annotated[LogLevel, any_case(_python_level)] = "INFO"
     # json: one object per line, for collectors; console: structlog's human-readable lines.
     format: Annotated[Literal["json", "console"], any_case(str.lower)] = "json"

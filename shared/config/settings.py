@@ -5,12 +5,15 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from contextvars import ContextVar
+from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import json5
 from clawbus_client.settings import clawbus_home
 from pydantic import (
+    Field,
     ValidationError,
     field_validator,
     model_validator,
@@ -27,7 +30,7 @@ from pydantic_settings import (
 
 from shared.base.text import token_digest
 from shared.config.a2a import A2AConfig, A2ARemote
-from shared.config.agents import AgentConfig, AgentsConfig
+from shared.config.agents import AgentConfig, AgentsConfig, ModelSpec, fallbacks, primary
 from shared.config.base import DEFAULT_CONFIG_FILE, ENV_PREFIX, ConfigError
 from shared.config.channels import (
     CHANNEL_TYPES,
@@ -36,6 +39,7 @@ from shared.config.channels import (
     DeliveryConfig,
 )
 from shared.config.messages import MessagesConfig
+from shared.config.openclaw_file import Notice, read_openclaw_file
 from shared.config.providers import AnyProvider, ModelsConfig, OpenAIProvider, UnknownModel
 from shared.config.service import (
     AuthConfig,
@@ -50,6 +54,7 @@ from shared.config.service import (
 )
 from shared.config.session import SessionConfig
 from shared.config.tools import ToolsConfig
+from shared.wire.models import ThinkingLevel
 
 
 class _Settings(BaseSettings):
@@ -99,7 +104,7 @@ class Config(_Settings):
     flower: FlowerConfig = FlowerConfig()
     logging: LoggingConfig = LoggingConfig()
     telemetry: TelemetryConfig = TelemetryConfig()
-    a2a: A2AConfig = A2AConfig()
+    a2a: A2AConfig = Field(A2AConfig(), alias="a2a")
 
     @model_validator(mode="after")
     def _exposed_agents_exist(self) -> Config:
@@ -110,22 +115,25 @@ class Config(_Settings):
             )
         return self
 
-    @model_validator(mode="after")
-    def _known_models(self) -> Config:
+    def unknown_model_refs(self) -> list[tuple[str, str]]:
+        """``(path, ref)`` of each model the file names that no configured provider serves: the release
+        accepts them (its providers are built in), clawbus says so and a run of one fails with the reason."""
         known = set(self.models.refs())
-        wanted = [("agents.defaults.model", self.agents.defaults.model)]
-        wanted += [(f"agents.list[{i}].model", a.model) for i, a in enumerate(self.agents.entries) if a.model]
-        if self.agents.defaults.subagents.model:
-            wanted.append(("agents.defaults.subagents.model", self.agents.defaults.subagents.model))
-        wanted += [
-            (f"agents.list[{i}].subagents.model", a.subagents.model)
-            for i, a in enumerate(self.agents.entries)
-            if a.subagents.model
+        named: list[tuple[str, ModelSpec | None]] = [
+            ("agents.defaults.model", self.agents.defaults.model),
+            ("agents.defaults.subagents.model", self.agents.defaults.subagents.model),
         ]
-        for path, ref in wanted:
-            if ref not in known:
-                raise ValueError(f'{path}: unknown model "{ref}" (configured: {", ".join(sorted(known))})')
-        return self
+        for agent in self.agents.entries:
+            named += [
+                (f"agents.entries.{agent.id}.model", agent.model),
+                (f"agents.entries.{agent.id}.subagents.model", agent.subagents.model),
+            ]
+        return [
+            (path, ref)
+            for path, spec in named
+            for ref in [primary(spec), *fallbacks(spec)]
+            if ref is not None and ref not in known
+        ]
 
     # -- lookups used across the domain --
 
@@ -140,8 +148,26 @@ class Config(_Settings):
         return [a.id for a in self.agents.entries]
 
     def model_of(self, agent_id: str) -> str:
+        return self.models_of(agent_id)[0]
+
+    def models_of(self, agent_id: str) -> list[str]:
+        """The agent's model and its fallbacks, in the order they are tried (the agent's own, else the
+        defaults'; a string or an object without ``fallbacks`` has none, as in the release)."""
         agent = self.agent(agent_id)
-        return (agent.model if agent and agent.model else None) or self.agents.defaults.model
+        spec = agent.model if agent and primary(agent.model) else self.agents.defaults.model
+        return [primary(spec) or "echo/echo", *fallbacks(spec)]
+
+    def run_model(self, agent_id: str) -> str:
+        """The model a run of the agent calls: the first of ``models_of`` a configured provider serves (a
+        primary clawbus cannot call falls back as the release's would), else the primary, whose run then
+        fails naming it."""
+        known = set(self.models.refs())
+        candidates = self.models_of(agent_id)
+        return next((ref for ref in candidates if ref in known or ref.startswith("a2a/")), candidates[0])
+
+    def thinking_default(self, agent_id: str) -> ThinkingLevel | None:
+        agent = self.agent(agent_id)
+        return (agent.thinking_default if agent else None) or self.agents.defaults.thinking_default
 
     def provider(self, model_ref: str) -> tuple[AnyProvider, str]:
         """The provider of ``<provider>/<model>``; UnknownModel if the ref is not configured (a session
@@ -245,19 +271,53 @@ class _Operators(_Settings):
         return [t.strip() for t in value.split(",") if t.strip()] if isinstance(value, str) else value
 
 
-def load_config(path: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None) -> Config:
-    """Read the file (``path``, else ``CLAWBUS_CONFIG``, else ``./clawbus.json5`` if present), put the
-    environment over it, validate. Raises ConfigError with every bad field's path."""
+@dataclass(frozen=True)
+class Validation:
+    """What ``clawbus config validate`` says of a file, in ``openclaw config validate --json``'s shape:
+    ``issues`` refuse it, ``warnings`` (settings not used, legacy shapes moved) do not."""
+
+    source: str
+    warnings: list[Notice]
+    issues: list[Notice]
+
+    @property
+    def valid(self) -> bool:
+        return not self.issues
+
+    def refusal(self) -> ConfigError:
+        """The error that names every issue's path, one a line."""
+        lines = [f"invalid configuration ({self.source}):"]
+        lines += [f"  {issue.path}: {issue.message}" for issue in self.issues]
+        return ConfigError("\n".join(lines))
+
+
+def validate_config(
+    path: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None
+) -> tuple[Config | None, Validation]:
+    """Read the file (``path``, else ``CLAWBUS_CONFIG``, else ``./clawbus.json5`` if present), as the
+    release reads an ``openclaw.json`` (shared/config/openclaw_file.py), put the environment over it,
+    validate. The configuration, or None when an issue refuses it."""
     env = os.environ if env is None else env
     source, raw = _read(path, env)
-    token = _loading.set((raw, env))
+    reading = read_openclaw_file(raw, env, clawbus_schema())
+    if reading.issues:
+        return None, Validation(source, reading.warnings, reading.issues)
+    token = _loading.set((reading.data, env))
     try:
         config = Config()
         operators = _Operators().api_tokens
     except ValidationError as exc:
-        raise ConfigError(_describe(source, exc)) from None
+        return None, Validation(source, reading.warnings, _issues(exc, reading.data))
     finally:
         _loading.reset(token)
+    warnings = reading.warnings + [
+        Notice(
+            path,
+            f'model "{ref}" is not one clawbus can call: no provider configured serves it (a run of '
+            f"it fails; configured: {', '.join(config.models.refs())})",
+        )
+        for path, ref in config.unknown_model_refs()
+    ]
     if operators:
         # Operator tokens, kept only as their digests from here on.
         hashed = [
@@ -266,7 +326,34 @@ def load_config(path: str | os.PathLike[str] | None = None, env: Mapping[str, st
         ]
         auth = AuthConfig(tokens=[*config.gateway.auth.tokens, *hashed])
         config = config.model_copy(update={"gateway": config.gateway.model_copy(update={"auth": auth})})
+    return config, Validation(source, warnings, [])
+
+
+def load_config(path: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None) -> Config:
+    """``validate_config``'s configuration; ConfigError naming every issue's path when it has none."""
+    config, validation = validate_config(path, env)
+    if config is None:
+        raise validation.refusal()
     return config
+
+
+@cache
+def clawbus_schema() -> dict[str, Any]:
+    """clawbus's ``Config`` as one JSON schema with its references in place (what the file is walked
+    against beside the release's)."""
+    schema = Config.model_json_schema(by_alias=True)
+    definitions = schema.pop("$defs", {})
+
+    def inline(value: Any) -> Any:
+        if isinstance(value, dict):
+            ref = value.get("$ref")
+            if isinstance(ref, str):
+                return inline(definitions[ref.rsplit("/", 1)[1]])
+            return {key: inline(item) for key, item in value.items()}
+        return [inline(item) for item in value] if isinstance(value, list) else value
+
+    inlined: dict[str, Any] = inline(schema)
+    return inlined
 
 
 def _read(path: str | os.PathLike[str] | None, env: Mapping[str, str]) -> tuple[str, dict[str, Any]]:
@@ -289,24 +376,29 @@ def _read(path: str | os.PathLike[str] | None, env: Mapping[str, str]) -> tuple[
     return str(file), data
 
 
-def _describe(source: str, exc: ValidationError) -> str:
-    lines = [f"invalid configuration ({source}):"]
+def _issues(exc: ValidationError, data: dict[str, Any]) -> list[Notice]:
+    issues = []
     for error in exc.errors():
-        path = _path(error["loc"])
+        path = _path(error["loc"], data)
         message = error["msg"].removeprefix("Value error, ")
         if error["type"] == "extra_forbidden":
             message = "unknown setting"
-        # Cross-field checks (model refs) are raised at the top level and name their own path.
-        lines.append(f"  {path}: {message}" if path else f"  {message}")
-    return "\n".join(lines)
+        # Cross-field checks are raised at the top level and name their own path.
+        issues.append(Notice(path or "<root>", message))
+    return issues
 
 
-def _path(loc: tuple[int | str, ...]) -> str:
+def _path(loc: tuple[int | str, ...], data: dict[str, Any]) -> str:
     out, parts = "", list(loc)
+    agents = data.get("agents", {}).get("entries") if isinstance(data.get("agents"), dict) else None
     for i, part in enumerate(parts):
         # Tagged unions put the tag in the path (channels.crm.webhook.url); the file has no such level.
         if i >= 2 and parts[i - 2] in ("channels", "providers") and part in _TAGS:
             continue
+        # The file keys its agents by id, as the release does; clawbus keeps them in a list.
+        keyed = isinstance(agents, dict) and parts[:2] == ["agents", "entries"]
+        if i == 2 and keyed and isinstance(part, int) and isinstance(agents, dict) and part < len(agents):
+            part = list(agents)[part]
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
     return out
 

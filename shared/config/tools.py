@@ -35,6 +35,7 @@ class AgentToAgentToolConfig(Section):
 
 class ToolFilter(Section):
     allow: list[str] | None = None
+    also_allow: list[str] | None = None
     deny: list[str] | None = None
 
 

@@ -4,7 +4,7 @@ tool set, and the normalized announce (Status / Result / Notes / Stats)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,30 +13,49 @@ from shared.base.text import count, duration
 from shared.config import AgentSubagents, Config
 from shared.wire.models import Run, RunStatus, SessionEntry, SpawnRole, ThinkingLevel, Usage
 
-SESSION_TOOLS = frozenset(
-    {
+# The release's sub-agent restriction layer (dist/agent-tools.policy-*.mjs): tools a sub-agent loses at
+# any depth, whatever ``tools.subagents.tools`` allows, and those a leaf (at the depth cap) loses besides,
+# so its traffic stays on the announce chain. Names clawbus has not are kept so a tool added later is
+# denied from the start.
+DENY_ALWAYS = (
+    "gateway",
+    "agents_list",
+    "openclaw",
+    "session_status",
+    "progress_card",
+    "automations",
+    "message",
+    "sessions_send",
+    "conversations_list",
+    "conversations_send",
+    "conversations_turn",
+)
+DENY_LEAF = ("subagents", "sessions_list", "sessions_history", "sessions_search", "sessions_spawn")
+# The release's old names for a tool: ``cron`` in a policy is ``automations``.
+_ALIASES = {"bash": "exec", "apply-patch": "apply_patch", "cron": "automations"}
+# The release's tool groups, as far as clawbus has their tools.
+_GROUPS = {
+    "group:sessions": (
         "sessions_list",
         "sessions_history",
         "sessions_send",
         "sessions_spawn",
-        "agents_list",
         "sessions_yield",
         "subagents",
         "session_status",
-    }
-)
-# What an orchestrator (a sub-agent that may still spawn) gets of them: its own tree, not the chat.
-ORCHESTRATOR_TOOLS = frozenset(
-    {
-        "sessions_spawn",
-        "subagents",
-        "sessions_yield",
+    ),
+    "group:agents": ("agents_list",),
+    "group:openclaw": (
         "sessions_list",
         "sessions_history",
+        "sessions_send",
+        "sessions_spawn",
+        "sessions_yield",
+        "subagents",
         "session_status",
         "agents_list",
-    }
-)
+    ),
+}
 ANNOUNCE_MESSAGE = "Sub-agent announce step."
 # A top-level requester's system text for its turn on a child's report (docs/contract.md §6): the report is
 # internal context; what the requester says of it is what its channel gets.
@@ -107,17 +126,69 @@ def sandboxed(config: Config, agent_id: str, session_key: str) -> bool:
     )
 
 
+def depth_of(entry: SessionEntry | None, session_key: str) -> int:
+    """A session's spawn depth as written at its spawn (a sub-agent from before depths were written: 1)."""
+    if entry is not None and entry.spawn_depth is not None:
+        return entry.spawn_depth
+    return 1 if session_keys.is_subagent(session_key) else 0
+
+
+def role_for_depth(depth: int, max_spawn_depth: int) -> SpawnRole:
+    """The release's split: below the cap a sub-agent still spawns (orchestrator); at it, a leaf."""
+    return "orchestrator" if depth < max_spawn_depth else "leaf"
+
+
+def role_of(config: Config, session_key: str, entry: SessionEntry | None) -> SpawnRole:
+    """A sub-agent's role from its depth and its agent's ``maxSpawnDepth`` as configured now, not the
+    ``role`` written at its spawn: the release derives it on every turn, so a lowered cap takes tools
+    away from sessions that are already running."""
+    agent_id = session_keys.parse(session_key).agent_id
+    return role_for_depth(depth_of(entry, session_key), rules(config, agent_id).max_spawn_depth)
+
+
 def tool_set(config: Config, all_tools: Iterable[str], role: SpawnRole | None = None) -> list[str]:
-    """A sub-agent's tool set: every tool but the session tools (an orchestrator keeps those that run its
-    tree), then ``tools.subagents.tools`` allow/deny."""
-    rules = config.tools.subagents.tools
-    kept = ORCHESTRATOR_TOOLS if role == "orchestrator" else frozenset()
-    tools = [t for t in all_tools if t not in SESSION_TOOLS or t in kept]
-    if rules.allow is not None:
-        tools = [t for t in all_tools if t in set(rules.allow)]
-    if rules.deny is not None:
-        tools = [t for t in tools if t not in set(rules.deny)]
-    return sorted(tools)
+    """A sub-agent's tool set, as the release's restriction layer filters it (docs/contract.md §6): the
+    hard-deny list, a leaf's list (no role: a leaf, failing closed) and ``tools.subagents.tools.deny`` are
+    removed whatever allow says; ``allow`` (with ``alsoAllow``) then only narrows what is left."""
+    allowed = _policy(config, "orchestrator" if role == "orchestrator" else "leaf")
+    return sorted(t for t in all_tools if allowed(t))
+
+
+def _policy(config: Config, role: SpawnRole) -> Callable[[str], bool]:
+    configured = config.tools.subagents.tools
+    deny = [*DENY_ALWAYS, *(DENY_LEAF if role == "leaf" else ()), *(configured.deny or ())]
+    allow = configured.allow
+    # The release merges alsoAllow into allow only when allow is set; alone it widens nothing, because
+    # this layer only ever filters.
+    if allow is not None and configured.also_allow is not None:
+        allow = [*allow, *configured.also_allow]
+    return _matcher(deny, allow)
+
+
+def _matcher(deny: Iterable[str], allow: Iterable[str] | None) -> Callable[[str], bool]:
+    """The release's tool-policy matcher: deny wins; an allow list with no entries restricts nothing."""
+    denied = _patterns(deny)
+    allowed = _patterns(allow or ())
+
+    def matches(name: str) -> bool:
+        normalized = _policy_name(name)
+        if any(p.fullmatch(normalized) for p in denied):
+            return False
+        return not allowed or any(p.fullmatch(normalized) for p in allowed)
+
+    return matches
+
+
+def _policy_name(name: str) -> str:
+    lowered = name.strip().lower()
+    return _ALIASES.get(lowered, lowered)
+
+
+def _patterns(entries: Iterable[str]) -> list[re.Pattern[str]]:
+    """Names, ``group:`` names and ``*`` globs, as the release reads them; blank entries count for none."""
+    names = [_policy_name(entry) for entry in entries]
+    expanded = [member for name in names for member in _GROUPS.get(name, (name,)) if member]
+    return [re.compile(".*".join(re.escape(part) for part in name.split("*"))) for name in expanded]
 
 
 def announce_context(task: str, run: Run) -> str:

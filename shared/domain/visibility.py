@@ -1,11 +1,12 @@
 """Who may see and touch which session (docs/contract.md §7), as pure functions over the config and the
 entries.
 
-``tools.sessions.visibility`` is ``self`` (the caller's own session), ``tree`` (and the sessions it spawned),
-``agent`` (any session of its own agent id, and no other) or ``all`` (any session; another agent's still
-needs ``tools.agentToAgent``). A sandboxed caller is clamped to ``tree`` unless
-``agents.defaults.sandbox.sessionToolsVisibility`` is ``all``; the clamp only ever narrows (``self`` stays
-``self``).
+``tools.sessions.visibility`` is ``self`` (the caller's own session), ``tree`` (and the sessions it spawned;
+from an agent's main session, every session of that agent too), ``agent`` (any session of its own agent
+id, and no other) or ``all`` (any session; another agent's still needs ``tools.agentToAgent``). Under
+``tree`` and ``all`` a sub-agent the caller spawned under another agent is its own. A sandboxed caller is
+clamped to ``tree`` unless ``agents.defaults.sandbox.sessionToolsVisibility`` is ``all``; the clamp only
+ever narrows (``self`` stays ``self``), and a clamped main session sees only its spawns.
 """
 
 from __future__ import annotations
@@ -48,6 +49,19 @@ def agent_to_agent(config: Config, from_agent: str, to_agent: str) -> bool:
     )
 
 
+def main_sees_agent(config: Config, caller_key: str) -> bool:
+    """The release's ``tree`` exception: its agent's main session reaches every session of that agent.
+    Not a main session the sandbox clamp holds: the release drops the exception there (its main session
+    key is unset while the clamp restricts to spawned sessions)."""
+    if effective(config, caller_key) != "tree":
+        return False
+    agent_id = session_keys.parse(caller_key).agent_id
+    if caller_key != session_keys.main_key_of(agent_id, config.session.main_key):
+        return False
+    clamp = config.agents.defaults.sandbox.session_tools_visibility == "spawned"
+    return not (clamp and subagents.sandboxed(config, agent_id, caller_key))
+
+
 def refusal(
     config: Config, caller_key: str, target_key: str, target: SessionEntry | None, operation: Operation
 ) -> str | None:
@@ -63,29 +77,46 @@ def refusal(
         session_keys.parse(caller_key).agent_id,
         session_keys.parse(target_key).agent_id,
     )
-    spawned_by_caller = target is not None and target.spawned_by == caller_key
+    cross_agent = caller_agent != target_agent
     noun = _NOUN[operation]
+    # What the caller owns, as the release decides it: its spawns (another agent's only when a sub-agent),
+    # reached under ``tree`` and ``all`` whatever tools.agentToAgent says.
+    if level in ("tree", "all") and _owned(config, caller_key, target_key, target, cross_agent):
+        return None
     if level == "self":
         return (
             f"Session {noun} visibility is restricted to the current session "
             "(tools.sessions.visibility=self)."
         )
     if level == "tree":
-        if spawned_by_caller:
-            return None
         return (
             f"Session {noun} visibility is restricted to the current session tree "
             "(tools.sessions.visibility=tree)."
         )
-    if caller_agent == target_agent:
+    if not cross_agent:
         return None
     # ``agent`` is the caller's agent id only: a child it spawned under another agent is outside it.
     if level == "agent":
         return (
             f"Session {noun} visibility is restricted to the current agent (tools.sessions.visibility=agent)."
         )
-    if spawned_by_caller:
-        return None
+    return _cross_agent_refusal(config, caller_agent, target_agent, operation)
+
+
+def _owned(
+    config: Config, caller_key: str, target_key: str, target: SessionEntry | None, cross_agent: bool
+) -> bool:
+    if cross_agent:
+        spawned = target is not None and target.spawned_by == caller_key
+        return spawned and session_keys.is_subagent(target_key)
+    return (target is not None and target.spawned_by == caller_key) or main_sees_agent(config, caller_key)
+
+
+def _cross_agent_refusal(
+    config: Config, caller_agent: str, target_agent: str, operation: Operation
+) -> str | None:
+    """Under ``all``: another agent's session needs tools.agentToAgent, enabled and allowing the pair."""
+    noun = _NOUN[operation]
     if not config.tools.agent_to_agent.enabled:
         if operation == "send":
             return (

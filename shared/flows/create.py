@@ -65,6 +65,9 @@ def new_spawn_flow(
     cleanup: Literal["delete", "keep"],
     mode: Literal["run", "session"],
     now: int,
+    expects_completion_message: bool = True,
+    completion_target: Literal["parent"] | None = None,
+    task_name: str | None = None,
 ) -> Flow:
     main_key = config.session.main_key
     return Flow(
@@ -79,6 +82,9 @@ def new_spawn_flow(
         task=task,
         cleanup=cleanup,
         mode=mode,
+        expects_completion_message=expects_completion_message,
+        completion_target=completion_target,
+        task_name=task_name,
         max_turns=0,
         step_timeout_ms=config.agents.defaults.subagents.announce_timeout_seconds * 1000,
         flow_timeout_ms=config.session.agent_to_agent.flow_timeout_seconds * 1000,

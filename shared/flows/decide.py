@@ -50,6 +50,12 @@ class StartSubagentAnnounce:
 
 
 @dataclass(frozen=True, slots=True)
+class SettleQuietly:
+    """A fire-and-forget child (``expectsCompletionMessage: false``) ended: no announce, no report; its
+    session says how it ended, its flow ends with its delivery not required, and it is cleaned up."""
+
+
+@dataclass(frozen=True, slots=True)
 class StartSubagentDelivery:
     reply: str
     # Why the report is built without the announce's reply (recorded on the flow).
@@ -91,6 +97,7 @@ Action = (
     | StartAnnounce
     | StartDelivery
     | StartSubagentAnnounce
+    | SettleQuietly
     | StartSubagentDelivery
     | DeliverRelay
     | Deliver
@@ -104,7 +111,8 @@ Action = (
 PERFORMS: dict[StepTask, tuple[type[Action], ...]] = {
     StepTask.REPLY_TURN: (StartTurn,),
     StepTask.ANNOUNCE: (StartAnnounce,),
-    StepTask.SUBAGENT_ANNOUNCE: (StartSubagentAnnounce,),
+    # A quiet child's settling stands where its announce would: the same step, with nothing to ask it.
+    StepTask.SUBAGENT_ANNOUNCE: (StartSubagentAnnounce, SettleQuietly),
     StepTask.DELIVER: (StartDelivery, StartSubagentDelivery, DeliverRelay, Deliver),
 }
 
@@ -116,7 +124,7 @@ PERFORMS: dict[StepTask, tuple[type[Action], ...]] = {
 RUN_FOLLOWS: tuple[type[Action], ...] = (
     StartTurn,
     StartAnnounce,
-    StartSubagentAnnounce,
+    *PERFORMS[StepTask.SUBAGENT_ANNOUNCE],
     *PERFORMS[StepTask.DELIVER],
 )
 
@@ -214,6 +222,8 @@ def _next_for_spawn(snap: Snapshot, now_ms: int) -> Action:
     if not child.status.terminal:
         return Wait()
     deadline = (child.ended_at or child.created_at) + flow.flow_timeout_ms
+    if not flow.expects_completion_message:
+        return _settle_quietly(snap, now_ms, deadline)
     if snap.relay is not None and snap.delivery is None and flow.delivery_status is None:
         return _after_relay(snap.relay, flow, now_ms, deadline)
     if snap.delivery is None and flow.delivery_status is None:
@@ -240,6 +250,14 @@ def _next_for_spawn(snap: Snapshot, now_ms: int) -> Action:
     if snap.delivery is not None and snap.delivery.status == "pending":
         return Deliver(snap.delivery.delivery_id)
     return Finish()
+
+
+def _settle_quietly(snap: Snapshot, now_ms: int, deadline: int) -> Action:
+    """A fire-and-forget child owes no report, but an orchestrator's own children still report to it: it
+    settles once they have (a killed one waits for none), or the flow's bound has passed."""
+    if snap.children_pending and not snap.child_killed and now_ms <= deadline:
+        return Wait(deadline + 1)
+    return SettleQuietly()
 
 
 def _after_relay(relay: Run, flow: Flow, now_ms: int, deadline: int) -> Action:

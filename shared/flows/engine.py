@@ -21,6 +21,7 @@ from shared.flows.decide import (
     Action,
     DeliverRelay,
     Finish,
+    SettleQuietly,
     StartAnnounce,
     StartDelivery,
     StartSubagentAnnounce,
@@ -32,7 +33,12 @@ from shared.flows.decide import (
 )
 from shared.flows.exchange import start_announce, start_delivery, start_turn
 from shared.flows.flow_context import FlowContext
-from shared.flows.report import deliver_relay, start_subagent_announce, start_subagent_delivery
+from shared.flows.report import (
+    deliver_relay,
+    settle_quietly,
+    start_subagent_announce,
+    start_subagent_delivery,
+)
 from shared.flows.view import snapshot
 from shared.ports.dispatch import StepTask
 from shared.wire.models import Flow, Snapshot
@@ -118,6 +124,8 @@ def _step(ctx: FlowContext, flow_id: str, performs: tuple[type[Action], ...], sn
         start_delivery(ctx, snap.flow, action)
     elif isinstance(action, StartSubagentAnnounce):
         start_subagent_announce(ctx, snap)
+    elif isinstance(action, SettleQuietly):
+        settle_quietly(ctx, snap)
     elif isinstance(action, StartSubagentDelivery):
         start_subagent_delivery(ctx, snap, action)
     elif isinstance(action, DeliverRelay):

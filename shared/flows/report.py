@@ -24,6 +24,14 @@ log = logging.getLogger(__name__)
 # What a requester may answer to say nothing of its child's report.
 SILENT = frozenset({NO_REPLY, ANNOUNCE_SKIP})
 
+# The requester's turn on a report of a spawn with ``completionTarget: "parent"``: nothing of it is posted.
+PRIVATE_RELAY_CONTEXT = (
+    'Private sub-agent completion: a sub-agent you spawned with completionTarget="parent" has finished, '
+    "and its report is the message above (internal context from the sub-agent, not written by the user). "
+    "Nothing of this turn is sent to a channel. Review the result, then go on with your work (another step, "
+    'another sub-agent) or stay silent; if there is nothing to do, reply exactly "NO_REPLY".'
+)
+
 _SESSION_STATUS: dict[RunStatus, Literal["done", "failed", "killed", "timeout"]] = {
     RunStatus.OK: "done",
     RunStatus.ERROR: "failed",
@@ -56,6 +64,20 @@ def start_subagent_announce(ctx: FlowContext, snap: Snapshot) -> None:
     )
     ctx.store.flows.update(flow.flow_id, {}, due_in_ms=flow.step_timeout_ms)
     ctx.start(child, new)
+
+
+def settle_quietly(ctx: FlowContext, snap: Snapshot) -> None:
+    """A fire-and-forget child ended: nothing is announced, recorded or posted for its requester (the
+    release skips the completion handoff and records the delivery as not required); its session still
+    says how it ended, and it is cleaned up as any child."""
+    flow, child_run = snap.flow, snap.latest or snap.primary
+    assert child_run is not None
+    child = ctx.store.sessions.get(flow.target_key)
+    if child is not None:
+        status = _SESSION_STATUS.get(child_run.status, "failed")
+        ctx.store.sessions.patch(child, SessionPatch({"status": status}))
+    ctx.store.flows.end(flow.flow_id, "completed", {"deliveryStatus": "not_required"})
+    clean_up(ctx, flow, child)
 
 
 def start_subagent_delivery(ctx: FlowContext, snap: Snapshot, action: StartSubagentDelivery) -> None:
@@ -110,6 +132,9 @@ def deliver_relay(ctx: FlowContext, snap: Snapshot, action: DeliverRelay) -> Non
     """Post what the requester said of its child's report, to its route (the child's thread when it was
     bound to one); nothing when it chose silence. A relay that failed posts the report itself."""
     flow, store = snap.flow, ctx.store
+    if flow.completion_target == "parent":
+        _end_private(ctx, flow, action)
+        return
     text = action.reply
     if text is None:
         log.warning("flow %s: %s; posting the report as it is", flow.flow_id, action.degraded)
@@ -121,6 +146,16 @@ def deliver_relay(ctx: FlowContext, snap: Snapshot, action: DeliverRelay) -> Non
         return
     requester = _recipient(ctx, flow)
     deliver_to(ctx, flow, _in_childs_thread(requester, store.sessions.get(flow.target_key)), text)
+
+
+def _end_private(ctx: FlowContext, flow: Flow, action: DeliverRelay) -> None:
+    """A private completion was delivered by the requester's turn itself (the report is its input, in its
+    transcript); nothing goes to a channel, not even when that turn failed."""
+    fields = {"deliveryStatus": "delivered"}
+    if action.reply is None:
+        log.warning("flow %s: %s; a private report is not posted", flow.flow_id, action.degraded)
+        fields["error"] = f"{action.degraded}; the report stays private (completionTarget=parent)"
+    ctx.store.flows.end(flow.flow_id, "completed", fields)
 
 
 def _recipient(ctx: FlowContext, flow: Flow) -> SessionEntry:
@@ -143,7 +178,7 @@ def _relay(flow: Flow, requester: SessionEntry, text: str, now: int) -> NewRun:
         run_id=relay_run_id(flow.flow_id),
         now=now,
         provenance=_provenance(flow),
-        context=subagents.RELAY_CONTEXT,
+        context=PRIVATE_RELAY_CONTEXT if flow.completion_target == "parent" else subagents.RELAY_CONTEXT,
         flow_id=flow.flow_id,
     )
 

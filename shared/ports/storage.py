@@ -70,8 +70,9 @@ class Sessions(Protocol):
 
     def delete(self, entry: SessionEntry) -> None: ...
 
-    def add_child(self, parent_key: str, child_key: str) -> int:
-        """Record a child of ``parent_key``, still to report; the children pending now."""
+    def add_child(self, parent_key: str, child_key: str, *, awaited: bool = True) -> int:
+        """Record a child of ``parent_key``, still to report unless not ``awaited`` (it owes no report);
+        the children pending now."""
 
     def yield_children(self, session_key: str, run_id: str) -> tuple[int, int] | None:
         """``run_id`` makes the session wait for its pending children: (the yield's number, children

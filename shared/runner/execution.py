@@ -307,7 +307,7 @@ def _park(held: _Held, loop: LoopState, waiting: AwaitingCapacity) -> None:
 def _loop_env(held: _Held) -> agent_loop.LoopEnv:
     store, config, dispatcher, claim, state = held.store, held.config, held.dispatcher, held.claim, held.state
     run = state.run
-    model = (state.session.model if state.session else None) or config.model_of(run.agent_id)
+    model = (state.session.model if state.session else None) or config.run_model(run.agent_id)
     runtime = runtime_for(config, model)
     tools = _tools(config, run.session_key, state.session)
 
@@ -342,7 +342,8 @@ def _loop_env(held: _Held) -> agent_loop.LoopEnv:
         messages=_history(store, state, runtime.history_window),
         context=run.context,
         tool_schemas=tool_schemas("openai", tools),
-        thinking=state.session.thinking_level if state.session else None,
+        thinking=(state.session.thinking_level if state.session else None)
+        or config.thinking_default(run.agent_id),
         on_text=streamed.write,
         on_restart=streamed.restart,
         cancel=held.cancel,
@@ -444,7 +445,7 @@ def _time_left(store: Storage, run: Run) -> float | None:
 
 def _tools(config: Config, session_key: str, session: SessionEntry | None) -> list[str]:
     if session_keys.is_subagent(session_key):
-        return subagents.tool_set(config, TOOLS, session.role if session else None)
+        return subagents.tool_set(config, TOOLS, subagents.role_of(config, session_key, session))
     return sorted(TOOLS)
 
 

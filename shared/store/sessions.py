@@ -75,10 +75,10 @@ class SessionStore:
             args=[entry.key],
         )
 
-    def add_child(self, parent_key: str, child_key: str) -> int:
+    def add_child(self, parent_key: str, child_key: str, *, awaited: bool = True) -> int:
         k = self._keys
         pending = self._scripts.register_child(
-            keys=[k.children(parent_key), k.session(parent_key)], args=[child_key]
+            keys=[k.children(parent_key), k.session(parent_key)], args=[child_key, "1" if awaited else "0"]
         )
         return int(pending)
 

@@ -22,7 +22,7 @@ def agents_list(ctx: ToolContext, _params: AgentsListParams) -> AgentsListResult
         rows.append(
             AgentRow(
                 id=agent_id,
-                name=agent.name if agent else None,
+                name=agent.display_name if agent else None,
                 configured=agent is not None,
                 model=config.model_of(agent_id),
                 agent_runtime=AgentRuntime(),

@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterator
 from itertools import islice
 
 from shared.base import session_keys
-from shared.config import Config
+from shared.config import Config, Visibility
 from shared.domain import visibility
 from shared.domain.output_budget import clean
 from shared.domain.sessions import channel_of, display_name, transcript_path
@@ -102,10 +102,30 @@ def _candidates(
     """Where the caller's visibility says to look, newest first, never a scan of the keyspace."""
     store = ctx.store
     level = visibility.effective(ctx.config, ctx.caller_key)
-    if level in ("self", "tree"):
-        own = [ctx.caller_key, *store.sessions.children(ctx.caller_key)]
-        yield from (entry for entry in store.sessions.get_many(own) if entry is not None)
+    if level not in ("self", "tree"):
+        yield from _indexed(ctx, level, kinds, since, limit, matches, archived)
         return
+    own = [ctx.caller_key, *store.sessions.children(ctx.caller_key)]
+    mine = [entry for entry in store.sessions.get_many(own) if entry is not None]
+    yield from mine
+    if visibility.main_sees_agent(ctx.config, ctx.caller_key):
+        # The main session's tree is its agent's sessions too; its spawns under other agents came above.
+        seen = frozenset(entry.key for entry in mine)
+        yield from _indexed(ctx, "agent", kinds, since, limit, matches, archived, seen)
+
+
+def _indexed(
+    ctx: ToolContext,
+    level: Visibility,
+    kinds: list[str] | None,
+    since: int | None,
+    limit: int,
+    matches: Callable[[SessionEntry], bool],
+    archived: bool,
+    seen: frozenset[str] = frozenset(),
+) -> Iterator[SessionEntry]:
+    """``limit`` sessions the caller asked for and may see, from the index ``level`` reaches."""
+    store = ctx.store
     if archived:  # the archived index, then (for "all") the listed sessions
         candidates = store.sessions.recent(page=limit, archived=True)
     elif level == "agent":  # its own agent's sessions only (docs/contract.md §7)
@@ -119,7 +139,12 @@ def _candidates(
         if not page:
             return
         for entry in store.sessions.get_many(page):
-            if entry is not None and matches(entry) and visibility.visible(ctx.config, ctx.caller_key, entry):
+            if (
+                entry is not None
+                and entry.key not in seen
+                and matches(entry)
+                and visibility.visible(ctx.config, ctx.caller_key, entry)
+            ):
                 found += 1
                 yield entry
 

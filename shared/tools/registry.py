@@ -53,12 +53,15 @@ class Tool:
         return self.run(dataclasses.replace(ctx, tool_names=tuple(TOOLS)), self.parse(args, ctx))
 
     def refusal(self, ctx: ToolContext) -> ToolFailure | None:
-        """Sub-agent sessions get the sub-agent tool set (docs/contract.md §6). sessions_spawn makes its own
-        check, so its refusal carries the contract's text."""
-        if self.name == "sessions_spawn" or not session_keys.is_subagent(ctx.caller_key):
+        """Sub-agent sessions get the sub-agent tool set (docs/contract.md §6). A leaf's sessions_spawn is
+        left to the tool's own check, so its refusal carries the contract's text (check 4); an orchestrator's
+        that tools.subagents.tools takes away is refused here like any other tool."""
+        if not session_keys.is_subagent(ctx.caller_key):
             return None
         entry = ctx.store.sessions.get(ctx.caller_key)
-        role = entry.role if entry else None
+        role = subagents.role_of(ctx.config, ctx.caller_key, entry)
+        if self.name == "sessions_spawn" and role == "leaf":
+            return None
         if self.name in subagents.tool_set(ctx.config, TOOLS, role):
             return None
         return ToolFailure(

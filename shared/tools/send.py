@@ -17,6 +17,11 @@ from shared.tools.tool_context import looks_like_key as session_keys_like
 from shared.wire.models import ToolFailure
 from shared.wire.send_schema import SendResult, SessionsSendParams
 
+WATCH_REFUSED = (
+    "watch=true is not supported by clawbus: it keeps no log of session state changes (stateVersion is "
+    "always 0), so a watcher would never be notified"
+)
+
 
 def sessions_send(ctx: ToolContext, params: SessionsSendParams) -> SendResult | ToolFailure | AwaitRun:
     run_id = ctx.new_run_id()
@@ -34,6 +39,9 @@ def sessions_send(ctx: ToolContext, params: SessionsSendParams) -> SendResult | 
         # docs/contract.md, differences: a send is always a turn of its own.
         error = f"mode={params.mode} is not supported by clawbus: a send is a turn of its own (mode=followup)"
         return ToolFailure(status="error", error=error, run_id=run_id)
+    if params.watch:
+        # docs/contract.md, differences: a watch would never fire, so it is refused rather than dropped.
+        return ToolFailure(status="error", error=WATCH_REFUSED, run_id=run_id)
     # ``a2a:<remoteId>`` of a configured remote is the caller agent's own session with that agent.
     remote_key = remote.target_key(ctx.config, ctx.caller_agent, params.session_key or "")
     # The release names the target in a refusal that concerns a key.

@@ -21,6 +21,7 @@ from shared.domain.sessions import THREADED_CHANNELS, Route, SessionPatch, new_e
 from shared.flows.create import new_spawn_flow
 from shared.intake import threads
 from shared.intake.submit import enqueue_accepted, submit
+from shared.tools import spawn_options
 from shared.tools.tool_context import ToolContext
 from shared.wire.attachments import AttachmentReceipt
 from shared.wire.models import (
@@ -32,7 +33,7 @@ from shared.wire.models import (
     SpawnRole,
     ToolFailure,
 )
-from shared.wire.spawn_schema import SessionsSpawnParams, SpawnResult
+from shared.wire.spawn_schema import NOTE, PRIVATE_NOTE, QUIET_NOTE, SessionsSpawnParams, SpawnResult
 
 # Reports of a session's children that no turn of it has read yet: a warning from the first, a refusal
 # from the second (a fan-out that outruns its reader).
@@ -46,7 +47,16 @@ def sessions_spawn(ctx: ToolContext, params: SessionsSpawnParams) -> SpawnResult
     if earlier is not None:  # an agent's call repeated after its worker was lost: the spawn it already made
         entry = ctx.store.sessions.get(earlier.session_key)
         mode = (entry.mode if entry else None) or "run"
-        return SpawnResult(run_id=run_id, child_session_key=earlier.session_key, mode=mode)
+        # The same call again: its options are the ones the spawn was made with.
+        return SpawnResult(
+            run_id=run_id,
+            child_session_key=earlier.session_key,
+            mode=mode,
+            expects_completion_message=params.expects_completion_message,
+            completion_target=params.completion_target,
+            task_name=params.task_name,
+            note=_note(params),
+        )
     if params.model is not None and "/" not in params.model:
         # A bare model id is the default provider's, as the release reads it.
         provider = ctx.config.model_of(ctx.config.default_agent.id).partition("/")[0]
@@ -94,7 +104,11 @@ def sessions_spawn(ctx: ToolContext, params: SessionsSpawnParams) -> SpawnResult
         run_id=run_id,
         child_session_key=child_key,
         mode=mode,
+        expects_completion_message=params.expects_completion_message,
+        completion_target=params.completion_target,
         context=context,
+        task_name=params.task_name,
+        note=_note(params),
         resolved_model=model_ref,
         resolved_provider=model_ref.partition("/")[0],
         model_applied=True,
@@ -142,8 +156,18 @@ def _inherited(ctx: ToolContext, agent_id: str) -> list[Message]:
     return [m.model_copy(update={"id": str(uuid.uuid4())}) for m in inherited]
 
 
+def _note(params: SessionsSpawnParams) -> str:
+    """What the requester is told to expect of the child's report, as the release words each case."""
+    if not params.expects_completion_message:
+        return QUIET_NOTE
+    return PRIVATE_NOTE if params.completion_target == "parent" else NOTE
+
+
 def _check(ctx: ToolContext, params: SessionsSpawnParams) -> tuple[str, Literal["run", "session"]]:
     """docs/contract.md §6's checks, in its order; the agent id and the mode to use."""
+    for refused in (spawn_options.task_name_refusal(params.task_name), spawn_options.refusal(params)):
+        if refused is not None:
+            raise ToolError(refused)
     mode: Literal["run", "session"] = params.mode or ("session" if params.thread else "run")
     if mode == "session" and not params.thread:
         raise ToolError(
@@ -151,6 +175,9 @@ def _check(ctx: ToolContext, params: SessionsSpawnParams) -> tuple[str, Literal[
             'thread. Retry with { mode: "session", thread: true } on a channel that supports threads, or use '
             'mode="run" for one-shot work.'
         )
+    private = spawn_options.completion_target_refusal(params, mode)
+    if private is not None:
+        raise ToolError(private)
     config, requester = ctx.config, ctx.caller_agent
     spawning = subagents.rules(config, requester)
     if spawning.require_agent_id and params.agent_id is None:
@@ -178,6 +205,9 @@ def _check(ctx: ToolContext, params: SessionsSpawnParams) -> tuple[str, Literal[
         raise ToolError(
             f'agentId "{agent_id}" is not a configured agent. Use agents_list to discover valid targets.'
         )
+    elsewhere = spawn_options.cwd_refusal(params.cwd, config.workspace(agent_id))
+    if elsewhere is not None:
+        raise ToolError(elsewhere)
     child_sandboxed = config.sandbox_mode(agent_id) != "off"
     if subagents.sandboxed(config, requester, ctx.caller_key) and not child_sandboxed:
         raise ToolError(
@@ -327,7 +357,9 @@ def _start(
         source_key=ctx.caller_key,
         source_tool="sessions_spawn",
         source_run_id=ctx.origin_run_id,
-        context=_system_text(ctx, child_key, role, receipt, config.workspace(agent_id)),
+        context=_system_text(
+            ctx, child_key, role, receipt, config.workspace(agent_id), params.expects_completion_message
+        ),
         flow_id=run_id,
         chain_id=chain[0],
         hops=chain[1],
@@ -343,11 +375,16 @@ def _start(
         cleanup=cleanup,
         mode=mode,
         now=now,
+        expects_completion_message=params.expects_completion_message,
+        completion_target=params.completion_target,
+        task_name=params.task_name,
     )
     submit(store, ctx.dispatcher, child, {}, new, flow, dispatch=False)
     if inherited:  # before its first run takes its task in, after them
         store.transcripts.append(child_key, inherited)
-    store.sessions.add_child(ctx.caller_key, child_key)
+    # A fire-and-forget child owes its requester no report: nothing waits for it (a yield, an orchestrator's
+    # own report), as the release waits only for children whose completion is required.
+    store.sessions.add_child(ctx.caller_key, child_key, awaited=params.expects_completion_message)
     if params.label:
         store.sessions.patch(child, SessionPatch({"label": params.label}))
     if bound is not None:
@@ -360,13 +397,20 @@ def _start(
 
 
 def _system_text(
-    ctx: ToolContext, child_key: str, role: SpawnRole, receipt: AttachmentReceipt | None, workspace: Path
+    ctx: ToolContext,
+    child_key: str,
+    role: SpawnRole,
+    receipt: AttachmentReceipt | None,
+    workspace: Path,
+    reports: bool,
 ) -> str:
     tools = subagents.tool_set(ctx.config, ctx.tool_names, role)
     lines = [
         f"You are a sub-agent spawned by session {ctx.caller_key}; your session is {child_key}.",
         f"Your tools: {', '.join(tools)}." if tools else "You have no tools.",
-        "When you finish, you will be asked to report back (Result / Notes).",
+        "When you finish, you will be asked to report back (Result / Notes)."
+        if reports
+        else "No report is sent back when you finish: nobody waits for an announcement.",
     ]
     if role == "orchestrator":
         lines.append(

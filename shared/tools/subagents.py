@@ -12,6 +12,7 @@ import time
 
 from shared.base import session_keys
 from shared.base.errors import ToolError
+from shared.commands import subagent_targets
 from shared.domain.redaction import scrub
 from shared.domain.runs import new_run
 from shared.intake.submit import submit
@@ -159,18 +160,36 @@ def row(store: Storage, entry: SessionEntry) -> SubagentRow:
         runtime_ms=max((entry.killed_at or (entry.updated_at if ended else now)) - entry.created_at, 0),
         total_tokens=entry.total_tokens,
         estimated_cost_usd=entry.estimated_cost_usd,
-        pending_report=flow is not None and flow.status != "done",
+        # A fire-and-forget child owes no report.
+        pending_report=flow is not None and flow.expects_completion_message and flow.status != "done",
         waiting_for=entry.pending_children if current == "waiting" else None,
     )
 
 
 def _target(ctx: ToolContext, target: str) -> SessionEntry:
-    """One of the caller's sub-agents (at any depth), by session key, or a direct child's label."""
+    """One of the caller's sub-agents (at any depth), by session key, or a direct child's label or
+    ``taskName``."""
     wanted = target.strip()
     for entry in descendants(ctx.store, ctx.caller_key, recursive=True):
         if entry.key == wanted or (entry.spawned_by == ctx.caller_key and entry.label == wanted):
             return entry
-    raise ToolError(f"No sub-agent of this session matches {wanted!r} (a child session key or label)")
+    named = _by_task_name(ctx, wanted)
+    if named is not None:
+        return named
+    raise ToolError(
+        f"No sub-agent of this session matches {wanted!r} (a child session key, label or taskName)"
+    )
+
+
+def _by_task_name(ctx: ToolContext, wanted: str) -> SessionEntry | None:
+    """The direct child spawned with ``taskName`` ``wanted``, among those active or ended recently (the
+    release's target window: a stale child with a reused handle makes nothing ambiguous); a handle two
+    of them share names none, rather than the wrong one to kill or steer."""
+    lowered = wanted.lower()
+    found = [child.entry for child in subagent_targets.children(ctx).numbered if child.task_name == lowered]
+    if len(found) > 1:
+        raise ToolError(f"Ambiguous subagent taskName: {wanted} (use the child's session key)")
+    return found[0] if found else None
 
 
 def _kill(ctx: ToolContext, target: str) -> SubagentsKilled:

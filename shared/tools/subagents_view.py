@@ -115,6 +115,11 @@ class Child:
     def label(self) -> str:
         return (self.entry.label or "").strip() or self.task or "subagent"
 
+    @property
+    def task_name(self) -> str | None:
+        """The handle its spawn named it by (``taskName``), to target it by."""
+        return self.flow.task_name if self.flow else None
+
     def runtime_ms(self, now: int) -> int:
         if self.started_at is None:
             return 0
@@ -165,7 +170,11 @@ def task_row(child: Child) -> TaskRow:
 
 
 def _delivery(flow: Flow, *, skipped: str) -> str:
-    """Its report's delivery: pending until the flow delivers it (or finds nothing to deliver)."""
+    """Its report's delivery: pending until the flow delivers it (or finds nothing to deliver); ``skipped``
+    names a delivery with nothing to deliver, which a fire-and-forget child's is from its spawn on (the
+    release's registry says ``not_required`` of it, its task registry ``not_applicable``)."""
+    if not flow.expects_completion_message:
+        return skipped
     if flow.status == "running" or flow.delivery_status in (None, "pending"):
         return "pending"
     return skipped if flow.delivery_status == "skipped" else flow.delivery_status
@@ -228,7 +237,9 @@ def _run_row(
     shown = shown_status(child)
     usage = usage_text(entry)
     figures = ", ".join(part for part in (model_ref.partition("/")[2] or model_ref, runtime, usage) if part)
-    line = f"{index}. {label} ({figures}) {shown}"
+    # The release puts the handle first, so a coordinator reads what to target it by.
+    named = f"{child.task_name}: " if child.task_name else ""
+    line = f"{index}. {named}{label} ({figures}) {shown}"
     if task.lower() != label.lower():
         line += f" - {task}"
     run = child.latest or child.first
@@ -236,6 +247,7 @@ def _run_row(
         index=index,
         run_id=run.run_id if run else entry.spawn_flow_id or "",
         session_key=entry.key,
+        task_name=child.task_name,
         label=label,
         task=task,
         status=shown,

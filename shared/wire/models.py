@@ -373,6 +373,8 @@ class Run(RunSpec):
 # --- flows and deliveries ------------------------------------------------------------------------------
 
 DeliveryState = Literal["pending", "delivered", "failed", "skipped", "blocked"]
+# A flow's delivery, which may also owe none: a fire-and-forget spawn's (the release's ``not_required``).
+FlowDeliveryState = Literal["pending", "delivered", "failed", "skipped", "blocked", "not_required"]
 
 # How a flow ended: ``completed`` on the normal path (whatever its delivery's state), else what cut it
 # short. The label of clawbus_flows_ended_total, and the stopReason of a flow that ended early.
@@ -456,13 +458,18 @@ class Flow(Wire):
     # Why the reply-back loop stopped (REPLY_SKIP, max turns, a failed turn, ...); for a flow that ended off
     # the normal path, one of the FlowEndReason codes instead, with ``error`` saying what happened.
     stop_reason: str | None = None
-    delivery_status: DeliveryState | None = None
+    delivery_status: FlowDeliveryState | None = None
     # What cut the flow short (a step failed or timed out); such failures never reach the caller.
     error: str | None = None
     # sessions_spawn: the child's task (attachment contents never stored), cleanup and mode.
     task: str | None = None
     cleanup: Literal["delete", "keep"] | None = None
     mode: Literal["run", "session"] | None = None
+    # sessions_spawn: false is fire-and-forget (no announce, no report; delivery ``not_required``);
+    # ``parent``: the requester's turn on the report is private (nothing posted); the child's taskName.
+    expects_completion_message: bool = True
+    completion_target: Literal["parent"] | None = None
+    task_name: str | None = None
     # sessions_spawn of an orchestrator: the child's latest run (a run on its children's reports), whose
     # end, once no child is pending, is the child's end; and whom to report to, nearest first, when the
     # requester is gone (the requester's own spawners).

@@ -19,6 +19,25 @@ class AttachAs(Params):
     mount_path: str | None = Field(None, max_length=1024)
 
 
+# The release's options clawbus refuses whenever they would change what a spawn does (docs/contract.md §6,
+# ``shared.tools.spawn_options``): a model is not offered them.
+REFUSED_OPTIONS = (
+    "runtime",
+    "visible",
+    "cwd",
+    "placement",
+    "group",
+    "projectId",
+    "projectGitUrl",
+    "worktree",
+    "worktreeName",
+    "worktreeBaseRef",
+    "collect",
+    "outputSchema",
+    "fastMode",
+    "groupId",
+)
+
 # Channel routing belongs to sessions_send: the release refuses these by the name they were sent under.
 ROUTING_ARGUMENTS = ("target", "transport", "channel", "to", "threadId", "thread_id", "replyTo", "reply_to")
 TIMEOUT_ARGUMENTS = ("timeoutSeconds", "timeout_seconds")
@@ -51,6 +70,19 @@ def _one_of(*choices: str) -> BeforeValidator:
     return BeforeValidator(lambda value: value if value in choices else None)
 
 
+# A flag the release reads as ``=== true``: only JSON ``true`` sets it.
+only_true = BeforeValidator(lambda value: value is True)
+# ``expectsCompletionMessage`` is read as ``!== false``: only JSON ``false`` turns it off.
+unless_false = BeforeValidator(lambda value: value is not False)
+
+
+def _completion_target(value: Any) -> Any:
+    """``parent`` or nothing; anything else is refused, in the release's words."""
+    if value is None or value == "parent":
+        return value
+    raise refused('sessions_spawn completionTarget must be "parent" or omitted.')
+
+
 class SessionsSpawnParams(Params):
     task: Annotated[str, required_text("task"), AfterValidator(message_size)] = Field(
         **required(), description="What the sub-agent should do."
@@ -74,10 +106,43 @@ class SessionsSpawnParams(Params):
     mode: Annotated[Literal["run", "session"] | None, _one_of("run", "session")] = None
     cleanup: Annotated[Literal["delete", "keep"] | None, _one_of("delete", "keep")] = None
     sandbox: Annotated[Literal["inherit", "require"] | None, _one_of("inherit", "require")] = None
-    expects_completion_message: bool = Field(True, description="Whether its result comes back when it ends.")
+    expects_completion_message: Annotated[bool, unless_false] = Field(
+        True, description="false: fire-and-forget; no completion report comes back when it ends."
+    )
+    completion_target: Annotated[Literal["parent"] | None, BeforeValidator(_completion_target)] = Field(
+        None,
+        description="parent: the report comes back as a private turn of yours; nothing is posted to a "
+        'channel. Only for mode="run" without thread.',
+    )
     context: Annotated[Literal["isolated", "fork"] | None, _one_of("isolated", "fork")] = None
+    task_name: Annotated[str | None, optional_text] = Field(
+        None,
+        description="A stable handle to target the child by later (subagents); [a-z][a-z0-9_-]{0,63}, not "
+        "last or all.",
+    )
+    # clawbus never loads workspace bootstrap files into a run, so every child's context is the release's
+    # light one: the flag is taken and changes nothing (docs/contract.md §6).
+    light_context: Annotated[bool, only_true] = Field(
+        False, description="Light bootstrap context (every clawbus child has it)."
+    )
     attachments: list[AttachmentIn] | None = Field(None, max_length=1000)
     attach_as: AttachAs | None = None
+    # The release's options clawbus refuses unless they ask for what it does anyway (``unsupported``); read
+    # as sent, so a refusal can name the value that cannot be honoured.
+    runtime: Any = None
+    visible: Any = None
+    cwd: Any = None
+    placement: Any = None
+    group: Any = None
+    project_id: Any = None
+    project_git_url: Any = None
+    worktree: Any = None
+    worktree_name: Any = None
+    worktree_base_ref: Any = None
+    collect: Any = None
+    output_schema: Any = None
+    fast_mode: Any = None
+    group_id: Any = None
 
     _misplaced = model_validator(mode="before")(_refuse_misplaced)
 
@@ -90,13 +155,25 @@ NOTE = (
 )
 
 
+# ``expectsCompletionMessage: false``: the release's "quiet" run.
+QUIET_NOTE = "Quiet run: no completion notification is sent. Do not wait for an announcement."
+# ``completionTarget: "parent"``: the report comes back as a private turn of the requester.
+PRIVATE_NOTE = (
+    "The result returns privately to the requester. No result is automatically sent to a channel; the "
+    "requester may review, continue work, or remain silent. Continue independent work; completion will "
+    "trigger a private requester turn. Never busy-poll."
+)
+
+
 class SpawnResult(Wire):
     status: Literal["accepted"] = "accepted"
     child_session_key: str
     run_id: str
     mode: Literal["run", "session"]
     expects_completion_message: bool = True
+    completion_target: Literal["parent"] | None = None
     context: Literal["isolated", "fork"] = "isolated"
+    task_name: str | None = None
     note: str = NOTE
     resolved_model: str | None = None
     resolved_provider: str | None = None

@@ -55,7 +55,7 @@ class SubagentsParams(Params):
         False, description="list: their sub-agents too, to the last level."
     )
     target: Annotated[SessionRef | None, optional_text] = Field(
-        None, description='kill, steer, info: a child session key or label; kill also takes "all".'
+        None, description='kill, steer, info: a child session key, label or taskName; kill also takes "all".'
     )
     message: MessageText | None = Field(None, description="steer: what to tell the sub-agent.")
 
@@ -114,7 +114,8 @@ class TaskRow(Wire):
     task_id: str
     runtime: Literal["subagent"] = "subagent"
     # ``pending`` until its report is delivered; ``delivered``; ``not_applicable`` (it reported nothing,
-    # ANNOUNCE_SKIP); ``failed`` or ``blocked`` (the requester's send policy refused its channel).
+    # ANNOUNCE_SKIP, or owes no report: expectsCompletionMessage false); ``failed`` or ``blocked`` (the
+    # requester's send policy refused its channel).
     delivery_status: str
     execution: Execution
     status: TaskStatus
@@ -130,6 +131,8 @@ class RunRow(Wire):
     index: int
     run_id: str
     session_key: str
+    # The handle it was spawned with (``taskName``), when it has one.
+    task_name: str | None = None
     label: str
     task: str
     # running, queued, done, failed, killed, timeout; ``waiting on N children`` (it yielded), ``active

@@ -9,6 +9,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from shared.base.js_values import js_type
+
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.IGNORECASE)
 # Ids of the OpenAI shapes: the gateway's own (chatcmpl_<uuid>), the model's (chatcmpl-<hex>), responses'.
 OPENAI_IDS = [
@@ -45,19 +47,7 @@ class Masked:
 
 
 def json_type(value: Any) -> str:
-    if isinstance(value, Masked):
-        return value.json_type
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object"
+    return value.json_type if isinstance(value, Masked) else js_type(value)
 
 
 def normalize(value: Any, roots: Mapping[str, str]) -> Any:

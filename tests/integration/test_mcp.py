@@ -101,11 +101,12 @@ def test_bad_arguments_come_back_as_an_error_result_naming_the_field(stack: Stac
 def test_the_session_acted_as_is_configurable_per_client(stack: Stack) -> None:
     async def scenario() -> dict[str, Any]:
         async with over_http(stack, **{"X-Clawbus-Session": "agent:main:subagent:mcp-child"}) as client:
-            return structured(await client.call_tool("sessions_list", {}))
+            return structured(await client.call_tool("agents_list", {}))
 
+    # agents_list is one a sub-agent never has, at any depth.
     assert anyio.run(scenario) == {
         "status": "forbidden",
-        "error": "sessions_list is not available in sub-agent sessions (tools.subagents.tools)",
+        "error": "agents_list is not available in sub-agent sessions (tools.subagents.tools)",
     }
 
 

@@ -59,7 +59,8 @@ def test_a_tree_of_an_orchestrator_and_three_leaves_reports_once_after_one_wake(
     boss = spawn_orchestrator(fleet, caller)
     # While it waits for its leaves, its status says so (and so does its parent's list).
     wait_for(lambda: [r["status"] for r in children_of(fleet, caller)] == ["waiting"], 30, what="the yield")
-    card = fleet.invoke("session_status", {}, caller=boss.child_session_key)
+    # Read by its spawner: session_status is not a sub-agent's tool.
+    card = fleet.invoke("session_status", {"sessionKey": boss.child_session_key}, caller=caller)
     assert card["state"] == f"waiting for {LEAVES} children"
     report = finished(fleet, caller)
     assert report.startswith("Status: success\nResult: synthesized")

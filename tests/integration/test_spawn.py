@@ -83,6 +83,29 @@ def test_announce_skip_is_silent(client: Client) -> None:
     assert posted(client, peer) == []
 
 
+def test_a_fire_and_forget_child_runs_and_leaves_its_requester_no_report(client: Client) -> None:
+    caller, peer = requester(client)
+    result = spawn(client, caller, expectsCompletionMessage=False, taskName="quiet_probe")
+    assert (result.expects_completion_message, result.task_name) == (False, "quiet_probe")
+    flow = finished(client, result.run_id)
+    # The child ran, and nothing followed it: no announce step, no relay, no delivery.
+    assert [(s.step, s.status) for s in flow.steps] == [("run", "ok")]
+    assert (flow.delivery_status, flow.expects_completion_message) == ("not_required", False)
+    assert client.get_session(result.child_session_key).status == "done"
+    assert notes(client, caller) == []
+    assert posted(client, peer) == []
+
+
+def test_a_private_completion_is_the_requesters_turn_and_is_posted_nowhere(client: Client) -> None:
+    caller, peer = requester(client)
+    result = spawn(client, caller, completionTarget="parent")
+    flow = finished(client, result.run_id)
+    assert [s.step for s in flow.steps] == ["run", "subagent_announce", "relay"]
+    assert (flow.delivery_status, flow.completion_target) == ("delivered", "parent")
+    assert len(notes(client, caller)) == 1
+    assert posted(client, peer) == []
+
+
 def test_cleanup_delete_removes_the_child(client: Client) -> None:
     caller, peer = requester(client)
     result = spawn(client, caller, cleanup="delete")

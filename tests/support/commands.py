@@ -64,3 +64,13 @@ class Chat:
         self.world.store.runs.claim(
             child.run_id, child.child_session_key, owner="t", attempt=0, lease_ms=60_000, max_attempts=3
         )
+
+
+def greeted_chat(config: dict[str, Any]) -> Chat:
+    """A chat on a world of ``config`` whose session exists: one message sent and answered."""
+    from workers.testing import world
+
+    chat = Chat(world(config))
+    chat.message("hello")
+    chat.world.drain()
+    return chat

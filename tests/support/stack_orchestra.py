@@ -59,12 +59,14 @@ def orchestra(leaves: int = LEAVES, leaf_ms: int = 1000, **subagents: Any) -> di
                     "rules": [
                         # A leaf's task takes two steps (a tool round, then its answer): a steer sent
                         # during the first reaches the second.
+                        # (sessions_yield, a tool a leaf keeps: with no child it answers that there
+                        # is nothing to wait for, and the turn goes on.)
                         {
                             "match": r"^\[Subagent Task\]: leaf work",
-                            "tool": {"name": "agents_list", "args": {}},
+                            "tool": {"name": "sessions_yield", "args": {}},
                         },
                         {"match": r"change of plan", "reply": "steered!"},
-                        {"match": r'"agents"', "reply": "leaf done"},
+                        {"match": r"nothing to wait for", "reply": "leaf done"},
                         {"match": r"^Sub-agent announce step\.$", "reply": "Result: leaf result"},
                     ],
                 },

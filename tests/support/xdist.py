@@ -36,6 +36,8 @@ FIRST = [
     "tests/fuzz/test_api_fuzz.py",
     "tests/e2e/test_up.py",
     "tests/integration/test_spawn.py",
+    # The release's verdict on its ~1,300 doc examples, then clawbus's: half a minute.
+    "tests/differential/test_release_config.py",
     "tests/integration/test_model_traffic.py",
     "tests/integration/test_backlog.py",
     # make unit's longest (mostly waiting out a cap), so that it does not run alone at the end.

@@ -53,7 +53,9 @@ def config() -> Config:
             **BASE_CONFIG,
             "session": {"agentToAgent": {"maxPingPongTurns": 0}},
             "agents": {
-                "list": [{"id": "main", "default": True, "model": "script/agent"}, {"id": "research"}]
+                # Direct children are leaves, without the session tools below the cap (the default is 5).
+                "defaults": {"subagents": {"maxSpawnDepth": 1}},
+                "list": [{"id": "main", "default": True, "model": "script/agent"}, {"id": "research"}],
             },
             "models": {"providers": {"script": {"type": "script", "models": ["agent"], "rules": RULES}}},
             "runs": {"maxSteps": 4},
@@ -269,9 +271,11 @@ def test_tool_turns_show_in_history_only_with_include_tools(
     assert full[2]["__openclaw"]["runId"] == full[1]["__openclaw"]["runId"]
 
 
-def test_a_sub_agent_parked_on_a_wait_is_announced_only_once_it_ends(
+def test_a_sub_agent_allowed_sessions_send_is_still_refused_and_never_parks_on_a_send(
     store: Store, dispatcher: InlineDispatcher
 ) -> None:
+    """sessions_send is on the release's hard-deny list: tools.subagents.tools.allow cannot hand it to a
+    sub-agent, so its call is refused in its result and its run ends without waiting on another session."""
     config = Config.model_validate(
         {
             **BASE_CONFIG,
@@ -287,6 +291,7 @@ def test_a_sub_agent_parked_on_a_wait_is_announced_only_once_it_ends(
                         "models": ["agent"],
                         "rules": [
                             {**RULES[1], "match": "ask research$"},
+                            {"match": '"status": "forbidden"', "reply": "not mine to send"},
                             *RULES[5:],
                         ],
                     }
@@ -297,14 +302,18 @@ def test_a_sub_agent_parked_on_a_wait_is_announced_only_once_it_ends(
     requester = ToolContext.for_caller(config, store, dispatcher, MAIN)
     spawned = TOOLS["sessions_spawn"].invoke(requester, {"task": "ask research"}).wire()
     done = drain(store, config, dispatcher)
-    # The child parked, research answered, the child resumed, and only then came its announce.
-    assert done.index("run:subagent") < done.index("run:send") < done.index("subagent_announce")
+    assert "run:send" not in done
+    assert tool_result(store, spawned["childSessionKey"]) == {
+        "status": "forbidden",
+        "error": "sessions_send is not available in sub-agent sessions (tools.subagents.tools)",
+    }
+    assert store.runs.lane(RESEARCH) == []
     flow = store.flows.get(spawned["runId"])
     assert flow is not None
     assert flow.status == "done"
     child_run = store.runs.get(spawned["runId"])
     assert child_run is not None
-    assert child_run.reply == "research answered"
+    assert child_run.reply == "not mine to send"
 
 
 def test_an_aborted_loop_answers_its_open_calls_and_keeps_the_cut_text_marked() -> None:

@@ -1,12 +1,141 @@
-"""shared/domain/subagents.py: the normalized announce (docs/contract.md §6), its sections, fallbacks and
-figures."""
+"""shared/domain/subagents.py: the sub-agent tool policy and its roles (docs/contract.md §6 and §10, the
+release's docs/tools/subagents/tool-policy.md), and the normalized announce (docs/contract.md §6), its
+sections, fallbacks and figures."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
-from shared.domain.subagents import AnnounceInputs, normalize, sections, status_of
-from shared.wire.models import Run, RunStatus, Usage
+from shared.config import Config
+from shared.domain.sessions import new_entry
+from shared.domain.subagents import AnnounceInputs, normalize, role_of, sections, status_of, tool_set
+from shared.tools.registry import TOOLS
+from shared.wire.models import Run, RunStatus, SpawnRole, Usage
+from tests.conftest import make_config
+
+CHILD = "agent:main:subagent:4f3c2a10-0000-4000-8000-000000000000"
+# What a sub-agent below the depth cap keeps of clawbus's tools: those that run its own tree.
+ORCHESTRATOR = ["sessions_history", "sessions_list", "sessions_spawn", "sessions_yield", "subagents"]
+
+
+def tools_of(role: SpawnRole | None, **subagent_tools: Any) -> list[str]:
+    config = make_config({"tools": {"subagents": {"tools": subagent_tools}}})
+    return tool_set(config, TOOLS, role)
+
+
+def depth_config(max_spawn_depth: int | None = None) -> Config:
+    if max_spawn_depth is None:
+        return make_config()
+    return make_config({"agents": {"defaults": {"subagents": {"maxSpawnDepth": max_spawn_depth}}}})
+
+
+def role_at(config: Config, depth: int | None, stored: SpawnRole | None = None) -> SpawnRole:
+    entry = new_entry(config, CHILD, 0).model_copy(update={"spawn_depth": depth, "role": stored})
+    return role_of(config, CHILD, entry)
+
+
+# --- the tool policy ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("role", ["orchestrator", "leaf"])
+def test_subagent_allow_cannot_grant_sessions_send(role: SpawnRole) -> None:
+    assert "sessions_send" not in tools_of(role, allow=["sessions_send", "sessions_list"])
+
+
+@pytest.mark.parametrize("tool", ["sessions_send", "agents_list", "session_status"])
+def test_no_allow_or_also_allow_grants_a_hard_denied_tool(tool: str) -> None:
+    assert tool not in tools_of("orchestrator", allow=[tool])
+    assert tool not in tools_of("orchestrator", allow=[], alsoAllow=[tool])
+    assert tool not in tools_of("orchestrator", allow=["*"])
+    assert tool not in tools_of("orchestrator", allow=["group:openclaw"])
+
+
+def test_below_the_cap_a_sub_agent_keeps_the_tools_that_run_its_tree_and_no_other_session_tool() -> None:
+    assert tools_of("orchestrator") == ORCHESTRATOR
+
+
+def test_a_leaf_at_the_cap_keeps_only_sessions_yield() -> None:
+    assert tools_of("leaf") == ["sessions_yield"]
+
+
+def test_allow_cannot_give_a_leaf_back_what_the_cap_takes() -> None:
+    assert tools_of("leaf", allow=["sessions_spawn", "subagents", "sessions_list", "sessions_yield"]) == [
+        "sessions_yield"
+    ]
+
+
+def test_no_role_counts_as_a_leaf() -> None:
+    assert tools_of(None) == tools_of("leaf")
+
+
+def test_allow_only_narrows_what_is_left() -> None:
+    assert tools_of("orchestrator", allow=["sessions_list", "sessions_send"]) == ["sessions_list"]
+
+
+def test_deny_wins_over_allow() -> None:
+    assert tools_of("orchestrator", allow=["sessions_list", "subagents"], deny=["subagents"]) == [
+        "sessions_list"
+    ]
+
+
+def test_an_empty_allow_list_narrows_nothing_as_in_the_release() -> None:
+    assert tools_of("orchestrator", allow=[]) == ORCHESTRATOR
+    assert tools_of("orchestrator", allow=["  "]) == ORCHESTRATOR
+
+
+def test_also_allow_widens_an_allow_list_and_alone_changes_nothing() -> None:
+    assert tools_of("orchestrator", allow=["subagents"], alsoAllow=["sessions_list"]) == [
+        "sessions_list",
+        "subagents",
+    ]
+    assert tools_of("orchestrator", alsoAllow=["sessions_list"]) == ORCHESTRATOR
+
+
+@pytest.mark.parametrize(
+    ("deny", "left"),
+    [
+        (["sessions_*"], ["subagents"]),
+        (["group:sessions"], []),
+        (["SubAgents"], ["sessions_history", "sessions_list", "sessions_spawn", "sessions_yield"]),
+        (["*"], []),
+    ],
+)
+def test_deny_reads_globs_groups_and_any_case_as_the_release(deny: list[str], left: list[str]) -> None:
+    assert tools_of("orchestrator", deny=deny) == left
+
+
+# --- roles ----------------------------------------------------------------------------------------------
+
+
+def test_below_the_default_cap_of_five_a_sub_agent_is_an_orchestrator() -> None:
+    config = depth_config()
+    assert [role_at(config, depth) for depth in (1, 4, 5)] == ["orchestrator", "orchestrator", "leaf"]
+
+
+def test_at_a_cap_of_one_a_direct_child_is_a_leaf() -> None:
+    assert role_at(depth_config(1), 1) == "leaf"
+
+
+def test_the_role_follows_the_cap_as_configured_now_not_as_written_at_spawn() -> None:
+    assert role_at(depth_config(2), 2, stored="orchestrator") == "leaf"
+    assert role_at(depth_config(3), 2, stored="leaf") == "orchestrator"
+
+
+def test_a_sub_agent_with_no_depth_written_is_at_depth_one() -> None:
+    assert role_at(depth_config(1), None) == "leaf"
+    assert role_of(depth_config(2), CHILD, None) == "orchestrator"
+
+
+def test_an_agents_own_cap_decides_its_sub_agents_role() -> None:
+    config = make_config(
+        {"agents": {"list": [{"id": "main", "default": True, "subagents": {"maxSpawnDepth": 1}}]}}
+    )
+    assert role_at(config, 1) == "leaf"
+
+
+# --- the announce ---------------------------------------------------------------------------------------
 
 
 def child(

@@ -3,7 +3,9 @@
 Callers {main session, another agent's session, a sandboxed session, a sub-agent session} x targets {self,
 own child, a child it spawned under another agent, sibling, same-agent other, other agent} x visibility {self, tree, agent, all} x agentToAgent {off,
 on with an allow list} x sandbox clamp {spawned, all}. The expected outcome of every cell comes from the
-rules below, written from docs/contract.md §7, not from the implementation.
+rules below, written from docs/contract.md §7, not from the implementation. Below the matrix, the release's
+``tree`` rules one at a time (dist/session-visibility-*.mjs): the main session's reach over its agent, the
+sandbox clamp that takes it away, and spawns under another agent.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ import pytest
 from shared.base import session_keys
 from shared.base.clock import FixedClock
 from shared.config import Config
+from shared.domain.sessions import new_entry
+from shared.domain.visibility import refusal
 from shared.store import Store
 from shared.tools.registry import TOOLS
 from shared.tools.tool_context import ToolContext
@@ -26,7 +30,7 @@ from shared.wire.list_schema import SessionsListResult
 from shared.wire.models import ToolFailure
 from shared.wire.send_schema import SendResult
 from shared.wire.spawn_schema import SpawnResult
-from tests.conftest import make_config
+from tests.conftest import WorldFactory, make_config
 from workers.testing import InlineDispatcher, drain_runs
 
 VISIBILITIES = ("self", "tree", "agent", "all")
@@ -134,6 +138,11 @@ def expected(caller: str, target: str, visibility: str, a2a: str, clamp: str, no
         return f"Session {noun} visibility is restricted to the current session (tools.sessions.visibility=self)."
     if target == "own child" or (target == "foreign child" and level != "agent"):
         return None
+    # Every caller here but the sub-agent is its agent's main session: under tree it reaches its agent's
+    # sessions too, unless the sandbox clamp holds it to its spawns.
+    main_session = caller != "subagent" and not (caller == "sandboxed" and clamp == "spawned")
+    if level == "tree" and main_session and target in ("sibling", "same-agent other"):
+        return None
     if level == "tree":  # a clamped sandbox gets the tree's text, as in OpenClaw
         return f"Session {noun} visibility is restricted to the current session tree (tools.sessions.visibility=tree)."
     if target in ("sibling", "same-agent other"):
@@ -227,3 +236,102 @@ def test_a_sandboxed_caller_resolves_ids_and_labels_only_to_its_children() -> No
     refused = TOOLS["sessions_send"].invoke(boxed, {"label": "theirs", "message": "m"})
     assert isinstance(refused, ToolFailure)
     assert refused.error == "No session found with label: theirs"
+
+
+# --- tree, rule by rule ---------------------------------------------------------------------------------
+
+TREE: dict[str, Any] = {"tools": {"sessions": {"visibility": "tree"}, "agentToAgent": {"enabled": False}}}
+TREE_REFUSED = (
+    "Session history visibility is restricted to the current session tree (tools.sessions.visibility=tree)."
+)
+
+
+def history_refusal(config: Config, caller: str, target: str, spawned_by: str | None = None) -> str | None:
+    entry = new_entry(config, target, 0).model_copy(update={"spawned_by": spawned_by})
+    return refusal(config, caller, target, entry, "history")
+
+
+def test_tree_from_an_agents_main_session_reaches_every_session_of_that_agent() -> None:
+    config = make_config(TREE)
+    assert history_refusal(config, "agent:main:main", "agent:main:cron:x") is None
+    assert history_refusal(config, "agent:main:main", "agent:main:subagent:x", "agent:main:cron:x") is None
+    assert refusal(config, "agent:main:main", "agent:main:cron:new", None, "send") is None
+
+
+def test_tree_from_any_other_session_reaches_only_what_it_spawned() -> None:
+    config = make_config(TREE)
+    assert history_refusal(config, "agent:main:cron:x", "agent:main:main") == TREE_REFUSED
+    assert history_refusal(config, "agent:main:cron:x", "agent:main:cron:y") == TREE_REFUSED
+    assert history_refusal(config, "agent:main:cron:x", "agent:main:subagent:x", "agent:main:cron:x") is None
+    sub = "agent:main:subagent:parent"
+    assert history_refusal(config, sub, "agent:main:subagent:sibling", "agent:main:main") == TREE_REFUSED
+
+
+def test_tree_from_the_main_session_stays_closed_to_other_agents() -> None:
+    config = make_config(TREE)
+    assert history_refusal(config, "agent:main:main", "agent:research:cron:y") == TREE_REFUSED
+    assert history_refusal(config, "agent:main:main", "agent:research:main") == TREE_REFUSED
+
+
+def test_the_main_session_is_the_one_session_mainkey_names() -> None:
+    config = make_config(TREE, {"session": {"mainKey": "home"}})
+    assert history_refusal(config, "agent:main:home", "agent:main:cron:x") is None
+    assert history_refusal(config, "agent:main:main", "agent:main:cron:x") == TREE_REFUSED
+
+
+@pytest.mark.parametrize(("clamp", "reached"), [("spawned", False), ("all", True)])
+def test_a_main_session_held_by_the_sandbox_clamp_reaches_only_its_spawns(clamp: str, reached: bool) -> None:
+    config = make_config(
+        TREE,
+        {
+            "agents": {
+                "defaults": {"sandbox": {"sessionToolsVisibility": clamp}},
+                "list": [{"id": "main", "default": True, "sandbox": {"mode": "all"}}],
+            }
+        },
+    )
+    refused = history_refusal(config, "agent:main:main", "agent:main:cron:x")
+    assert refused == (None if reached else TREE_REFUSED)
+    assert history_refusal(config, "agent:main:main", "agent:main:subagent:x", "agent:main:main") is None
+
+
+@pytest.mark.parametrize("visibility", ["tree", "all"])
+def test_a_sub_agent_spawned_under_another_agent_is_reached_without_agent_to_agent(visibility: str) -> None:
+    config = make_config(TREE, {"tools": {"sessions": {"visibility": visibility}}})
+    child = "agent:research:subagent:x"
+    assert history_refusal(config, "agent:main:cron:x", child, "agent:main:cron:x") is None
+    # Only a sub-agent: another agent's session of any other kind stays behind tools.agentToAgent.
+    assert (
+        history_refusal(config, "agent:main:cron:x", "agent:research:cron:y", "agent:main:cron:x") is not None
+    )
+
+
+def test_the_main_sessions_tree_is_listed_page_by_page_each_session_once(world: WorldFactory) -> None:
+    config, store, dispatcher = world(
+        TREE,
+        {
+            "agents": {
+                "list": [
+                    {"id": "main", "default": True, "subagents": {"allowAgents": ["research"]}},
+                    {"id": "research"},
+                ]
+            }
+        },
+    )
+    for key in ("agent:main:main", "agent:main:cron:x", "agent:research:cron:y"):
+        touch(store, config, dispatcher, key)
+    spawned = [
+        spawn(store, config, dispatcher, "agent:main:main"),
+        spawn(store, config, dispatcher, "agent:main:main", "research"),
+        spawn(store, config, dispatcher, "agent:main:cron:x"),
+    ]
+    drain_runs(store, config, dispatcher)
+    ctx = ToolContext.for_caller(config, store, dispatcher, "agent:main:main")
+    seen: list[str] = []
+    offset: int | None = 0
+    while offset is not None:
+        page = TOOLS["sessions_list"].invoke(ctx, {"limit": 2, "offset": offset})
+        assert isinstance(page, SessionsListResult)
+        seen += [str(store.sessions.key_for_session_id(row.session_id)) for row in page.sessions]
+        offset = page.next_offset
+    assert sorted(seen) == sorted(["agent:main:main", "agent:main:cron:x", *spawned])

@@ -78,7 +78,9 @@ class SpawnResult(Model):
     mode: str
     status: str = "accepted"
     expects_completion_message: bool = True
+    completion_target: str | None = None
     context: str = "isolated"
+    task_name: str | None = None
     note: str | None = None
     resolved_model: str | None = None
     resolved_provider: str | None = None
@@ -189,6 +191,9 @@ class Flow(Model):
     task: str | None = None
     cleanup: str | None = None
     mode: str | None = None
+    expects_completion_message: bool = True
+    completion_target: str | None = None
+    task_name: str | None = None
     last_run_id: str | None = None
     ancestors: list[str] = Field(default_factory=list)
     steps: list[FlowStep] = Field(default_factory=list)
@@ -406,6 +411,7 @@ class RunRow(Model):
     runtime: str
     runtime_ms: int
     model: str
+    task_name: str | None = None
     delivery_status: str | None = None
     child_sessions: list[str] | None = None
     total_tokens: int | None = None

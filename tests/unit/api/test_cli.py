@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import os
 from pathlib import Path
 from typing import NoReturn
@@ -15,7 +16,7 @@ from typer.testing import CliRunner
 from api.cli import app, client_commands, roles
 
 COMMANDS = {"up", "api", "worker", "beat", "flower", "send", "mcp", "check-config", "status", "probe"}
-GROUPS = {"sessions", "runs", "flows", "token", "subagents", "budgets"}
+GROUPS = {"sessions", "runs", "flows", "token", "config", "subagents", "budgets"}
 
 
 def test_every_command_is_on_the_one_app() -> None:
@@ -100,3 +101,23 @@ def test_an_unknown_loglevel_is_refused_naming_the_setting(monkeypatch: pytest.M
     result = CliRunner().invoke(app, ["worker", "--loglevel", "loud"])
     assert result.exit_code == 2
     assert "logging.level" in result.output
+
+
+def test_config_validate_json_answers_as_the_releases_command(tmp_path: Path) -> None:
+    path = tmp_path / "openclaw.json"
+    path.write_text("{session: {dmScope: 'per-peer'}, agents: {entries: {main: {}}}}")
+    result = CliRunner().invoke(app, ["config", "validate", "--json"], env={"CLAWBUS_CONFIG": str(path)})
+    assert result.exit_code == 0
+    answer = json.loads(result.stdout)
+    assert (answer["valid"], answer["path"]) == (True, str(path))
+    assert [warning["path"] for warning in answer["warnings"]] == ["session.dmScope"]
+
+
+def test_config_validate_names_what_the_release_refuses_and_exits_1(tmp_path: Path) -> None:
+    path = tmp_path / "openclaw.json"
+    path.write_text("{session: {bogus: 1}}")
+    result = CliRunner().invoke(app, ["config", "validate", "--json"], env={"CLAWBUS_CONFIG": str(path)})
+    assert result.exit_code == 1
+    assert json.loads(result.stdout)["issues"] == [
+        {"path": "session", "message": 'Unrecognized key: "bogus"'}
+    ]

@@ -22,8 +22,16 @@ def test_tools_come_in_the_anthropic_format_on_request(http: TestClient) -> None
 
 
 def test_a_sub_agent_session_gets_the_sub_agent_tool_set(http: TestClient) -> None:
+    # At depth 1, below the default maxSpawnDepth (5): the tools that run its own tree, nothing else.
     child = "agent:main:subagent:4f3c2a10-0000-4000-8000-000000000000"
-    assert http.get("/v1/tools", params={"sessionKey": child}).json()["tools"] == []
+    tools = http.get("/v1/tools", params={"sessionKey": child}).json()["tools"]
+    assert [t["function"]["name"] for t in tools] == [
+        "sessions_history",
+        "sessions_list",
+        "sessions_spawn",
+        "sessions_yield",
+        "subagents",
+    ]
     assert len(http.get("/v1/tools", params={"sessionKey": "main"}).json()["tools"]) == len(TOOLS)
 
 

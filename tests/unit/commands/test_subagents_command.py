@@ -12,8 +12,7 @@ from shared.commands.durations import iso
 from shared.commands.subagents import HELP
 from shared.tools.registry import TOOLS
 from shared.wire.spawn_schema import SpawnResult
-from tests.support.commands import Chat
-from workers.testing import world
+from tests.support.commands import Chat, greeted_chat
 
 WEATHER = "summarize the weather report for today"
 CONFIG: dict[str, Any] = {
@@ -29,8 +28,11 @@ CONFIG: dict[str, Any] = {
             "plan": {
                 "type": "script",
                 "rules": [
-                    {"match": r"^\[Subagent Task\]: use a tool", "tool": {"name": "agents_list", "args": {}}},
-                    {"match": r'"agents"', "reply": "<think>secret plan</think>The answer is\n42"},
+                    {
+                        "match": r"^\[Subagent Task\]: use a tool",
+                        "tool": {"name": "sessions_list", "args": {}},
+                    },
+                    {"match": r'"sessions"', "reply": "<think>secret plan</think>The answer is\n42"},
                 ],
             }
         }
@@ -41,10 +43,7 @@ EMPTY_LIST = "active subagents:\n-----\n(none)\n\nrecent subagents (last 30m):\n
 
 @pytest.fixture
 def chat() -> Chat:
-    chat = Chat(world(CONFIG))
-    chat.message("hello")
-    chat.world.drain()
-    return chat
+    return greeted_chat(CONFIG)
 
 
 def done(chat: Chat, task: str = WEATHER, **args: Any) -> SpawnResult:
@@ -189,9 +188,9 @@ def test_the_log_shows_an_assistants_prose_only_and_tool_results_when_asked(chat
     done(chat, "use a tool, then answer", label="tooling", agentId="helper")
     plain = chat.text("/subagents log tooling").split("\n")
     assert "Assistant: The answer is 42" in plain
-    assert not any("secret plan" in line or '"agents"' in line for line in plain)
+    assert not any("secret plan" in line or '"sessions"' in line for line in plain)
     with_tools = chat.text("/subagents log tooling tools").split("\n")
-    assert any(line.startswith("User: ") and '"agents"' in line for line in with_tools)
+    assert any(line.startswith("User: ") and '"sessions"' in line for line in with_tools)
 
 
 def test_the_log_of_a_sub_agent_with_no_messages_yet_says_so(chat: Chat) -> None:

@@ -46,6 +46,10 @@ BASE: dict[str, Any] = {
 }
 
 
+# The depth at which direct children are leaves (the default is the release's 5).
+DEPTH_ONE: dict[str, Any] = {"agents": {"defaults": {"subagents": {"maxSpawnDepth": 1}}}}
+
+
 @pytest.fixture
 def world(world: WorldFactory) -> WorldFactory:
     """This module's agents (who may spawn whom) under each test's own overrides."""
@@ -226,8 +230,8 @@ def test_an_invalid_agent_id_gets_the_spec_text(world: WorldFactory) -> None:
     )
 
 
-def test_a_sub_agent_may_not_spawn_at_the_default_depth_of_one(world: WorldFactory) -> None:
-    config, store, dispatcher = world()
+def test_a_sub_agent_may_not_spawn_at_a_max_spawn_depth_of_one(world: WorldFactory) -> None:
+    config, store, dispatcher = world(DEPTH_ONE)
     first = spawn(config, store, dispatcher)
     assert isinstance(first, SpawnResult)
     assert refusal(spawn(config, store, dispatcher, caller=first.child_session_key)) == (
@@ -293,7 +297,7 @@ def test_model_and_thinking_are_checked(world: WorldFactory) -> None:
 
 
 def test_checks_come_in_spec_order(world: WorldFactory) -> None:
-    config, store, dispatcher = world()
+    config, store, dispatcher = world(DEPTH_ONE)
     # An invalid agent id is reported before the nested-spawn, allowlist and model checks.
     first = spawn(config, store, dispatcher)
     assert isinstance(first, SpawnResult)
@@ -542,8 +546,8 @@ def test_a_child_whose_session_was_deleted_still_reports(world: WorldFactory) ->
     assert reports[0].startswith("Status: success\nResult: echo: [Subagent Task]: find out")
 
 
-def test_sub_agent_sessions_get_no_session_tools(world: WorldFactory) -> None:
-    config, store, dispatcher = world()
+def test_a_leaf_keeps_only_sessions_yield_of_the_session_tools(world: WorldFactory) -> None:
+    config, store, dispatcher = world(DEPTH_ONE)
     result = spawn(config, store, dispatcher)
     assert isinstance(result, SpawnResult)
     child = ToolContext.for_caller(config, store, dispatcher, result.child_session_key)
@@ -554,7 +558,54 @@ def test_sub_agent_sessions_get_no_session_tools(world: WorldFactory) -> None:
     assert TOOLS["sessions_send"].refusal(ToolContext.for_caller(config, store, dispatcher, CALLER)) is None
     run = store.runs.get(result.run_id)
     assert run is not None
+    assert "Your tools: sessions_yield." in (run.context or "")
+
+
+def test_below_the_cap_a_child_keeps_its_tree_tools_and_never_the_hard_denied_ones(
+    world: WorldFactory,
+) -> None:
+    config, store, dispatcher = world()
+    result = spawn(config, store, dispatcher)
+    assert isinstance(result, SpawnResult)
+    child = ToolContext.for_caller(config, store, dispatcher, result.child_session_key)
+    for kept in ("sessions_list", "sessions_history", "sessions_spawn", "sessions_yield", "subagents"):
+        assert TOOLS[kept].refusal(child) is None
+    for denied in ("sessions_send", "agents_list", "session_status"):
+        refused = TOOLS[denied].refusal(child)
+        assert refused is not None
+        assert refused.error == f"{denied} is not available in sub-agent sessions (tools.subagents.tools)"
+    run = store.runs.get(result.run_id)
+    assert run is not None
+    assert "Your tools: sessions_history, sessions_list, sessions_spawn, sessions_yield, subagents." in (
+        run.context or ""
+    )
+
+
+def test_subagent_allow_cannot_grant_sessions_send(world: WorldFactory) -> None:
+    config, store, dispatcher = world({"tools": {"subagents": {"tools": {"allow": ["sessions_send"]}}}})
+    result = spawn(config, store, dispatcher)
+    assert isinstance(result, SpawnResult)
+    child = ToolContext.for_caller(config, store, dispatcher, result.child_session_key)
+    refused = TOOLS["sessions_send"].refusal(child)
+    assert refused is not None
+    assert refused.status == "forbidden"
+    run = store.runs.get(result.run_id)
+    assert run is not None
     assert "You have no tools." in (run.context or "")
+
+
+def test_an_orchestrator_whose_spawn_is_denied_is_refused_it(world: WorldFactory) -> None:
+    config, store, dispatcher = world({"tools": {"subagents": {"tools": {"deny": ["sessions_spawn"]}}}})
+    result = spawn(config, store, dispatcher)
+    assert isinstance(result, SpawnResult)
+    refused = TOOLS["sessions_spawn"].refusal(
+        ToolContext.for_caller(config, store, dispatcher, result.child_session_key)
+    )
+    assert refused is not None
+    assert refusal(refused) == (
+        "forbidden",
+        "sessions_spawn is not available in sub-agent sessions (tools.subagents.tools)",
+    )
 
 
 def test_the_child_is_told_the_tools_its_configuration_gives_it(world: WorldFactory) -> None:

@@ -228,7 +228,8 @@ def test_a_finished_childs_card_has_its_usage_and_its_own_task(
     assert f"📚 Context: {entry.context_tokens}/200k (0%)" in lines
     assert f"🧵 Session: {child.child_session_key} • duration 6s • updated just now" in lines
     assert "📌 Tasks: latest succeeded · subagent · probe-child" in lines
-    assert (shown.spawn_depth, shown.role, shown.state) == (1, "leaf", "idle (last run ok)")
+    # Below the default maxSpawnDepth (5), a direct child is an orchestrator.
+    assert (shown.spawn_depth, shown.role, shown.state) == (1, "orchestrator", "idle (last run ok)")
 
 
 def test_a_run_waiting_for_its_models_capacity_is_said_in_the_state_and_a_line_of_the_card(

@@ -1,7 +1,8 @@
 """One request's message into its session and its reply back: the message accepted as an inbound chat
-message (durable from then on), the run waited on or followed as it streams, within
-``gateway.maxWaitSeconds`` of the request's arrival; a client that leaves cancels the run only if it sent
-``x-clawbus-cancel-on-disconnect: true``."""
+message (durable from then on), with the token cap and sampling the client asked for, the run waited on or
+followed as it streams, within ``gateway.maxWaitSeconds`` of the request's arrival. A client that leaves
+before its answer cancels the run, as the release's does, unless it sent
+``x-clawbus-cancel-on-disconnect: false`` (its run then goes on, and its reply lands in the session)."""
 
 from __future__ import annotations
 
@@ -30,9 +31,11 @@ from shared.domain import logs, policy
 from shared.intake.inbound import receive
 from shared.intake.submit import AwaitRun
 from shared.runner import run_control
-from shared.wire.models import CommandReply, InboundMessageParams, ToolFailure
+from shared.wire.models import CommandReply, InboundMessageParams, Sampling, ToolFailure
 from shared.wire.send_schema import SendResult
 
+# ``false`` keeps the run of a client that leaves (a fire-and-forget request); any other value, or none,
+# cancels it, as the release does.
 CANCEL_ON_DISCONNECT = "x-clawbus-cancel-on-disconnect"
 
 
@@ -72,12 +75,14 @@ class Exchange:
 
     @property
     def cancel_on_leave(self) -> bool:
-        return self.request.headers.get(CANCEL_ON_DISCONNECT, "").strip().lower() == "true"
+        return self.request.headers.get(CANCEL_ON_DISCONNECT, "").strip().lower() != "false"
 
-    async def start(self, prompt: Prompt, demanded: str | None) -> tuple[str, Outcome | None]:
+    async def start(
+        self, prompt: Prompt, demanded: str | None, sampling: Sampling | None = None
+    ) -> tuple[str, Outcome | None]:
         """The id the answer is named by (the run's) and, when no run is followed, the answer: a
         demanded client tool call (no clawbus run makes one: answered at once as the release answers one
-        not made), or the session's refusal."""
+        not made), or the session's refusal. ``sampling`` goes with the run to each of its model calls."""
         if demanded is not None:
             return str(uuid.uuid4()), Failure(502, demanded)
         _check_size(self.services, prompt.message)
@@ -91,7 +96,8 @@ class Exchange:
             ctx = dataclasses.replace(ctx, id_seed=seed)
         inbound = InboundMessageParams(message=prompt.message, timeout_seconds=self.cap_s)
         with logs.bound(session_key=ctx.caller_key):
-            result = await run_in_threadpool(partial(receive, commands=False), ctx, inbound, prompt.system)
+            accept = partial(receive, commands=False, sampling=sampling)
+            result = await run_in_threadpool(accept, ctx, inbound, prompt.system)
         if isinstance(result, AwaitRun):
             return result.run_id, None
         if isinstance(result, SendResult) and result.status == "accepted":  # accepted, not waited on
@@ -99,7 +105,7 @@ class Exchange:
         return str(uuid.uuid4()), _without_run(result)
 
     async def wait(self, run_id: str) -> Outcome | None:
-        """The run's outcome; None if the client left first (its run cancelled only if it asked)."""
+        """The run's outcome; None if the client left first (its run cancelled unless it asked to keep it)."""
         waiting = asyncio.ensure_future(replies.wait_for(self.services, run_id, self.deadline))
         leaving = asyncio.ensure_future(_disconnect(self.request))
         try:
@@ -123,7 +129,7 @@ class Exchange:
 
     async def _cancelling(self, chunks: AsyncIterator[str], run_id: str) -> AsyncIterator[str]:
         """The stream; a client that leaves before its end (Starlette then stops the stream) cancels the
-        run only if it asked to."""
+        run unless it asked to keep it."""
         finished = False
         try:
             async for chunk in chunks:

@@ -1,9 +1,10 @@
 """The request bodies of ``POST /v1/chat/completions`` and ``POST /v1/responses``, as the release's schemas
 take them: chat completions leniently (unknown keys ignored, most fields may be ``null``), responses
 strictly (unknown keys refused; a field left out is fine, a ``null`` one is not). Then the checks the
-release makes after its schema, with its texts. clawbus validates the sampling fields and client tools
-the same way, then does not apply them: its runs use the agent's model as configured and never hand a
-tool call back to the client (api/routes/openai_compat.py says what that means for ``tool_choice``).
+release makes after its schema, with its texts. The token cap and sampling fields the release hands to
+its run's model calls (``sampling()``) go to the request's run as they go there; client tools are
+validated the same way, then not applied: clawbus runs never hand a tool call back to the client
+(api/routes/openai_compat.py says what that means for ``tool_choice``).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from api.openai_compat.errors import invalid, schema_message
+from shared.wire.models import Sampling
 
 # JavaScript's Number.MAX_SAFE_INTEGER: the release's token caps must be "positive safe integers".
 MAX_SAFE_INTEGER = 2**53 - 1
@@ -111,6 +113,22 @@ class ChatCompletionRequest(_Body):
     @property
     def include_usage(self) -> bool:
         return bool(self.stream and self.stream_options and self.stream_options.include_usage)
+
+    def sampling(self) -> Sampling | None:
+        """What the release hands its run's model calls (its ``streamParams``): ``max_completion_tokens``
+        over the older ``max_tokens``, and the sampling fields as sent. Call after ``check``."""
+        stop = [self.stop] if isinstance(self.stop, str) else self.stop
+        asked = Sampling(
+            max_tokens=self.max_completion_tokens or self.max_tokens,
+            temperature=self.temperature,
+            top_p=self.top_p,
+            frequency_penalty=self.frequency_penalty,
+            presence_penalty=self.presence_penalty,
+            seed=None if self.seed is None else int(self.seed),
+            stop=stop or None,
+            response_format=None if self.response_format is None else dict(self.response_format),
+        )
+        return None if asked.is_empty() else asked
 
     def check(self) -> None:
         """What the release checks after its schema, in its order and with its texts."""
@@ -310,3 +328,8 @@ class ResponsesRequest(_Body):
     previous_response_id: OptionalString = None
     reasoning: Annotated[ReasoningConfig | None, _not_null("object")] = None
     truncation: Annotated[Literal["auto", "disabled"] | None, _not_null("string")] = None
+
+    def sampling(self) -> Sampling | None:
+        """What the release hands its run's model calls here: the output cap, temperature and top_p."""
+        asked = Sampling(max_tokens=self.max_output_tokens, temperature=self.temperature, top_p=self.top_p)
+        return None if asked.is_empty() else asked

@@ -11,19 +11,23 @@ message, and what is the run's system text, is api/openai_compat/prompts.py. The
 
 Where clawbus differs from the release, on purpose:
 
-- a client that disconnects does NOT cancel its run (the release cancels it): the message was accepted,
-  and the reply lands in the session as any other. A client that wants the release's behaviour sends the
-  header ``x-clawbus-cancel-on-disconnect: true``; its run is then cancelled as soon as the API sees the
-  connection gone (a non-streaming request too);
+- a client that disconnects before its answer cancels its run, as the release's does (a queued run never
+  starts, a running one stops at once), streaming or not; a client that wants its message kept sends the
+  header ``x-clawbus-cancel-on-disconnect: false``: the run goes on and its reply lands in the session
+  as any other;
 - a failed run answers the release's error shapes (chat: 500 ``{"error": {"message", "type":
   "api_error"}}``, or an ``error`` chunk then ``[DONE]``; responses: a ``failed`` response,
   ``response.failed``), with the run's own error (redacted) as the message where the release says only
   ``internal error``;
 - runs take text only, use the agent's configured model and never hand a tool call back to the client:
   ``image_url`` parts and ``input_image`` / ``input_file`` in the message answered are refused (400, the
-  release's texts), the header ``x-openclaw-model`` is refused (400), sampling fields and client ``tools``
-  are validated as the release validates them and then not applied, and a ``tool_choice`` that demands a
-  client tool call is answered at once as the release answers one the run did not satisfy (502);
+  release's texts), the header ``x-openclaw-model`` is refused (400), client ``tools`` are validated as
+  the release validates them and then not applied, and a ``tool_choice`` that demands a client tool call
+  is answered at once as the release answers one the run did not satisfy (502). The token cap and
+  sampling fields go to each model call of the run, as the release's (chat: ``max_completion_tokens`` or
+  ``max_tokens``, ``temperature``, ``top_p``, ``frequency_penalty``, ``presence_penalty``, ``seed``,
+  ``stop``, ``response_format``; responses: ``max_output_tokens``, ``temperature``, ``top_p``), a cap
+  within the model's configured ``maxTokens``;
 - ``previous_response_id`` finds its session through the run (``resp_<runId>``) for as long as runs are
   kept (``runs.retentionHours``), from any API process, for a token that may act for that session's
   agent; the release keeps the ids in one process's memory for 30 minutes;
@@ -237,7 +241,7 @@ async def chat_completions(request: Request, services: ServicesDep, principal: P
     if not prompt.message:
         raise invalid("Missing user message in `messages`.")
     exchange = Exchange(request, services, principal, key, arrived)
-    answer_id, known = await exchange.start(prompt, demanded)
+    answer_id, known = await exchange.start(prompt, demanded, body.sampling())
     identity = shapes.ChatIdentity(f"chatcmpl_{answer_id}", model)
     if body.stream:
         events = exchange.events(answer_id, known)
@@ -267,7 +271,7 @@ async def responses(request: Request, services: ServicesDep, principal: Principa
     if not prompt.message.strip():
         raise invalid("Missing user message in `input`.")
     exchange = Exchange(request, services, principal, key, arrived)
-    answer_id, known = await exchange.start(prompt, demanded)
+    answer_id, known = await exchange.start(prompt, demanded, body.sampling())
     identity = shapes.ResponseIdentity(f"resp_{answer_id}", body.model, f"msg_{uuid.uuid4()}")
     if body.stream:
         events = exchange.events(answer_id, known)

@@ -180,11 +180,15 @@ def _sort(
     value: Any, release: list[Schema], clawbus: list[Schema], path: Path, unused: list[Path]
 ) -> tuple[Any, Any]:
     if isinstance(value, list):
+        release_items, clawbus_items = children(release, 0), children(clawbus, 0) or _items(clawbus)
         pairs = [
-            _sort(item, children(release, i), children(clawbus, i) or _items(clawbus), (*path, i), unused)
+            (None, item)
+            if isinstance(item, dict) and not _objects(release_items) and _objects(clawbus_items)
+            else _sort(item, release_items, clawbus_items, (*path, i), unused)
             for i, item in enumerate(value)
         ]
-        return [r for r, _ in pairs], [c for _, c in pairs]
+        # An object where the release has only names (an agent's ``skills``: its A2A card's) is clawbus's.
+        return [r for r, _ in pairs if r is not None], [c for _, c in pairs]
     if not isinstance(value, dict):
         return value, value
     release_part: dict[str, Any] = {}
@@ -207,6 +211,15 @@ def _sort(
             if in_release and key not in SILENT:
                 unused.append(where)
     return release_part, clawbus_part
+
+
+def _objects(nodes: list[Schema]) -> bool:
+    """Whether any of ``nodes`` (or their alternatives) takes an object."""
+    return any(
+        node == {} or node.get("type") == "object" or "properties" in node or _objects(alternatives)
+        for node in nodes
+        for alternatives in [[alt for key in ("anyOf", "oneOf", "allOf") for alt in node.get(key, ())]]
+    )
 
 
 def _items(clawbus: list[Schema]) -> list[Schema]:

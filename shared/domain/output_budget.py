@@ -47,6 +47,34 @@ def fit(
     return Budgeted(cleaned, dropped, truncated, redacted, total)
 
 
+def fit_around(messages: list[dict[str, Any]], anchor: int, *, max_bytes: int = RESULT_BYTES) -> Budgeted:
+    """As ``fit``, but what is kept is the message at ``anchor`` and its neighbours, taken one older, one
+    newer, in turn, while they fit (the release's window around a ``messageId``); an anchor that alone does
+    not fit leaves ``TOO_LARGE``. An ``anchor`` outside the list (its message not shown) falls back to
+    ``fit``."""
+    if not 0 <= anchor < len(messages):
+        return fit(messages, max_bytes=max_bytes)
+    cleaned, truncated, redacted = clean(messages)
+    sizes = [_size(m) for m in cleaned]
+    start, end, total = anchor, anchor + 1, 2 + sizes[anchor]
+    if total > max_bytes:
+        return Budgeted([dict(TOO_LARGE)], len(messages), truncated, redacted, 2 + _size(TOO_LARGE))
+    older, newer = start > 0, end < len(cleaned)
+    while older or newer:
+        if older and total + sizes[start - 1] + 1 <= max_bytes:
+            start, total = start - 1, total + sizes[start - 1] + 1
+        else:
+            older = False
+        older = older and start > 0
+        if newer and total + sizes[end] + 1 <= max_bytes:
+            end, total = end + 1, total + sizes[end] + 1
+        else:
+            newer = False
+        newer = newer and end < len(cleaned)
+    kept = cleaned[start:end]
+    return Budgeted(kept, len(messages) - len(kept), truncated, redacted, total)
+
+
 def shown(value: str, text_limit: int = TEXT_LIMIT) -> tuple[str, bool, bool]:
     """One text as a model or client reads it back: redacted, cut at ``text_limit`` characters; and whether
     it was redacted, and cut."""

@@ -5,24 +5,30 @@ from __future__ import annotations
 import dataclasses
 
 from shared.commands import Forward, is_command, run_command
-from shared.domain import idempotency, policy
+from shared.domain import idempotency, policy, state_events
 from shared.domain.runs import new_run
 from shared.domain.sessions import new_entry
 from shared.intake import queueing, threads
 from shared.intake.queueing import QueueOptions
 from shared.intake.submit import AwaitRun, send_outcome, submit
 from shared.tools.tool_context import ToolContext, require_agent
-from shared.wire.models import CommandReply, DeliveryContext, InboundMessageParams, ToolFailure
+from shared.wire.models import CommandReply, DeliveryContext, InboundMessageParams, Sampling, ToolFailure
 from shared.wire.send_schema import SendResult
 
 
 def receive(
-    ctx: ToolContext, inbound: InboundMessageParams, context: str | None = None, *, commands: bool = True
+    ctx: ToolContext,
+    inbound: InboundMessageParams,
+    context: str | None = None,
+    *,
+    commands: bool = True,
+    sampling: Sampling | None = None,
 ) -> SendResult | AwaitRun | ToolFailure | CommandReply:
     """``ctx.caller_key`` is the session the message is addressed to; a thread bound to a sub-agent hands it
     to that sub-agent's session (``shared.intake.threads``). ``context``: system text for this run only, kept
     out of the transcript (an OpenAI-compatible request's system messages). ``commands``: a chat command is
     run as one (not through the OpenAI-compatible endpoints, where the release hands every text to the model).
+    ``sampling``: the token cap and sampling of this run's model calls (an OpenAI-compatible request's).
     Raises ToolError for a key of an unknown agent."""
     require_agent(ctx.config, ctx.caller_key)
     addressed = ctx.caller_key
@@ -73,8 +79,20 @@ def receive(
     if room.refused is not None:
         return ToolFailure(status="error", error=room.refused, run_id=run_id)
     text = inbound.message if room.summary is None else f"{room.summary}\n\n{inbound.message}"
-    new = new_run(seed, queueing.kind_for(mode), text, run_id=run_id, now=now, context=context)
-    accepted = submit(ctx.store, ctx.dispatcher, seed, updates, new, when_busy=queueing.when_busy(mode, held))
+    new = new_run(
+        seed, queueing.kind_for(mode), text, run_id=run_id, now=now, context=context, sampling=sampling
+    )
+    # A person's message to a spawned session is a change its spawner may want to know of.
+    human = state_events.human_message(new.kind, inbound.channel, run_id)
+    accepted = submit(
+        ctx.store,
+        ctx.dispatcher,
+        seed,
+        updates,
+        new,
+        when_busy=queueing.when_busy(mode, held),
+        state_event=human,
+    )
     if accepted.busy_with is not None:
         return queueing.busy(ctx.display(session_key), accepted.busy_with)
     return send_outcome(

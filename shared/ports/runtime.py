@@ -11,7 +11,7 @@ from typing import Any, Protocol
 from pydantic import BaseModel, Field
 
 from shared.base.errors import ClawbusError
-from shared.wire.models import Message, SessionEntry, ThinkingLevel, ToolCallBlock, Usage
+from shared.wire.models import Message, Sampling, SessionEntry, ThinkingLevel, ToolCallBlock, Usage
 
 # Exact replies that end the reply-back loop or silence an announce (docs/contract.md §4, 6).
 REPLY_SKIP = "REPLY_SKIP"
@@ -103,6 +103,9 @@ class StepRequest:
     cancel: threading.Event | None = None
     # The gate of the run's model calls (budgets, the model's limits across the fleet); None: none.
     gate: CallGate | None = None
+    # The token cap and sampling the run's requester asked for (an OpenAI-compatible request's); None: the
+    # model's own.
+    sampling: Sampling | None = None
 
     def cancelled(self) -> bool:
         return self.cancel is not None and self.cancel.is_set()

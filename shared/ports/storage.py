@@ -34,6 +34,7 @@ from shared.domain.runs import (
     WhenBusy,
 )
 from shared.domain.sessions import ReportRecorded, SessionPatch
+from shared.domain.state_events import StateChanges, StateEvent
 from shared.domain.traffic import Admission, Ask, CallClose, CallLimits, ModelTraffic
 from shared.wire.models import (
     Delivery,
@@ -178,12 +179,16 @@ class Runs(Protocol):
         flow: Flow | None = None,
         enqueue: Enqueue | None = None,
         when_busy: WhenBusy | None = None,
+        state_event: StateEvent | None = None,
     ) -> Accepted:
         """Create-or-touch ``session`` (``session`` holds the fields of a new entry), then queue the run;
         a ``flow`` (whose id is this run's) is created in the same step, and ``enqueue`` (the run's task
         message) is pushed to the broker in it if the run is its lane's head. ``when_busy``: a session with
         runs in its lane refuses the run (``reject``), or folds its message into the collect run still
-        open at the lane's end (``collect``, whose window this run opens when there is none)."""
+        open at the lane's end (``collect``, whose window this run opens when there is none).
+        ``state_event``: the session's state change the run's acceptance is, recorded in the same step
+        (a run folded or refused records none). Its commit and its cancel record the run's end likewise
+        (``shared.domain.state_events.run_ended``)."""
 
     def get(self, run_id: str) -> Run | None: ...
 
@@ -503,6 +508,18 @@ class A2ARecords(Protocol):
     def pushes_due(self, now_ms: int, limit: int) -> list[str]: ...
 
 
+class StateLog(Protocol):
+    """The sessions' state changes (docs/contract.md §10, "Change tracking"), read back; they are written
+    by the steps that make them (``Runs.accept``, its commit and its cancel)."""
+
+    def version(self, session_key: str) -> int:
+        """The session's ``stateVersion``: how many changes it has recorded (0: none, or no session)."""
+
+    def since(self, session_key: str, after: int, limit: int) -> StateChanges:
+        """The version and the events kept after ``after``, the first ``limit`` of them, read at one
+        instant."""
+
+
 class Storage(Protocol):
     """The whole port: one repository per concern, and the clock every timestamp comes from."""
 
@@ -530,3 +547,5 @@ class Storage(Protocol):
     def calls(self) -> ModelCalls: ...
     @property
     def idempotency(self) -> IdempotencyKeys: ...
+    @property
+    def state(self) -> StateLog: ...

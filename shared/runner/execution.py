@@ -348,6 +348,7 @@ def _loop_env(held: _Held) -> agent_loop.LoopEnv:
         on_restart=streamed.restart,
         cancel=held.cancel,
         gate=gate,
+        sampling=run.sampling,
     )
     return agent_loop.LoopEnv(
         config=config,

@@ -20,6 +20,7 @@ from shared.store.runs import RunStore
 from shared.store.scripts import Scripts
 from shared.store.server_clock import ServerClock
 from shared.store.sessions import SessionStore
+from shared.store.state_log import StateLogStore
 from shared.store.threads import ThreadBindingStore
 from shared.store.traffic import TrafficStore
 from shared.store.transcripts import TranscriptStore
@@ -62,6 +63,7 @@ class Store:
         self.budgets = BudgetStore(client, self.keys, scripts)
         self.calls = ModelCallStore(client, self.traffic, self.budgets, self.runs)
         self.idempotency = IdempotencyStore(client, self.keys)
+        self.state = StateLogStore(client, self.keys)
 
     @classmethod
     def from_config(

@@ -56,6 +56,12 @@ class RedisKeys:
         of the run that wakes it."""
         return f"{self.prefix}yield-reports:{session_key}"
 
+    def state_log(self, session_key: str) -> str:
+        """STREAM: the session's state changes (docs/contract.md §10, "Change tracking"), one entry per
+        ``stateVersion`` (its id ``<version>-0``), about the last 1000 kept, gone 30 days after the last; the
+        version itself is the session hash's ``stateVersion``, which outlives the entries."""
+        return f"{self.prefix}state-log:{session_key}"
+
     def session_id(self, session_id: str) -> str:
         """STRING: sessionId -> session key."""
         return f"{self.prefix}sid:{session_id}"

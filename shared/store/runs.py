@@ -27,6 +27,7 @@ from redis import Redis
 from redis.commands.core import Script
 
 from shared.base.clock import Clock
+from shared.domain import state_events
 from shared.domain.runs import (
     Accepted,
     Cancelled,
@@ -43,6 +44,7 @@ from shared.domain.runs import (
     SuspendOutcome,
     WhenBusy,
 )
+from shared.domain.state_events import StateEvent
 from shared.store.codec import decode, encode, encode_values
 from shared.store.errors import NotReplicated, StoreUnavailable
 from shared.store.keys import RedisKeys
@@ -86,6 +88,7 @@ class RunStore:
         flow: Flow | None = None,
         enqueue: Enqueue | None = None,
         when_busy: WhenBusy | None = None,
+        state_event: StateEvent | None = None,
     ) -> Accepted:
         k = self._keys
         run_fields = encode_values(
@@ -113,6 +116,7 @@ class RunStore:
             k.session_runs(session.key),
             enqueue.queue if enqueue else k.session_runs(session.key),  # unused without a message
             k.folded(new.run_id),
+            k.state_log(session.key),
         ]
         args = [
             now,
@@ -132,6 +136,7 @@ class RunStore:
             new.input.text,
             k.run_prefix(),
             REPEAT_WINDOW_MS,
+            state_events.encoded(state_event),
         ]
         found = self._replicated(self._scripts.accept, keys, args)
         if found[0] == "busy":
@@ -298,7 +303,9 @@ class RunStore:
             k.subagent_gate_queue(),
             k.runs_progress(),
             k.runs_stalled(),
+            k.state_log(run.session_key),
         ]
+        ended = state_events.run_ended(run.kind, outcome.status, run.run_id)
         commit_args: list[Any] = [
             run.run_id,
             token,
@@ -316,6 +323,7 @@ class RunStore:
             usage.output_tokens or 0,
             repr(usage.cost_usd or 0.0),
             call_id(),
+            state_events.encoded(ended),
             *(message.model_dump_json(by_alias=True, exclude_none=True) for message in ending.messages),
         ]
         calls.append((self._scripts.commit, commit_keys, commit_args))
@@ -343,6 +351,7 @@ class RunStore:
                 k.flows_due(),
                 k.waiters(run_id),
                 k.metrics_runs_finished(),
+                k.state_log(run.session_key),
             ],
             args=[
                 run_id,
@@ -355,6 +364,7 @@ class RunStore:
                 run.session_key,
                 reason,
                 call_id(),
+                state_events.encoded(state_events.run_ended(run.kind, RunStatus.ABORTED, run_id)),
             ],
         )
         outcome = CancelOutcome(result[0])

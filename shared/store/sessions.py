@@ -71,6 +71,7 @@ class SessionStore:
                 k.cold(entry.key),
                 k.archived_index(),
                 k.reported(entry.key),
+                k.state_log(entry.key),
             ],
             args=[entry.key],
         )

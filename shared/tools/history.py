@@ -8,7 +8,7 @@ from typing import Any
 
 from shared.base.errors import ToolError
 from shared.domain import visibility
-from shared.domain.output_budget import RESULT_BYTES, fit
+from shared.domain.output_budget import RESULT_BYTES, Budgeted, fit, fit_around
 from shared.tools.history_view import project, shown, transcript_source
 from shared.tools.tool_context import ToolContext
 from shared.wire.history_schema import PendingInputs, SessionsHistoryParams, SessionsHistoryResult
@@ -30,10 +30,15 @@ def sessions_history(ctx: ToolContext, params: SessionsHistoryParams) -> Session
     # Named as asked when that was ``main``, else by its key, as the release echoes it.
     shown_key = "main" if params.session_key.strip() == "main" else key
     if entry is None:
-        # A main session that has had no message yet has an empty history, not none.
-        if key == ctx.main_key_of(key):
+        # A main session that has had no message yet has an empty history, not none (nor a transcript
+        # that a sessionId could name).
+        if key == ctx.main_key_of(key) and params.session_id is None:
             return _result(shown_key, [], PendingInputs())
+        if key == ctx.main_key_of(key):
+            return ToolFailure(status="error", error=NOT_ITS_SESSION)
         return ToolFailure(status="error", error=ctx.missing_session(params.session_key, key))
+    if params.message_id is not None:
+        return _around(ctx, params, params.message_id, entry, shown_key)
     tools = params.include_tools
     offset = params.offset or 0
     # The limit and the offset count messages as shown: the silent ones are not.
@@ -64,11 +69,58 @@ def sessions_history(ctx: ToolContext, params: SessionsHistoryParams) -> Session
     )
 
 
+# The release's text for a sessionId that is not the session's (a session keeps one id for its life here).
+NOT_ITS_SESSION = "sessionId does not belong to sessionKey"
+
+
+def _around(
+    ctx: ToolContext, params: SessionsHistoryParams, message_id: str, entry: SessionEntry, shown_key: str
+) -> SessionsHistoryResult | ToolFailure:
+    """The release's window around one message: ``limit`` messages as shown, the message with about half
+    of them older than it (fewer near either end of the transcript, the rest then taken from the other
+    side), bounded by bytes around it. A message not in the transcript is an empty history, as there;
+    ``offset`` is ignored and no page fields are given, as there."""
+    if params.session_id is not None and params.session_id.lower() != entry.session_id.lower():
+        return ToolFailure(status="error", error=NOT_ITS_SESSION)
+    # Every message, hot and cold: the message may be anywhere, and its place is counted from the first.
+    every = ctx.store.transcripts.all(entry.key)
+    place = next((i for i, m in enumerate(every) if m.id == message_id), None)
+    if place is None:
+        return _result(shown_key, [], _pending(ctx, entry))
+    tools = params.include_tools
+    kept = [(seq, m) for seq, m in enumerate(every, 1) if shown(m) and (tools or m.role not in TOOL_ROLES)]
+    # Where the message stands among those shown (a message not shown itself, as a tool result without
+    # includeTools, still centres the window).
+    at = sum(1 for seq, _ in kept if seq <= place)
+    start, end = anchor_window(len(kept), at, params.limit or DEFAULT_LIMIT)
+    window = kept[start:end]
+    source = transcript_source(entry.session_id)
+    projected = [project(m, seq, source) for seq, m in window]
+    anchor = next((i for i, (_, m) in enumerate(window) if m.id == message_id), -1)
+    stripped = any(m.usage is not None for _, m in window)
+    return _result(shown_key, projected, _pending(ctx, entry), stripped, anchor)
+
+
+def anchor_window(total: int, anchor: int, size: int) -> tuple[int, int]:
+    """``[start, end)`` of ``size`` items out of ``total`` around the item at ``anchor``: ``size - size // 2
+    - 1`` older than it where there are, shifted to stay ``size`` long near the newest (the release's
+    ``resolveHistoryAnchorPageRange``)."""
+    older = size - size // 2 - 1
+    start = min(max(0, anchor - older), max(0, total - size))
+    return start, min(total, start + size)
+
+
 def _result(
-    session_key: str, messages: list[dict[str, Any]], pending: PendingInputs, stripped: bool = False
+    session_key: str,
+    messages: list[dict[str, Any]],
+    pending: PendingInputs,
+    stripped: bool = False,
+    anchor: int | None = None,
 ) -> SessionsHistoryResult:
+    """``anchor``: the index of the message a window was asked around, kept first within the byte budget
+    (-1: not shown); None: the newest messages are kept."""
     pending_bytes = len(json.dumps(pending.wire(), separators=(",", ":")).encode())
-    budget = fit(messages, max_bytes=RESULT_BYTES - pending_bytes)
+    budget = _fitted(messages, RESULT_BYTES - pending_bytes, anchor)
     cut = budget.content_truncated or stripped
     return SessionsHistoryResult(
         session_key=session_key,
@@ -80,6 +132,12 @@ def _result(
         bytes=budget.bytes + pending_bytes,
         pending_inputs=pending,
     )
+
+
+def _fitted(messages: list[dict[str, Any]], max_bytes: int, anchor: int | None) -> Budgeted:
+    if anchor is None or anchor < 0:
+        return fit(messages, max_bytes=max_bytes)
+    return fit_around(messages, anchor, max_bytes=max_bytes)
 
 
 def _pending(ctx: ToolContext, entry: SessionEntry) -> PendingInputs:

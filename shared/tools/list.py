@@ -15,13 +15,53 @@ from shared.ports.storage import Storage
 from shared.tools.history_view import project, shown, transcript_source
 from shared.tools.tool_context import ToolContext
 from shared.wire.list_schema import Actor, Owner, SessionRow, SessionsListParams, SessionsListResult
-from shared.wire.models import TOOL_ROLES, SessionEntry
+from shared.wire.models import TOOL_ROLES, SessionEntry, ToolFailure
 
 # The release's page when no limit is given; its largest is the limit's bound in SessionsListParams.
 DEFAULT_LIMIT = 100
 
 
-def sessions_list(ctx: ToolContext, params: SessionsListParams) -> SessionsListResult:
+def sessions_list(ctx: ToolContext, params: SessionsListParams) -> SessionsListResult | ToolFailure:
+    """A filter clawbus cannot answer is refused by name, never dropped: dropped, it would list rows the
+    caller did not ask for."""
+    refused = refusal(params)
+    if refused is not None:
+        return ToolFailure(status="error", error=refused)
+    return _listing(ctx, params)
+
+
+# The release's relationships to the requesting user (its schema's enum).
+RELATIONSHIPS = ("owned", "created", "involving")
+_NO_PROJECTS = (
+    "it has no projects: no session belongs to one (sessions_spawn refuses projectId), so the filter could "
+    "only ever match none"
+)
+_NO_GROUPS = (
+    "it has no session groups (the Control UI's sidebar categories): no session is put in one, so the "
+    "filter could only ever match all or none"
+)
+
+
+def refusal(params: SessionsListParams) -> str | None:
+    """The first filter asked for that clawbus cannot answer, named, with why (an unknown relationship in
+    the release's words first); None when there is none. What the release refuses as input (a filter sent
+    blank: ``relationship required``) the parameters' validators refuse."""
+    if params.relationship is not None:
+        if params.relationship not in RELATIONSHIPS:
+            return "relationship must be owned, created, or involving"
+        return (
+            "relationship is not supported by clawbus: it knows no user behind a call (a caller is a session "
+            "or an API token, never a person's profile); filter by ownerId or creatorId instead"
+        )
+    if params.project_id is not None:
+        return f"projectId is not supported by clawbus: {_NO_PROJECTS}"
+    # The release reads a group only when it is a text; "" asks for the ungrouped sessions.
+    if isinstance(params.group, str):
+        return f"group is not supported by clawbus: {_NO_GROUPS}"
+    return None
+
+
+def _listing(ctx: ToolContext, params: SessionsListParams) -> SessionsListResult:
     """Visibility and kinds are applied before the page is cut: a caller pages through the rows it may
     see, ``limit`` at a time from ``offset``."""
     limit = params.limit or DEFAULT_LIMIT
@@ -33,7 +73,7 @@ def sessions_list(ctx: ToolContext, params: SessionsListParams) -> SessionsListR
     )
     # One more than the page, to tell whether there is more.
     wanted = offset + limit + 1
-    matches = _filter(params, since)
+    matches = _filter(ctx.config, params, since)
     sources = [False, True] if params.archived == "all" else [bool(params.archived)]
     entries = [
         entry
@@ -58,7 +98,7 @@ def sessions_list(ctx: ToolContext, params: SessionsListParams) -> SessionsListR
     )
 
 
-def _filter(params: SessionsListParams, since: int | None) -> Callable[[SessionEntry], bool]:
+def _filter(config: Config, params: SessionsListParams, since: int | None) -> Callable[[SessionEntry], bool]:
     """Whether a session is one the caller asked for (visibility aside)."""
     agent = params.agent_id.lower() if params.agent_id else None
     search = params.search.lower() if params.search else None
@@ -81,9 +121,32 @@ def _filter(params: SessionsListParams, since: int | None) -> Callable[[SessionE
             and (search is None or any(search in (text or "").lower() for text in _searched(entry)))
             and (not params.active_only or entry.status in ("queued", "running"))
             and (not params.exclude_subagents or entry.spawned_by is None)
+            and _made_as_asked(config, entry, params)
         )
 
     return matches
+
+
+def _made_as_asked(config: Config, entry: SessionEntry, params: SessionsListParams) -> bool:
+    """``ownerId``, ``creatorId`` and ``workspaceDir`` matched exactly against what the session's row
+    shows: a spawned session's owner and creator are its spawning agent, its workspace its agent's; any
+    other session has none of them, so these filters leave it out (as the release's leave out a session
+    without them)."""
+    if params.owner_id is None and params.creator_id is None and params.workspace_dir is None:
+        return True
+    spawner = _spawner(entry)
+    if spawner is None:
+        return False
+    return (
+        params.owner_id in (None, spawner)
+        and params.creator_id in (None, spawner)
+        and params.workspace_dir in (None, str(config.workspace(entry.agent_id)))
+    )
+
+
+def _spawner(entry: SessionEntry) -> str | None:
+    """The agent that spawned the session, its row's ``createdActor`` and ``owner``."""
+    return session_keys.parse(entry.spawned_by).agent_id if entry.spawned_by else None
 
 
 def _searched(entry: SessionEntry) -> tuple[str | None, ...]:
@@ -160,7 +223,7 @@ def every_session(
         }
     )
     seeing = config.model_copy(update={"tools": tools})
-    return sessions_list(ToolContext.for_caller(seeing, store, dispatcher, "main"), params)
+    return _listing(ToolContext.for_caller(seeing, store, dispatcher, "main"), params)
 
 
 def _rows(ctx: ToolContext, entries: list[SessionEntry]) -> list[SessionRow]:
@@ -172,7 +235,7 @@ def _rows(ctx: ToolContext, entries: list[SessionEntry]) -> list[SessionRow]:
 def _row(ctx: ToolContext, entry: SessionEntry, store: str, children: list[str]) -> SessionRow:
     config = ctx.config
     model_ref = entry.model or config.model_of(entry.agent_id)
-    spawner = session_keys.parse(entry.spawned_by).agent_id if entry.spawned_by else None
+    spawner = _spawner(entry)
     workspace = str(config.workspace(entry.agent_id)) if spawner else None
     visible = [key for key in children if visibility.child_visible(config, ctx.caller_key, entry.key, key)]
     return SessionRow(

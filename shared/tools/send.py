@@ -18,8 +18,8 @@ from shared.wire.models import ToolFailure
 from shared.wire.send_schema import SendResult, SessionsSendParams
 
 WATCH_REFUSED = (
-    "watch=true is not supported by clawbus: it keeps no log of session state changes (stateVersion is "
-    "always 0), so a watcher would never be notified"
+    "watch=true is not supported by clawbus: it delivers no stale-state notices to watchers; reconcile with "
+    "session_status changesSince (stateVersion) instead"
 )
 
 
@@ -40,7 +40,8 @@ def sessions_send(ctx: ToolContext, params: SessionsSendParams) -> SendResult | 
         error = f"mode={params.mode} is not supported by clawbus: a send is a turn of its own (mode=followup)"
         return ToolFailure(status="error", error=error, run_id=run_id)
     if params.watch:
-        # docs/contract.md, differences: a watch would never fire, so it is refused rather than dropped.
+        # docs/contract.md, differences (send-watch): no notice would ever reach the watcher, so a watch is
+        # refused rather than dropped; the log it would watch is there to reconcile with.
         return ToolFailure(status="error", error=WATCH_REFUSED, run_id=run_id)
     # ``a2a:<remoteId>`` of a configured remote is the caller agent's own session with that agent.
     remote_key = remote.target_key(ctx.config, ctx.caller_agent, params.session_key or "")

@@ -14,7 +14,7 @@ from typing import Literal
 
 from shared.base import session_keys
 from shared.base.errors import ToolError
-from shared.domain import attachments, subagents
+from shared.domain import attachments, state_events, subagents
 from shared.domain.output_budget import fit
 from shared.domain.runs import LaneHead, inter_session_run
 from shared.domain.sessions import THREADED_CHANNELS, Route, SessionPatch, new_entry, route_of
@@ -379,7 +379,8 @@ def _start(
         completion_target=params.completion_target,
         task_name=params.task_name,
     )
-    submit(store, ctx.dispatcher, child, {}, new, flow, dispatch=False)
+    spawned = state_events.child_spawned(ctx.caller_key, run_id)
+    submit(store, ctx.dispatcher, child, {}, new, flow, dispatch=False, state_event=spawned)
     if inherited:  # before its first run takes its task in, after them
         store.transcripts.append(child_key, inherited)
     # A fire-and-forget child owes its requester no report: nothing waits for it (a yield, an orchestrator's

@@ -8,6 +8,7 @@ does not exist is an error result; the release fails the call there (HTTP 500), 
 
 from __future__ import annotations
 
+import json
 import os
 from importlib import metadata
 from typing import Any, Literal
@@ -16,7 +17,7 @@ from shared.base import session_keys
 from shared.base.errors import ToolError
 from shared.config import Config
 from shared.config.providers import OpenAIProvider, UnknownModel
-from shared.domain import subagents, visibility
+from shared.domain import state_events, subagents, visibility
 from shared.domain.budget_view import agent_budget
 from shared.domain.budgets import day_of
 from shared.domain.sessions import SessionPatch, new_entry
@@ -26,7 +27,12 @@ from shared.tools.subagents_view import descendants, observe, subagents_line, ta
 from shared.tools.tool_context import ToolContext, looks_like_key
 from shared.wire.fleet import AgentBudget
 from shared.wire.models import SessionEntry, ToolFailure
-from shared.wire.subagents_schema import SessionStatusCard, SessionStatusParams, StatusBudget
+from shared.wire.subagents_schema import (
+    SessionStatusCard,
+    SessionStatusParams,
+    StateChanges,
+    StatusBudget,
+)
 
 Target = tuple[str, SessionEntry | None]
 
@@ -38,7 +44,8 @@ def session_status(ctx: ToolContext, params: SessionStatusParams) -> SessionStat
             entry = _set_model(ctx, key, entry, params.model)
     except ToolError as exc:
         return ToolFailure(status="forbidden" if exc.status == "forbidden" else "error", error=exc.error)
-    return _card(ctx, key, entry, model_asked=params.model is not None)
+    card = _card(ctx, key, entry, model_asked=params.model is not None)
+    return _with_state(ctx, key, card, params.changes_since)
 
 
 # --- which session -------------------------------------------------------------------------------------
@@ -76,6 +83,32 @@ def _as_status(refusal: str) -> str:
     ):
         refusal = refusal.replace(history, status)
     return refusal
+
+
+# --- change tracking -----------------------------------------------------------------------------------
+
+
+def _with_state(ctx: ToolContext, key: str, card: SessionStatusCard, since: int | None) -> SessionStatusCard:
+    """The card with the session's ``stateVersion`` and, asked ``changesSince``, its ``stateChanges``,
+    shown at the end of ``statusText`` too, as the release shows them (docs/contract.md §10)."""
+    if since is None:
+        return card.model_copy(update={"state_version": ctx.store.state.version(key)})
+    found = ctx.store.state.since(key, since, state_events.READ_LIMIT)
+    changes = StateChanges(
+        events=found.events,
+        truncated=found.truncated,
+        earliest_available_sequence=found.earliest,
+        history_gap=found.gap,
+    )
+    shown = {"stateVersion": found.version, "stateChanges": changes.wire()}
+    block = f"Session state changes:\n```json\n{json.dumps(shown, indent=2, ensure_ascii=False)}\n```"
+    return card.model_copy(
+        update={
+            "state_version": found.version,
+            "state_changes": changes,
+            "status_text": f"{card.status_text}\n\n{block}",
+        }
+    )
 
 
 # --- the model -----------------------------------------------------------------------------------------

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
-from shared.base.tool_args import required, required_text, truthy, whole_number
+from shared.base.tool_args import optional_text, refused, required, required_text, truthy, whole_number
 from shared.wire.models import Params, Wire
 
 
@@ -25,6 +25,21 @@ class SessionsHistoryParams(Params):
         None, ge=0, description="Skip this many of the newest messages (the nextOffset of the page before)."
     )
     include_tools: Annotated[bool, truthy] = Field(False, description="Include tool calls and tool results.")
+    message_id: Annotated[str | None, optional_text] = Field(
+        None,
+        description="Return history around this message id (__openclaw.id). Ignores offset; limit bounds "
+        "the window.",
+    )
+    session_id: Annotated[str | None, optional_text] = Field(
+        None, description="The session id that owns messageId. Requires messageId."
+    )
+
+    @model_validator(mode="after")
+    def _session_id_needs_a_message(self) -> SessionsHistoryParams:
+        """The release's rule: a transcript is named only to find a message in it."""
+        if self.session_id is not None and self.message_id is None:
+            raise refused("sessionId requires messageId")
+        return self
 
 
 class PendingInputs(Wire):

@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BeforeValidator, Field, field_validator
 
 from shared.base.session_keys import SessionKind
-from shared.base.tool_args import optional_text, string_list, truthy, whole_number
+from shared.base.tool_args import optional_text, refused, string_list, truthy, whole_number
 from shared.wire.models import DeliveryContext, Params, Wire
 
 
@@ -21,6 +21,23 @@ def _archived(value: Any) -> bool | str:
 
 def _pinned(value: Any) -> bool | None:
     return None if value is None else bool(value)
+
+
+def present_text(name: str) -> BeforeValidator:
+    """A filter the release reads as required once it is sent at all: sent, it must be a text with
+    something in it (``<name> required``); it is then matched exactly, trimmed."""
+
+    def read(value: Any) -> str:
+        if not isinstance(value, str) or not value.strip():
+            raise refused(f"{name} required")
+        return value.strip()
+
+    return BeforeValidator(read)
+
+
+# The release's filters clawbus refuses whenever they are sent (``shared.tools.list.refusal``): a model is
+# not offered them.
+REFUSED_FILTERS = ("relationship", "projectId", "group")
 
 
 class SessionsListParams(Params):
@@ -61,6 +78,22 @@ class SessionsListParams(Params):
     include_derived_titles: Annotated[bool, truthy] = Field(
         False, description="Add a title for each session (derivedTitle)."
     )
+    # Who owns or made a session: clawbus records it for spawned sessions only (the spawning agent, the
+    # row's ``owner`` and ``createdActor``), and where they work (``spawnedWorkspaceDir``).
+    owner_id: Annotated[str | None, present_text("ownerId")] = Field(
+        None, description="Only sessions owned by this agent id (spawned sessions: their spawner)."
+    )
+    creator_id: Annotated[str | None, present_text("creatorId")] = Field(
+        None, description="Only sessions created by this agent id (spawned sessions: their spawner)."
+    )
+    workspace_dir: Annotated[str | None, present_text("workspaceDir")] = Field(
+        None, description="Only spawned sessions working in exactly this directory (spawnedWorkspaceDir)."
+    )
+    # The release's filters clawbus has nothing to match against (``shared.tools.list.refusal``); a group is
+    # read as sent: the release takes only a text, and "" (the ungrouped sessions) is one.
+    relationship: Annotated[str | None, present_text("relationship")] = None
+    project_id: Annotated[str | None, present_text("projectId")] = None
+    group: Any = None
 
     @field_validator("kinds")
     @classmethod

@@ -319,6 +319,24 @@ def _sum(a: _N | None, b: _N | None) -> _N | None:
     return b if a is None else a if b is None else a + b
 
 
+class Sampling(Wire):
+    """What a client of the OpenAI-compatible endpoints asked of the model (its token cap and sampling), as
+    the release hands them to every model call of the request's run (its ``streamParams``). Each is applied
+    by runtimes that call a model (``shared.adapters.runtimes.openai``); validated at the edge."""
+
+    max_tokens: int | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    frequency_penalty: float | None = None
+    presence_penalty: float | None = None
+    seed: int | None = None
+    stop: list[str] | None = None
+    response_format: dict[str, Any] | None = None
+
+    def is_empty(self) -> bool:
+        return not self.model_dump(exclude_none=True)
+
+
 class RunSpec(Wire):
     """What a run is asked to be when it is accepted; a ``Run`` is that and how it went."""
 
@@ -339,6 +357,8 @@ class RunSpec(Wire):
     # The trace the run belongs to (W3C traceparent of the span that asked for it;
     # shared/base/trace_context.py).
     trace_parent: str | None = None
+    # An OpenAI-compatible request's token cap and sampling, for each of the run's model calls.
+    sampling: Sampling | None = None
 
 
 class Run(RunSpec):

@@ -62,7 +62,7 @@ class SessionsSendParams(Params):
     mode: Annotated[SendMode | None, BeforeValidator(_mode)] = Field(
         None, description="followup (default): a turn of its own; steer: into the target's running turn."
     )
-    # Accepted to be refused when true: clawbus keeps no log of session state changes to watch.
+    # Accepted to be refused when true: clawbus delivers no stale-state notices to a watcher.
     watch: Annotated[bool, BeforeValidator(lambda value: value is True)] = False
     # clawbus's own: what a busy target does with it (docs/contract.md §11).
     queue_mode: Literal["followup", "reject", "interrupt"] | None = Field(

@@ -237,9 +237,10 @@ class SessionStatusParams(Params):
         description="Set the session's model: a configured <provider>/<model>, a model id of the agent's "
         "provider, or default (the agent's own).",
     )
-    # Accepted as the release takes it; clawbus keeps no log of session state changes (stateVersion 0).
     changes_since: Annotated[int | None, whole_number("changesSince", least=0)] = Field(
-        None, description="Accepted for compatibility; clawbus keeps no session state log."
+        None,
+        description="Also list the session's state changes after this stateVersion (stateChanges), to "
+        "reconcile before acting.",
     )
 
 
@@ -254,6 +255,18 @@ class StatusBudget(Wire):
     source: Literal["config", "runtime"] = "config"
 
 
+class StateChanges(Wire):
+    """``session_status``'s ``stateChanges`` (with ``changesSince``), the release's shape: the events after
+    the version asked for (at most 200: ``truncated`` when more follow), each ``{sequence, kind, actorType,
+    occurredAt, summary, actorId?, runId?, payload?}``; the first event still kept; ``historyGap`` when
+    some asked for are no longer kept (shared/domain/state_events.py)."""
+
+    events: list[dict[str, Any]]
+    truncated: bool
+    earliest_available_sequence: int
+    history_gap: bool
+
+
 class SessionStatusCard(Wire):
     """``session_status``'s details: the release's keys in its order, then clawbus's own (docs/contract.md
     §10). ``model``, ``modelProvider`` and ``modelOverride`` are there only when a ``model`` argument was
@@ -263,8 +276,9 @@ class SessionStatusCard(Wire):
     session_key: str
     agent_id: str
     changed_model: bool = False
-    # The release counts a session's state events; clawbus keeps no such log.
+    # How many state changes the session has recorded, and with ``changesSince`` those after it.
     state_version: int = 0
+    state_changes: StateChanges | None = None
     # With a model argument: the model now in force (bare id), its provider, and the session's own
     # override (None: cleared, the agent's model applies; written out as null).
     model: str | None = None

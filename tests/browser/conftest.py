@@ -102,17 +102,15 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConsoleStack]:
                     "gateway": {"auth": {"tokens": [SCOPED]}},
                     "telemetry": {"tracing": {"endpoint": traces.url, "traceUrl": TRACE_URL}},
                     "agents": {
+                        # Two levels: main's children may spawn, theirs are leaves.
+                        "defaults": {"subagents": {"maxSpawnDepth": 2}},
                         "list": [
                             {"id": "main", "default": True, "subagents": {"allowAgents": ["gpt", "lead"]}},
                             {"id": "gpt", "model": "fake/gpt"},
                             # Spawned by main at depth 1, an orchestrator: it may spawn one level more.
-                            {
-                                "id": "lead",
-                                "model": "orchestra/lead",
-                                "subagents": {"maxSpawnDepth": 2, "allowAgents": ["slow"]},
-                            },
+                            {"id": "lead", "model": "orchestra/lead", "subagents": {"allowAgents": ["slow"]}},
                             {"id": "slow", "model": "fake/slow"},
-                        ]
+                        ],
                     },
                     "models": {
                         "providers": {

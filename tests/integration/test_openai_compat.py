@@ -1,10 +1,12 @@
 """OpenClaw's OpenAI-compatible endpoints on the real stack (redis-server, Celery workers, beat, the API as
-processes), called through the official ``openai`` SDK: every answer is a run the worker fleet ran, a
-worker killed mid-run does not lose an accepted request, more requests than a worker's concurrency all get
-their replies, and a client that leaves does not cancel its run unless it asked to."""
+processes), called through the official ``openai`` SDK: every answer is a run the worker fleet ran, the
+token cap and sampling a client sends reach the model (a fake OpenAI server), a worker killed mid-run does
+not lose an accepted request, more requests than a worker's concurrency all get their replies, and a client
+that leaves cancels its run, as the release's does, unless it asked to keep it."""
 
 from __future__ import annotations
 
+import copy
 import json
 import threading
 import uuid
@@ -19,6 +21,7 @@ import pytest
 from clawbus_client import Client
 
 from shared.store.keys import RedisKeys
+from tests.support.fake_openai import FakeOpenAI, fake_openai
 from tests.support.processes import (
     RedisServer,
     Role,
@@ -34,7 +37,7 @@ from tests.support.stack import STACK_CONFIG, TOKEN, Fresh
 ENABLED = {
     "gateway": {"http": {"endpoints": {"chatCompletions": {"enabled": True}, "responses": {"enabled": True}}}}
 }
-CANCEL = {"x-clawbus-cancel-on-disconnect": "true"}
+KEEP = {"x-clawbus-cancel-on-disconnect": "false"}
 
 
 @pytest.fixture(scope="module")
@@ -47,10 +50,27 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
 
 
 @pytest.fixture(scope="module")
-def api_url(tmp_path_factory: pytest.TempPathFactory, server: RedisServer) -> Iterator[str]:
+def model() -> Iterator[FakeOpenAI]:
+    """The model of the agent ``modelled``: an OpenAI-compatible server recording what it is asked."""
+    with fake_openai() as fake:
+        yield fake
+
+
+def with_modelled_agent(fake: FakeOpenAI) -> dict[str, Any]:
+    """The stack's configuration, endpoints on, with an agent whose model is ``fake``."""
+    config = copy.deepcopy({**STACK_CONFIG, **ENABLED})
+    config["agents"]["list"].append({"id": "modelled", "model": "fake/gpt"})
+    config["models"]["providers"]["fake"] = {"type": "openai", "baseUrl": fake.url, "models": ["gpt"]}
+    return config
+
+
+@pytest.fixture(scope="module")
+def api_url(
+    tmp_path_factory: pytest.TempPathFactory, server: RedisServer, model: FakeOpenAI
+) -> Iterator[str]:
     """A stack of this module's own: the shared one has the endpoints off, as the release's default."""
     root: Path = tmp_path_factory.mktemp("openai-compat")
-    env = role_env(server.url, write_config(root, {**STACK_CONFIG, **ENABLED}), root / "home", TOKEN)
+    env = role_env(server.url, write_config(root, with_modelled_agent(model)), root / "home", TOKEN)
     roles: list[Role] = []
     try:
         roles.append(start_worker(env, root))
@@ -181,6 +201,61 @@ def test_a_bad_request_is_the_sdks_bad_request_error(api_url: str) -> None:
     }
 
 
+# --- what the client asks of the model ---------------------------------------------------------------------
+
+
+def asked_of_model(model: FakeOpenAI, said: str) -> dict[str, Any]:
+    """The request the model got for the run whose user message was ``said``."""
+    return next(body for body in model.bodies("gpt") if body["messages"][-1]["content"] == said)
+
+
+def test_a_chat_completions_cap_and_sampling_reach_the_model(api_url: str, model: FakeOpenAI) -> None:
+    said = f"sample me {uuid.uuid4().hex[:6]}"
+    completion = sdk(api_url).chat.completions.create(
+        model="openclaw/modelled",
+        messages=[{"role": "user", "content": said}],
+        max_tokens=999,
+        max_completion_tokens=77,
+        temperature=0.3,
+        top_p=0.8,
+        frequency_penalty=0.4,
+        presence_penalty=-0.2,
+        seed=11,
+        stop="STOP",
+        response_format={"type": "json_object"},
+    )
+    assert completion.choices[0].message.content == "ok"
+    asked = asked_of_model(model, said)
+    # max_completion_tokens wins over the older max_tokens, as in the release.
+    assert {k: asked[k] for k in ("max_tokens", "temperature", "top_p", "seed", "stop")} == {
+        "max_tokens": 77,
+        "temperature": 0.3,
+        "top_p": 0.8,
+        "seed": 11,
+        "stop": ["STOP"],
+    }
+    assert (asked["frequency_penalty"], asked["presence_penalty"]) == (0.4, -0.2)
+    assert asked["response_format"] == {"type": "json_object"}
+
+
+def test_a_streamed_responses_cap_and_sampling_reach_the_model(api_url: str, model: FakeOpenAI) -> None:
+    said = f"sample a response {uuid.uuid4().hex[:6]}"
+    with sdk(api_url).responses.stream(
+        model="openclaw/modelled", input=said, max_output_tokens=55, temperature=1.5, top_p=0.25
+    ) as stream:
+        assert stream.get_final_response().output_text == "ok"
+    asked = asked_of_model(model, said)
+    assert (asked["max_tokens"], asked["temperature"], asked["top_p"]) == (55, 1.5, 0.25)
+
+
+def test_a_request_that_asks_nothing_leaves_the_model_its_defaults(api_url: str, model: FakeOpenAI) -> None:
+    said = f"no sampling {uuid.uuid4().hex[:6]}"
+    sdk(api_url).chat.completions.create(
+        model="openclaw/modelled", messages=[{"role": "user", "content": said}]
+    )
+    assert {"max_tokens", "temperature", "top_p", "stop", "seed"}.isdisjoint(asked_of_model(model, said))
+
+
 # --- a client that leaves -----------------------------------------------------------------------------------
 
 
@@ -203,32 +278,37 @@ def first_chunk_id(url: str, key: str, headers: dict[str, str]) -> str:
     raise AssertionError("no chunk came")
 
 
-def test_a_client_that_leaves_a_stream_does_not_cancel_its_run(api_url: str) -> None:
-    run_id = run_of(first_chunk_id(api_url, session("stay"), {}))
-    with Client(api_url, TOKEN) as client:
-        run = client.wait_run(run_id, timeout=30)
-        assert run is not None
-        assert (run.status, run.reply) == ("ok", "echo: leave early")
-
-
-def test_a_client_that_asked_cancels_its_run_by_leaving_the_stream(api_url: str) -> None:
-    run_id = run_of(first_chunk_id(api_url, session("go"), CANCEL))
+def test_a_client_that_leaves_a_stream_cancels_its_run(api_url: str) -> None:
+    run_id = run_of(first_chunk_id(api_url, session("go"), {}))
     with Client(api_url, TOKEN) as client:
         run = client.wait_run(run_id, timeout=30)
         assert run is not None
         assert run.status == "aborted"
 
 
-@pytest.mark.parametrize(("headers", "status"), [({}, "ok"), (CANCEL, "aborted")])
-def test_a_client_that_leaves_a_waiting_request_cancels_only_if_it_asked(
+def test_a_client_that_asked_to_keep_its_run_leaves_the_stream_and_the_run_goes_on(api_url: str) -> None:
+    run_id = run_of(first_chunk_id(api_url, session("stay"), KEEP))
+    with Client(api_url, TOKEN) as client:
+        run = client.wait_run(run_id, timeout=30)
+        assert run is not None
+        assert (run.status, run.reply) == ("ok", "echo: leave early")
+
+
+def hang_up_waiting(url: str, key: str, headers: dict[str, str]) -> None:
+    """A non-streamed chat completion with the slow agent whose client gives up after a second."""
+    body = {"model": "openclaw/slow", "messages": [{"role": "user", "content": "hang up"}]}
+    sent = {"Authorization": f"Bearer {TOKEN}", "x-openclaw-session-key": key, **headers}
+    with pytest.raises(httpx.ReadTimeout), httpx.Client(timeout=httpx.Timeout(30, read=1)) as http:
+        http.post(f"{url}/v1/chat/completions", json=body, headers=sent)
+
+
+@pytest.mark.parametrize(("headers", "status"), [({}, "aborted"), (KEEP, "ok")])
+def test_a_client_that_leaves_a_waiting_request_cancels_its_run_unless_it_asked_to_keep_it(
     api_url: str, server: RedisServer, headers: dict[str, str], status: str
 ) -> None:
     key = session("waiting")
-    body = {"model": "openclaw/slow", "messages": [{"role": "user", "content": "hang up"}]}
-    sent = {"Authorization": f"Bearer {TOKEN}", "x-openclaw-session-key": key, **headers}
+    hang_up_waiting(api_url, key, headers)
     with Client(api_url, TOKEN) as client:
-        with pytest.raises(httpx.ReadTimeout), httpx.Client(timeout=httpx.Timeout(30, read=1)) as http:
-            http.post(f"{api_url}/v1/chat/completions", json=body, headers=sent)
         (run_id,) = runs_of(server, f"agent:slow:{key}")
         run = client.wait_run(run_id, timeout=30)
         assert run is not None
@@ -303,3 +383,33 @@ def test_more_requests_than_the_workers_concurrency_all_get_their_replies(fresh:
     with ThreadPoolExecutor(max_workers=10) as pool:
         replies = list(pool.map(ask, range(10)))
     assert replies == [f"echo: n{i}" for i in range(10)]
+
+
+def test_clients_that_leave_while_their_runs_wait_behind_slow_runs_cancel_them(fresh: Fresh) -> None:
+    """Under load: one worker slot, three slow runs ahead. Two clients leave while their runs still wait in
+    the queue, one waiting for a whole answer, one streaming; their runs end ``aborted`` without ever
+    running, and the runs ahead of them answer their clients as usual."""
+    redis_server = fresh.start_redis(config=ENABLED)
+    fresh.worker(concurrency=1)
+    _, url = fresh.api()
+
+    def ask(i: int) -> str:
+        answer = sdk(url).chat.completions.create(
+            model="openclaw/slow",
+            messages=[{"role": "user", "content": f"ahead {i}"}],
+            extra_headers={"x-openclaw-session-key": f"ahead-{i}"},
+        )
+        return answer.choices[0].message.content or ""
+
+    with ThreadPoolExecutor(max_workers=3) as pool, Client(url, TOKEN) as client:
+        ahead = [pool.submit(ask, i) for i in range(3)]
+        ahead_keys = [f"agent:slow:ahead-{i}" for i in range(3)]
+        wait_for(lambda: any(running(client, key) for key in ahead_keys), 30, what="a run ahead to run")
+        hang_up_waiting(url, "left-waiting", {})
+        streamed = run_of(first_chunk_id(url, "left-streaming", {}))
+        (waited,) = runs_of(redis_server, "agent:slow:left-waiting")
+        for run_id in (waited, streamed):
+            run = client.wait_run(run_id, timeout=30)
+            assert run is not None
+            assert (run.status, run.started_at) == ("aborted", None)
+        assert sorted(future.result(timeout=60) for future in ahead) == [f"echo: ahead {i}" for i in range(3)]

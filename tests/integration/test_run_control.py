@@ -39,16 +39,19 @@ class Stack:
     url: str
 
 
-def start(fresh: Fresh, model: FakeOpenAI, concurrency: int = 4, **sections: Any) -> Stack:
+def start(
+    fresh: Fresh, model: FakeOpenAI, concurrency: int = 4, max_spawn_depth: int = 5, **sections: Any
+) -> Stack:
     fresh.start_redis(
         config={
             "agents": {
+                "defaults": {"subagents": {"maxSpawnDepth": max_spawn_depth}},
                 "list": [
                     {"id": "main", "default": True, "subagents": {"allowAgents": ["gpt"]}},
                     {"id": "gpt", "model": "fake/gpt"},
                     {"id": "paced", "model": "paced/echo"},
                     {"id": "patient", "model": "patient/echo"},
-                ]
+                ],
             },
             "models": {
                 "providers": {
@@ -210,7 +213,8 @@ def test_a_run_parked_on_a_wait_ends_at_once_and_the_run_it_waited_for_goes_on(
 def test_a_cancelled_sub_agent_still_reports_and_says_it_was_aborted(fresh: Fresh, model: FakeOpenAI) -> None:
     model.script("gpt", paced(LONG, SLOW_SECONDS))
     model.default = lambda _body: text("Result: cut short")  # the child's announce step
-    stack = start(fresh, model, session={"agentToAgent": {"maxPingPongTurns": 0}})
+    # A leaf (depth 1 of 1): cancelling an orchestrator's run would kill its tree, and it would say killed.
+    stack = start(fresh, model, session={"agentToAgent": {"maxPingPongTurns": 0}}, max_spawn_depth=1)
     with stack.client as client:
         spawned = SpawnResult.model_validate(
             client.invoke("sessions_spawn", {"task": "write", "agentId": "gpt"})

@@ -157,3 +157,13 @@ def test_a_primary_clawbus_cannot_call_falls_back_to_the_first_it_can(tmp_path: 
     config = load_config(write(tmp_path, text), env={})
     assert config.model_of("main") == "anthropic/claude-opus-4-6"
     assert config.run_model("main") == "echo/echo"
+
+
+def test_an_agents_a2a_skills_are_clawbus_own_beside_the_releases_skill_names(tmp_path: Path) -> None:
+    text = "{agents: {entries: {main: {skills: ['docs-search', {id: 'answer', name: 'Answers'}]}}}}"
+    config, validation = validate_config(write(tmp_path, text), env={})
+    assert config is not None
+    main = config.agent("main")
+    assert main is not None
+    assert [skill.id for skill in main.skills] == ["answer"]
+    assert [notice.path for notice in validation.warnings] == ["agents.entries.main.skills"]

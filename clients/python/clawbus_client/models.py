@@ -126,6 +126,8 @@ class Run(Model):
     timeout_ms: int | None = None
     trace_parent: str | None = None
     trace_id: str | None = None
+    # An OpenAI-compatible request's token cap and sampling (maxTokens, temperature, topP, ...).
+    sampling: dict[str, Any] | None = None
     started_at: int | None = None
     ended_at: int | None = None
     reply: str | None = None
@@ -336,6 +338,16 @@ class StatusBudget(Model):
     source: str = "config"
 
 
+class StateChanges(Model):
+    """``session_status``'s changes after ``changesSince``: events (``sequence``, ``kind``, ``summary``,
+    ...), ``truncated`` past 200, the first still kept, and ``historyGap`` when some are no longer kept."""
+
+    events: list[dict[str, Any]]
+    truncated: bool
+    earliest_available_sequence: int
+    history_gap: bool
+
+
 class SessionStatusCard(Model):
     """``session_status``: model, tokens, cost, runs, children pending, ``state``."""
 
@@ -354,6 +366,7 @@ class SessionStatusCard(Model):
     ok: bool = True
     changed_model: bool = False
     state_version: int = 0
+    state_changes: StateChanges | None = None
     model: str | None = None
     model_provider: str | None = None
     model_override: str | None = None

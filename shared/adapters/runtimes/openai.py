@@ -27,7 +27,7 @@ from shared.base.backoff import delay
 from shared.base.errors import ClawbusError
 from shared.config import OpenAIModel, OpenAIProvider
 from shared.ports.runtime import CancelSignal, RunCancelled, RunTimedOut, StepRequest, StepResult
-from shared.wire.models import Message, ToolCallBlock, Usage
+from shared.wire.models import Message, Sampling, ToolCallBlock, Usage
 
 MAX_BACKOFF_SECONDS = 30.0
 # The headers every request carries; the provider's own and its key go beside them.
@@ -70,8 +70,9 @@ class OpenAIRuntime:
         body = self.body(request)
         gate = request.gate
         cap = gate.output_cap() if gate is not None else None
-        if cap is not None and "max_tokens" not in body:
-            body["max_tokens"] = cap  # the bound its budget reservation assumed
+        if cap is not None:
+            # The bound its budget reservation assumed: a requester's cap may be lower, never higher.
+            body["max_tokens"] = min(body.get("max_tokens", cap), cap)
         deadline = None if request.time_limit is None else time.monotonic() + request.time_limit
         failures = 0
         while True:
@@ -122,6 +123,8 @@ class OpenAIRuntime:
             body["tools"] = request.tool_schemas
         if self._model.max_tokens is not None:
             body["max_tokens"] = self._model.max_tokens
+        if request.sampling is not None:
+            _ask_as_sampled(body, request.sampling)
         if self._model.reasoning and request.thinking and request.thinking != "off":
             body["reasoning_effort"] = request.thinking
         if self._provider.stream:
@@ -202,6 +205,16 @@ class OpenAIRuntime:
             usage=Usage(input_tokens=prompt, output_tokens=completion, cost_usd=cost),
             response_id=response_id,
         )
+
+
+def _ask_as_sampled(body: dict[str, Any], sampling: Sampling) -> None:
+    """The requester's sampling (its fields are named as chat completions names them), and its token cap
+    within the model's configured one (``maxTokens``, the operator's bound)."""
+    asked = sampling.model_dump(exclude_none=True)
+    cap = asked.pop("max_tokens", None)
+    if cap is not None:
+        body["max_tokens"] = min(cap, body.get("max_tokens", cap))
+    body.update(asked)
 
 
 def _tokens(value: Any) -> int | None:

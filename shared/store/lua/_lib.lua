@@ -169,3 +169,36 @@ local function left_watch(progress, stalled, run_id)
   redis.call('ZREM', progress, run_id)
   redis.call('HDEL', stalled, run_id)
 end
+
+-- Record a state change of a session (docs/contract.md §10, "Change tracking") in the step that makes it,
+-- so its ``stateVersion`` is never behind what it counts: the version (a field of the session's hash, which
+-- outlives the log's entries) goes up by one and the log gets the event under it, id ``<version>-0``.
+-- ``event_json`` is shared/domain/state_events.py's ``encoded()``; ``when = 'spawned'`` records it only
+-- for a session with a spawner. The session must exist. Returns the new version, or nil.
+local function record_state(session_key, log_key, event_json, now)
+  if event_json == '' then
+    return nil
+  end
+  local event = cjson.decode(event_json)
+  if event['when'] == 'spawned' and redis.call('HEXISTS', session_key, 'spawnedBy') == 0 then
+    return nil
+  end
+  local version = redis.call('HINCRBY', session_key, 'stateVersion', 1)
+  local fields = {'kind', event['kind'], 'actorType', event['actorType'], 'occurredAt', now,
+                  'summary', event['summary']}
+  for _, name in ipairs({'actorId', 'runId', 'payload'}) do
+    if event[name] then
+      fields[#fields + 1] = name
+      fields[#fields + 1] = event[name]
+    end
+  end
+  local id = version .. '-0'
+  local added = redis.pcall('XADD', log_key, 'MAXLEN', '~', event['keep'], id, unpack(fields))
+  if type(added) == 'table' and added['err'] then
+    -- A log left by an earlier session of the same key holds later ids: it is not this session's.
+    redis.call('DEL', log_key)
+    redis.call('XADD', log_key, 'MAXLEN', '~', event['keep'], id, unpack(fields))
+  end
+  redis.call('EXPIRE', log_key, event['ttl'])
+  return version
+end

@@ -6,13 +6,15 @@
 -- KEYS: 1 session, 2 index all, 3 index agent, 4 index kind, 5 sessionId lookup, 6 lane, 7 run,
 --       8 run events, 9 lanes due, 10 flow, 11 flows due, 12 runs created (metrics), 13 the session's runs,
 --       14 the broker queue of the task message, 15 this run's fold (the collect run's id, for a while:
---       a repeat of this call, its reply lost with the connection, answers 'folded' again, not folding twice)
+--       a repeat of this call, its reply lost with the connection, answers 'folded' again, not folding twice),
+--       16 the session's state log
 -- ARGV: 1 now ms, 2 run id, 3 session key, 4 session fields on create (json), 5 session fields to set (json),
 --       6 run fields (json), 7 dispatch grace ms, 8 flow fields (json, '' for none), 9 the reaper's first look at the flow (ms),
 --       10 run kind, 11 the task message ('' none), 12 its event's channel ('' none), 13 the event,
 --       14 what a busy session does with it (messages.queue): '' queue it, 'reject' refuse it, 'collect'
 --       fold it into the collect run still open at the lane's end, 15 its text (to fold), 16 run key prefix,
---       17 how long a fold is remembered (ms)
+--       17 how long a fold is remembered (ms), 18 the state change the run's acceptance is ('' none:
+--       shared/domain/state_events.py), recorded with it
 -- Returns {seq, position in the lane, 1 if the task message was pushed}; {'busy', the head's id} when a
 -- busy session refuses it; {'folded', the collect run's id} when it joined one.
 local now = tonumber(ARGV[1])
@@ -62,6 +64,7 @@ for field, value in pairs(cjson.decode(ARGV[5])) do
 end
 session['updatedAt'] = now
 hset_fields(KEYS[1], session)
+record_state(KEYS[1], KEYS[16], ARGV[18], now)
 for i = 2, 4 do
   redis.call('ZADD', KEYS[i], now, ARGV[3])
 end

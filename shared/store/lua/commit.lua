@@ -6,11 +6,12 @@
 -- KEYS: 1 run, 2 lease, 3 lane, 4 session, 5 transcript, 6 run events, 7 lanes due, 8 index all,
 --       9 index agent, 10 index kind, 11 flows due, 12 runs waiting for this one, 13 runs finished
 --       (metrics), 14 gate running, 15 gate queue (the first run waiting for its place comes back as a
---       waiter), 16 runs' progress, 17 runs stalled (the stall watchdog forgets the run)
+--       waiter), 16 runs' progress, 17 runs stalled (the stall watchdog forgets the run), 18 the session's
+--       state log
 -- ARGV: 1 run id, 2 token, 3 now ms, 4 status, 5 run fields (json), 6 context tokens ('' unknown),
 --       7 retention s, 8 completion channel, 9 dispatch grace ms, 10 run key prefix, 11 session key,
---       12 input tokens, 13 output tokens, 14 cost usd, 15 commit id, 16.. the messages to append (json),
---       in order
+--       12 input tokens, 13 output tokens, 14 cost usd, 15 commit id, 16 the state change the run's end is
+--       ('' none: shared/domain/state_events.py), 17.. the messages to append (json), in order
 -- A commit sent again by the client's retry, its reply lost with the connection, answers as the first one
 -- did (kept on the run under the commit's id): its caller still hands on the lane's next run and the
 -- waiters.
@@ -27,7 +28,7 @@ if not is_active(run['status']) then
   return {'fenced'}
 end
 local now = tonumber(ARGV[3])
-for i = 16, #ARGV do
+for i = 17, #ARGV do
   redis.call('XADD', KEYS[5], '*', 'm', ARGV[i])
 end
 local ended_fields = cjson.decode(ARGV[5])
@@ -82,6 +83,7 @@ if next(session) ~= nil then
   for i = 8, 10 do
     redis.call('ZADD', KEYS[i], now, ARGV[11])
   end
+  record_state(KEYS[4], KEYS[18], ARGV[16], now)
 end
 local ended = signal_ended(run, ARGV[8])
 redis.call('HINCRBY', KEYS[13], (ended['kind'] or 'chat') .. ':' .. ARGV[4], 1)

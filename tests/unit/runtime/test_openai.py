@@ -17,7 +17,7 @@ from shared.adapters.runtimes.registry import runtime_for
 from shared.config import Config, OpenAIProvider
 from shared.ports.runtime import CancelSignal, RunCancelled, RunTimedOut, StepRequest
 from shared.runner.tool_schemas import tool_schemas
-from shared.wire.models import Message, SessionEntry, TextBlock, ToolCallBlock
+from shared.wire.models import Message, Sampling, SessionEntry, TextBlock, ToolCallBlock
 from tests.support.fake_openai import FakeOpenAI, Reply, failure, fake_openai, paced, text, tool
 from tests.support.processes import wait_for
 
@@ -172,6 +172,33 @@ def test_thinking_maps_to_reasoning_effort_on_reasoning_models(server: FakeOpenA
     assert made.body(request(user("hi"), thinking="high"))["reasoning_effort"] == "high"
     assert "reasoning_effort" not in made.body(request(user("hi"), thinking="off"))
     assert "reasoning_effort" not in made.body(request(user("hi")))
+
+
+def test_a_requesters_sampling_goes_to_the_model_with_its_cap_within_the_models(server: FakeOpenAI) -> None:
+    sampling = Sampling(
+        max_tokens=64,
+        temperature=0.2,
+        top_p=0.9,
+        frequency_penalty=0.5,
+        presence_penalty=-0.5,
+        seed=7,
+        stop=["END"],
+        response_format={"type": "json_object"},
+    )
+    runtime(server).step(request(user("hi"), sampling=sampling))
+    sent = server.requests[-1]
+    assert {k: sent[k] for k in sampling.model_dump(exclude_none=True)} == sampling.model_dump(
+        exclude_none=True
+    )
+    # The model's configured maxTokens is the operator's bound: a requester asks below it, never above.
+    capped = runtime(server, models=[{"id": "m", "maxTokens": 32}])
+    assert capped.body(request(user("hi"), sampling=sampling))["max_tokens"] == 32
+    assert capped.body(request(user("hi"), sampling=Sampling(max_tokens=16)))["max_tokens"] == 16
+
+
+def test_without_sampling_the_model_gets_only_what_is_configured(server: FakeOpenAI) -> None:
+    body = runtime(server).body(request(user("hi")))
+    assert {"max_tokens", "temperature", "top_p", "stop", "seed"}.isdisjoint(body)
 
 
 def test_the_context_and_agent_become_system_text() -> None:

@@ -207,3 +207,88 @@ def test_a_page_with_a_model_reply_says_its_content_was_cut_as_the_release_does(
     result = history(ctx)
     assert (result.content_truncated, result.truncated) == (True, True)
     assert all("usage" not in m for m in result.messages)
+
+
+# --- a window around one message (messageId, sessionId) ----------------------------------------------------
+
+
+def numbered(store: Store, count: int) -> list[Message]:
+    """``count`` user messages ``0``, ``1``, ... with a tool result after each, oldest first."""
+    messages: list[Message] = []
+    for i in range(count):
+        message = Message.of("user", str(i), timestamp=1)
+        put_message(store, message)
+        put(store, "toolResult", f"t{i}")
+        messages.append(message)
+    return messages
+
+
+def test_a_message_id_reads_the_window_around_that_message(ctx: ToolContext, store: Store) -> None:
+    ids = [m.id for m in numbered(store, 10)]
+    # Five shown: two older than it, two newer (tool results are not shown, so not counted).
+    around = history(ctx, messageId=ids[5], limit=5)
+    assert texts(around) == ["3", "4", "5", "6", "7"]
+    assert [m["__openclaw"]["id"] for m in around.messages][2] == ids[5]
+    # An even window keeps one more older message than newer, as the release's.
+    assert texts(history(ctx, messageId=ids[5], limit=4)) == ["4", "5", "6", "7"]
+    # Near either end the window keeps its length from the other side.
+    assert texts(history(ctx, messageId=ids[0], limit=3)) == ["0", "1", "2"]
+    assert texts(history(ctx, messageId=ids[9], limit=3)) == ["7", "8", "9"]
+
+
+def test_a_message_id_window_ignores_the_offset_and_gives_no_page_fields(
+    ctx: ToolContext, store: Store
+) -> None:
+    ids = [m.id for m in numbered(store, 6)]
+    around = history(ctx, messageId=ids[1], limit=3, offset=2)
+    assert texts(around) == ["0", "1", "2"]
+    assert {"offset", "nextOffset", "hasMore", "totalMessages"}.isdisjoint(around.wire())
+
+
+def test_a_message_id_counts_tool_messages_when_they_are_shown(ctx: ToolContext, store: Store) -> None:
+    ids = [m.id for m in numbered(store, 4)]
+    assert texts(history(ctx, messageId=ids[2], limit=3, includeTools=True)) == ["t1", "2", "t2"]
+
+
+def test_a_message_id_not_in_the_transcript_is_an_empty_history(ctx: ToolContext, store: Store) -> None:
+    numbered(store, 3)
+    assert history(ctx, messageId="no-such-message").messages == []
+
+
+def test_a_message_id_finds_a_message_moved_to_the_cold_transcript(ctx: ToolContext, store: Store) -> None:
+    ids = [m.id for m in numbered(store, 6)]
+    assert store.transcripts.move(KEY, "main", "s1", keep=2) == 10
+    assert texts(history(ctx, messageId=ids[1], limit=3)) == ["0", "1", "2"]
+    assert texts(history(ctx, messageId=ids[4], limit=3)) == ["3", "4", "5"]
+
+
+def test_the_window_keeps_the_message_asked_for_within_the_byte_budget(
+    ctx: ToolContext, store: Store
+) -> None:
+    # Forty messages of about 4 KB: half of them fit in 80 KiB. Dropping the oldest would drop the one asked
+    # for; the window grows around it instead.
+    messages = [Message.of("user", f"{i} " + "x" * 3900, timestamp=1) for i in range(40)]
+    for message in messages:
+        put_message(store, message)
+    around = history(ctx, messageId=messages[2].id, limit=40)
+    shown_ids = [m["__openclaw"]["id"] for m in around.messages]
+    assert shown_ids[:3] == [m.id for m in messages[:3]]
+    assert around.dropped_messages
+    assert around.bytes <= 80 * 1024
+
+
+def test_a_session_id_must_be_the_sessions_own(ctx: ToolContext, store: Store) -> None:
+    ids = [m.id for m in numbered(store, 3)]
+    entry = store.sessions.get(KEY)
+    assert entry is not None
+    assert texts(history(ctx, messageId=ids[1], sessionId=entry.session_id.upper(), limit=1)) == ["1"]
+    other = TOOLS["sessions_history"].invoke(
+        ctx, {"sessionKey": KEY, "messageId": ids[1], "sessionId": "7f1c7c1e-0000-4000-8000-000000000000"}
+    )
+    assert isinstance(other, ToolFailure)
+    assert other.wire() == {"status": "error", "error": "sessionId does not belong to sessionKey"}
+
+
+def test_a_session_id_without_a_message_id_is_refused_in_the_releases_words(ctx: ToolContext) -> None:
+    with pytest.raises(ValidationError, match="sessionId requires messageId"):
+        TOOLS["sessions_history"].invoke(ctx, {"sessionKey": KEY, "sessionId": "abc"})

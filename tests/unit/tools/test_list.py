@@ -8,12 +8,13 @@ from pydantic import ValidationError
 from shared.base.clock import FixedClock
 from shared.config import Config
 from shared.intake.inbound import receive
+from shared.runner.tool_schemas import parameters
 from shared.store import Store
 from shared.tools.history_view import text_of
 from shared.tools.registry import TOOLS
 from shared.tools.tool_context import ToolContext
 from shared.wire.list_schema import SessionsListResult
-from shared.wire.models import InboundMessageParams
+from shared.wire.models import InboundMessageParams, ToolFailure
 from workers.testing import InlineDispatcher, drain, drain_runs
 
 
@@ -279,3 +280,74 @@ def test_rows_say_when_the_latest_run_started_ended_and_how_long_it_ran(
     assert (first["startedAt"], first["endedAt"], first["runtimeMs"]) == (first_at, first_at, 0)
     # Queued, not started: nothing to say yet.
     assert not {"startedAt", "endedAt", "runtimeMs"} & set(second)
+
+
+def test_owner_creator_and_workspace_keep_the_sessions_a_spawner_made(
+    ctx: ToolContext, store: Store, config: Config, dispatcher: InlineDispatcher
+) -> None:
+    message(ctx, "cron:a")
+    mine = TOOLS["sessions_spawn"].invoke(ctx, {"task": "count", "label": "mine"}).wire()["childSessionKey"]
+    research = ToolContext.for_caller(config, store, dispatcher, "agent:research:main")
+    theirs = TOOLS["sessions_spawn"].invoke(research, {"task": "count", "label": "theirs"}).wire()
+    drain_runs(store, config, dispatcher)
+
+    def keys(**args: object) -> list[str]:
+        return sorted(row.key for row in listing(ctx, **args).sessions)
+
+    assert keys(ownerId="main") == keys(creatorId=" main ") == [mine]
+    assert keys(ownerId="research", creatorId="research") == [theirs["childSessionKey"]]
+    assert keys(ownerId="main", creatorId="research") == []
+    # Exact, as the release matches it: an agent id written otherwise is another id.
+    assert keys(ownerId="Main") == []
+    assert keys(workspaceDir=str(config.workspace("main"))) == [mine]
+    assert keys(workspaceDir=str(config.workspace("main")) + "/") == []
+
+
+@pytest.mark.parametrize("name", ["ownerId", "creatorId", "workspaceDir", "projectId", "relationship"])
+@pytest.mark.parametrize("value", ["  ", None, 7])
+def test_a_filter_sent_empty_is_required_in_the_releases_words(
+    ctx: ToolContext, name: str, value: object
+) -> None:
+    with pytest.raises(ValidationError, match=f"{name} required"):
+        TOOLS["sessions_list"].invoke(ctx, {name: value})
+
+
+def _invoke_refused(ctx: ToolContext, args: dict[str, object]) -> str:
+    result = TOOLS["sessions_list"].invoke(ctx, args)
+    assert isinstance(result, ToolFailure), result
+    assert result.status == "error"
+    return result.error or ""
+
+
+@pytest.mark.parametrize(
+    ("args", "starts"),
+    [
+        ({"relationship": "owned"}, "relationship is not supported by clawbus: it knows no user"),
+        ({"relationship": "involving"}, "relationship is not supported by clawbus"),
+        ({"projectId": "p1"}, "projectId is not supported by clawbus: it has no projects"),
+        ({"group": "reviews"}, "group is not supported by clawbus: it has no session groups"),
+        ({"group": ""}, "group is not supported by clawbus"),
+    ],
+)
+def test_a_filter_clawbus_cannot_answer_is_refused_by_name_never_dropped(
+    ctx: ToolContext, args: dict[str, object], starts: str
+) -> None:
+    message(ctx, "cron:a")
+    assert _invoke_refused(ctx, args).startswith(starts)
+
+
+def test_an_unknown_relationship_is_refused_in_the_releases_words(ctx: ToolContext) -> None:
+    assert _invoke_refused(ctx, {"relationship": "friends"}) == (
+        "relationship must be owned, created, or involving"
+    )
+
+
+def test_a_group_that_is_no_text_is_ignored_as_the_release_ignores_it(ctx: ToolContext) -> None:
+    message(ctx, "cron:a")
+    assert listing(ctx, group=3).count == listing(ctx).count
+
+
+def test_a_model_is_not_offered_the_filters_clawbus_refuses() -> None:
+    offered = parameters(TOOLS["sessions_list"])["properties"]
+    assert {"ownerId", "creatorId", "workspaceDir"} <= offered.keys()
+    assert not {"relationship", "projectId", "group"} & offered.keys()

@@ -143,8 +143,8 @@ def test_a_send_asking_to_watch_its_target_is_refused(world: WorldFactory) -> No
     assert isinstance(refused, ToolFailure)
     assert (refused.status, refused.error) == (
         "error",
-        "watch=true is not supported by clawbus: it keeps no log of session state changes (stateVersion is "
-        "always 0), so a watcher would never be notified",
+        "watch=true is not supported by clawbus: it delivers no stale-state notices to watchers; reconcile "
+        "with session_status changesSince (stateVersion) instead",
     )
     assert dispatcher.heads == []
 

@@ -28,6 +28,8 @@ class Documented:
     path: str
     kind: str
     reason: str  # the row id in docs/contract.md, "Differences from OpenClaw 2026.9.6"
+    # The configurations it holds in (tests/differential/clawbus_side.py), a pattern: every one by default.
+    configuration: str = "*"
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -40,10 +42,11 @@ class Documented:
         pattern = pattern.replace(r"\*\*", ".*").replace(r"\*", r"[^.\[\]]+")
         return re.compile(pattern + r"\Z")
 
-    def covers(self, call: str, difference: Difference) -> bool:
+    def covers(self, call: str, difference: Difference, configuration: str = "opened") -> bool:
         return (
             difference.kind == self.kind
             and fnmatch.fnmatchcase(call, self.call)
+            and fnmatch.fnmatchcase(configuration, self.configuration)
             and self._path.match(difference.path) is not None
         )
 
@@ -201,6 +204,21 @@ DOCUMENTED: tuple[Documented, ...] = (
         )
     ),
     Documented("sessions_send_child_by_label", "result.details.delivery.status", "value", "completions"),
+    # With each side's defaults: a session other than an agent's main one sees its own tree (clawbus's
+    # `tree`), not every session (the release's `all`); the rows it may not see are left out of its page.
+    *(
+        Documented("sessions_list_as_peer", path, kind, "visibility", "defaults")
+        for path, kind in (
+            ("result.details.sessions", "length"),
+            ("result.details.count", "value"),
+            ("result.details.hasMore", "value"),
+            ("result.details.nextOffset", "missing"),
+            ("result.details.sessions[*].**", "value"),
+            ("result.details.sessions[*].**", "missing"),
+            ("result.details.sessions[*].**", "extra"),
+            ("result.details.sessions[*].**", "type"),
+        )
+    ),
     # Which messages a page from an offset holds: clawbus counts the ones it shows.
     *(
         Documented("sessions_history_peer_offset", path, kind, "history-paging")
@@ -215,6 +233,12 @@ DOCUMENTED: tuple[Documented, ...] = (
 )
 
 
-def reasons(call: str, difference: Difference, registry: tuple[Documented, ...] = DOCUMENTED) -> list[str]:
-    """The reasons that document ``difference`` of ``call``; none: it is not documented."""
-    return [entry.reason for entry in registry if entry.covers(call, difference)]
+def reasons(
+    call: str,
+    difference: Difference,
+    registry: tuple[Documented, ...] = DOCUMENTED,
+    configuration: str = "opened",
+) -> list[str]:
+    """The reasons that document ``difference`` of ``call`` in ``configuration``; none: it is not
+    documented."""
+    return [entry.reason for entry in registry if entry.covers(call, difference, configuration)]

@@ -34,10 +34,23 @@ class Outcome:
 
 
 def judge(
-    index: int, call: str, differences: list[Difference], registry: tuple[Documented, ...] = DOCUMENTED
+    index: int,
+    call: str,
+    differences: list[Difference],
+    configuration: str = "opened",
+    registry: tuple[Documented, ...] = DOCUMENTED,
 ) -> Outcome:
-    undocumented = [d for d in differences if not reasons(call, d, registry)]
+    undocumented = [d for d in differences if not reasons(call, d, registry, configuration)]
     return Outcome(index, call, differences, undocumented)
+
+
+@dataclass
+class Section:
+    """One configuration's part of the report: its outcomes, and what of its file clawbus does not use."""
+
+    configuration: str
+    outcomes: list[Outcome]
+    not_used: list[str]
 
 
 def counts(outcomes: list[Outcome]) -> Counter[Verdict]:
@@ -61,7 +74,15 @@ def summary(outcomes: list[Outcome]) -> str:
     )
 
 
-def render(outcomes: list[Outcome], *, version: str, unmirrored: list[str]) -> str:
+# What each configuration is (tests/differential/clawbus_side.py).
+ABOUT = {
+    "opened": "the gateway's own `openclaw.json` on both sides, and on clawbus's the two settings that open it "
+    "to the release's defaults (`tools.sessions.visibility: all`, `tools.agentToAgent.enabled: true`)",
+    "defaults": "the gateway's own `openclaw.json` on both sides, nothing added: each side's defaults",
+}
+
+
+def render(sections: list[Section], *, version: str) -> str:
     lines = [
         f"# clawbus against OpenClaw {version}: the differential report",
         "",
@@ -70,27 +91,38 @@ def render(outcomes: list[Outcome], *, version: str, unmirrored: list[str]) -> s
         "and compared (tests/differential/compare.py says what is compared). Documented differences are those",
         "in tests/differential/documented.py, each naming a row of docs/contract.md's differences table.",
         "",
-        f"**{summary(outcomes)}.**",
-        "",
     ]
-    if unmirrored:
-        lines += ["Gateway settings clawbus's configuration does not accept (left out on its side):", ""]
-        lines += [f"- `{setting}`" for setting in unmirrored]
+    lines += [f"- **{section.configuration}**: {summary(section.outcomes)}." for section in sections]
+    for section in sections:
+        lines += _section(section)
+    return "\n".join(lines) + "\n"
+
+
+def _section(section: Section) -> list[str]:
+    lines = ["", f"## Configuration `{section.configuration}`", ""]
+    if section.configuration in ABOUT:
+        lines += [ABOUT[section.configuration][0].upper() + ABOUT[section.configuration][1:] + ".", ""]
+    lines += [f"**{summary(section.outcomes)}.**", ""]
+    if section.not_used:
+        lines += ["Settings of the file clawbus does not use (`clawbus config validate`):", ""]
+        lines += [
+            f"- `{setting.partition(': ')[0]}`: {setting.partition(': ')[2]}" for setting in section.not_used
+        ]
         lines.append("")
     lines += ["| # | call | verdict | differences |", "|---|---|---|---|"]
-    for outcome in outcomes:
+    for outcome in section.outcomes:
         lines.append(f"| {outcome.index} | `{outcome.call}` | {outcome.verdict} | {_listed(outcome)} |")
-    patterns = common_patterns(outcomes)
+    patterns = common_patterns(section.outcomes)
     if patterns:
         lines += [
             "",
-            "## The most common undocumented differences",
+            f"### The most common undocumented differences (`{section.configuration}`)",
             "",
             "| kind | path | calls |",
             "|---|---|---|",
         ]
         lines += [f"| {kind} | `{pattern or '(answer)'}` | {calls} |" for kind, pattern, calls in patterns]
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def _listed(outcome: Outcome) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.differential.clawbus_side import CONFIGURATIONS
 from tests.differential.report import Outcome
 from tests.differential.scenario import calls
 
@@ -12,8 +13,11 @@ from tests.differential.scenario import calls
 pytestmark = pytest.mark.timeout(900)
 
 
+@pytest.mark.parametrize("configuration", CONFIGURATIONS)
 @pytest.mark.parametrize("name", [call.name for call in calls()])
-def test_answers_as_openclaw(differential: dict[str, Outcome], name: str) -> None:
-    outcome = differential[name]
+def test_answers_as_openclaw(
+    differential: dict[str, dict[str, Outcome]], configuration: str, name: str
+) -> None:
+    outcome = differential[configuration][name]
     undocumented = "\n".join(f"  {d.brief()}" for d in outcome.undocumented)
-    assert outcome.verdict != "differs", f"{name} differs from OpenClaw:\n{undocumented}"
+    assert outcome.verdict != "differs", f"{name} differs from OpenClaw ({configuration}):\n{undocumented}"

@@ -7,15 +7,15 @@ import re
 from pathlib import Path
 from typing import Any
 
-from shared.config import Config
+from shared.config import load_config
 from tests.differential import sse
 from tests.differential.answer import Answer
-from tests.differential.calls import lookup, payload_of
-from tests.differential.clawbus_side import gateway_mirror, mirrored_config
+from tests.differential.calls import TOKEN, lookup, payload_of
+from tests.differential.clawbus_side import clawbus_config, not_used
 from tests.differential.compare import Difference, compare
 from tests.differential.documented import DOCUMENTED, Documented
 from tests.differential.normalize import Masked, normalize
-from tests.differential.report import judge, render
+from tests.differential.report import Section, judge, render
 from tests.differential.scenario import SCENARIO, calls
 
 ROOTS = {"/tmp/run/state": "<state>"}
@@ -181,15 +181,24 @@ def test_documented_entries_match_calls_and_paths_by_pattern() -> None:
 
 def test_verdicts_and_the_report() -> None:
     registry = (Documented("*", "error.field", "extra", "error-field"),)
-    same = judge(1, "agents_list", [], registry)
-    documented = judge(2, "sessions_list_limit_zero", [Difference("extra", "error.field")], registry)
-    differs = judge(3, "v1_models", [Difference("status", "", "gateway 200, clawbus 404")], registry)
+    same = judge(1, "agents_list", [], registry=registry)
+    documented = judge(2, "sessions_list_limit_zero", [Difference("extra", "error.field")], registry=registry)
+    differs = judge(3, "v1_models", [Difference("status", "", "gateway 200, clawbus 404")], registry=registry)
     assert [o.verdict for o in (same, documented, differs)] == ["same", "documented", "differs"]
-    report = render([same, documented, differs], version="2026.9.6", unmirrored=["models.x"])
+    sections = [Section("opened", [same, documented, differs], ["models.x: not used by clawbus: why"])]
+    report = render(sections, version="2026.9.6")
     assert "**3 calls: 1 same, 1 documented, 1 differs.**" in report
+    assert "- `models.x`: not used by clawbus: why" in report
     assert "| 2 | `sessions_list_limit_zero` | documented | extra `error.field` (documented) |" in report
     assert "| 3 | `v1_models` | differs | status: gateway 200, clawbus 404 |" in report
-    assert report == render([same, documented, differs], version="2026.9.6", unmirrored=["models.x"])
+    assert report == render(sections, version="2026.9.6")
+
+
+def test_a_difference_documented_for_one_configuration_differs_in_another() -> None:
+    registry = (Documented("sessions_list*", "result.details.sessions", "length", "visibility", "defaults"),)
+    shorter = [Difference("length", "result.details.sessions")]
+    assert judge(1, "sessions_list_all", shorter, "defaults", registry).verdict == "documented"
+    assert judge(1, "sessions_list_all", shorter, "opened", registry).verdict == "differs"
 
 
 def test_references_read_the_details_or_a_bare_result() -> None:
@@ -198,14 +207,25 @@ def test_references_read_the_details_or_a_bare_result() -> None:
     assert lookup(payload_of({"ok": True, "result": details}), "sessions[0].key") == "k"
 
 
-def test_clawbus_mirrors_what_its_configuration_accepts() -> None:
-    config, left_out = mirrored_config("http://127.0.0.1:1/v1", Path("/tmp/ws"))
-    Config.model_validate(config)
-    mirror = gateway_mirror("http://127.0.0.1:1/v1", Path("/tmp/ws"))
-    assert config["agents"] == mirror["agents"]
-    assert config["tools"] == mirror["tools"]
-    # Only the model's description may be left out, never the agent, the provider or the tools settings.
-    assert all(path.startswith("models.providers.fake.models[0].") for path in left_out)
+def test_clawbus_reads_the_gateways_own_file_and_uses_its_agent_model_and_token(tmp_path: Path) -> None:
+    path = tmp_path / "openclaw.json"
+    path.write_text(json.dumps(clawbus_config("defaults", "http://127.0.0.1:1/v1", tmp_path)))
+    unused = not_used(path)
+    config = load_config(path, env={})
+    assert config.run_model("main") == "fake/fake-model"
+    assert config.tools.sessions.visibility == "tree"
+    assert TOKEN in config.gateway.auth.tokens
+    # What only the gateway has (its log file, control UI, update checks, plugins) is reported, with why.
+    assert {line.partition(":")[0] for line in unused} >= {"gateway.controlUi", "update", "plugins"}
+    assert not any(line.startswith(("agents.defaults.model", "models.providers.fake.")) for line in unused)
+
+
+def test_the_opened_configuration_sets_only_the_release_defaults_clawbus_does_not_share(
+    tmp_path: Path,
+) -> None:
+    opened = clawbus_config("opened", "http://127.0.0.1:1/v1", tmp_path)
+    plain = clawbus_config("defaults", "http://127.0.0.1:1/v1", tmp_path)
+    assert {key for key in opened if opened[key] != plain.get(key)} == {"tools"}
 
 
 def test_every_documented_reason_is_a_row_of_the_differences_table() -> None:

@@ -160,6 +160,16 @@ def thread_of(key: str) -> str | None:
     return segments[4] if len(segments) >= 5 and segments[3] in ("thread", "topic") else None
 
 
+def in_thread(key: str) -> bool:
+    """A session of one thread or topic of a chat: a channel key's ``:thread:<n>``/``:topic:<n>``
+    (``thread_of``), or a ``:thread:<n>`` suffix on any key, as the release's generic rule reads it
+    (``parseThreadSessionSuffix``: the last ``:thread:`` with something after it)."""
+    if thread_of(key) is not None:
+        return True
+    marker = key.lower().rfind(":thread:")
+    return marker != -1 and marker + len(":thread:") < len(key)
+
+
 def main_key_of(agent_id: str, main_key: str) -> str:
     return SessionKey(agent_id, main_key).key
 

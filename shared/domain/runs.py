@@ -118,15 +118,30 @@ class Accepted:
     # collect run (``collect``).
     busy_with: str | None = None
     folded_into: str | None = None
+    # Nothing was queued: a ``steer`` found no running run that takes steers (``WhenBusy.steer``).
+    not_steered: bool = False
+
+
+# Runs a steer may reach: people's conversations and sub-agents' work. Agent-to-agent runs (a send and its
+# turns, announces) are never steered into: a steer waits behind them and runs on its own.
+STEERABLE: frozenset[RunKind] = frozenset({"chat", "steer", "collect", "subagent", "report"})
 
 
 @dataclass(frozen=True, slots=True)
 class WhenBusy:
-    """What the accept does when the session has runs in its lane (``messages.queue``)."""
+    """What the accept does with the session's lane (``messages.queue``; a send's ``mode``)."""
 
-    action: Literal["reject", "collect"]
+    action: Literal["reject", "collect", "steer"]
     # collect: how long a new collect run stays open for the messages after it.
     window_ms: int = 0
+    # steer: the kinds of running run that may take it in; a lane whose head is not one of them, running,
+    # refuses it (the decision is the accept script's, so no run can end between a look and the accept).
+    takes_steers: frozenset[RunKind] = frozenset()
+
+    @classmethod
+    def steer(cls) -> WhenBusy:
+        """Only into a running run that takes steers (a sessions_send ``mode: "steer"``)."""
+        return cls("steer", takes_steers=STEERABLE)
 
 
 class ClaimOutcome(StrEnum):

@@ -20,6 +20,18 @@ class LabelTaken(ClawbusError):
 
 
 @dataclass(frozen=True, slots=True)
+class Departed:
+    """A sub-agent its cleanup deleted (``cleanup: "delete"``), as its spawner keeps it for a while: its
+    entry as it was then, and the runs it had accepted, newest first (its own records of them went with
+    it). The release keeps a deleted child's run in its registry of runs (``subagents list``'s rows and
+    totals) until ``shown_until`` (ms), and its tasks in its task registry for longer."""
+
+    entry: SessionEntry
+    run_ids: tuple[str, ...]
+    shown_until: int
+
+
+@dataclass(frozen=True, slots=True)
 class ReportRecorded:
     """A child's report applied to the session that spawned it (once, however often it is repeated):
     ``awaited`` is the number of the yield it came in for (its run wakes the session), None when it came

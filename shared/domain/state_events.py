@@ -20,10 +20,10 @@ from typing import Literal
 from shared.wire.models import RunKind, RunStatus
 
 ActorType = Literal["human", "agent", "system"]
-# ``always``: recorded; ``spawned``: recorded only if the session has a spawner, who is the one the
-# release records these for (it skips a human message to a session nobody watches, and projects only a
-# sub-agent's run outcomes).
-When = Literal["always", "spawned"]
+# ``always``: recorded; ``spawned``: recorded only if the session has a spawner (the release projects only
+# a sub-agent's run outcomes); ``watched``: only if it has a spawner or a watcher (the release skips a
+# human message to a session nobody watches).
+When = Literal["always", "spawned", "watched"]
 
 # How many events a session's log keeps (about: trimmed a macro node at a time) and for how long after its
 # last one. The release keeps 50,000 events of all sessions for 30 days; a read returns 200 at most.
@@ -57,6 +57,11 @@ class StateEvent:
     run_id: str | None = None
     payload: dict[str, str] | None = None
     when: When = "always"
+    # The release's ``NOTIFY_BY_SESSION_STATE_EVENT_KIND``: the session's watchers (its spawner among them)
+    # get a stale-state notice, all but the actor who made the change.
+    notify: bool = False
+    # ``child_spawned``: the actor (the requester) starts watching the session at this change's version.
+    seed: bool = False
 
     def encoded(self) -> str:
         """The event as the store's scripts take it (``record_state`` in ``_lib.lua``), bounds included."""
@@ -74,6 +79,10 @@ class StateEvent:
             fields["runId"] = self.run_id
         if self.payload:
             fields["payload"] = json.dumps(self.payload, separators=(",", ":"))
+        if self.notify:
+            fields["notify"] = True
+        if self.seed:
+            fields["seed"] = True
         return json.dumps(fields, separators=(",", ":"))
 
 
@@ -90,12 +99,14 @@ def child_spawned(requester_key: str, run_id: str) -> StateEvent:
         actor_id=requester_key,
         run_id=run_id,
         summary="child session spawned",
+        seed=True,
     )
 
 
 def human_message(kind: RunKind, channel: str | None, run_id: str) -> StateEvent | None:
-    """A person's message to a session (``recordSessionHumanDirectMessage``): recorded for a spawned session
-    only. A message from another session or from clawbus itself is not a person's."""
+    """A person's message to a session (``recordSessionHumanDirectMessage``): recorded for a spawned or a
+    watched session only, and the one change of clawbus's that notifies its watchers. A message from
+    another session or from clawbus itself is not a person's."""
     if kind not in _HUMAN_RUNS:
         return None
     return StateEvent(
@@ -103,7 +114,8 @@ def human_message(kind: RunKind, channel: str | None, run_id: str) -> StateEvent
         actor_type="human",
         run_id=run_id,
         summary=f"human message via {(channel or '').strip() or 'unknown'}",
-        when="spawned",
+        when="watched",
+        notify=True,
     )
 
 
@@ -150,3 +162,29 @@ def changes(
         earliest=earliest,
         gap=after + 1 < earliest,
     )
+
+
+# --- watches and notices (docs/contract.md §10, "Watches and notices") ------------------------------------
+
+# The release's stale-state notice (``sessionStateNoticeText``), as a ``System:`` line of the watcher's next
+# turn; the claim script fills it in (target, target, version) with Lua's ``string.format``, which reads
+# only the template's ``%s``.
+NOTICE_LINE = (
+    'System: Session "%s" changed (other actor). Reconcile before acting: session_status sessionKey "%s" '
+    "changesSince %s."
+)
+
+
+def notice_line(target_key: str, since: int) -> str:
+    """One pending notice as the watcher's turn reads it (what the claim script writes)."""
+    return NOTICE_LINE % (target_key, target_key, since)
+
+
+def may_watch(watcher_key: str, target_key: str) -> bool:
+    """Whether a session may watch another (the release's ``registerSessionStateWatch``): not itself, and
+    only an agent's session (``agent:<id>:<rest>``), the only kind a notice can be queued for."""
+    if watcher_key == target_key:
+        return False
+    head, _, rest = watcher_key.partition(":")
+    agent, _, tail = rest.partition(":")
+    return head == "agent" and bool(agent) and bool(tail)

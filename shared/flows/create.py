@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Literal
 
+from shared.base import session_keys
 from shared.config import Config
 from shared.domain.sessions import channel_of
 from shared.flows.decide import step_timeout_ms
@@ -33,6 +34,8 @@ def new_flow(
     # session they open, as the release runs them.
     if requester_key == target_key and not loop_to_self:
         skipped = "requester is the target"
+    elif coordination := _subagent_party(requester_key, target_key):
+        skipped = coordination
     elif max_turns == 0:
         skipped = "maxPingPongTurns is 0"
     return Flow(
@@ -52,6 +55,17 @@ def new_flow(
         hops=hops,
         loop_skipped=skipped,
     )
+
+
+def _subagent_party(requester_key: str, target_key: str) -> str | None:
+    """Why a send between a session and a sub-agent (its own child, its parent, a sibling) has no reply-back
+    turns: sub-agent coordination is one-way in the release (a child's reply reaches its requester once,
+    the requester's answer is never sent back), so neither side is asked to answer the other."""
+    if session_keys.is_subagent(requester_key):
+        return "requester is a sub-agent"
+    if session_keys.is_subagent(target_key):
+        return "target is a sub-agent"
+    return None
 
 
 def new_spawn_flow(

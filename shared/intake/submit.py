@@ -31,6 +31,8 @@ class AwaitRun(BaseModel):
     # How long an HTTP request may be held (gateway.maxWaitSeconds); a suspended run holds nothing.
     max_wait_seconds: float
     flow_id: str | None = None
+    # A send asked to watch its target: whether it does, said by every result (None: not asked).
+    watched: bool | None = None
 
     @property
     def wait_seconds(self) -> float:
@@ -38,12 +40,16 @@ class AwaitRun(BaseModel):
 
     def accepted(self) -> SendResult:
         """The answer without the wait: the run is under way."""
-        return accepted(self.run_id, self.session_key, self.flow_id)
+        return accepted(self.run_id, self.session_key, self.flow_id).model_copy(
+            update={"watched": self.watched}
+        )
 
     def finish(self, run: Run | None) -> SendResult:
         """The result of the wait, with ``run`` as it was seen when it ended (or the wait did): a run still
         going is ``accepted``, as the release answers a wait that ran out."""
-        return result_of(self.run_id, self.session_key, run).model_copy(update={"flow_id": self.flow_id})
+        return result_of(self.run_id, self.session_key, run).model_copy(
+            update={"flow_id": self.flow_id, "watched": self.watched}
+        )
 
     def finish_over_http(self, run: Run | None) -> SendResult:
         """The result of a wait an HTTP request held for ``wait_seconds``: where gateway.maxWaitSeconds cut
@@ -67,6 +73,7 @@ class AwaitRun(BaseModel):
             session_key=self.session_key,
             error=f"run {self.run_id} no longer exists (its session was deleted or the run expired)",
             flow_id=self.flow_id,
+            watched=self.watched,
         )
 
 
@@ -103,7 +110,12 @@ def enqueue_accepted(dispatcher: Dispatcher, head: LaneHead) -> None:
 
 
 def send_outcome(
-    run_id: str, session_key: str, timeout_seconds: float, max_wait_seconds: float, flow_id: str | None = None
+    run_id: str,
+    session_key: str,
+    timeout_seconds: float,
+    max_wait_seconds: float,
+    flow_id: str | None = None,
+    watched: bool | None = None,
 ) -> SendResult | AwaitRun:
     wait = AwaitRun(
         run_id=run_id,
@@ -111,5 +123,6 @@ def send_outcome(
         timeout_seconds=timeout_seconds,
         max_wait_seconds=max_wait_seconds,
         flow_id=flow_id,
+        watched=watched,
     )
     return wait.accepted() if timeout_seconds == 0 else wait

@@ -33,7 +33,7 @@ from shared.domain.runs import (
     SuspendOutcome,
     WhenBusy,
 )
-from shared.domain.sessions import ReportRecorded, SessionPatch
+from shared.domain.sessions import Departed, ReportRecorded, SessionPatch
 from shared.domain.state_events import StateChanges, StateEvent
 from shared.domain.traffic import Admission, Ask, CallClose, CallLimits, ModelTraffic
 from shared.wire.models import (
@@ -92,6 +92,14 @@ class Sessions(Protocol):
 
     def children_of_many(self, parent_keys: Sequence[str]) -> list[list[str]]:
         """Each session's children (ever spawned), in one round trip."""
+
+    def remember_departed(self, entry: SessionEntry, now_ms: int, shown_ms: int, kept_ms: int) -> None:
+        """Keep, on the session that spawned ``entry``, what its ``subagents list`` shows of it once it is
+        deleted (its entry and its newest runs' ids): its row for ``shown_ms`` from ``now_ms``, the record
+        for ``kept_ms`` (at least as long); written before the deletion, again if it is repeated."""
+
+    def departed(self, parent_key: str, now_ms: int) -> list[Departed]:
+        """The deleted sub-agents the session still keeps at ``now_ms`` (``remember_departed``)."""
 
     def schedule_archive(self, session_key: str, at_ms: int) -> None: ...
 
@@ -185,7 +193,8 @@ class Runs(Protocol):
         a ``flow`` (whose id is this run's) is created in the same step, and ``enqueue`` (the run's task
         message) is pushed to the broker in it if the run is its lane's head. ``when_busy``: a session with
         runs in its lane refuses the run (``reject``), or folds its message into the collect run still
-        open at the lane's end (``collect``, whose window this run opens when there is none).
+        open at the lane's end (``collect``, whose window this run opens when there is none); a ``steer``
+        is refused (``not_steered``) unless the lane's head is running and of a kind that takes steers.
         ``state_event``: the session's state change the run's acceptance is, recorded in the same step
         (a run folded or refused records none). Its commit and its cancel record the run's end likewise
         (``shared.domain.state_events.run_ended``)."""
@@ -249,6 +258,12 @@ class Runs(Protocol):
 
     def latest(self, session_key: str) -> Run | None:
         """The session's most recently accepted run (None: it has had none, or it expired)."""
+
+    def get_many(self, run_ids: Sequence[str]) -> list[Run | None]:
+        """The runs, in order (None: gone), in one round trip."""
+
+    def accepted(self, session_keys: Sequence[str], kind: str, count: int) -> list[list[str]]:
+        """Each session's runs of ``kind`` among the newest ``count`` it accepted, newest first."""
 
     def inputs(self, run_ids: Sequence[str]) -> list[Message | None]:
         """The messages the runs were started with, in order (None: gone)."""
@@ -518,6 +533,16 @@ class StateLog(Protocol):
     def since(self, session_key: str, after: int, limit: int) -> StateChanges:
         """The version and the events kept after ``after``, the first ``limit`` of them, read at one
         instant."""
+
+    def versions(self, session_keys: Sequence[str]) -> list[int]:
+        """Each session's ``stateVersion``, in order, in one round trip (0: none, or no session)."""
+
+    def watch(self, watcher_key: str, target_key: str) -> bool:
+        """``watcher_key`` hears of ``target_key``'s notifying changes after its version now (a watch already
+        there is kept as it is); False when the target is gone."""
+
+    def notices(self, watcher_key: str) -> dict[str, int]:
+        """The session's pending notices: each watched session's key and the version to reconcile from."""
 
 
 class Storage(Protocol):

@@ -25,6 +25,7 @@ from shared.config import Config
 from shared.config.providers import ModelCost, OpenAIProvider
 from shared.domain import attachments
 from shared.domain.redaction import redact
+from shared.domain.runs import STEERABLE
 from shared.domain.traffic import CallClose
 from shared.intake.submit import AwaitRun
 from shared.ports.dispatch import Dispatcher
@@ -32,14 +33,11 @@ from shared.ports.runtime import AgentRuntime, RunCancelled, RunTimedOut, StepRe
 from shared.ports.storage import Storage
 from shared.tools.registry import TOOLS
 from shared.tools.tool_context import ToolContext
-from shared.wire.models import Message, Run, RunKind, TextBlock, ToolCallBlock, ToolFailure, Usage, Wire
+from shared.wire.models import Message, Run, TextBlock, ToolCallBlock, ToolFailure, Usage, Wire
 from shared.wire.yielding_schema import YieldResult
 
 log = logging.getLogger(__name__)
 
-# Runs a steer may reach: people's conversations and sub-agents' work. Agent-to-agent runs (a send and its
-# turns, announces) are never steered into: a steer waits behind them and runs on its own.
-STEERABLE: frozenset[RunKind] = frozenset({"chat", "steer", "collect", "subagent", "report"})
 # How much of a model's reply a debug line shows (redacted): enough to tell runs apart.
 PREVIEW_CHARS = 80
 

@@ -11,21 +11,44 @@ from __future__ import annotations
 import logging
 
 from shared.config import Config
-from shared.domain import attachments
+from shared.domain import attachments, subagents
 from shared.ports.storage import Storage
 from shared.runner import hot_window
 from shared.wire.models import SessionEntry
+from shared.wire.subagents_schema import MAX_RECENT_MINUTES
 
 log = logging.getLogger(__name__)
+
+# With archiveAfterMinutes 0 (never archive), how long a deleted child's row stays in its spawner's
+# subagents list: the release's registry sweeps a run with no archive time out this long after its cleanup
+# (SESSION_RUN_TTL_MS).
+_DEPARTED_UNARCHIVED_MS = 300_000
+# How long its tasks stay: the release's task registry keeps them for days, and a list looks back at most
+# this far (recentMinutes' bound).
+_DEPARTED_TASKS_MS = MAX_RECENT_MINUTES * 60_000
 
 
 def discard(config: Config, store: Storage, entry: SessionEntry) -> None:
     """``cleanup: "delete"``: the session goes now, its transcript kept at its ``transcriptPath`` as the
     release keeps a deleted session's (moved out of Redis whole first: a crash before the delete leaves the
-    session, which a repeat deletes), its attachments removed."""
+    session, which a repeat deletes), its attachments removed. Its spawner keeps its row for ``subagents
+    list`` a while (``departed_for_ms``)."""
     hot_window.move(store, entry, 0)
     _remove_attachments(config, entry)
+    if entry.spawned_by is not None:
+        shown = departed_for_ms(config, entry.agent_id)
+        store.sessions.remember_departed(entry, store.clock.now_ms(), shown, max(shown, _DEPARTED_TASKS_MS))
     store.sessions.delete(entry)
+
+
+def departed_for_ms(config: Config, agent_id: str) -> int:
+    """How long a child deleted at its cleanup keeps its row in its spawner's ``subagents list`` (its
+    tasks stay for the list's longest window). The release's registry keeps such a child's run until its
+    requester's turn took its completion in, at most until its archive time, ``archiveAfterMinutes`` after
+    it ended; clawbus writes the report before the child goes, so only the archive time leaves the row to
+    be seen."""
+    minutes = subagents.rules(config, agent_id).archive_after_minutes
+    return minutes * 60_000 if minutes > 0 else _DEPARTED_UNARCHIVED_MS
 
 
 def sweep(config: Config, store: Storage, now_ms: int | None = None) -> list[str]:

@@ -19,11 +19,9 @@ SchemaFormat = Literal["openai", "anthropic"]
 FORMATS: tuple[SchemaFormat, ...] = ("openai", "anthropic")
 
 # sessions_spawn accepts these only to answer "use sessions_send", or that clawbus cannot honour
-# (docs/contract.md §6), sessions_send its refused ``watch`` (§4), and sessions_list the filters it cannot
-# answer (§2); a model should not see them.
+# (docs/contract.md §6), and sessions_list the filters it cannot answer (§2); a model should not see them.
 _HIDDEN = {
     "sessions_spawn": {"target", "channel", "to", "threadId", "replyTo", *REFUSED_OPTIONS},
-    "sessions_send": {"watch"},
     "sessions_list": set(REFUSED_FILTERS),
 }
 

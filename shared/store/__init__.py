@@ -63,7 +63,7 @@ class Store:
         self.budgets = BudgetStore(client, self.keys, scripts)
         self.calls = ModelCallStore(client, self.traffic, self.budgets, self.runs)
         self.idempotency = IdempotencyStore(client, self.keys)
-        self.state = StateLogStore(client, self.keys)
+        self.state = StateLogStore(client, self.keys, scripts)
 
     @classmethod
     def from_config(

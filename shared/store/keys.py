@@ -46,6 +46,12 @@ class RedisKeys:
         """SET: the sessions a session spawned (the ``tree`` visibility, without a scan)."""
         return f"{self.prefix}children:{parent_key}"
 
+    def departed(self, parent_key: str) -> str:
+        """HASH: the sub-agents a session spawned that their cleanup deleted, child key -> JSON ``{until,
+        entry, runs}`` (the entry and run ids it had then), kept until ``until`` (ms) for ``subagents list``;
+        the key lapses with the last of them."""
+        return f"{self.prefix}departed:{parent_key}"
+
     def reported(self, parent_key: str) -> str:
         """HASH: the children's reports a session has received (by flow id: what was done with each), so a
         report repeated after a lost worker is applied once."""
@@ -61,6 +67,26 @@ class RedisKeys:
         ``stateVersion`` (its id ``<version>-0``), about the last 1000 kept, gone 30 days after the last; the
         version itself is the session hash's ``stateVersion``, which outlives the entries."""
         return f"{self.prefix}state-log:{session_key}"
+
+    def session_prefix(self) -> str:
+        return f"{self.prefix}session:"
+
+    def watchers(self, target_key: str) -> str:
+        """HASH: the sessions watching one session (docs/contract.md §10, "Watches and notices"), watcher
+        key -> its cursor ``<lastSeen>,<notified>,<material>`` (versions of the target's ``stateVersion``),
+        gone 30 days after its last change, and with the target."""
+        return f"{self.prefix}watchers:{target_key}"
+
+    def watchers_prefix(self) -> str:
+        return f"{self.prefix}watchers:"
+
+    def notices(self, watcher_key: str) -> str:
+        """HASH: a session's pending stale-state notices, one per watched session (target key -> the
+        version the notice says to reconcile from), until the run that took them in commits."""
+        return f"{self.prefix}notices:{watcher_key}"
+
+    def notices_prefix(self) -> str:
+        return f"{self.prefix}notices:"
 
     def session_id(self, session_id: str) -> str:
         """STRING: sessionId -> session key."""

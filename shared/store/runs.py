@@ -49,6 +49,7 @@ from shared.store.codec import decode, encode, encode_values
 from shared.store.errors import NotReplicated, StoreUnavailable
 from shared.store.keys import RedisKeys
 from shared.store.scripts import REPEAT_WINDOW_MS, ScriptCall, Scripts, call_id, run_pipelined
+from shared.store.state_log import watch_arg
 from shared.wire.models import Flow, Message, Run, RunStatus, SessionEntry, StalledRun
 
 # The runs ``stalled`` lists (``GET /v1/status``), the longest stalled first.
@@ -137,10 +138,14 @@ class RunStore:
             k.run_prefix(),
             REPEAT_WINDOW_MS,
             state_events.encoded(state_event),
+            watch_arg(k),
+            ",".join(sorted(when_busy.takes_steers)) if when_busy else "",
         ]
         found = self._replicated(self._scripts.accept, keys, args)
         if found[0] == "busy":
             return Accepted(new.run_id, session.key, 0, False, busy_with=found[1])
+        if found[0] == "idle":
+            return Accepted(new.run_id, session.key, 0, False, not_steered=True)
         if found[0] == "folded":
             return Accepted(new.run_id, session.key, 0, False, folded_into=found[1])
         seq, position, pushed = found
@@ -190,6 +195,7 @@ class RunStore:
                 k.subagent_gate_queue(),
                 k.runs_progress(),
                 k.runs_stalled(),
+                k.notices(session_key),
             ],
             args=[
                 run_id,
@@ -202,6 +208,7 @@ class RunStore:
                 gate_places,
                 k.run_prefix(),
                 call_id(),
+                state_events.NOTICE_LINE,
             ],
         )
         outcome = ClaimOutcome(result[0])
@@ -324,6 +331,7 @@ class RunStore:
             repr(usage.cost_usd or 0.0),
             call_id(),
             state_events.encoded(ended),
+            watch_arg(k),
             *(message.model_dump_json(by_alias=True, exclude_none=True) for message in ending.messages),
         ]
         calls.append((self._scripts.commit, commit_keys, commit_args))
@@ -365,6 +373,7 @@ class RunStore:
                 reason,
                 call_id(),
                 state_events.encoded(state_events.run_ended(run.kind, RunStatus.ABORTED, run_id)),
+                watch_arg(k),
             ],
         )
         outcome = CancelOutcome(result[0])
@@ -418,6 +427,27 @@ class RunStore:
     def latest(self, session_key: str) -> Run | None:
         newest = self._redis.xrevrange(self._keys.session_runs(session_key), count=1)
         return self.get(newest[0][1]["runId"]) if newest else None
+
+    def get_many(self, run_ids: Sequence[str]) -> list[Run | None]:
+        pipe = self._redis.pipeline(transaction=False)
+        for run_id in run_ids:
+            pipe.hgetall(self._keys.run(run_id))
+        return [decode(Run, fields) if fields else None for fields in pipe.execute()]
+
+    def accepted(self, session_keys: Sequence[str], kind: str, count: int) -> list[list[str]]:
+        # The runs stream names run ids only: their kinds are read in a second round trip, not whole runs.
+        pipe = self._redis.pipeline(transaction=False)
+        for session_key in session_keys:
+            pipe.xrevrange(self._keys.session_runs(session_key), count=count)
+        ids = [
+            [fields["runId"] for _id, fields in entries if "runId" in fields] for entries in pipe.execute()
+        ]
+        every = [run_id for found in ids for run_id in found]
+        pipe = self._redis.pipeline(transaction=False)
+        for run_id in every:
+            pipe.hget(self._keys.run(run_id), "kind")
+        kinds = dict(zip(every, pipe.execute(), strict=True))
+        return [[run_id for run_id in found if kinds[run_id] == kind] for found in ids]
 
     def inputs(self, run_ids: Sequence[str]) -> list[Message | None]:
         pipe = self._redis.pipeline(transaction=False)

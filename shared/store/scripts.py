@@ -78,6 +78,7 @@ class Scripts:
     suspend: Script
     take_due: Script
     update_flow: Script
+    watch_session: Script
     watch_stalls: Script
     yield_children: Script
 

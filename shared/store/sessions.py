@@ -8,11 +8,14 @@ from collections.abc import Iterator, Sequence
 
 from redis import Redis
 
-from shared.domain.sessions import LabelTaken, ReportRecorded, SessionPatch
+from shared.domain.sessions import Departed, LabelTaken, ReportRecorded, SessionPatch
 from shared.store.codec import decode, encode, encode_values
 from shared.store.keys import RedisKeys
 from shared.store.scripts import REPEAT_WINDOW_MS, Scripts, call_id
 from shared.wire.models import SessionEntry
+
+# The runs a departed sub-agent's record keeps (its newest): what its sends are looked for in.
+DEPARTED_RUNS = 100
 
 
 class SessionStore:
@@ -72,6 +75,8 @@ class SessionStore:
                 k.archived_index(),
                 k.reported(entry.key),
                 k.state_log(entry.key),
+                k.watchers(entry.key),
+                k.notices(entry.key),
             ],
             args=[entry.key],
         )
@@ -122,6 +127,40 @@ class SessionStore:
         for parent_key in parent_keys:
             pipe.smembers(self._keys.children(parent_key))
         return [sorted(found) for found in pipe.execute()]
+
+    def remember_departed(self, entry: SessionEntry, now_ms: int, shown_ms: int, kept_ms: int) -> None:
+        """Read before the session is deleted (its runs stream goes with it); records that lapsed are
+        dropped on the way, so the hash holds only what is still kept."""
+        k = self._keys
+        key = k.departed(entry.spawned_by or "")
+        accepted = self._redis.xrevrange(k.session_runs(entry.key), count=DEPARTED_RUNS)
+        record = {
+            "until": now_ms + kept_ms,
+            "shownUntil": now_ms + shown_ms,
+            "runs": [fields["runId"] for _id, fields in accepted if "runId" in fields],
+            "entry": entry.model_dump(mode="json", by_alias=True, exclude_none=True),
+        }
+        kept = self._redis.hgetall(key)
+        lapsed = [child for child, raw in kept.items() if json.loads(raw)["until"] <= now_ms]
+        pipe = self._redis.pipeline(transaction=True)
+        if lapsed:
+            pipe.hdel(key, *lapsed)
+        pipe.hset(key, entry.key, json.dumps(record))
+        # The hash lives as long as its longest kept record: NX gives a new hash its time, GT lengthens it.
+        pipe.pexpire(key, max(kept_ms, 1), nx=True)
+        pipe.pexpire(key, max(kept_ms, 1), gt=True)
+        pipe.execute()
+
+    def departed(self, parent_key: str, now_ms: int) -> list[Departed]:
+        found: dict[str, str] = self._redis.hgetall(self._keys.departed(parent_key))
+        records = [json.loads(raw) for raw in found.values()]
+        return [
+            Departed(
+                SessionEntry.model_validate(record["entry"]), tuple(record["runs"]), record["shownUntil"]
+            )
+            for record in records
+            if record["until"] > now_ms
+        ]
 
     def schedule_archive(self, session_key: str, at_ms: int) -> None:
         self._redis.zadd(self._keys.archive_due(), {session_key: at_ms})

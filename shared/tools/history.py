@@ -15,6 +15,8 @@ from shared.wire.history_schema import PendingInputs, SessionsHistoryParams, Ses
 from shared.wire.models import TOOL_ROLES, RunStatus, SessionEntry, ToolFailure
 
 DEFAULT_LIMIT = 200
+# The release reads at most this many pending inputs a call, whatever the limit (readPendingInputRows).
+PENDING_PAGE = 20
 
 
 def sessions_history(ctx: ToolContext, params: SessionsHistoryParams) -> SessionsHistoryResult | ToolFailure:
@@ -55,7 +57,7 @@ def sessions_history(ctx: ToolContext, params: SessionsHistoryParams) -> Session
     projected = [project(m, first + i, source) for i, m in enumerate(messages)]
     # The release counts dropping a message's usage as cutting its content, and so does this.
     stripped = any(m.usage is not None for m in messages)
-    result = _result(shown_key, projected, _pending(ctx, entry), stripped)
+    result = _result(shown_key, projected, _pending(ctx, entry, params), stripped)
     if params.offset is None:
         return result
     more = first > 1
@@ -86,7 +88,7 @@ def _around(
     every = ctx.store.transcripts.all(entry.key)
     place = next((i for i, m in enumerate(every) if m.id == message_id), None)
     if place is None:
-        return _result(shown_key, [], _pending(ctx, entry))
+        return _result(shown_key, [], _pending(ctx, entry, params))
     tools = params.include_tools
     kept = [(seq, m) for seq, m in enumerate(every, 1) if shown(m) and (tools or m.role not in TOOL_ROLES)]
     # Where the message stands among those shown (a message not shown itself, as a tool result without
@@ -98,7 +100,7 @@ def _around(
     projected = [project(m, seq, source) for seq, m in window]
     anchor = next((i for i, (_, m) in enumerate(window) if m.id == message_id), -1)
     stripped = any(m.usage is not None for _, m in window)
-    return _result(shown_key, projected, _pending(ctx, entry), stripped, anchor)
+    return _result(shown_key, projected, _pending(ctx, entry, params), stripped, anchor)
 
 
 def anchor_window(total: int, anchor: int, size: int) -> tuple[int, int]:
@@ -140,12 +142,18 @@ def _fitted(messages: list[dict[str, Any]], max_bytes: int, anchor: int | None) 
     return fit_around(messages, anchor, max_bytes=max_bytes)
 
 
-def _pending(ctx: ToolContext, entry: SessionEntry) -> PendingInputs:
-    """The session's runs accepted and not started yet: their messages are not in the transcript yet."""
+def _pending(ctx: ToolContext, entry: SessionEntry, params: SessionsHistoryParams) -> PendingInputs:
+    """The session's runs accepted and not started yet (their messages are not in the transcript yet), a
+    page at a time as the release pages its pending inputs: at most ``limit`` and never more than
+    PENDING_PAGE, the newest of those older than ``pendingBefore``, shown oldest first. A run's ``seq``
+    (its place among its session's runs) is the cursor: it never changes while the run waits."""
     lane = ctx.store.runs.lane(entry.key)
     runs = [run for run in (ctx.store.runs.get(run_id) for run_id in lane) if run is not None]
     queued = [run for run in runs if run.status is RunStatus.QUEUED]
-    inputs = ctx.store.runs.inputs([run.run_id for run in queued])
+    before = params.pending_before
+    older = [run for run in queued if before is None or run.seq < before]
+    page = older[-min(params.limit or DEFAULT_LIMIT, PENDING_PAGE) :]  # the limit is at least 1
+    inputs = ctx.store.runs.inputs([run.run_id for run in page])
     items = [
         {
             "id": run.run_id,
@@ -153,7 +161,8 @@ def _pending(ctx: ToolContext, entry: SessionEntry) -> PendingInputs:
             "acceptedAt": run.created_at,
             "message": {"role": "user", "content": message.text},
         }
-        for run, message in zip(queued, inputs, strict=True)
+        for run, message in zip(page, inputs, strict=True)
         if message is not None
     ]
-    return PendingInputs(items=items, total=len(items))
+    next_before = page[0].seq if len(older) > len(page) else None
+    return PendingInputs(items=items, total=len(queued), next_before=next_before)

@@ -6,24 +6,22 @@ from shared.adapters.runtimes import remote
 from shared.base import session_keys
 from shared.base.contexts import send_context
 from shared.base.errors import ToolError
-from shared.domain import policy, visibility
+from shared.domain import policy, state_events, visibility
 from shared.domain.runs import WhenBusy, inter_session_run
 from shared.domain.sessions import channel_of, new_entry
 from shared.flows.create import new_flow
 from shared.intake import queueing
 from shared.intake.submit import AwaitRun, send_outcome, submit
+from shared.tools import send_modes
 from shared.tools.tool_context import ToolContext
 from shared.tools.tool_context import looks_like_key as session_keys_like
 from shared.wire.models import ToolFailure
-from shared.wire.send_schema import SendResult, SessionsSendParams
-
-WATCH_REFUSED = (
-    "watch=true is not supported by clawbus: it delivers no stale-state notices to watchers; reconcile with "
-    "session_status changesSince (stateVersion) instead"
-)
+from shared.wire.send_schema import NotifyResult, SendResult, SessionsSendParams
 
 
-def sessions_send(ctx: ToolContext, params: SessionsSendParams) -> SendResult | ToolFailure | AwaitRun:
+def sessions_send(
+    ctx: ToolContext, params: SessionsSendParams
+) -> SendResult | NotifyResult | ToolFailure | AwaitRun:
     run_id = ctx.new_run_id()
     if params.session_key and params.label:
         return ToolFailure(
@@ -35,14 +33,6 @@ def sessions_send(ctx: ToolContext, params: SessionsSendParams) -> SendResult | 
         return ToolFailure(
             status="forbidden", error="Task resume requires an admitted parent tool caller.", run_id=run_id
         )
-    if params.mode in ("notify", "steer"):
-        # docs/contract.md, differences: a send is always a turn of its own.
-        error = f"mode={params.mode} is not supported by clawbus: a send is a turn of its own (mode=followup)"
-        return ToolFailure(status="error", error=error, run_id=run_id)
-    if params.watch:
-        # docs/contract.md, differences (send-watch): no notice would ever reach the watcher, so a watch is
-        # refused rather than dropped; the log it would watch is there to reconcile with.
-        return ToolFailure(status="error", error=WATCH_REFUSED, run_id=run_id)
     # ``a2a:<remoteId>`` of a configured remote is the caller agent's own session with that agent.
     remote_key = remote.target_key(ctx.config, ctx.caller_agent, params.session_key or "")
     # The release names the target in a refusal that concerns a key.
@@ -61,13 +51,15 @@ def sessions_send(ctx: ToolContext, params: SessionsSendParams) -> SendResult | 
             run_id=run_id,
             session_key=named if named and session_keys_like(named) else None,
         )
-    if named is not None and named != "main" and target == ctx.caller_key and params.wait_seconds:
+    if named is not None and named != "main" and target == ctx.caller_key and send_modes.waits(params):
         return ToolFailure(
             status="error",
             error="sessions_send cannot target the calling session; use your own reply instead",
             run_id=run_id,
             session_key=target,
         )
+    if session_keys.in_thread(target):
+        return send_modes.thread_refusal(ctx.new_run_id(), named or target)
     caller, existing = ctx.store.sessions.get_many([ctx.caller_key, target])
     # Visibility first: a session the caller may not see is refused whether or not it exists, so a refusal
     # never tells which sessions exist.
@@ -84,6 +76,10 @@ def sessions_send(ctx: ToolContext, params: SessionsSendParams) -> SendResult | 
             run_id=run_id,
             session_key=target if session_keys_like(reference) else None,
         )
+    # Named as the caller named it when that was ``main``, else by its key, as the release echoes it.
+    shown = "main" if named == "main" else target
+    if existing is None and params.mode in send_modes.ON_EXISTING:
+        return send_modes.missing_refusal(run_id, shown)
     now = ctx.store.clock.now_ms()
     entry = existing or new_entry(ctx.config, target, now)
     if remote_key and entry.model is None:
@@ -95,6 +91,9 @@ def sessions_send(ctx: ToolContext, params: SessionsSendParams) -> SendResult | 
     except ToolError as exc:
         return ToolFailure(status="error", error=exc.error, run_id=run_id)
     caller_channel = channel_of(caller, ctx.caller_key, ctx.config.session.main_key)
+    if params.mode in send_modes.ON_EXISTING:
+        sent = send_modes.Sent(run_id, now, chain_id, hops, caller_channel, shown)
+        return send_modes.deliver(ctx, params, entry, sent)
     new = inter_session_run(
         entry,
         "send",
@@ -133,8 +132,6 @@ def sessions_send(ctx: ToolContext, params: SessionsSendParams) -> SendResult | 
         queueing.interrupt(ctx.config, ctx.store, ctx.dispatcher, target)
     when_busy = WhenBusy("reject") if params.queue_mode == "reject" else None
     accepted = submit(ctx.store, ctx.dispatcher, entry, {}, new, flow, when_busy=when_busy)
-    # Named as the caller named it when that was ``main``, else by its key, as the release echoes it.
-    shown = "main" if named == "main" else target
     if accepted.busy_with is not None:
         return queueing.busy(shown, accepted.busy_with)
     return send_outcome(
@@ -143,7 +140,16 @@ def sessions_send(ctx: ToolContext, params: SessionsSendParams) -> SendResult | 
         params.wait_seconds,
         ctx.config.gateway.max_wait_seconds,
         flow_id=run_id,
+        watched=_watch(ctx, params, target),
     )
+
+
+def _watch(ctx: ToolContext, params: SessionsSendParams, target: str) -> bool | None:
+    """``watch: true``: the caller watches the target from its version now, once the send is accepted (the
+    release registers it then), so the send's own run is no change it is told of. None: not asked."""
+    if not params.watch:
+        return None
+    return state_events.may_watch(ctx.caller_key, target) and ctx.store.state.watch(ctx.caller_key, target)
 
 
 def _main_of(ctx: ToolContext, agent_id: str) -> str:

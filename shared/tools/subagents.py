@@ -18,7 +18,16 @@ from shared.domain.runs import new_run
 from shared.intake.submit import submit
 from shared.ports.storage import Storage
 from shared.runner import run_control
-from shared.tools.subagents_view import descendants, list_text, listed_tasks, run_rows, status, task_row, tree
+from shared.tools.subagents_view import (
+    descendants,
+    follow_ups,
+    list_text,
+    listed_tasks,
+    run_rows,
+    status,
+    task_row,
+    tree,
+)
 from shared.tools.tool_context import ToolContext
 from shared.wire.models import Provenance, SessionEntry, ToolFailure
 from shared.wire.subagents_schema import (
@@ -71,16 +80,18 @@ def subagents(ctx: ToolContext, params: SubagentsParams) -> Answer:
 
 
 def _list(ctx: ToolContext, params: SubagentsParams) -> SubagentsList:
-    """The release's view (its tasks cover the whole tree, its rows the direct children), then clawbus's
-    rows (the whole tree only with ``recursive``)."""
+    """The release's view (its tasks cover the whole tree, its rows the direct children; both hold the
+    children deleted at their cleanup while they are kept), then clawbus's rows of the sessions there (the
+    whole tree only with ``recursive``)."""
     store, caller = ctx.store, ctx.caller_key
     now = store.clock.now_ms()
-    everyone = tree(store, caller)
+    with_tasks = tree(store, caller, lapsed_rows=True)
+    everyone = [child for child in with_tasks if child.shown]
     children = [child for child in everyone if child.entry.spawned_by == caller]
     cutoff = now - params.window_minutes * 60_000
-    tasks = listed_tasks(everyone, cutoff)
+    tasks = listed_tasks(with_tasks, follow_ups(store, with_tasks), cutoff)
     view = run_rows(ctx.config, everyone, caller, now, cutoff)
-    own_rows = everyone if params.recursive else children
+    own_rows = [child for child in (everyone if params.recursive else children) if not child.gone]
     return SubagentsList(
         requester_session_key=caller,
         caller_session_key=caller,

@@ -4,20 +4,24 @@ recent rows and their text, and ``session_status``'s Subagents and Tasks lines (
 The release keeps a registry of sub-agent runs and of tasks; clawbus has the same facts elsewhere. A
 child's "task" is its spawn: the spawn's flow (whose id, its first run's id, is the task id), the child's
 first run, and its latest one (an orchestrator's run on its children's reports). Its session entry holds
-its label, model, status and tokens.
+its label, model, status and tokens. A child its cleanup deleted is still there for a while, from what its
+spawner keeps of it (``Storage.sessions.departed``); and each run its spawner's ``sessions_send`` started
+in it is a task of its own (``FollowUp``, the release's ``cli`` tasks).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Literal
 
 from shared.config import Config
 from shared.domain.redaction import scrub
+from shared.domain.sessions import Departed
 from shared.ports.storage import Storage
 from shared.tools.status_card import compact_duration, short_tokens
-from shared.wire.models import Flow, Run, SessionEntry
+from shared.wire.models import Flow, Message, Run, RunStatus, SessionEntry
 from shared.wire.subagents_schema import ChildStatus, Execution, RunRow, TaskRow, TaskStatus
 
 _ENDED: dict[str, ChildStatus] = {"done": "done", "failed": "error", "timeout": "timeout", "killed": "killed"}
@@ -44,6 +48,25 @@ _TASK_STATUS: dict[ChildStatus, TaskStatus] = {
 _TASK_WORD = {"completed": "succeeded", "timed_out": "timed out"}
 # A finished task stays in the card's Tasks line this long (the release's recent window).
 _TASK_RECENT_MS = 300_000
+# A follow-up task's status, and its terminalSummary, by its run's: the release's task registry words for
+# its gateway run's outcome (a cancel is its "cancellation", summed up as "aborted", as a timeout is).
+_FOLLOW_UP_STATUS: dict[RunStatus, TaskStatus] = {
+    RunStatus.QUEUED: "running",
+    RunStatus.RUNNING: "running",
+    RunStatus.OK: "completed",
+    RunStatus.ERROR: "failed",
+    RunStatus.TIMEOUT: "timed_out",
+    RunStatus.ABORTED: "cancelled",
+}
+_FOLLOW_UP_SUMMARY: dict[RunStatus, str] = {
+    RunStatus.OK: "completed",
+    RunStatus.ERROR: "failed",
+    RunStatus.TIMEOUT: "aborted",
+    RunStatus.ABORTED: "aborted",
+}
+# How many of a sub-agent's newest runs are looked at for its follow-ups: its lane runs them in order, so
+# one further back ended before all of these began.
+_SENDS_READ = 100
 _SPACES = re.compile(r"\s+")
 
 
@@ -51,11 +74,16 @@ def descendants(store: Storage, parent_key: str, recursive: bool) -> Iterator[Se
     """The sessions ``parent_key`` spawned (and theirs, with ``recursive``), parents before children."""
     frontier = [parent_key]
     while frontier:
-        children = [e for e in store.sessions.get_many(store.sessions.children(frontier.pop(0))) if e]
-        for child in sorted(children, key=lambda e: e.created_at):
+        for child in _spawned(store, frontier.pop(0)):
             yield child
             if recursive:
                 frontier.append(child.key)
+
+
+def _spawned(store: Storage, parent_key: str) -> list[SessionEntry]:
+    """The sessions ``parent_key`` spawned that are there, the oldest first."""
+    children = [e for e in store.sessions.get_many(store.sessions.children(parent_key)) if e]
+    return sorted(children, key=lambda e: e.created_at)
 
 
 def status(store: Storage, entry: SessionEntry) -> ChildStatus:
@@ -81,6 +109,11 @@ class Child:
     flow: Flow | None
     first: Run | None
     latest: Run | None
+    # Deleted at its cleanup: ``entry`` is as it was then, and its newest runs' ids are ``run_ids``; once
+    # its row lapsed (not ``shown``), only its tasks are still listed.
+    gone: bool = False
+    run_ids: tuple[str, ...] = ()
+    shown: bool = True
 
     @property
     def ended(self) -> bool:
@@ -140,19 +173,96 @@ def observe(store: Storage, entry: SessionEntry) -> Child:
     return Child(entry, status(store, entry), flow, first, latest)
 
 
-def tree(store: Storage, parent_key: str) -> list[Child]:
-    """Every sub-agent below ``parent_key``, parents first."""
-    return [observe(store, entry) for entry in descendants(store, parent_key, recursive=True)]
+def _observe_departed(store: Storage, departed: Departed, now: int) -> Child:
+    child = observe(store, departed.entry)
+    return replace(child, gone=True, run_ids=departed.run_ids, shown=departed.shown_until > now)
+
+
+def tree(store: Storage, parent_key: str, *, lapsed_rows: bool = False) -> list[Child]:
+    """Every sub-agent below ``parent_key``, parents first: those there, and those their cleanup deleted
+    whose rows their spawner still keeps (the release's registry still holds their runs); with
+    ``lapsed_rows``, also those whose rows lapsed but whose tasks are still listed (its task registry keeps
+    them longer)."""
+    now = store.clock.now_ms()
+    found: list[Child] = []
+    frontier = [parent_key]
+    while frontier:
+        parent = frontier.pop(0)
+        there = [observe(store, entry) for entry in _spawned(store, parent)]
+        keys = {child.entry.key for child in there}
+        # A deletion cut short leaves the session there, and it is shown as it is.
+        gone = [
+            _observe_departed(store, departed, now)
+            for departed in store.sessions.departed(parent, now)
+            if departed.entry.key not in keys
+        ]
+        for child in sorted([*there, *gone], key=lambda child: child.entry.created_at):
+            if child.shown or lapsed_rows:
+                found.append(child)
+                frontier.append(child.entry.key)
+    return found
 
 
 # --- subagents list: tasks ------------------------------------------------------------------------------
 
 
-def listed_tasks(children: list[Child], cutoff: int) -> list[TaskRow]:
-    """The tree's spawns still under way or updated since ``cutoff``, the latest updated first."""
-    shown = [child for child in children if not child.ended or child.entry.updated_at >= cutoff]
-    shown.sort(key=lambda child: child.entry.updated_at, reverse=True)
-    return [task_row(child) for child in shown if child.flow is not None]
+@dataclass(frozen=True, slots=True)
+class FollowUp:
+    """A run ``sessions_send`` started in a sub-agent from the session that spawned it (its primary run;
+    the exchange's later steps are clawbus's own): the release tracks each as a task of its own, of
+    runtime ``cli``, owned by the spawner and labelled with the child's label."""
+
+    child: Child
+    run: Run
+
+    @property
+    def updated_at(self) -> int:
+        return self.run.ended_at or self.run.started_at or self.run.created_at
+
+
+def follow_ups(store: Storage, children: list[Child]) -> list[FollowUp]:
+    """Every follow-up of these sub-agents: among each one's newest runs (a deleted one's, as kept)."""
+    there = [child for child in children if not child.gone]
+    sends = store.runs.accepted([child.entry.key for child in there], "send", _SENDS_READ)
+    candidates = [
+        *((child, run_id) for child, found in zip(there, sends, strict=True) for run_id in found),
+        *((child, run_id) for child in children if child.gone for run_id in child.run_ids),
+    ]
+    run_ids = [run_id for _, run_id in candidates]
+    runs, inputs = store.runs.get_many(run_ids), store.runs.inputs(run_ids)
+    return [
+        FollowUp(child, run)
+        for (child, _), run, message in zip(candidates, runs, inputs, strict=True)
+        if run is not None and run.kind == "send" and _from_spawner(child.entry, message)
+    ]
+
+
+def _from_spawner(entry: SessionEntry, message: Message | None) -> bool:
+    """The release's test for a follow-up: the run's message came by ``sessions_send`` from the session
+    that spawned the child (another session's send to it is no task)."""
+    provenance = message.provenance if message is not None else None
+    return (
+        provenance is not None
+        and provenance.kind == "inter_session"
+        and provenance.source_tool == "sessions_send"
+        and provenance.source_session_key == entry.spawned_by
+    )
+
+
+def listed_tasks(children: list[Child], follow: list[FollowUp], cutoff: int) -> list[TaskRow]:
+    """The tree's spawns and follow-ups still under way or updated since ``cutoff``, the latest updated
+    first."""
+    spawns = [
+        (child.entry.updated_at, task_row(child))
+        for child in children
+        if child.flow is not None and (not child.ended or child.entry.updated_at >= cutoff)
+    ]
+    sends = [
+        (each.updated_at, follow_up_row(each))
+        for each in follow
+        if not each.run.status.terminal or each.updated_at >= cutoff
+    ]
+    return [row for _, row in sorted([*spawns, *sends], key=lambda pair: pair[0], reverse=True)]
 
 
 def task_row(child: Child) -> TaskRow:
@@ -167,6 +277,32 @@ def task_row(child: Child) -> TaskRow:
         progress_summary=_flat(child.latest.reply) if child.latest else None,
         error=_error(child) if task_status in ("failed", "timed_out", "cancelled") else None,
     )
+
+
+def follow_up_row(follow: FollowUp) -> TaskRow:
+    """A follow-up as the release's task registry shows it: nothing to deliver, and once ended a one-word
+    summary of how (``completed``, ``failed``, ``aborted``)."""
+    run = follow.run
+    task_status = _FOLLOW_UP_STATUS[run.status]
+    unsuccessful = task_status in ("failed", "timed_out", "cancelled")
+    error = _flat(scrub(run.error)) if unsuccessful else None
+    return TaskRow(
+        task_id=run.run_id,
+        runtime="cli",
+        delivery_status="not_applicable",
+        execution=Execution(state=_follow_up_state(run.status)),
+        status=task_status,
+        label=follow.child.entry.label,
+        terminal_summary=_FOLLOW_UP_SUMMARY.get(run.status),
+        error=truncate_task_text(error, 120) if error else None,
+    )
+
+
+def _follow_up_state(run_status: RunStatus) -> Literal["queued", "running", "finished"]:
+    """Running while its run runs; queued while it waits its turn in the child's lane."""
+    if run_status.terminal:
+        return "finished"
+    return "running" if run_status == RunStatus.RUNNING else "queued"
 
 
 def _delivery(flow: Flow, *, skipped: str) -> str:
@@ -235,7 +371,8 @@ def _run_row(
     runtime = compact_duration(runtime_ms) or "n/a"
     label, task = truncate_line(child.label, 48), truncate_line(child.task, task_chars)
     shown = shown_status(child)
-    usage = usage_text(entry)
+    # A deleted child's tokens went with its session, as the release reads them from its session store.
+    usage = "" if child.gone else usage_text(entry)
     figures = ", ".join(part for part in (model_ref.partition("/")[2] or model_ref, runtime, usage) if part)
     # The release puts the handle first, so a coordinator reads what to target it by.
     named = f"{child.task_name}: " if child.task_name else ""
@@ -258,7 +395,7 @@ def _run_row(
         runtime_ms=runtime_ms,
         child_sessions=its_children or None,
         model=model_ref,
-        total_tokens=entry.context_tokens or _io_total(entry) or None,
+        total_tokens=None if child.gone else entry.context_tokens or _io_total(entry) or None,
         started_at=child.started_at,
         ended_at=child.ended_at,
     )

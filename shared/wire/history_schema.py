@@ -24,6 +24,11 @@ class SessionsHistoryParams(Params):
     offset: Annotated[int | None, whole_number("offset", least=0)] = Field(
         None, ge=0, description="Skip this many of the newest messages (the nextOffset of the page before)."
     )
+    pending_before: Annotated[int | None, whole_number("pendingBefore", least=1)] = Field(
+        None,
+        ge=1,
+        description="Read the pending inputs older than this one (the nextBefore of the page before).",
+    )
     include_tools: Annotated[bool, truthy] = Field(False, description="Include tool calls and tool results.")
     message_id: Annotated[str | None, optional_text] = Field(
         None,
@@ -43,10 +48,14 @@ class SessionsHistoryParams(Params):
 
 
 class PendingInputs(Wire):
-    """Messages accepted into the session that no run has taken in yet (queued behind its running run)."""
+    """Messages accepted into the session that no run has taken in yet (queued behind its running run): one
+    page of them, the newest first chosen and shown oldest first, as the release pages them."""
 
     items: list[dict[str, Any]] = Field(default_factory=list)
+    # Every pending input, not only this page's.
     total: int = 0
+    # Where the next (older) page starts: pass it back as ``pendingBefore``; absent on the oldest page.
+    next_before: int | None = None
 
 
 class SessionsHistoryResult(Wire):

@@ -136,6 +136,9 @@ class SessionRow(Wire):
     display_name: str | None = None
     parent_session_key: str | None = None
     updated_at: int
+    # How many state changes the session has recorded (docs/contract.md §10), left out at 0 as the release
+    # leaves it out of a session with none.
+    state_version: int | None = None
     # The bare model id (``gpt-4o-mini``), as the release shows it.
     model: str | None = None
     # The model's context window, and how much of it the latest context filled.

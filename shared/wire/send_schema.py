@@ -60,10 +60,17 @@ class SessionsSendParams(Params):
         json_schema_extra={"default": DEFAULT_TIMEOUT_SECONDS},
     )
     mode: Annotated[SendMode | None, BeforeValidator(_mode)] = Field(
-        None, description="followup (default): a turn of its own; steer: into the target's running turn."
+        None,
+        description="followup (default): a turn of its own; steer: into the target's running turn (no "
+        "wait, no reply); notify: context for the target's next turn, starting none.",
     )
-    # Accepted to be refused when true: clawbus delivers no stale-state notices to a watcher.
-    watch: Annotated[bool, BeforeValidator(lambda value: value is True)] = False
+    # True: the caller hears of the target's later changes (docs/contract.md §10, "Watches and notices");
+    # anything but true is no watch, as the release reads it.
+    watch: Annotated[bool, BeforeValidator(lambda value: value is True)] = Field(
+        False,
+        description="Be told, in your next turn, when someone else changes the target session after this "
+        "send (reconcile with session_status changesSince).",
+    )
     # clawbus's own: what a busy target does with it (docs/contract.md §11).
     queue_mode: Literal["followup", "reject", "interrupt"] | None = Field(
         None,
@@ -105,6 +112,8 @@ class SendResult(Wire):
     flow_id: str | None = None
     # clawbus's own: a wait an HTTP request held shorter than asked (gateway.maxWaitSeconds), said so.
     note: str | None = None
+    # Asked for with ``watch: true``: whether the caller now watches the target (the release's last field).
+    watched: bool | None = None
 
     @model_validator(mode="after")
     def _shape(self) -> SendResult:
@@ -150,3 +159,17 @@ def result_of(run_id: str, session_key: str, run: Run | None) -> SendResult:
         error=run.error or f"run ended with status {run.status.value}",
         sent_before_error=True,
     )
+
+
+class NotifyResult(Wire):
+    """``mode: "notify"``: the message is queued as context for the target's next turn; no run of the
+    target's agent is started for it (docs/contract.md §4)."""
+
+    status: Literal["queued"] = "queued"
+    session_key: str
+    # The note run that records it in the target's transcript, in turn (``GET /v1/runs/{id}``).
+    notification_id: str
+    # The release's notification lives as long as its gateway process ("process"); clawbus's is an
+    # accepted run in Redis, which outlives any process (docs/contract.md, differences: send-notify).
+    durability: Literal["durable"] = "durable"
+    run_started: Literal[False] = False

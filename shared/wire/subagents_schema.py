@@ -108,20 +108,23 @@ TaskStatus = Literal["queued", "running", "completed", "failed", "timed_out", "c
 
 
 class TaskRow(Wire):
-    """A spawn as the release's task registry shows it (``subagents`` list's ``tasks``): one per spawned
-    sub-agent of the tree, the task id being its spawn's flow id."""
+    """A task as the release's task registry shows it (``subagents`` list's ``tasks``): a spawn (runtime
+    ``subagent``, one per spawned sub-agent of the tree, the task id being its spawn's flow id), or a run
+    a spawner's ``sessions_send`` started in its child (runtime ``cli``, the task id being the run's)."""
 
     task_id: str
-    runtime: Literal["subagent"] = "subagent"
+    runtime: Literal["subagent", "cli"] = "subagent"
     # ``pending`` until its report is delivered; ``delivered``; ``not_applicable`` (it reported nothing,
-    # ANNOUNCE_SKIP, or owes no report: expectsCompletionMessage false); ``failed`` or ``blocked`` (the
-    # requester's send policy refused its channel).
+    # ANNOUNCE_SKIP, or owes no report: expectsCompletionMessage false; a ``cli`` task delivers nothing);
+    # ``failed`` or ``blocked`` (the requester's send policy refused its channel).
     delivery_status: str
     execution: Execution
     status: TaskStatus
     label: str | None = None
-    # Its latest reply.
+    # Its latest reply (a spawn's).
     progress_summary: str | None = None
+    # How it ended, in a word (a ``cli`` task's): ``completed``, ``failed`` or ``aborted``.
+    terminal_summary: str | None = None
     error: str | None = None
 
 

@@ -254,6 +254,79 @@ def test_agent_to_agent_traffic_is_never_steered_into_nor_steers(busy: Busy) -> 
     assert seen_in(busy.model, "a note from main") == [1]
 
 
+def send_mode(client: Client, session_key: str, message: str, mode: str) -> dict[str, Any]:
+    """A sessions_send with ``mode`` from the target agent's main session (which sees all its sessions)."""
+    args = {"sessionKey": session_key, "message": message, "mode": mode}
+    return client.invoke("sessions_send", args, caller="agent:gpt:main")
+
+
+def test_a_sessions_send_steer_reaches_the_running_run_at_its_next_model_step(busy: Busy) -> None:
+    key = busy.key()
+    first = busy.running(key, "plan: steps=3 seconds=1.5")
+    steer = send_mode(busy.b, key, "check the fuel too", "steer")
+    assert (steer["status"], steer["targetDisposition"], steer["delivery"]) == (
+        "accepted",
+        "steered",
+        {"status": "skipped", "mode": "announce"},
+    )
+    assert busy.ended(first).reply == "heard: plan: steps=3 seconds=1.5 | check the fuel too"
+    taken = busy.ended(steer["runId"])
+    assert (taken.kind, taken.status, taken.steered_into) == ("steer", "ok", first)
+    assert not [body for body in busy.model.requests if user_texts(body)[:1] == ["check the fuel too"]]
+    assert busy.lane(key) == []
+
+
+def test_steers_sent_through_two_apis_during_a_slow_run_each_reach_it_once_in_order(busy: Busy) -> None:
+    key = busy.key()
+    first = busy.running(key, "plan: steps=4 seconds=1.5")
+    texts = [f"steer {i}" for i in range(6)]
+    answers = [
+        send_mode(client, key, text, "steer")
+        for client, text in zip([busy.a, busy.b] * 3, texts, strict=True)
+    ]
+    assert {answer["targetDisposition"] for answer in answers} == {"steered"}
+    run = busy.ended(first)
+    assert run.reply == "heard: " + " | ".join(["plan: steps=4 seconds=1.5", *texts])
+    for answer in answers:
+        assert busy.ended(answer["runId"]).steered_into == first
+    # The model was asked with each from the step after it arrived on, and never as a run of its own.
+    for text in texts:
+        assert all(n == 1 for n in seen_in(busy.model, text))
+        assert not [body for body in busy.model.requests if user_texts(body)[:1] == [text]]
+
+
+def test_a_sessions_send_steer_to_a_session_that_runs_nothing_is_refused(busy: Busy) -> None:
+    key = busy.key()
+    busy.ended(busy.say(busy.a, key, "hello").run_id)
+    refused = send_mode(busy.b, key, "anyone there?", "steer")
+    assert (refused["status"], refused["error"], refused["sessionKey"]) == (
+        "error",
+        "Target has no active run that accepts steering. Use mode=followup to start a new turn.",
+        key,
+    )
+    assert busy.lane(key) == []
+    assert seen_in(busy.model, "anyone there?") == []
+
+
+def test_a_notification_starts_no_turn_and_the_next_turn_reads_it(busy: Busy) -> None:
+    key = busy.key()
+    first = busy.running(key, "plan: steps=2 seconds=1.5")
+    notified = send_mode(busy.b, key, "the build is green", "notify")
+    assert (notified["status"], notified["runStarted"], notified["durability"]) == (
+        "queued",
+        False,
+        "durable",
+    )
+    # Not steered into the running turn, and recorded after it, with no model step of its own.
+    assert busy.ended(first).reply == "heard: plan: steps=2 seconds=1.5"
+    note = busy.ended(notified["notificationId"])
+    assert (note.kind, note.status) == ("note", "ok")
+    assert seen_in(busy.model, "the build is green") == []
+    # The next turn reads it ahead of its own message.
+    later = busy.say(busy.a, key, "what is new?")
+    assert busy.ended(later.run_id).reply == "heard: the build is green | what is new?"
+
+
 @pytest.mark.parametrize(
     ("drop", "inputs", "dropped"),
     [

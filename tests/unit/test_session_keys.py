@@ -152,3 +152,20 @@ def test_keys_are_lowercased_whole_so_one_session_has_one_key(written: str) -> N
     assert session_keys.canonical(written, caller_agent="main", main_key="main", global_scope=False) == (
         "agent:main:discord:group:x"
     )
+
+
+@pytest.mark.parametrize(
+    ("key", "threaded"),
+    [
+        ("agent:main:discord:group:42:thread:7", True),
+        ("agent:main:telegram:group:-100:topic:5", True),
+        ("agent:main:slack:direct:ann:thread:171.5", True),
+        ("agent:main:main:thread:abc", True),  # the release's generic rule: a :thread:<id> suffix anywhere
+        ("agent:main:discord:group:42", False),
+        ("agent:main:main", False),
+        ("agent:main:cron:topic:5", False),  # a topic only in a chat's key
+        ("agent:main:thread", False),
+    ],
+)
+def test_a_session_of_a_thread_or_topic_is_told_from_its_key(key: str, threaded: bool) -> None:
+    assert session_keys.in_thread(key) is threaded

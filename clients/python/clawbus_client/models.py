@@ -68,6 +68,8 @@ class SendResult(Model):
     sent_before_error: bool | None = None
     flow_id: str | None = None
     note: str | None = None
+    # Asked for with ``watch: true``: whether the caller now watches the target.
+    watched: bool | None = None
 
 
 class SpawnResult(Model):
@@ -289,6 +291,8 @@ class SessionRow(_Session):
     spawned_workspace_dir: str | None = None
     workspace_dir: str | None = None
     parent_session_key: str | None = None
+    # How many state changes the session has recorded (absent: none).
+    state_version: int | None = None
     child_sessions: list[str] | None = None
     derived_title: str | None = None
     last_message_preview: str | None = None
@@ -306,8 +310,11 @@ class SessionsListResult(Model):
 
 
 class PendingInputs(Model):
+    """Inputs queued behind the running run; ``nextBefore`` pages on (``pendingBefore``)."""
+
     items: list[dict[str, Any]] = Field(default_factory=list)
     total: int = 0
+    next_before: int | None = None
 
 
 class SessionsHistoryResult(Model):
@@ -406,9 +413,12 @@ class TaskRow(Model):
     delivery_status: str
     execution: Execution
     status: str
+    # ``subagent`` (a spawn) or ``cli`` (a run the spawner's sessions_send started in its child).
     runtime: str = "subagent"
     label: str | None = None
     progress_summary: str | None = None
+    # How a ``cli`` task ended: ``completed``, ``failed`` or ``aborted``.
+    terminal_summary: str | None = None
     error: str | None = None
 
 

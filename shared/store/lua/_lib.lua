@@ -170,17 +170,111 @@ local function left_watch(progress, stalled, run_id)
   redis.call('HDEL', stalled, run_id)
 end
 
+-- Watches and notices (docs/contract.md §10, "Watches and notices"), as the release keeps them: a watcher's
+-- cursor on a target holds three of the target's versions, ``lastSeen`` (what the watcher reconciled to),
+-- ``notified`` (how far the notice pending covers; equal to lastSeen when none is) and ``material`` (the
+-- last change it is to hear of). ``watch`` is the key prefixes (shared/store/runs.py ``watch_prefixes``):
+-- watchers (a target's cursors, by watcher), notices (a watcher's pending notices, by target), sessions.
+local function cursor_of(text)
+  local seen, notified, material = string.match(text or '', '^(%d+),(%d+),(%d+)$')
+  if not seen then
+    return nil
+  end
+  return {tonumber(seen), tonumber(notified), tonumber(material)}
+end
+
+local function set_cursor(watch, target, watcher, cursor, ttl)
+  local key = watch['watchers'] .. target
+  redis.call('HSET', key, watcher, cursor[1] .. ',' .. cursor[2] .. ',' .. cursor[3])
+  redis.call('EXPIRE', key, ttl)
+end
+
+-- The watcher starts at ``version``: every mark there (the release's ``upsertSeedCursor``).
+local function seed_watch(watch, target, watcher, version, ttl)
+  set_cursor(watch, target, watcher, {version, version, version}, ttl)
+end
+
+-- A notice for the pair, naming the version to reconcile from; one per pair, a later one replacing it (the
+-- release drops a notice whose text and context are already queued).
+local function queue_notice(watch, watcher, target, since, ttl)
+  local key = watch['notices'] .. watcher
+  redis.call('HSET', key, target, since)
+  redis.call('EXPIRE', key, ttl)
+end
+
+-- Only an agent's session is notified (the release's ``isNotifiableWatcherKey``).
+local function notifiable(watcher)
+  return string.match(watcher, '^agent:[^:]+:.') ~= nil
+end
+
+-- A notifying change at ``version``: each watcher but its actor has its material mark raised and a notice
+-- queued; the notified mark moves only when no notice was pending, so the one pending keeps covering
+-- what it did (the release's ``updateMaterialCursor``). The spawner is a watcher even without a cursor. A
+-- watcher whose session is gone loses its cursor instead.
+local function notify_watchers(watch, target, spawner, actor, version, ttl)
+  local cursors = hash_table(redis.call('HGETALL', watch['watchers'] .. target))
+  if spawner and not cursors[spawner] then
+    cursors[spawner] = '0,0,0'
+  end
+  for watcher, text in pairs(cursors) do
+    if watcher ~= actor and notifiable(watcher) then
+      if redis.call('EXISTS', watch['sessions'] .. watcher) == 0 then
+        redis.call('HDEL', watch['watchers'] .. target, watcher)
+      else
+        local cursor = cursor_of(text) or {0, 0, 0}
+        if cursor[2] == cursor[1] then
+          cursor[2] = version
+        end
+        cursor[3] = version
+        set_cursor(watch, target, watcher, cursor, ttl)
+        queue_notice(watch, watcher, target, cursor[1], ttl)
+      end
+    end
+  end
+end
+
+-- The watcher's turn that took in the notices of ``targets`` (a JSON list, the run's ``noticed``) is
+-- over: each cursor's lastSeen becomes what the notice covered, never the head, lest a change made during
+-- the turn be lost (the release's ``acknowledgeSessionStateNotices``); a later one is noticed again, from
+-- there.
+local function ack_notices(watch, watcher, targets, ttl)
+  if not targets or targets == '' then
+    return
+  end
+  local notices = watch['notices'] .. watcher
+  for _, target in ipairs(cjson.decode(targets)) do
+    local cursor = cursor_of(redis.call('HGET', watch['watchers'] .. target, watcher))
+    if not cursor then
+      redis.call('HDEL', notices, target)
+    else
+      local covered = cursor[2]
+      cursor[1] = covered
+      if cursor[3] > covered then
+        cursor[2] = cursor[3]
+        queue_notice(watch, watcher, target, covered, ttl)
+      else
+        redis.call('HDEL', notices, target)
+      end
+      set_cursor(watch, target, watcher, cursor, ttl)
+    end
+  end
+end
+
 -- Record a state change of a session (docs/contract.md §10, "Change tracking") in the step that makes it,
 -- so its ``stateVersion`` is never behind what it counts: the version (a field of the session's hash, which
 -- outlives the log's entries) goes up by one and the log gets the event under it, id ``<version>-0``.
 -- ``event_json`` is shared/domain/state_events.py's ``encoded()``; ``when = 'spawned'`` records it only
--- for a session with a spawner. The session must exist. Returns the new version, or nil.
-local function record_state(session_key, log_key, event_json, now)
+-- for a session with a spawner, ``'watched'`` for one with a spawner or a watcher. Its watchers are told in
+-- the same step (``target``: the session's key; ``watch``: as above). The session must exist. Returns the
+-- new version, or nil.
+local function record_state(session_key, log_key, event_json, now, target, watch)
   if event_json == '' then
     return nil
   end
   local event = cjson.decode(event_json)
-  if event['when'] == 'spawned' and redis.call('HEXISTS', session_key, 'spawnedBy') == 0 then
+  local spawner = redis.call('HGET', session_key, 'spawnedBy')
+  if not spawner and (event['when'] == 'spawned' or
+      (event['when'] == 'watched' and redis.call('EXISTS', watch['watchers'] .. target) == 0)) then
     return nil
   end
   local version = redis.call('HINCRBY', session_key, 'stateVersion', 1)
@@ -200,5 +294,11 @@ local function record_state(session_key, log_key, event_json, now)
     redis.call('XADD', log_key, 'MAXLEN', '~', event['keep'], id, unpack(fields))
   end
   redis.call('EXPIRE', log_key, event['ttl'])
+  if event['seed'] and event['actorId'] and notifiable(event['actorId']) then
+    seed_watch(watch, target, event['actorId'], version, event['ttl'])
+  end
+  if event['notify'] then
+    notify_watchers(watch, target, spawner, event['actorId'], version, event['ttl'])
+  end
   return version
 end

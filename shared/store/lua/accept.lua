@@ -14,9 +14,12 @@
 --       14 what a busy session does with it (messages.queue): '' queue it, 'reject' refuse it, 'collect'
 --       fold it into the collect run still open at the lane's end, 15 its text (to fold), 16 run key prefix,
 --       17 how long a fold is remembered (ms), 18 the state change the run's acceptance is ('' none:
---       shared/domain/state_events.py), recorded with it
+--       shared/domain/state_events.py), recorded with it, 19 the watch key prefixes (json: its watchers
+--       are told of it in the same step, _lib.lua), 20 with 'steer' in 14: the kinds of running run that
+--       take steers, comma-separated
 -- Returns {seq, position in the lane, 1 if the task message was pushed}; {'busy', the head's id} when a
--- busy session refuses it; {'folded', the collect run's id} when it joined one.
+-- busy session refuses it; {'folded', the collect run's id} when it joined one; {'idle', the head's id
+-- or ''} when a steer finds no running run that takes steers.
 local now = tonumber(ARGV[1])
 local folded = redis.call('GET', KEYS[15])
 if folded then
@@ -31,6 +34,18 @@ if ARGV[14] == 'reject' then
   local head = redis.call('LINDEX', KEYS[6], 0)
   if head then
     return {'busy', head}
+  end
+elseif ARGV[14] == 'steer' then
+  -- A steer is for the run running now (a parked one too: it takes it in when it resumes); a run still
+  -- queued, or one of a kind that takes no steers, is no place for it.
+  local head = redis.call('LINDEX', KEYS[6], 0)
+  if not head then
+    return {'idle', ''}
+  end
+  local fields = redis.call('HMGET', ARGV[16] .. head, 'status', 'kind')
+  local kinds = ',' .. ARGV[20] .. ','
+  if fields[1] ~= 'running' or not string.find(kinds, ',' .. (fields[2] or '') .. ',', 1, true) then
+    return {'idle', head}
   end
 elseif ARGV[14] == 'collect' then
   -- Open while its window lasts, and for as long as it waits behind the session's earlier runs.
@@ -64,7 +79,7 @@ for field, value in pairs(cjson.decode(ARGV[5])) do
 end
 session['updatedAt'] = now
 hset_fields(KEYS[1], session)
-record_state(KEYS[1], KEYS[16], ARGV[18], now)
+record_state(KEYS[1], KEYS[16], ARGV[18], now, ARGV[3], cjson.decode(ARGV[19]))
 for i = 2, 4 do
   redis.call('ZADD', KEYS[i], now, ARGV[3])
 end

@@ -8,10 +8,12 @@
 --       one, 9 runs finished (metrics), 10 the session's state log
 -- ARGV: 1 run id, 2 now ms, 3 retention s, 4 completion channel, 5 cancel channel, 6 dispatch grace ms,
 --       7 run key prefix, 8 session key, 9 the error it ends with, 10 cancel id, 11 the state change the
---       run's end is ('' none: shared/domain/state_events.py)
+--       run's end is ('' none: shared/domain/state_events.py), 12 the watch key prefixes (json, _lib.lua)
+-- A parked run had taken in its session's notices when it was claimed: its end acknowledges them, as a
+-- commit would.
 -- A repeat of a cancel that ended the run (its reply lost with the connection) answers as the first did,
 -- kept on the run under the cancel's id: its caller still hands on the lane's next run and the waiters.
-local run = redis.call('HMGET', KEYS[1], 'status', 'kind', 'flowId', 'cancelledBy', 'cancelReply')
+local run = redis.call('HMGET', KEYS[1], 'status', 'kind', 'flowId', 'cancelledBy', 'cancelReply', 'noticed')
 if run[4] == ARGV[10] then
   return cjson.decode(run[5])
 end
@@ -40,7 +42,9 @@ local was_head = redis.call('LINDEX', KEYS[2], 0) == ARGV[1]
 redis.call('LREM', KEYS[2], 0, ARGV[1])
 if redis.call('EXISTS', KEYS[4]) == 1 then
   redis.call('HSET', KEYS[4], 'abortedLastRun', 'true', 'updatedAt', now)
-  record_state(KEYS[4], KEYS[10], ARGV[11], now)
+  local watch = cjson.decode(ARGV[12])
+  record_state(KEYS[4], KEYS[10], ARGV[11], now, ARGV[8], watch)
+  ack_notices(watch, ARGV[8], run[6], watch['ttl'])
 end
 publish_ended(KEYS[1], ARGV[4])
 redis.call('HINCRBY', KEYS[9], (run[2] or 'chat') .. ':aborted', 1)

@@ -8,12 +8,17 @@
 -- (maxConcurrent, ARGV 8; 0: no gate): without one it joins the gate's queue, in order, and is dispatched
 -- again when a place frees ({'gated'}); a place whose lease lapsed (its worker died) is free.
 -- A claimed run is followed by the stall watchdog from now (its progress clock starts).
+-- The first claim of an agent's turn also takes in its session's pending stale-state notices (docs/contract.md
+-- §10, "Watches and notices"): a ``System:`` line each, ahead of the input's text, so the transcript, the
+-- model and every later attempt read the same turn; the run keeps which (``noticed``) for its commit to
+-- acknowledge.
 -- KEYS: 1 run, 2 lane, 3 lease, 4 transcript, 5 run events, 6 lanes due, 7 fence counter, 8 session,
---       9 gate running, 10 gate queue, 11 runs' progress, 12 runs stalled
+--       9 gate running, 10 gate queue, 11 runs' progress, 12 runs stalled, 13 the session's notices
 -- A claim sent again by the client's retry, its reply lost with the connection (ARGV 10, the claim's own id,
 -- names it), answers as the first one did: the attempt it began is this caller's, not someone else's.
 -- ARGV: 1 run id, 2 owner (task id), 3 attempt (task retries), 4 now ms, 5 lease ms, 6 max attempts,
---       7 session key, 8 gate places, 9 run key prefix, 10 claim id
+--       7 session key, 8 gate places, 9 run key prefix, 10 claim id, 11 a notice's line (a format: target,
+--       target, version; shared/domain/state_events.py NOTICE_LINE)
 -- The run, read once: the checks, the attempt's changes and the reply are all made of it.
 local run_flat = redis.call('HGETALL', KEYS[1])
 local run = hash_table(run_flat)
@@ -108,7 +113,36 @@ end
 hset_held(KEYS[8], session, session_changed)
 hdel_held(KEYS[8], session, session_dropped)
 redis.call('XADD', KEYS[5], '*', 'type', 'started', 'at', now, 'attempt', attempts)
+-- The pending notices, written as a text block ahead of the input's own (a user's message only: a note runs
+-- no agent), in the order of their targets, and named on the run (``noticed``); none pending, nothing.
+local function take_notices()
+  if run['kind'] == 'note' or not run['input'] then
+    return nil
+  end
+  local pending = hash_table(redis.call('HGETALL', KEYS[13]))
+  local targets = {}
+  for target in pairs(pending) do
+    targets[#targets + 1] = target
+  end
+  if #targets == 0 then
+    return nil
+  end
+  local message = cjson.decode(run['input'])
+  if message['role'] ~= 'user' or type(message['content']) ~= 'table' then
+    return nil
+  end
+  table.sort(targets)
+  local lines = {}
+  for i, target in ipairs(targets) do
+    lines[i] = string.format(ARGV[11], target, target, pending[target])
+  end
+  table.insert(message['content'], 1, {type = 'text', text = table.concat(lines, '\n') .. '\n\n'})
+  changed['input'] = cjson.encode(message)
+  changed['noticed'] = cjson.encode(targets)
+  run['input'] = changed['input']
+end
 if run['inputAppended'] ~= '1' then
+  take_notices()
   if run['input'] then
     redis.call('XADD', KEYS[4], '*', 'm', run['input'])
   end

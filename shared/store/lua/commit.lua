@@ -11,7 +11,10 @@
 -- ARGV: 1 run id, 2 token, 3 now ms, 4 status, 5 run fields (json), 6 context tokens ('' unknown),
 --       7 retention s, 8 completion channel, 9 dispatch grace ms, 10 run key prefix, 11 session key,
 --       12 input tokens, 13 output tokens, 14 cost usd, 15 commit id, 16 the state change the run's end is
---       ('' none: shared/domain/state_events.py), 17.. the messages to append (json), in order
+--       ('' none: shared/domain/state_events.py), 17 the watch key prefixes (json, _lib.lua), 18.. the
+--       messages to append (json), in order
+-- The notices the run took in when it was claimed (its ``noticed``) are acknowledged here, with no round
+-- trip of their own: the turn that read them is in the transcript now.
 -- A commit sent again by the client's retry, its reply lost with the connection, answers as the first one
 -- did (kept on the run under the commit's id): its caller still hands on the lane's next run and the
 -- waiters.
@@ -28,7 +31,7 @@ if not is_active(run['status']) then
   return {'fenced'}
 end
 local now = tonumber(ARGV[3])
-for i = 17, #ARGV do
+for i = 18, #ARGV do
   redis.call('XADD', KEYS[5], '*', 'm', ARGV[i])
 end
 local ended_fields = cjson.decode(ARGV[5])
@@ -83,7 +86,9 @@ if next(session) ~= nil then
   for i = 8, 10 do
     redis.call('ZADD', KEYS[i], now, ARGV[11])
   end
-  record_state(KEYS[4], KEYS[18], ARGV[16], now)
+  local watch = cjson.decode(ARGV[17])
+  record_state(KEYS[4], KEYS[18], ARGV[16], now, ARGV[11], watch)
+  ack_notices(watch, ARGV[11], run['noticed'], watch['ttl'])
 end
 local ended = signal_ended(run, ARGV[8])
 redis.call('HINCRBY', KEYS[13], (ended['kind'] or 'chat') .. ':' .. ARGV[4], 1)

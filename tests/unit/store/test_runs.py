@@ -510,3 +510,12 @@ def test_a_run_parked_for_model_capacity_is_due_again_and_resumed_by_anyone_as_t
     resumed = claim(store, accepted.run_id, owner="the countdown's task")
     assert resumed.outcome is ClaimOutcome.CLAIMED
     assert resumed.attempts == 1  # a resumption, not a new attempt
+
+
+def test_accepted_names_each_sessions_runs_of_a_kind_newest_first(store: Store, config: Config) -> None:
+    chats = [accept(store, config).run_id for _ in range(3)]
+    other = accept(store, config, key=OTHER).run_id
+    assert store.runs.accepted([KEY, OTHER, "agent:main:none"], "chat", 2) == [chats[:0:-1], [other], []]
+    assert store.runs.accepted([KEY], "send", 10) == [[]]
+    found = store.runs.get_many([chats[0], "gone"])
+    assert [run.run_id if run else None for run in found] == [chats[0], None]

@@ -9,6 +9,7 @@ from shared.base.clock import FixedClock
 from shared.config import Config
 from shared.domain.sessions import LabelTaken, SessionPatch, new_entry
 from shared.store import Store
+from shared.wire.models import SessionEntry
 from tests.support.replies import reply_lost
 
 
@@ -133,3 +134,37 @@ def test_a_yield_sent_again_after_a_child_ended_its_wait_answers_as_the_first_di
     assert entry.waiting is None  # no second wait began
     # Another run's yield is its own: nothing is pending now.
     assert store.sessions.yield_children("agent:main:main", "run-2") is None
+
+
+def departed_child(config: Config, key: str, now: int) -> SessionEntry:
+    entry = new_entry(config, key, now)
+    return entry.model_copy(update={"spawned_by": "agent:main:main", "label": key.rsplit(":", 1)[-1]})
+
+
+def test_a_departed_childs_record_is_kept_for_its_time_and_its_row_for_less(
+    store: Store, config: Config, clock: FixedClock
+) -> None:
+    now = clock.now_ms()
+    store.redis.xadd(store.keys.session_runs("agent:main:subagent:a"), {"runId": "r1"})
+    store.redis.xadd(store.keys.session_runs("agent:main:subagent:a"), {"runId": "r2"})
+    store.sessions.remember_departed(
+        departed_child(config, "agent:main:subagent:a", now), now, 60_000, 120_000
+    )
+    [kept] = store.sessions.departed("agent:main:main", now + 119_999)
+    assert (kept.entry.label, kept.run_ids, kept.shown_until) == ("a", ("r2", "r1"), now + 60_000)
+    assert store.sessions.departed("agent:main:main", now + 120_000) == []
+
+
+def test_a_departed_record_written_later_drops_the_lapsed_ones_and_lengthens_the_key(
+    store: Store, config: Config, clock: FixedClock
+) -> None:
+    now = clock.now_ms()
+    store.sessions.remember_departed(departed_child(config, "agent:main:subagent:a", now), now, 1_000, 1_000)
+    key = store.keys.departed("agent:main:main")
+    assert 0 < store.redis.pttl(key) <= 1_000
+    later = now + 5_000
+    store.sessions.remember_departed(
+        departed_child(config, "agent:main:subagent:b", later), later, 1, 600_000
+    )
+    assert store.redis.hkeys(key) == ["agent:main:subagent:b"]
+    assert store.redis.pttl(key) > 1_000

@@ -13,6 +13,7 @@ from shared.tools.tool_context import ToolContext
 from shared.wire.history_schema import SessionsHistoryResult
 from shared.wire.models import Message, Role, TextBlock, ToolCallBlock, ToolFailure
 from tests.conftest import make_config
+from tests.support.runs import accept, claim
 from workers.testing import InlineDispatcher, drain_runs
 
 KEY = "agent:main:cron:job"
@@ -292,3 +293,63 @@ def test_a_session_id_must_be_the_sessions_own(ctx: ToolContext, store: Store) -
 def test_a_session_id_without_a_message_id_is_refused_in_the_releases_words(ctx: ToolContext) -> None:
     with pytest.raises(ValidationError, match="sessionId requires messageId"):
         TOOLS["sessions_history"].invoke(ctx, {"sessionKey": KEY, "sessionId": "abc"})
+
+
+# --- pending inputs, a page at a time (pendingBefore) -----------------------------------------------------
+
+
+def queued_behind_a_running_run(store: Store, count: int) -> list[str]:
+    """``count`` messages queued behind a run of KEY a worker has started: their texts, oldest first."""
+    running = accept(store, make_config(), "running", key=KEY).run_id
+    claim(store, running, key=KEY)
+    texts = [f"waiting {i}" for i in range(count)]
+    for text in texts:
+        accept(store, make_config(), text, key=KEY)
+    return texts
+
+
+def pending_texts(result: SessionsHistoryResult) -> list[str]:
+    return [item["message"]["content"] for item in result.pending_inputs.items]
+
+
+def test_pending_inputs_come_twenty_at_a_time_newest_first_and_page_back_with_pending_before(
+    ctx: ToolContext, store: Store
+) -> None:
+    waiting = queued_behind_a_running_run(store, 25)
+    first = history(ctx)
+    assert pending_texts(first) == waiting[5:]
+    assert first.pending_inputs.total == 25
+    assert first.pending_inputs.next_before is not None
+    older = history(ctx, pendingBefore=first.pending_inputs.next_before)
+    assert pending_texts(older) == waiting[:5]
+    assert older.pending_inputs.total == 25
+    assert older.pending_inputs.next_before is None
+    assert "nextBefore" not in older.wire()["pendingInputs"]
+
+
+def test_the_limit_bounds_the_page_of_pending_inputs_too(ctx: ToolContext, store: Store) -> None:
+    waiting = queued_behind_a_running_run(store, 3)
+    page = history(ctx, limit=2)
+    assert pending_texts(page) == waiting[1:]
+    assert page.pending_inputs.next_before is not None
+    assert pending_texts(history(ctx, limit=2, pendingBefore=page.pending_inputs.next_before)) == waiting[:1]
+
+
+def test_pending_before_older_than_every_input_is_an_empty_page_with_the_total(
+    ctx: ToolContext, store: Store
+) -> None:
+    queued_behind_a_running_run(store, 2)
+    page = history(ctx, pendingBefore=1)
+    assert (page.pending_inputs.items, page.pending_inputs.total, page.pending_inputs.next_before) == (
+        [],
+        2,
+        None,
+    )
+
+
+@pytest.mark.parametrize("value", [0, -1, "x"])
+def test_a_pending_before_that_is_no_positive_integer_is_refused_in_the_releases_words(
+    ctx: ToolContext, value: object
+) -> None:
+    with pytest.raises(ValidationError, match="pendingBefore must be a positive integer"):
+        history(ctx, pendingBefore=value)

@@ -133,20 +133,7 @@ def test_a_model_is_not_offered_the_refused_options() -> None:
     spawn_args = set(parameters(TOOLS["sessions_spawn"])["properties"])
     assert {"taskName", "expectsCompletionMessage", "completionTarget", "lightContext"} <= spawn_args
     assert not {"runtime", "visible", "cwd", "placement", "worktree", "collect"} & spawn_args
-    assert "watch" not in parameters(TOOLS["sessions_send"])["properties"]
-
-
-def test_a_send_asking_to_watch_its_target_is_refused(world: WorldFactory) -> None:
-    config, store, dispatcher = world()
-    ctx = ToolContext.for_caller(config, store, dispatcher, CALLER)
-    refused = TOOLS["sessions_send"].invoke(ctx, {"sessionKey": "main", "message": "hi", "watch": True})
-    assert isinstance(refused, ToolFailure)
-    assert (refused.status, refused.error) == (
-        "error",
-        "watch=true is not supported by clawbus: it delivers no stale-state notices to watchers; reconcile "
-        "with session_status changesSince (stateVersion) instead",
-    )
-    assert dispatcher.heads == []
+    # sessions_send's ``watch`` is offered: tests/unit/tools/test_watches.py.
 
 
 # --- taskName -------------------------------------------------------------------------------------------

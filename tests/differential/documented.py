@@ -158,7 +158,10 @@ DOCUMENTED: tuple[Documented, ...] = (
     Documented("session_status*", "result.details.statusText", "text", "status-card"),
     Documented("sessions_spawn_unknown_model", "result.details.error", "text", "spawn-model"),
     Documented("session_status_child*", "result.details.stateVersion", "value", "state-version"),
+    # Each session's own count of its changes (the release's: one counter for every session's events).
+    Documented("sessions_list*", "result.details.sessions[*].stateVersion", "value", "state-version"),
     Documented("sessions_list*", "result.details.sessions[*].stateVersion", "missing", "state-version"),
+    Documented("sessions_list*", "result.details.sessions[*].stateVersion", "extra", "state-version"),
     Documented("subagents_list*", "result.details.**.execution.lastActivityAt", "missing", "activity-time"),
     # Never a 500 for bad input.
     *(

@@ -12,5 +12,8 @@ from shared.wire.send_schema import result_of
 
 def waited_send(sent: SendResult, run: Run | None) -> SendResult:
     ended = None if run is None else ServerRun.model_validate(run.wire())
-    waited = result_of(sent.run_id, sent.session_key, ended).model_copy(update={"flow_id": sent.flow_id})
+    # What the accept said that the run does not (its exchange, a watch registered) rides on the answer.
+    waited = result_of(sent.run_id, sent.session_key, ended).model_copy(
+        update={"flow_id": sent.flow_id, "watched": sent.watched}
+    )
     return SendResult.model_validate(waited.wire())

@@ -217,7 +217,8 @@ class RemoteBackend:
     async def _wait(self, accepted: dict[str, Any], timeout: Any) -> dict[str, Any]:
         sent = SendResult.model_validate(accepted)
         seconds = float(timeout) if isinstance(timeout, int | float) else 30.0
-        if seconds == 0:
+        # A steer is answered at once, as the release answers it: its run is taken into another's turn.
+        if seconds == 0 or sent.target_disposition == "steered":
             return accepted
         try:
             run = await anyio.to_thread.run_sync(

@@ -7,12 +7,13 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime, tzinfo
+from enum import StrEnum
 from typing import Annotated, Any
 
 import httpx
 import typer
 from clawbus_client import ClawbusError, Client
-from clawbus_client.models import Flow, Model, Run, RunStatus, SendResult, ToolFailure
+from clawbus_client.models import Flow, Model, NotifyResult, Run, RunStatus, SendResult, ToolFailure
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from api.cli.common import (
@@ -48,6 +49,14 @@ def call(fn: Any, *args: Any, **kwargs: Any) -> Any:
 def print_json(result: Wire | Model | dict[str, Any]) -> None:
     data = result.wire() if isinstance(result, Wire | Model) else result
     typer.echo(json.dumps(data, indent=2, ensure_ascii=False))
+
+
+class SendMode(StrEnum):
+    """sessions_send's modes (docs/contract.md §4); ``resume`` is the release's, refused by clawbus."""
+
+    FOLLOWUP = "followup"
+    STEER = "steer"
+    NOTIFY = "notify"
 
 
 @contextmanager
@@ -168,14 +177,27 @@ def sessions_send(
     caller: CallerOpt = "main",
     timeout: Annotated[int, typer.Option(help="Seconds to wait for the reply; 0 = fire-and-forget.")] = 30,
     stream: Annotated[bool, typer.Option("--stream", help="Print the reply as the model writes it.")] = False,
+    mode: Annotated[
+        SendMode | None,
+        typer.Option(
+            help="followup (default): a turn of its own; steer: into the target's running turn (no wait, "
+            "no reply); notify: context for the target's next turn, starting none.",
+        ),
+    ] = None,
 ) -> None:
     """Send a message into a session and wait for its reply (a spinner counts the seconds). Ctrl-C stops
-    waiting, not the run: it says how to wait again."""
+    waiting, not the run: it says how to wait again. A steer or a notification is answered at once."""
     with client_for(url, token) as client:
         result = call(
-            client.sessions_send, session_key, message, timeout_seconds=timeout, caller=caller, wait=False
+            client.sessions_send,
+            session_key,
+            message,
+            timeout_seconds=timeout,
+            mode=mode.value if mode else None,
+            caller=caller,
+            wait=False,
         )
-        if isinstance(result, SendResult) and result.status == "accepted" and (timeout > 0 or stream):
+        if _waits_for_reply(result) and (timeout > 0 or stream):
             try:
                 if stream:
                     run = _follow(client, result.run_id, quiet=as_json)
@@ -196,10 +218,31 @@ def sessions_send(
 app.command("send", help="Shortcut for `clawbus sessions send`.")(sessions_send)
 
 
-def _show_send(result: SendResult | ToolFailure, waited_seconds: int) -> None:
+def _waits_for_reply(result: SendResult | NotifyResult | ToolFailure) -> bool:
+    """A turn of its own, accepted: a steered message's reply belongs to the run that takes it in, and a
+    notification starts no turn."""
+    return (
+        isinstance(result, SendResult)
+        and result.status == "accepted"
+        and result.target_disposition != "steered"
+    )
+
+
+def _show_send(result: SendResult | NotifyResult | ToolFailure, waited_seconds: int) -> None:
+    if isinstance(result, NotifyResult):
+        typer.echo(
+            f"queued: notification {result.notification_id} for {result.session_key}'s next turn "
+            "(no turn started)"
+        )
+        return
     if isinstance(result, ToolFailure) or result.status in ("error", "timeout"):
         fail(f"{result.status}: {result.error}")
-    if result.status == "ok":
+    if result.status == "accepted" and result.target_disposition == "steered":
+        typer.echo(
+            f"steered: run {result.run_id} into {result.session_key}'s running turn, which answers it "
+            f"(`clawbus runs get {result.run_id}`: steeredInto)"
+        )
+    elif result.status == "ok":
         typer.echo(result.reply)
     elif result.status == "no_reply":
         typer.echo(f"({result.message})")

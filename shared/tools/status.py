@@ -23,7 +23,16 @@ from shared.domain.budgets import day_of
 from shared.domain.sessions import SessionPatch, new_entry
 from shared.intake import queueing
 from shared.tools.status_card import DEFAULT_CONTEXT_WINDOW, CardFacts, compact_duration, render
-from shared.tools.subagents_view import descendants, observe, subagents_line, tasks_line
+from shared.tools.subagents_view import (
+    CardTask,
+    follow_up_card_task,
+    follow_ups,
+    observe,
+    spawn_card_task,
+    subagents_line,
+    tasks_line,
+    tree,
+)
 from shared.tools.tool_context import ToolContext, looks_like_key
 from shared.wire.fleet import AgentBudget
 from shared.wire.models import SessionEntry, ToolFailure
@@ -232,8 +241,8 @@ def _facts(
 ) -> CardFacts:
     config, store = ctx.config, ctx.store
     model_ref = entry.model or config.model_of(entry.agent_id)
-    own = observe(store, entry) if entry.spawn_flow_id else None
-    children = [observe(store, child) for child in descendants(store, entry.key, recursive=False)]
+    # Its children as the release's sub-agent registry has them: those deleted at their cleanup too.
+    children = [child for child in tree(store, entry.key) if child.entry.spawned_by == entry.key]
     return CardFacts(
         version=_version(),
         now_ms=now,
@@ -255,10 +264,26 @@ def _facts(
         started_at=entry.created_at if stored else None,
         updated_at=entry.updated_at,
         subagents_line=subagents_line(children, now),
-        tasks_line=tasks_line([own, *children] if own else children, now),
+        tasks_line=tasks_line(_card_tasks(ctx, entry), now),
         route=_route(entry.key, entry),
         waiting_for=held,
     )
+
+
+def _card_tasks(ctx: ToolContext, entry: SessionEntry) -> list[CardTask]:
+    """The tasks the release's card counts: those of the session (spawned by it, or its own spawn) that
+    the caller owns, as its task registry has them. The caller owns its spawns and its follow-ups (its
+    ``sessions_send`` runs into a child it spawned), so its own card counts its children's, a deleted
+    one's included, and the card of a child of its counts that child's; any other card counts none."""
+    store, caller = ctx.store, ctx.caller_key
+    if entry.key == caller:
+        mine = [child for child in tree(store, caller, lapsed_rows=True) if child.entry.spawned_by == caller]
+    elif entry.spawned_by == caller and entry.spawn_flow_id:
+        mine = [observe(store, entry)]
+    else:
+        return []
+    spawns = [spawn_card_task(child) for child in mine if child.flow is not None]
+    return [*spawns, *(follow_up_card_task(each) for each in follow_ups(store, mine))]
 
 
 def _route(key: str, entry: SessionEntry) -> dict[str, Any]:

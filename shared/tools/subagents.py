@@ -14,7 +14,7 @@ from shared.base import session_keys
 from shared.base.errors import ToolError
 from shared.commands import subagent_targets
 from shared.domain.redaction import scrub
-from shared.domain.runs import new_run
+from shared.domain.runs import CancelOutcome, new_run
 from shared.intake.submit import submit
 from shared.ports.storage import Storage
 from shared.runner import run_control
@@ -55,6 +55,9 @@ Answer = (
 WAIT_POLL_SECONDS = 0.25
 DEFAULT_WAIT_SECONDS = 30
 UNSUPPORTED = "Unsupported action."
+OUTSIDE = "Task outside session tree."
+# The release's reason when a task is cancelled (its task registry's, for the operator's cancel).
+CANCEL_REASON = "Cancelled by operator."
 
 
 def subagents(ctx: ToolContext, params: SubagentsParams) -> Answer:
@@ -135,7 +138,9 @@ def _wait(ctx: ToolContext, params: SubagentsParams) -> SubagentsWaited:
 
 
 def _cancel(ctx: ToolContext, task_id: str) -> TaskCancelled | ToolFailure:
-    """Stop a task of this session's tree: its sub-agent and everything that one spawned."""
+    """Stop a task of this session's tree: a spawn (its sub-agent and everything that one spawned), or a
+    follow-up (the run a spawner's ``sessions_send`` started in its child: that run alone, as the release
+    aborts the follow-up's gateway run)."""
     found = next(
         (
             child
@@ -145,13 +150,35 @@ def _cancel(ctx: ToolContext, task_id: str) -> TaskCancelled | ToolFailure:
         None,
     )
     if found is None:
-        return ToolFailure(status="forbidden", error="Task outside session tree.")
+        return _cancel_follow_up(ctx, task_id)
     if found.ended:
-        return TaskCancelled(
-            status="error", task_id=task_id, found=True, cancelled=False, reason="Task is already terminal."
-        )
+        return _terminal(task_id)
     run_control.kill_tree(ctx.config, ctx.store, ctx.dispatcher, [found.entry.key])
     return TaskCancelled(status="cancelled", task_id=task_id, found=True, cancelled=True)
+
+
+def _cancel_follow_up(ctx: ToolContext, task_id: str) -> TaskCancelled | ToolFailure:
+    """A follow-up among those ``list`` shows (the release's task registry keeps them while it keeps the
+    child's tasks): its run ends ``aborted`` with the release's reason, ``Cancelled by operator.``, and the
+    child's next run starts; the child itself goes on."""
+    store = ctx.store
+    listed = follow_ups(store, tree(store, ctx.caller_key, lapsed_rows=True))
+    follow = next((each for each in listed if each.run.run_id == task_id), None)
+    if follow is None:
+        return ToolFailure(status="forbidden", error=OUTSIDE)
+    if follow.run.status.terminal:
+        return _terminal(task_id)
+    cancelled = run_control.cancel_run(ctx.config, store, ctx.dispatcher, task_id, CANCEL_REASON)
+    if cancelled.outcome not in (CancelOutcome.ABORTED, CancelOutcome.CANCELLING):
+        # It ended (or went) between the look and the cancel.
+        return _terminal(task_id)
+    return TaskCancelled(status="cancelled", task_id=task_id, found=True, cancelled=True)
+
+
+def _terminal(task_id: str) -> TaskCancelled:
+    return TaskCancelled(
+        status="error", task_id=task_id, found=True, cancelled=False, reason="Task is already terminal."
+    )
 
 
 def row(store: Storage, entry: SessionEntry) -> SubagentRow:

@@ -214,6 +214,8 @@ class FollowUp:
 
     child: Child
     run: Run
+    # The message it was sent (the task's text, a title when the child has no label).
+    task: str = ""
 
     @property
     def updated_at(self) -> int:
@@ -231,7 +233,7 @@ def follow_ups(store: Storage, children: list[Child]) -> list[FollowUp]:
     run_ids = [run_id for _, run_id in candidates]
     runs, inputs = store.runs.get_many(run_ids), store.runs.inputs(run_ids)
     return [
-        FollowUp(child, run)
+        FollowUp(child, run, message.text.strip() if message is not None else "")
         for (child, _), run, message in zip(candidates, runs, inputs, strict=True)
         if run is not None and run.kind == "send" and _from_spawner(child.entry, message)
     ]
@@ -497,26 +499,72 @@ def _doing(child: Child) -> str:
     return "finished · settlement pending" if state == "finished" else state
 
 
-def tasks_line(related: list[Child], now: int) -> str | None:
-    """``📌 Tasks: latest succeeded · subagent · probe-child``: the session's own spawn and its children's,
-    those under way or ended within five minutes, the one most worth a look first."""
-    tasks = [child for child in related if child.flow is not None]
-    active = [child for child in tasks if not child.ended]
-    recent = [child for child in tasks if child.ended and now - (child.ended_at or 0) <= _TASK_RECENT_MS]
-    failures = [child for child in recent if child.status in ("error", "timeout")]
-    candidates = active or failures or recent
-    if not candidates:
+@dataclass(frozen=True, slots=True)
+class CardTask:
+    """A task as the card's Tasks line weighs it (a spawn's or a follow-up's)."""
+
+    runtime: Literal["subagent", "cli"]
+    status: TaskStatus
+    created_at: int
+    # When it ended, else when it was last heard of (the release's endedAt ?? lastEventAt ?? startedAt).
+    seen_at: int
+    title: str
+    detail: str | None
+
+    @property
+    def active(self) -> bool:
+        return self.status in ("queued", "running")
+
+
+def spawn_card_task(child: Child) -> CardTask:
+    task_status = _TASK_STATUS[child.status]
+    return CardTask(
+        runtime="subagent",
+        status=task_status,
+        created_at=child.entry.created_at,
+        seen_at=child.ended_at or child.entry.updated_at,
+        title=_title(child.entry.label or child.task),
+        detail=_task_detail(child),
+    )
+
+
+def follow_up_card_task(follow: FollowUp) -> CardTask:
+    """A follow-up's: titled with the child's label (else the message sent); its detail its progress
+    while under way, then its error, else its one-word summary (``completed``)."""
+    run, row = follow.run, follow_up_row(follow)
+    detail = None if not run.status.terminal else row.error or row.terminal_summary
+    return CardTask(
+        runtime="cli",
+        status=row.status,
+        created_at=run.created_at,
+        seen_at=follow.updated_at,
+        title=_title(follow.child.entry.label or follow.task),
+        detail=detail,
+    )
+
+
+def _title(text: str) -> str:
+    return truncate_task_text(_flat(text) or "", 80) or "Background task"
+
+
+def tasks_line(tasks: list[CardTask], now: int) -> str | None:
+    """``📌 Tasks: latest succeeded · subagent · probe-child``: the tasks under way or ended within five
+    minutes, the newest first; the one most worth a look leads (the newest under way, else the newest
+    failure, else the newest ended)."""
+    newest = sorted(tasks, key=lambda task: task.created_at, reverse=True)
+    active = [task for task in newest if task.active]
+    recent = [task for task in newest if not task.active and now - task.seen_at <= _TASK_RECENT_MS]
+    failures = [task for task in recent if task.status in ("failed", "timed_out")]
+    focus = next(iter(active or failures or recent), None)
+    if focus is None:
         return None
-    focus = candidates[0]
     if active:
         headline = f"{len(active)} active"
     elif failures:
         headline = f"{len(failures)} recent failure{'' if len(failures) == 1 else 's'}"
     else:
-        word = _TASK_STATUS[focus.status]
-        headline = f"latest {_TASK_WORD.get(word, word)}"
-    title = truncate_task_text(_flat(focus.entry.label or focus.task) or "", 80) or "Background task"
-    parts = [headline, "subagent", title, _task_detail(focus)]
+        headline = f"latest {_TASK_WORD.get(focus.status, focus.status)}"
+    parts = [headline, focus.runtime, focus.title, focus.detail]
     return "📌 Tasks: " + " · ".join(part for part in parts if part)
 
 

@@ -37,3 +37,27 @@ def unavailable(_request: httpx.Request) -> httpx.Response:
 def accepted(_request: httpx.Request) -> httpx.Response:
     details = {"status": "accepted", "runId": "run-1", "sessionKey": "agent:main:x"}
     return httpx.Response(200, json={"ok": True, "result": {"content": [], "details": details}})
+
+
+def steered(_request: httpx.Request) -> httpx.Response:
+    """A ``mode: "steer"`` send, accepted into the target's running run."""
+    details = {
+        "status": "accepted",
+        "runId": "run-1",
+        "sessionKey": "agent:main:x",
+        "targetDisposition": "steered",
+        "delivery": {"status": "skipped", "mode": "announce"},
+    }
+    return httpx.Response(200, json={"ok": True, "result": {"content": [], "details": details}})
+
+
+def notified(_request: httpx.Request) -> httpx.Response:
+    """A ``mode: "notify"`` send: queued as context for the target's next turn."""
+    details = {
+        "status": "queued",
+        "sessionKey": "agent:main:x",
+        "notificationId": "run-2",
+        "durability": "durable",
+        "runStarted": False,
+    }
+    return httpx.Response(200, json={"ok": True, "result": {"content": [], "details": details}})

@@ -19,6 +19,7 @@ from clawbus_client.models import (
     CommandReply,
     FleetView,
     Flow,
+    NotifyResult,
     Run,
     SendResult,
     SessionEntry,
@@ -167,24 +168,33 @@ def sessions_send(
     timeout_seconds: int = 30,
     label: str | None = None,
     agent_id: str | None = None,
+    mode: str | None = None,
+    watch: bool = False,
     caller: str = "main",
     wait: bool = True,
     queue_mode: str | None = None,
     idempotency_key: str | None = None,
-) -> Call[SendResult | ToolFailure]:
+) -> Call[SendResult | NotifyResult | ToolFailure]:
     """Message a session (by key, or by ``label``); with ``timeout_seconds`` > 0, wait that long for its
     reply. ``wait=False``: answered ``accepted`` at once, ``timeout_seconds`` still bounding the exchange's
-    steps; wait for the reply with ``wait_run`` (or follow it with ``stream_run``). ``queue_mode``:
-    followup, reject or interrupt if the target is busy (docs/contract.md §11)."""
+    steps; wait for the reply with ``wait_run`` (or follow it with ``stream_run``). ``mode``: ``followup``
+    (the default: a turn of its own), ``steer`` (into the target's running run, answered ``accepted``
+    with ``target_disposition="steered"`` at once, whatever the wait) or ``notify`` (context for the
+    target's next turn, starting none: a ``NotifyResult``); docs/contract.md §4. ``watch``: the caller is
+    told in its next turn when someone else changes the target (the result's ``watched`` says whether it
+    now watches it). ``queue_mode``: followup, reject or interrupt if the target is busy (§11)."""
     args = _args(
         sessionKey=session_key,
         label=label,
         agentId=agent_id,
         message=message,
         timeoutSeconds=timeout_seconds,
+        mode=mode,
+        watch=watch or None,
         queueMode=queue_mode,
     )
-    waited = timeout_seconds if wait else 0
+    # Only a turn of its own is waited for: a steer and a notification are answered at once.
+    waited = timeout_seconds if wait and mode in (None, "followup") else 0
     sent = invoke(
         "sessions_send", args, caller=caller, wait_seconds=waited, wait=wait, idempotency_key=idempotency_key
     )
@@ -407,7 +417,13 @@ def _details(data: Any) -> dict[str, Any]:
     return details
 
 
-def send_result(data: dict[str, Any]) -> SendResult | ToolFailure:
+def send_result(data: dict[str, Any]) -> SendResult | NotifyResult | ToolFailure:
+    """``sessions_send``'s answer: a notification queued (``mode="notify"``) is a NotifyResult; otherwise
+    as ``run_result``."""
+    return NotifyResult.model_validate(data) if data.get("status") == "queued" else run_result(data)
+
+
+def run_result(data: dict[str, Any]) -> SendResult | ToolFailure:
     """A refusal (``forbidden``, or an ``error`` before any run started) is a ToolFailure, whether or not it
     names the session; a run that failed after it started (``sentBeforeError``) is a SendResult."""
     refused = data.get("status") == "forbidden" or (
@@ -425,7 +441,7 @@ def _history_result(data: dict[str, Any]) -> SessionsHistoryResult | ToolFailure
 
 
 def _inbound_result(data: dict[str, Any]) -> SendResult | ToolFailure | CommandReply:
-    return CommandReply.model_validate(data) if "command" in data else send_result(data)
+    return CommandReply.model_validate(data) if "command" in data else run_result(data)
 
 
 def _failure(data: dict[str, Any]) -> ToolFailure:

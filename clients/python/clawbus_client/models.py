@@ -72,6 +72,17 @@ class SendResult(Model):
     watched: bool | None = None
 
 
+class NotifyResult(Model):
+    """``sessions_send`` with ``mode="notify"``: the message is queued as context for the target's next
+    turn, starting none. ``notification_id``: the note run that records it (``get_run``)."""
+
+    session_key: str
+    notification_id: str
+    status: str = "queued"
+    durability: str = "durable"
+    run_started: bool = False
+
+
 class SpawnResult(Model):
     """``sessions_spawn``'s result: the child's session and first run; its report comes back when it ends."""
 

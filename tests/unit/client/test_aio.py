@@ -3,12 +3,14 @@ stream until its end."""
 
 from __future__ import annotations
 
+import json
+
 import anyio
 import httpx
 from clawbus_client import AsyncClient
-from clawbus_client.models import Run, SendResult
+from clawbus_client.models import NotifyResult, Run, SendResult
 
-from tests.support.fake_api import FakeApi, accepted, lost, unavailable
+from tests.support.fake_api import FakeApi, accepted, lost, notified, unavailable
 
 RUN = {
     "runId": "run-1",
@@ -63,3 +65,16 @@ def test_an_async_stream_yields_each_event_until_the_run_ended(api: FakeApi) -> 
     events = anyio.run(follow)
     assert [(e["id"], e["type"]) for e in events] == [("1-0", "text"), ("2-0", "text"), ("3-0", "ended")]
     assert events[0]["text"] == "hel"
+
+
+def test_an_async_notification_is_sent_with_its_mode_and_read_as_a_notify_result(api: FakeApi) -> None:
+    api.answers = [notified]
+
+    async def notify() -> object:
+        async with client(api) as bus:
+            return await bus.sessions_send("x", "fyi", mode="notify")
+
+    result = anyio.run(notify)
+    assert isinstance(result, NotifyResult)
+    assert result.notification_id == "run-2"
+    assert json.loads(api.seen[0].content)["args"]["mode"] == "notify"

@@ -7,7 +7,7 @@ import httpx
 import pytest
 from clawbus_client import calls
 from clawbus_client.errors import ClawbusError
-from clawbus_client.models import SendResult, ToolFailure
+from clawbus_client.models import NotifyResult, SendResult, ToolFailure
 
 
 def refused(status: int, retry_after: float | None = None) -> ClawbusError:
@@ -48,6 +48,20 @@ def test_a_send_refused_before_any_run_is_a_tool_failure_and_one_failed_after_it
     assert isinstance(calls.send_result(refusal), ToolFailure)
     failed = {"status": "error", "runId": "r", "sessionKey": "x", "error": "boom", "sentBeforeError": True}
     assert isinstance(calls.send_result(failed), SendResult)
+
+
+def test_a_queued_notification_is_a_notify_result_and_a_refused_one_a_tool_failure() -> None:
+    queued = {"status": "queued", "sessionKey": "x", "notificationId": "r", "durability": "durable"}
+    assert isinstance(calls.send_result(queued), NotifyResult)
+    missing = {"status": "error", "error": "Cannot notify, steer, or resume a missing session.", "runId": "r"}
+    assert isinstance(calls.send_result(missing), ToolFailure)
+
+
+@pytest.mark.parametrize(("mode", "waited"), [(None, 20), ("followup", 20), ("steer", 0), ("notify", 0)])
+def test_only_a_turn_of_its_own_is_waited_for(mode: str | None, waited: float) -> None:
+    sent = calls.sessions_send("x", "hi", timeout_seconds=20, mode=mode)
+    assert sent.wait_seconds == waited
+    assert sent.json["args"].get("mode") == mode
 
 
 def test_a_path_segment_is_quoted_whole() -> None:

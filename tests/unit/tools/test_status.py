@@ -16,6 +16,7 @@ from shared.tools import status
 from shared.tools.registry import TOOLS
 from shared.tools.tool_context import ToolContext
 from shared.wire.models import InboundMessageParams, ToolFailure
+from shared.wire.send_schema import SendResult
 from shared.wire.spawn_schema import SpawnResult
 from shared.wire.subagents_schema import SessionStatusCard
 from tests.conftest import WorldFactory
@@ -269,3 +270,48 @@ def test_the_card_has_the_agents_spend_today_and_what_is_left_of_its_budget(worl
 def test_a_card_without_budgets_shows_the_spend_and_no_limits(ctx: ToolContext) -> None:
     details = card(ctx).wire()
     assert (details["spentUsd"], details["spentTokens"], details["budget"]) == (0.0, 0, {"source": "config"})
+
+
+def send(ctx: ToolContext, label: str) -> str:
+    args = {"label": label, "agentId": "main", "message": "one more thing", "timeoutSeconds": 0}
+    sent = TOOLS["sessions_send"].invoke(ctx, args)
+    assert isinstance(sent, SendResult), sent
+    return sent.run_id
+
+
+def test_a_child_deleted_at_its_cleanup_still_counts_as_done_in_the_subagents_line(
+    ctx: ToolContext, clock: FixedClock, store: Store, dispatcher: InlineDispatcher
+) -> None:
+    TOOLS["sessions_spawn"].invoke(ctx, {"task": "Say hi and stop.", "label": "gone", "cleanup": "delete"})
+    drain(store, ctx.config, dispatcher, follow_inline=True)
+    running = spawn(ctx, "busy")
+    store.runs.claim(
+        running.run_id, running.child_session_key, owner="t", attempt=0, lease_ms=60_000, max_attempts=3
+    )
+    text = card(ctx).status_text
+    assert "🤖 Subagents: 1 active · 1 done\n  • busy · 0s · running\n" in text
+
+
+def test_a_follow_up_into_a_child_is_a_cli_task_of_the_spawners_card_and_the_childs(
+    ctx: ToolContext, clock: FixedClock, store: Store, dispatcher: InlineDispatcher
+) -> None:
+    child = spawn(ctx)
+    drain(store, ctx.config, dispatcher, follow_inline=True)
+    clock.advance(1)
+    send(ctx, "probe-child")
+    assert "📌 Tasks: 1 active · cli · probe-child" in card(ctx).status_text.splitlines()
+    drain(store, ctx.config, dispatcher, follow_inline=True)
+    # The newest ended leads, with its one-word summary.
+    for key in ("main", child.child_session_key):
+        lines = card(ctx, sessionKey=key).status_text.splitlines()
+        assert "📌 Tasks: latest succeeded · cli · probe-child · completed" in lines
+
+
+def test_a_card_counts_only_the_tasks_its_caller_owns(
+    ctx: ToolContext, store: Store, dispatcher: InlineDispatcher
+) -> None:
+    child = spawn(ctx)
+    drain(store, ctx.config, dispatcher, follow_inline=True)
+    # The child's own spawn is its spawner's task, not the child's.
+    itself = ToolContext.for_caller(ctx.config, store, dispatcher, child.child_session_key)
+    assert "📌 Tasks:" not in card(itself).status_text

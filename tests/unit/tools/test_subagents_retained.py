@@ -1,6 +1,7 @@
 """shared/tools/subagents_view.py: what ``subagents`` list keeps beyond the sessions there, as OpenClaw
 2026.9.6's registries do: a child deleted at its cleanup (its row while its spawner keeps it, its tasks
-longer), and each run its spawner's ``sessions_send`` started in a child, a task of runtime ``cli``."""
+longer), and each run its spawner's ``sessions_send`` started in a child, a task of runtime ``cli``, which
+``cancel`` stops as the release does."""
 
 from __future__ import annotations
 
@@ -14,10 +15,10 @@ from shared.store import Store
 from shared.tools.registry import TOOLS
 from shared.tools.subagents_view import Child, FollowUp, follow_up_row
 from shared.tools.tool_context import ToolContext
-from shared.wire.models import Run, RunStatus, SessionEntry
+from shared.wire.models import Run, RunStatus, SessionEntry, ToolFailure
 from shared.wire.send_schema import SendResult
 from shared.wire.spawn_schema import SpawnResult
-from shared.wire.subagents_schema import SubagentsList
+from shared.wire.subagents_schema import SubagentsList, TaskCancelled
 from tests.conftest import WorldFactory
 from workers.testing import InlineDispatcher, drain
 
@@ -250,3 +251,83 @@ def test_a_follow_up_that_did_not_succeed_says_how_in_the_releases_words(
         "finished",
         "the model said no",
     )
+
+
+# --- cancel: a follow-up task ---------------------------------------------------------------------------
+
+
+def cancel(ctx: ToolContext, task_id: str) -> TaskCancelled | ToolFailure:
+    result = TOOLS["subagents"].invoke(ctx, {"action": "cancel", "taskId": task_id})
+    assert isinstance(result, TaskCancelled | ToolFailure), result
+    return result
+
+
+def test_cancelling_a_queued_follow_up_aborts_its_run_alone_in_the_releases_words(
+    ctx: ToolContext, store: Store
+) -> None:
+    child = spawn(ctx, "busy-child")
+    start(ctx, child, lease_ms=60_000)
+    sent = send(ctx, "busy-child")
+    assert cancel(ctx, sent.run_id) == TaskCancelled(
+        status="cancelled", task_id=sent.run_id, found=True, cancelled=True
+    )
+    run = store.runs.get(sent.run_id)
+    assert run is not None
+    assert (run.status, run.error) == (RunStatus.ABORTED, "Cancelled by operator.")
+    tasks = {task.runtime: task for task in listing(ctx).tasks}
+    assert (tasks["cli"].status, tasks["cli"].terminal_summary, tasks["cli"].error) == (
+        "cancelled",
+        "aborted",
+        "Cancelled by operator.",
+    )
+    # The child goes on with its own run.
+    assert tasks["subagent"].status == "running"
+
+
+def test_cancelling_a_running_follow_up_asks_its_worker_to_stop_it(ctx: ToolContext, store: Store) -> None:
+    child = spawn(ctx, "kept-child")
+    finish(ctx, child, 1)
+    sent = send(ctx, "kept-child")
+    store.runs.claim(
+        sent.run_id, child.child_session_key, owner="t", attempt=0, lease_ms=60_000, max_attempts=3
+    )
+    result = cancel(ctx, sent.run_id)
+    assert isinstance(result, TaskCancelled)
+    assert (result.status, result.cancelled) == ("cancelled", True)
+    assert store.runs.cancel_requested(sent.run_id)
+
+
+def test_cancelling_an_ended_follow_up_says_it_is_already_terminal(ctx: ToolContext) -> None:
+    child = spawn(ctx, "kept-child")
+    finish(ctx, child, 1)
+    sent = send(ctx, "kept-child")
+    drain_all(ctx)
+    assert cancel(ctx, sent.run_id) == TaskCancelled(
+        status="error", task_id=sent.run_id, found=True, cancelled=False, reason="Task is already terminal."
+    )
+
+
+def test_a_deleted_childs_ended_follow_up_is_still_a_task_of_the_tree(ctx: ToolContext, store: Store) -> None:
+    child = spawn(ctx, "gone-child", cleanup="delete")
+    start(ctx, child)
+    sent = send(ctx, "gone-child")
+    drain_all(ctx, after=1)
+    assert store.sessions.get(child.child_session_key) is None
+    result = cancel(ctx, sent.run_id)
+    assert isinstance(result, TaskCancelled)
+    assert result.reason == "Task is already terminal."
+
+
+def test_a_send_into_a_child_from_another_session_cannot_be_cancelled_as_a_task(
+    world: WorldFactory,
+) -> None:
+    config, store, dispatcher = world()
+    main = ToolContext.for_caller(config, store, dispatcher, "main")
+    child = spawn(main, "busy-child")
+    start(main, child, lease_ms=60_000)
+    peer = ToolContext.for_caller(config, store, dispatcher, "agent:research:main")
+    sent = send(peer, "busy-child")
+    assert cancel(main, sent.run_id) == ToolFailure(status="forbidden", error="Task outside session tree.")
+    run = store.runs.get(sent.run_id)
+    assert run is not None
+    assert run.status == RunStatus.QUEUED

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from shared.config.channels import CHAT_API_URLS
-from shared.config.release import Schema, children, dotted, release_issues, release_schema
+from shared.config.release import Schema, alternatives, children, dotted, release_issues, release_schema
 from shared.config.unused import SILENT, reason
 
 Path = tuple[str | int, ...]
@@ -216,9 +216,7 @@ def _sort(
 def _objects(nodes: list[Schema]) -> bool:
     """Whether any of ``nodes`` (or their alternatives) takes an object."""
     return any(
-        node == {} or node.get("type") == "object" or "properties" in node or _objects(alternatives)
-        for node in nodes
-        for alternatives in [[alt for key in ("anyOf", "oneOf", "allOf") for alt in node.get(key, ())]]
+        node == {} or node.get("type") == "object" or "properties" in node for node in alternatives(nodes)
     )
 
 

@@ -37,16 +37,16 @@ def children(nodes: Sequence[Schema], key: str | int) -> list[Schema]:
     """The schemas a value under ``key`` may have, in any of ``nodes`` (their alternatives included);
     empty when none of them has such a key."""
     found: list[Schema] = []
-    for node in _alternatives(nodes):
+    for node in alternatives(nodes):
         found.extend(_child(node, key))
     return found
 
 
-def _alternatives(nodes: Sequence[Schema]) -> Iterator[Schema]:
+def alternatives(nodes: Sequence[Schema]) -> Iterator[Schema]:
     for node in nodes:
         yield node
         for combinator in ("anyOf", "oneOf", "allOf"):
-            yield from _alternatives([alt for alt in node.get(combinator, ()) if isinstance(alt, dict)])
+            yield from alternatives([alt for alt in node.get(combinator, ()) if isinstance(alt, dict)])
 
 
 def _child(node: Schema, key: str | int) -> list[Schema]:

@@ -40,12 +40,14 @@ class AuthConfig(Section):
     # The release's one gateway token (``${OPENCLAW_GATEWAY_TOKEN}``, say): an operator token too.
     token: str | None = None
 
-    @model_validator(mode="after")
-    def _token_is_an_operator(self) -> AuthConfig:
-        if self.token and self.token not in self.tokens:
-            # Frozen: the one token joins the list the API checks, once.
-            object.__setattr__(self, "tokens", [*self.tokens, self.token])
-        return self
+    @model_validator(mode="before")
+    @classmethod
+    def _token_is_an_operator(cls, data: Any) -> Any:
+        """The one token joins the list the API checks, once."""
+        if not isinstance(data, dict) or not isinstance(data.get("token"), str) or not data["token"]:
+            return data
+        tokens = list(data.get("tokens") or [])
+        return {**data, "tokens": tokens if data["token"] in tokens else [*tokens, data["token"]]}
 
 
 class LimitsConfig(Section):
@@ -141,13 +143,17 @@ class GatewayConfig(Section):
     tools: GatewayToolsConfig = GatewayToolsConfig()
     idempotency: IdempotencyConfig = IdempotencyConfig()
 
-    @model_validator(mode="after")
-    def _bind_address(self) -> GatewayConfig:
-        if self.bind == "custom":
-            object.__setattr__(self, "bind", self.custom_bind_host or "127.0.0.1")
-        elif self.bind in _BIND_MODES:
-            object.__setattr__(self, "bind", _BIND_MODES[self.bind])
-        return self
+    @model_validator(mode="before")
+    @classmethod
+    def _bind_address(cls, data: Any) -> Any:
+        """A bind mode of the release's is read as the address it binds."""
+        if not isinstance(data, dict):
+            return data
+        bind = data.get("bind")
+        if bind == "custom":
+            host = data.get("customBindHost") or data.get("custom_bind_host")
+            return {**data, "bind": host or "127.0.0.1"}
+        return {**data, "bind": _BIND_MODES[bind]} if bind in _BIND_MODES else data
 
 
 def _host_port(value: str) -> str:

@@ -195,6 +195,19 @@ DOCUMENTED: tuple[Documented, ...] = (
             # A child deleted at its cleanup: the release shows its tokens until it deletes its session,
             # which it does once its requester took the completion in (on the same call, by timing).
             ("result.details.recent[*].totalTokens", "missing"),
+            # The release drops that child's row once its requester's turn took the completion in, and
+            # orders its tasks by its own late delivery: both by timing on the same call.
+            ("result.details.total", "value"),
+            ("result.details.recent", "length"),
+            ("result.details.recent[*].**", "value"),
+            ("result.details.recent[*].**", "missing"),
+            ("result.details.recent[*].**", "extra"),
+            ("result.details.tasks[*].runtime", "value"),
+            ("result.details.tasks[*].**", "value"),
+            ("result.details.tasks[*].progressSummary", "missing"),
+            ("result.details.tasks[*].progressSummary", "extra"),
+            ("result.details.tasks[*].terminalSummary", "missing"),
+            ("result.details.tasks[*].terminalSummary", "extra"),
             ("result.details.sessions[*].**", "value"),
             ("result.details.sessions[*].**", "missing"),
             ("result.details.sessions[*].**", "extra"),

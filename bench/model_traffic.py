@@ -8,8 +8,8 @@ key; beyond them a 429 with ``Retry-After`` and ``x-ratelimit-*`` headers), as a
   ``x-ratelimit-*`` headers after its first answers.
 - **baseline**: no limits configured and a provider that states none (only its 429s' ``Retry-After``), as
   many OpenAI-compatible servers: each 429 sets the fleet's cooldown and the call waits its turn again.
-- **people first**: with the limits configured, a background fan-out of sub-agents (their runs, announces
-  and relays: three calls each) saturates the model, and chat messages sent meanwhile are timed from the
+- **people first**: with the limits configured, a background fan-out of sub-agents (their runs and their
+  requesters' relays: two calls each) saturates the model, and chat messages sent meanwhile are timed from the
   run's start to its call reaching the provider (their admission wait).
 
 Replies alternate between a short and a long answer (their prompt tokens as clawbus estimates them), and

@@ -1,23 +1,24 @@
 """Figure 11: orchestration. A tree of 1 -> 5 -> 25 (docs/contract.md §10): a top-level session spawns one
-orchestrator, which spawns 5 orchestrators in one step and yields; each of them spawns 5 leaves in one step
-and yields; every model step (the `script` runtime) takes 1 s. Timed from the spawn call to the one report
+orchestrator, which spawns 5 orchestrators and yields in one step; each of them spawns 5 leaves and yields
+in one step; every model step (the `script` runtime) takes 1 s. Timed from the spawn call to the one report
 recorded in the top-level session's transcript, each repetition its own fresh tree, on 2 worker processes
 at the defaults (threads).
 
 The ideal is the tree's critical path of model calls, with nothing between them but the queue hops a bare
 Celery design would pay (one round trip per run on the path, measured in the same run):
 
-    top orchestrator's spawn step                                    1 s
-    (its yield step runs beside the next one: off the path)
-    a depth-2 orchestrator's spawn step                              1 s
-    (its yield step runs beside the leaves' steps: off the path)
-    a leaf's step, then its announce step                            2 s
-    the depth-2 orchestrator's wake step, then its announce step     2 s
-    the top orchestrator's wake step, then its announce step         2 s
-                                                                     8 s
+    top orchestrator's spawn-and-yield step                          1 s
+    a depth-2 orchestrator's spawn-and-yield step                    1 s
+    a leaf's step                                                    1 s
+    the depth-2 orchestrator's wake step                             1 s
+    the top orchestrator's wake step                                 1 s
+                                                                     5 s
 
-and 9 runs on that path, a hop each: the top orchestrator's run, a depth-2 orchestrator's, a leaf's, the
-leaf's announce, the depth-2 wake and announce, the top wake and announce, the top-level report note.
+(a child's latest reply is its report, read with no model step of its own, as the release reads it; an
+orchestrator that yielded in a step after its spawns could be outrun by a 1 s leaf, whose report would
+then be a run of its own before the yield) and
+6 runs on that path, a hop each: the top orchestrator's run, a depth-2 orchestrator's, a leaf's, the
+depth-2 wake, the top wake, the top-level requester's turn on the report.
 Every orchestrator must be woken exactly once (a run of kind ``report`` on "Your sub-agents reported"),
 and every level must get each of its children's reports exactly once.
 """
@@ -43,11 +44,10 @@ STEP_MS = 1000
 FAN_OUT = 5
 ORCHESTRATORS = 1 + FAN_OUT
 LEAVES = FAN_OUT * FAN_OUT
-# Model steps a tree makes: each orchestrator spawns, yields, is woken, announces; each leaf answers and
-# announces.
-MODEL_STEPS = 4 * ORCHESTRATORS + 2 * LEAVES
-CRITICAL_STEPS = 8  # the module docstring's path
-HOPS = 9
+# Model steps a tree makes: each orchestrator spawns and yields in one, and is woken; each leaf answers.
+MODEL_STEPS = 2 * ORCHESTRATORS + LEAVES
+CRITICAL_STEPS = 5  # the module docstring's path
+HOPS = 6
 # Two processes, so a tree's runs cross between workers as they do in a fleet; the machine has two cores
 # and the steps are sleeps, so more would measure nothing new.
 WORKERS = 2
@@ -88,6 +88,9 @@ class Tree:
     spawn_spread_ms: float = 0.0
 
 
+_YIELD: dict[str, Any] = {"name": "sessions_yield", "args": {}}
+
+
 def _spawn(task: str, agent_id: str) -> dict[str, Any]:
     return {"name": "sessions_spawn", "args": {"task": task, "agentId": agent_id}}
 
@@ -114,17 +117,16 @@ def config() -> dict[str, Any]:
                     "models": ["lead"],
                     "delayMs": STEP_MS,
                     "rules": [
+                        # Spawn, then yield in the same step: the yield is in before any child can end.
                         {
                             "match": r"^\[Subagent Task\]: tree$",
-                            "tools": [_spawn("branch", "lead")] * FAN_OUT,
+                            "tools": [*[_spawn("branch", "lead")] * FAN_OUT, _YIELD],
                         },
                         {
                             "match": r"^\[Subagent Task\]: branch$",
-                            "tools": [_spawn("leaf", "worker")] * FAN_OUT,
+                            "tools": [*[_spawn("leaf", "worker")] * FAN_OUT, _YIELD],
                         },
-                        {"match": r'"childSessionKey"', "tool": {"name": "sessions_yield", "args": {}}},
-                        {"match": rf"^{WAKE_PREFIX} \({FAN_OUT}\)", "reply": "all five are in"},
-                        {"match": r"^Sub-agent announce step\.$", "reply": "Result: synthesized"},
+                        {"match": rf"^{WAKE_PREFIX} \({FAN_OUT}\)", "reply": "synthesized"},
                     ],
                 },
                 "leafy": {
@@ -133,7 +135,6 @@ def config() -> dict[str, Any]:
                     "delayMs": STEP_MS,
                     "rules": [
                         {"match": r"^\[Subagent Task\]: leaf$", "reply": "leaf done"},
-                        {"match": r"^Sub-agent announce step\.$", "reply": "Result: leaf result"},
                     ],
                 },
             }

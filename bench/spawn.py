@@ -1,7 +1,7 @@
-"""Figure 5: sessions_spawn, from the call to the announce delivered (echo child), against 3 sequential bare
-Celery round trips (the child run, its announce run, the delivery); and 200 spawns at once on 2 workers,
-from as many sessions as ``subagents.maxChildrenPerAgent`` needs (a session has at most that many children
-not ended: 40 sessions at the default 5), each announce delivered exactly once.
+"""Figure 5: sessions_spawn, from the call to the report delivered (echo child), against 3 sequential bare
+Celery round trips (the child run, the requester's turn on its report, the delivery); and 200 spawns at
+once on 2 workers, from as many sessions as ``subagents.maxChildrenPerAgent`` needs (a session has at most
+that many children not ended: 40 sessions at the default 5), each report delivered exactly once.
 """
 
 from __future__ import annotations
@@ -114,7 +114,7 @@ def run(stack: Stack, count: int, warmup: int, spawns: int) -> Section:
     took, delivered, distinct, sessions = burst(stack, spawns)
     exactly_once = delivered == distinct == spawns
     return Section(
-        title=f"5. sessions_spawn -> announce delivered (echo child), 1 worker, N={count}; {spawns} at once",
+        title=f"5. sessions_spawn -> report delivered (echo child), 1 worker, N={count}; {spawns} at once",
         measured_label="clawbus spawn -> delivered",
         baseline_label=f"{HOPS} sequential bare Celery round trips",
         rows=[
@@ -123,7 +123,7 @@ def run(stack: Stack, count: int, warmup: int, spawns: int) -> Section:
         ],
         notes=[
             f"{spawns} spawns at once from {sessions} sessions, 2 workers: all done in {took:.2f}s; "
-            f"{delivered} announces delivered for {distinct} distinct flows "
+            f"{delivered} reports delivered for {distinct} distinct flows "
             f"({'exactly once each' if exactly_once else 'NOT exactly once'})"
         ],
         details={

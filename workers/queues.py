@@ -28,7 +28,6 @@ _RUN_QUEUES: dict[RunKind, str] = {
     "reply": NESTED,
     "announce": NESTED,
     "subagent": SUBAGENT,
-    "subagent_announce": NESTED,
     "report": SUBAGENT,
     "steer": RUNS,
     "collect": RUNS,

@@ -63,14 +63,6 @@ def announce(self: Task, flow_id: str) -> str:
     return _step(self, StepTask.ANNOUNCE, flow_id)
 
 
-@shared_task(
-    name=queues.STEP_TASKS[StepTask.SUBAGENT_ANNOUNCE], bind=True, max_retries=5, default_retry_delay=1
-)
-def subagent_announce(self: Task, flow_id: str) -> str:
-    """The callback of a sub-agent's run task: ask the child for its report (Result / Notes)."""
-    return _step(self, StepTask.SUBAGENT_ANNOUNCE, flow_id)
-
-
 # Backoff retries end by themselves after delivery.maxAttempts (the delivery record counts them); the
 # bound adds room for redeliveries after lost workers, and keeps one that kills every worker from looping.
 @shared_task(name=queues.STEP_TASKS[StepTask.DELIVER], bind=True, max_retries=2 * MAX_DELIVERY_ATTEMPTS)

@@ -16,7 +16,6 @@ const STEP_NAMES = {
   reply_turn: "reply turn",
   announce: "announce",
   deliver: "delivery",
-  subagent_announce: "child's announce",
   relay: "report to the parent's agent",
 };
 
@@ -38,7 +37,7 @@ function arrows(flow) {
       return { from, to, step, label: `${label}${attempts}`, status: step.status || flow.deliveryStatus };
     }
     const to = Math.max(0, lanes.indexOf(step.sessionKey));
-    const from = step.step === "announce" || step.step === "subagent_announce" ? to : other(to);
+    const from = step.step === "announce" ? to : other(to);
     const turn = step.turn != null ? ` ${step.turn}` : "";
     return { from, to, step, label: `${STEP_NAMES[step.step] || step.step}${turn}`, status: step.status };
   });

@@ -1,5 +1,5 @@
 """Sub-agent rules (docs/contract.md §6), as pure functions: who may spawn whom, sandboxing, the sub-agent
-tool set, and the normalized announce (Status / Result / Notes / Stats)."""
+tool set, and the normalized report (Status / Result / Notes / Stats)."""
 
 from __future__ import annotations
 
@@ -56,7 +56,6 @@ _GROUPS = {
         "agents_list",
     ),
 }
-ANNOUNCE_MESSAGE = "Sub-agent announce step."
 # A top-level requester's system text for its turn on a child's report (docs/contract.md §6): the report is
 # internal context; what the requester says of it is what its channel gets.
 RELAY_CONTEXT = (
@@ -191,41 +190,7 @@ def _patterns(entries: Iterable[str]) -> list[re.Pattern[str]]:
     return [re.compile(".*".join(re.escape(part) for part in name.split("*"))) for name in expanded]
 
 
-def announce_context(task: str, run: Run) -> str:
-    return "\n".join(
-        [
-            "Sub-agent announce step:",
-            f"Your task was: {task}",
-            f"Your run ended with status: {run.status.value}.",
-            "Report back to the session that spawned you, in this form:",
-            "Result: <what came of the task>",
-            "Notes: <anything the requester should know>",
-            'If there is nothing worth posting, reply exactly "ANNOUNCE_SKIP".',
-        ]
-    )
-
-
-# --- the normalized announce ---------------------------------------------------------------------------
-
-_LABEL = re.compile(
-    r"^\s*(?:[-*•]\s*)?(?:\*\*|__)?(result|notes)(?:\*\*|__)?\s*(?:\*\*|__)?\s*:\s*(?:\*\*|__)?",
-    re.IGNORECASE,
-)
-
-
-def sections(reply: str) -> dict[str, str]:
-    """``result`` and ``notes`` sections of a reply (bullets and bold labels are tolerated), and
-    ``unlabelled``: what comes before the first label (the whole reply when it has none)."""
-    found: dict[str, list[str]] = {"unlabelled": []}
-    current = found["unlabelled"]
-    for line in reply.splitlines():
-        match = _LABEL.match(line)
-        if match:
-            current = found.setdefault(match.group(1).lower(), [])
-            current.append(line[match.end() :].strip())
-        else:
-            current.append(line)
-    return {name: "\n".join(lines).strip() for name, lines in found.items()}
+# --- the normalized report ----------------------------------------------------------------------------
 
 
 def status_of(run: Run | None) -> str:
@@ -242,9 +207,8 @@ def status_of(run: Run | None) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class AnnounceInputs:
+class ReportInputs:
     child: Run | None
-    announce_reply: str
     tool_result: str | None
     session: SessionEntry | None
     transcript_path: str
@@ -252,24 +216,15 @@ class AnnounceInputs:
     started_at: int | None = None
 
 
-def normalize(inputs: AnnounceInputs) -> str:
-    parts = sections(inputs.announce_reply)
+def normalize(inputs: ReportInputs) -> str:
     child = inputs.child
+    # docs/contract.md §6: the child's latest reply, as it wrote it (the release's result); with none, its
+    # latest tool result.
     final = (child.reply or "").strip() if child else ""
-    # docs/contract.md §6: the model's Result, or its whole reply; with nothing from the model, the child's
-    # final reply, or (that empty too) its latest tool result.
-    result = (
-        parts.get("result")
-        or parts["unlabelled"]
-        or final
-        or (inputs.tool_result or "").strip()
-        or "(no result)"
-    )
-    notes = [line for line in (parts.get("notes") or "").splitlines() if line.strip()]
+    result = final or (inputs.tool_result or "").strip() or "(no result)"
+    notes = ["- (none)"]
     if child is not None and child.status is not RunStatus.OK and child.error:
-        notes.append(f"- Error: {child.error}")
-    if not notes:
-        notes = ["- (none)"]
+        notes = [f"- Error: {child.error}"]
     # A killed child (its tree was stopped: subagents kill, /stop) says so, whatever its run's end.
     killed = inputs.session is not None and inputs.session.killed_at is not None
     status = "killed" if killed else status_of(child)
@@ -283,7 +238,7 @@ def normalize(inputs: AnnounceInputs) -> str:
     )
 
 
-def stats(inputs: AnnounceInputs) -> str:
+def stats(inputs: ReportInputs) -> str:
     """docs/contract.md §6's Stats line; ``?`` for what nothing says (no usage reported, no price)."""
     child, session = inputs.child, inputs.session
     began = inputs.started_at or (child.started_at or child.created_at if child else 0)

@@ -21,7 +21,6 @@ CLASS_OF_KIND: dict[RunKind, int] = {
     "reply": 1,
     "announce": 1,
     "subagent": 2,
-    "subagent_announce": 2,
     "report": 2,
     "relay": 2,
     "note": 2,

@@ -1,9 +1,9 @@
 """What a flow needs next, as a pure function of what exists (``next_action``), and which task does it.
 
 A flow is a ``sessions_send`` exchange (primary run, reply-back turns, announce, delivery: docs/contract.md
-section 4) or a ``sessions_spawn`` report (child run, announce, delivery: section 6). It is not a program
-counter: the decision looks at the flow and its runs, so any task, or the reaper, may ask it at any time,
-and asking twice gives the same answer.
+section 4) or a ``sessions_spawn`` report (child run, its report, the requester's relay, delivery:
+section 6). It is not a program counter: the decision looks at the flow and its runs, so any task, or the
+reaper, may ask it at any time, and asking twice gives the same answer.
 """
 
 from __future__ import annotations
@@ -45,21 +45,15 @@ class StartDelivery:
 
 
 @dataclass(frozen=True, slots=True)
-class StartSubagentAnnounce:
-    """The child run ended: ask the child for its report."""
-
-
-@dataclass(frozen=True, slots=True)
 class SettleQuietly:
-    """A fire-and-forget child (``expectsCompletionMessage: false``) ended: no announce, no report; its
+    """A fire-and-forget child (``expectsCompletionMessage: false``) ended: no report; its
     session says how it ended, its flow ends with its delivery not required, and it is cleaned up."""
 
 
 @dataclass(frozen=True, slots=True)
 class StartSubagentDelivery:
-    reply: str
-    # Why the report is built without the announce's reply (recorded on the flow).
-    degraded: str | None = None
+    """The child ended (and its own children reported to it): its latest reply is its result, handed to
+    its requester with no model step on the child, as the release reads it (docs/contract.md §6)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,7 +90,6 @@ Action = (
     StartTurn
     | StartAnnounce
     | StartDelivery
-    | StartSubagentAnnounce
     | SettleQuietly
     | StartSubagentDelivery
     | DeliverRelay
@@ -111,9 +104,7 @@ Action = (
 PERFORMS: dict[StepTask, tuple[type[Action], ...]] = {
     StepTask.REPLY_TURN: (StartTurn,),
     StepTask.ANNOUNCE: (StartAnnounce,),
-    # A quiet child's settling stands where its announce would: the same step, with nothing to ask it.
-    StepTask.SUBAGENT_ANNOUNCE: (StartSubagentAnnounce, SettleQuietly),
-    StepTask.DELIVER: (StartDelivery, StartSubagentDelivery, DeliverRelay, Deliver),
+    StepTask.DELIVER: (StartDelivery, StartSubagentDelivery, SettleQuietly, DeliverRelay, Deliver),
 }
 
 
@@ -124,7 +115,6 @@ PERFORMS: dict[StepTask, tuple[type[Action], ...]] = {
 RUN_FOLLOWS: tuple[type[Action], ...] = (
     StartTurn,
     StartAnnounce,
-    *PERFORMS[StepTask.SUBAGENT_ANNOUNCE],
     *PERFORMS[StepTask.DELIVER],
 )
 
@@ -206,11 +196,8 @@ def _next_for_send(snap: Snapshot, now_ms: int) -> Action:
 
 
 def _next_for_spawn(snap: Snapshot, now_ms: int) -> Action:
-    """Child run (bounded by its own runTimeoutSeconds, not by the step bound), announce, delivery.
-
-    Every child that ended reports exactly once: an announce run that fails, overruns its bound, or is
-    still not done when the flow's bound passes (counted from the child's end) gives way to a report built
-    from the child's own outcome."""
+    """Child run (bounded by its own runTimeoutSeconds, not by the step bound), its report, the
+    requester's relay, delivery. Every child that ended reports exactly once."""
     flow = snap.flow
     if snap.primary is None:
         return Finish("gone", "the sub-agent run is gone")
@@ -227,26 +214,11 @@ def _next_for_spawn(snap: Snapshot, now_ms: int) -> Action:
     if snap.relay is not None and snap.delivery is None and flow.delivery_status is None:
         return _after_relay(snap.relay, flow, now_ms, deadline)
     if snap.delivery is None and flow.delivery_status is None:
-        announce = snap.announce
         # Not done while a child it spawned is still to report (its report starts the orchestrator's next
         # run); a killed orchestrator waits for none, and none waits past the flow's bound.
-        if announce is None and snap.children_pending and not snap.child_killed and now_ms <= deadline:
+        if snap.children_pending and not snap.child_killed and now_ms <= deadline:
             return Wait(deadline + 1)
-        if announce is None and snap.child_killed:
-            return StartSubagentDelivery("")  # a killed child is asked nothing: its outcome is its report
-        if announce is None:
-            if now_ms > deadline:
-                return StartSubagentDelivery("", "the announce step never started within the flow's bound")
-            return StartSubagentAnnounce()
-        if announce.status is RunStatus.OK:
-            return StartSubagentDelivery(announce.reply or "")
-        if announce.status.terminal:
-            return StartSubagentDelivery("", f"the announce run ended with status {announce.status.value}")
-        if _overran(announce, flow, now_ms):
-            return StartSubagentDelivery("", f"the announce run {_overran_text(flow)}")
-        if now_ms > deadline:
-            return StartSubagentDelivery("", "the announce run had not ended within the flow's bound")
-        return _wait_for(announce, flow, deadline)
+        return StartSubagentDelivery()
     if snap.delivery is not None and snap.delivery.status == "pending":
         return Deliver(snap.delivery.delivery_id)
     return Finish()

@@ -24,7 +24,6 @@ from shared.flows.decide import (
     SettleQuietly,
     StartAnnounce,
     StartDelivery,
-    StartSubagentAnnounce,
     StartSubagentDelivery,
     StartTurn,
     Wait,
@@ -36,7 +35,6 @@ from shared.flows.flow_context import FlowContext
 from shared.flows.report import (
     deliver_relay,
     settle_quietly,
-    start_subagent_announce,
     start_subagent_delivery,
 )
 from shared.flows.view import snapshot
@@ -122,12 +120,10 @@ def _step(ctx: FlowContext, flow_id: str, performs: tuple[type[Action], ...], sn
         start_announce(ctx, snap.flow, action)
     elif isinstance(action, StartDelivery):
         start_delivery(ctx, snap.flow, action)
-    elif isinstance(action, StartSubagentAnnounce):
-        start_subagent_announce(ctx, snap)
     elif isinstance(action, SettleQuietly):
         settle_quietly(ctx, snap)
     elif isinstance(action, StartSubagentDelivery):
-        start_subagent_delivery(ctx, snap, action)
+        start_subagent_delivery(ctx, snap)
     elif isinstance(action, DeliverRelay):
         deliver_relay(ctx, snap, action)
     return action

@@ -1,21 +1,20 @@
-"""The steps of a ``sessions_spawn`` report: the child's announce step, then its report, recorded and
-delivered."""
+"""The steps of a ``sessions_spawn`` report: the child's latest reply read as its result, the report recorded,
+relayed by the requester and delivered."""
 
 from __future__ import annotations
 
 import logging
 from typing import Literal
 
-from shared.base.flow_ids import announce_run_id, note_id, relay_run_id, report_run_id, wake_run_id
+from shared.base.flow_ids import note_id, relay_run_id, report_run_id, wake_run_id
 from shared.domain import subagents
 from shared.domain.runs import NewRun, new_run
 from shared.domain.sessions import ReportRecorded, SessionPatch, new_entry, transcript_path
 from shared.flows.cleanup import clean_up
-from shared.flows.decide import DeliverRelay, StartSubagentDelivery
+from shared.flows.decide import DeliverRelay
 from shared.flows.flow_context import FlowContext
 from shared.flows.outbound import deliver_to
 from shared.intake.submit import submit
-from shared.ports.dispatch import StepTask
 from shared.ports.runtime import ANNOUNCE_SKIP, NO_REPLY
 from shared.wire.models import Flow, Provenance, RunStatus, SessionEntry, Snapshot
 
@@ -40,32 +39,6 @@ _SESSION_STATUS: dict[RunStatus, Literal["done", "failed", "killed", "timeout"]]
 }
 
 
-def start_subagent_announce(ctx: FlowContext, snap: Snapshot) -> None:
-    # An orchestrator's outcome is that of its latest run (the one on its children's reports).
-    flow, child_run = snap.flow, snap.latest or snap.primary
-    assert child_run is not None
-    child = ctx.store.sessions.get(flow.target_key)
-    if child is None:  # deleted meanwhile: nobody to ask, but the child's outcome is still reported
-        start_subagent_delivery(ctx, snap, StartSubagentDelivery("", "the sub-agent session is gone"))
-        ctx.dispatcher.step(StepTask.DELIVER, flow.flow_id)
-        return
-    ctx.store.sessions.patch(child, SessionPatch({"status": _SESSION_STATUS.get(child_run.status, "failed")}))
-    now = ctx.store.clock.now_ms()
-    run_id = announce_run_id(flow.flow_id)
-    new = new_run(
-        child,
-        "subagent_announce",
-        subagents.ANNOUNCE_MESSAGE,
-        run_id=run_id,
-        now=now,
-        context=subagents.announce_context(flow.task or flow.message, child_run),
-        flow_id=flow.flow_id,
-        parent_run_id=child_run.run_id,
-    )
-    ctx.store.flows.update(flow.flow_id, {}, due_in_ms=flow.step_timeout_ms)
-    ctx.start(child, new)
-
-
 def settle_quietly(ctx: FlowContext, snap: Snapshot) -> None:
     """A fire-and-forget child ended: nothing is announced, recorded or posted for its requester (the
     release skips the completion handoff and records the delivery as not required); its session still
@@ -80,15 +53,22 @@ def settle_quietly(ctx: FlowContext, snap: Snapshot) -> None:
     clean_up(ctx, flow, child)
 
 
-def start_subagent_delivery(ctx: FlowContext, snap: Snapshot, action: StartSubagentDelivery) -> None:
-    """Normalize the report, record it in the requester's transcript, post it, clean the child up."""
+def start_subagent_delivery(ctx: FlowContext, snap: Snapshot) -> None:
+    """The child's latest reply is its result (no model step on the child, as the release reads it):
+    normalize the report, record it in the requester's transcript, hand it on, clean the child up."""
     flow, store = snap.flow, ctx.store
-    child = store.sessions.get(flow.target_key)
+    # An orchestrator's outcome is that of its latest run (the one on its children's reports).
     outcome = snap.latest or snap.primary
-    if action.reply.strip() == ANNOUNCE_SKIP:
+    assert outcome is not None
+    child = store.sessions.get(flow.target_key)
+    if child is not None and child.killed_at is None:  # a killed child's session says killed
+        ended = _SESSION_STATUS.get(outcome.status, "failed")
+        child = store.sessions.patch(child, SessionPatch({"status": ended}))
+    if (outcome.reply or "").strip() in SILENT:
         # Silent, yet the child is no longer pending for its requester (a yield may wait for it).
         status = subagents.status_of(outcome)
-        silent = f"Sub-agent {flow.target_key} ended ({status}) and reported nothing (ANNOUNCE_SKIP)."
+        token = (outcome.reply or "").strip()
+        silent = f"Sub-agent {flow.target_key} ended ({status}) and reported nothing ({token})."
         requester = _recipient(ctx, flow)
         recorded = store.sessions.record_report(requester.key, flow.flow_id, silent)
         if recorded is not None and requester.spawned_by is not None:
@@ -96,18 +76,14 @@ def start_subagent_delivery(ctx: FlowContext, snap: Snapshot, action: StartSubag
         store.flows.end(flow.flow_id, "completed", {"deliveryStatus": "skipped"})
         clean_up(ctx, flow, child)
         return
-    if action.degraded:
-        log.warning("flow %s: %s; reporting the child's own outcome", flow.flow_id, action.degraded)
-        store.flows.update(flow.flow_id, {"error": f"{action.degraded}; reported from the child's outcome"})
     now = store.clock.now_ms()
     tool_results = store.transcripts.last(
         flow.target_key, 1, keep=lambda message: message.role == "toolResult"
     )
     text = subagents.normalize(
-        subagents.AnnounceInputs(
+        subagents.ReportInputs(
             child=outcome,
             started_at=snap.primary.started_at if snap.primary else None,
-            announce_reply=action.reply,
             tool_result=tool_results[0].text if tool_results else None,
             session=child,
             transcript_path=transcript_path(ctx.config.store_url(), child) if child else "?",

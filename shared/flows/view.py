@@ -22,15 +22,12 @@ def describe(store: Storage, flow_id: str) -> Flow | None:
     snap = snapshot(store, flow_id)
     if snap is None:
         return None
-    announce_step: Literal["announce", "subagent_announce"] = (
-        "subagent_announce" if snap.flow.kind == "spawn" else "announce"
-    )
     steps = [_step("run", snap.primary)]
     steps += [
         _step("reply_turn", run, turn) for turn, run in enumerate(snap.turns[: snap.flow.turns_started], 1)
     ]
     if snap.announce:
-        steps.append(_step(announce_step, snap.announce))
+        steps.append(_step("announce", snap.announce))
     if snap.relay:
         steps.append(_step("relay", snap.relay))
     if snap.delivery:
@@ -42,7 +39,7 @@ def describe(store: Storage, flow_id: str) -> Flow | None:
 
 
 def _step(
-    kind: Literal["run", "reply_turn", "announce", "subagent_announce", "relay"],
+    kind: Literal["run", "reply_turn", "announce", "relay"],
     run: Run | None,
     turn: int | None = None,
 ) -> FlowStep:

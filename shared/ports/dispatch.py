@@ -13,7 +13,6 @@ class StepTask(StrEnum):
 
     REPLY_TURN = "reply_turn"
     ANNOUNCE = "announce"
-    SUBAGENT_ANNOUNCE = "subagent_announce"
     DELIVER = "deliver"
 
 

@@ -534,9 +534,6 @@ class StateLog(Protocol):
         """The version and the events kept after ``after``, the first ``limit`` of them, read at one
         instant."""
 
-    def versions(self, session_keys: Sequence[str]) -> list[int]:
-        """Each session's ``stateVersion``, in order, in one round trip (0: none, or no session)."""
-
     def watch(self, watcher_key: str, target_key: str) -> bool:
         """``watcher_key`` hears of ``target_key``'s notifying changes after its version now (a watch already
         there is kept as it is); False when the target is gone."""

@@ -6,7 +6,6 @@ module reads, and starts a watch."""
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 
 from redis import Redis
 
@@ -44,13 +43,6 @@ class StateLogStore:
 
     def version(self, session_key: str) -> int:
         return int(self._redis.hget(self._keys.session(session_key), "stateVersion") or 0)
-
-    def versions(self, session_keys: Sequence[str]) -> list[int]:
-        # One round trip for a page of rows: an HGET each, pipelined (no transaction: each row's own).
-        pipe = self._redis.pipeline(transaction=False)
-        for key in session_keys:
-            pipe.hget(self._keys.session(key), "stateVersion")
-        return [int(found or 0) for found in pipe.execute()]
 
     def watch(self, watcher_key: str, target_key: str) -> bool:
         k = self._keys

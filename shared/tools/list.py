@@ -230,18 +230,10 @@ def _rows(ctx: ToolContext, entries: list[SessionEntry]) -> list[SessionRow]:
     store = ctx.config.store_url()
     keys = [entry.key for entry in entries]
     children = ctx.store.sessions.children_of_many(keys)
-    # The page's rows only, once it is cut (as the release reads its heads for the rows it shows): one HGET
-    # a row, pipelined.
-    versions = ctx.store.state.versions(keys)
-    return [
-        _row(ctx, entry, store, kids, version)
-        for entry, kids, version in zip(entries, children, versions, strict=True)
-    ]
+    return [_row(ctx, entry, store, kids) for entry, kids in zip(entries, children, strict=True)]
 
 
-def _row(
-    ctx: ToolContext, entry: SessionEntry, store: str, children: list[str], state_version: int = 0
-) -> SessionRow:
+def _row(ctx: ToolContext, entry: SessionEntry, store: str, children: list[str]) -> SessionRow:
     config = ctx.config
     model_ref = entry.model or config.model_of(entry.agent_id)
     spawner = _spawner(entry)
@@ -262,7 +254,7 @@ def _row(
         display_name=display_name(entry, config.session.main_key),
         parent_session_key=entry.spawned_by,
         updated_at=entry.updated_at,
-        state_version=state_version or None,
+        state_version=entry.state_version or None,
         model=model_ref.partition("/")[2] or model_ref,
         context_tokens=config.context_window(model_ref),
         total_tokens=entry.context_tokens,

@@ -221,7 +221,10 @@ class SessionEntry(SessionFacts):
     pending_children: int | None = None
     waiting: int | None = None
     unread_reports: int | None = None
-    # Spawned sessions: run (announce, then archive) or session (stays open, bound to a thread).
+    # How many changes the session has had: its state log's head (docs/contract.md §10), counted by the
+    # scripts that make them, so a page of list rows reads it with the entries.
+    state_version: int | None = None
+    # Spawned sessions: run (report, then archive) or session (stays open, bound to a thread).
     mode: Literal["run", "session"] | None = None
     cleanup: Literal["delete", "keep"] | None = None
     # OpenClaw's deliver flag: a spawned session's own replies are never posted to a channel.
@@ -286,7 +289,6 @@ RunKind = Literal[
     "reply",
     "announce",
     "subagent",
-    "subagent_announce",
     "report",
     "steer",
     "collect",
@@ -439,7 +441,7 @@ class DeliveryClaim(StrEnum):
 
 
 class FlowStep(Wire):
-    step: Literal["run", "reply_turn", "announce", "deliver", "subagent_announce", "relay"]
+    step: Literal["run", "reply_turn", "announce", "deliver", "relay"]
     turn: int | None = None
     run_id: str | None = None
     session_key: str | None = None

@@ -251,7 +251,7 @@ def test_a_sub_agent_spawned_from_the_console_reports_back(page: Page, stack: Co
     expect(sequence.locator('g.step[data-step="relay"]')).to_contain_text("report", timeout=SEEN_S)
     expect(sequence.locator('g.step[data-step="deliver"]')).to_contain_text("delivery", timeout=SEEN_S)
     drawn = [step.get_attribute("data-step") for step in sequence.locator("g.step").all()]
-    assert drawn == ["run", "subagent_announce", "relay", "deliver"]
+    assert drawn == ["run", "relay", "deliver"]
 
 
 # A browser gives crypto.randomUUID only in a secure context (127.0.0.1 here is one); over plain http on a

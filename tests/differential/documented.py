@@ -101,7 +101,6 @@ _HISTORY_KEYS = (
 )
 # Calls whose answers follow from how a sub-agent's completion reaches its requester (`completions`).
 _AFTER_CHILD = (
-    "sessions_history_child*",
     "sessions_history_main_after_child",
     "sessions_history_main_final",
     "subagents_list_after_child",
@@ -218,6 +217,9 @@ DOCUMENTED: tuple[Documented, ...] = (
         )
     ),
     Documented("sessions_send_child_by_label", "result.details.delivery.status", "value", "completions"),
+    # The child's task message, in the original document's words and marked as its spawner's.
+    Documented("sessions_history_child*", "result.details.messages[0].content", "value", "child-task"),
+    Documented("sessions_history_child*", "result.details.messages[0].provenance", "extra", "child-task"),
     # With each side's defaults: a session other than an agent's main one sees its own tree (clawbus's
     # `tree`), not every session (the release's `all`); the rows it may not see are left out of its page.
     *(

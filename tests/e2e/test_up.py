@@ -227,7 +227,7 @@ def test_the_orchestration_example_of_the_readme_reports_once_to_main(up: Up) ->
             ]
 
         [report] = wait_for(reports, 60, what="the lead's report in main")
-    assert report.startswith("Status: success\nResult: all three parts are summarized")
+    assert report.startswith("Status: success\nResult: All three parts are summarized.")
 
 
 @pytest.mark.parametrize("up", [EXAMPLE], indirect=True)

@@ -46,7 +46,7 @@ def test_a_frozen_worker_comes_back_harmless(world: takeovers.World) -> None:
         assert not world.a.exited(), world.a.output()[-3000:]
         # Its liveness key, lapsed while it was stopped, is set again by its next Celery heartbeat.
         wait_for(lambda: _heartbeating(world), 30, what="worker-a's heartbeat back")
-        # Everything ended once, the children's reports and announces too (which also frees every slot).
+        # Everything ended once, the children's reports and their relays too (which also frees every slot).
         takeovers.check_ended_once(client, world.redis_url, sent, taken)
         # It goes on serving: of as many runs again, all running at once, it runs five, and they end ok.
         after = takeovers.running(client, "after the stop")

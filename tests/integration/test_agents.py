@@ -105,15 +105,13 @@ def test_an_agent_sends_to_a_colleague_and_answers_with_its_reply(agents: Client
     assert any(event.get("type") == "text" for event in agents.run_events(result.run_id))
 
 
-def test_an_agent_spawns_a_researcher_and_later_receives_its_announce(
-    agents: Client, server: FakeOpenAI
-) -> None:
+def test_an_agent_spawns_a_researcher_and_later_receives_its_report(agents: Client, server: FakeOpenAI) -> None:
     server.script(
         "alpha",
         tool("sessions_spawn", task="find the answer", agentId="research"),
         lambda body: text(f"spawned {last_tool_result(body)['childSessionKey']}"),
     )
-    server.script("beta", text("the answer is 42"), text("Result: 42\nNotes: none"))
+    server.script("beta", text("the answer is 42"))
     result = agents.post_message(MAIN, "start a researcher", timeout_seconds=60)
     assert isinstance(result, SendResult)
     assert result.status == "ok", result
@@ -124,10 +122,10 @@ def test_an_agent_spawns_a_researcher_and_later_receives_its_announce(
         messages = agents.sessions_history(MAIN).wire()["messages"]
         return [m for m in messages if (m.get("provenance") or {}).get("kind") == "subagent_announce"]
 
-    [note] = wait_for(announced, 60, what="the sub-agent's announce in main's transcript")
-    body = text_of(note)
-    assert "Status: success" in body
-    assert "Result: 42" in body
+    [note] = wait_for(announced, 60, what="the sub-agent's report in main's transcript")
+    # The researcher's reply is its result: it is asked nothing more (one model call).
+    assert text_of(note).startswith("Status: success\nResult: the answer is 42\nNotes: - (none)\n")
+    assert len(server.bodies("beta")) == 1
 
 
 def test_a_model_error_ends_the_run_with_the_servers_message(agents: Client, server: FakeOpenAI) -> None:

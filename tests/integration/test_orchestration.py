@@ -80,7 +80,7 @@ def test_a_tree_of_an_orchestrator_and_three_leaves_reports_once_after_one_wake(
     kinds = [run.kind for run in runs_in(fleet, boss.child_session_key)]
     assert kinds.count("report") == 1
     wake = next(run for run in runs_in(fleet, boss.child_session_key) if run.kind == "report")
-    assert wake.reply == "all of them are in"
+    assert wake.reply == "synthesized"
     assert len(reports_to(fleet, boss.child_session_key)) == 1  # the wake's input, all three in one
     assert reports_to(fleet, boss.child_session_key)[0].count("Status: success") == LEAVES
     # Main saw nothing of the leaves: one report, the orchestrator's.

@@ -212,7 +212,7 @@ def test_a_run_parked_on_a_wait_ends_at_once_and_the_run_it_waited_for_goes_on(
 
 def test_a_cancelled_sub_agent_still_reports_and_says_it_was_aborted(fresh: Fresh, model: FakeOpenAI) -> None:
     model.script("gpt", paced(LONG, SLOW_SECONDS))
-    model.default = lambda _body: text("Result: cut short")  # the child's announce step
+    model.default = lambda _body: text("cut short, noted")  # the requester's turn on the report
     # A leaf (depth 1 of 1): cancelling an orchestrator's run would kill its tree, and it would say killed.
     stack = start(fresh, model, session={"agentToAgent": {"maxPingPongTurns": 0}}, max_spawn_depth=1)
     with stack.client as client:

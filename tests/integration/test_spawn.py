@@ -1,5 +1,5 @@
-"""sessions_spawn through real workers: the child on the subagent queue, its run task going on to the
-announce, the report and the delivery (docs/architecture.md, "How a sessions_spawn moves")."""
+"""sessions_spawn through real workers: the child on the subagent queue, its run task going on to its
+report, the requester's relay and the delivery (docs/architecture.md, "How a sessions_spawn moves")."""
 
 from __future__ import annotations
 
@@ -37,35 +37,34 @@ def posted(client: Client, peer: str) -> list[str]:
     return [m["text"] for m in client.channel_messages("webchat", peer)]
 
 
-def test_spawn_returns_before_the_child_runs_and_the_announce_arrives_later(client: Client) -> None:
+def test_spawn_returns_before_the_child_runs_and_the_report_arrives_later(client: Client) -> None:
     caller, peer = requester(client)
     result = spawn(client, caller, agentId="slow", label=f"digger-{peer}")
     # Returned at once: the child's run (a 3 s model) had not ended when the call came back.
     assert client.get_run(result.run_id).status in ("queued", "running")
     flow = finished(client, result.run_id)
-    assert [s.step for s in flow.steps] == ["run", "subagent_announce", "relay", "deliver"]
+    assert [s.step for s in flow.steps] == ["run", "relay", "deliver"]
     [note] = wait_for(lambda: notes(client, caller), 20, what="the report in the requester's transcript")
-    assert text_of(note).startswith("Status: success\nResult: echo: Sub-agent announce step.\n")
+    assert text_of(note).startswith("Status: success\nResult: echo: [Subagent Task]: look into it\n")
     # What reaches the channel is the requester agent's own turn on the report (an echo model here).
     assert posted(client, peer) == [f"echo: {text_of(note)}"]
     child = client.get_session(result.child_session_key)
     assert (child.status, child.spawned_by, child.label) == ("done", caller, f"digger-{peer}")
 
 
-def test_a_failing_child_announces_error_whatever_its_report_says(client: Client) -> None:
+def test_a_failing_child_reports_error_with_its_error_in_the_notes(client: Client) -> None:
     caller, _peer = requester(client)
     result = spawn(client, caller, agentId="scripted", task="fail please")
     finished(client, result.run_id)
     [report] = [text_of(note) for note in notes(client, caller)]
-    assert report.splitlines()[:4] == [
+    assert report.splitlines()[:3] == [
         "Status: error",
-        "Result: all good, success!",
-        "Notes: none",
-        "- Error: ScriptedFailure: disk full",
+        "Result: (no result)",
+        "Notes: - Error: ScriptedFailure: disk full",
     ]
 
 
-def test_a_child_over_its_run_timeout_announces_timeout(client: Client) -> None:
+def test_a_child_over_its_run_timeout_reports_timeout(client: Client) -> None:
     caller, _peer = requester(client)
     result = spawn(client, caller, agentId="slow", runTimeoutSeconds=1)
     finished(client, result.run_id)
@@ -75,7 +74,7 @@ def test_a_child_over_its_run_timeout_announces_timeout(client: Client) -> None:
     assert client.get_session(result.child_session_key).status == "timeout"
 
 
-def test_announce_skip_is_silent(client: Client) -> None:
+def test_a_child_replying_announce_skip_is_silent(client: Client) -> None:
     caller, peer = requester(client)
     result = spawn(client, caller, agentId="quiet")
     flow = finished(client, result.run_id)
@@ -88,7 +87,7 @@ def test_a_fire_and_forget_child_runs_and_leaves_its_requester_no_report(client:
     result = spawn(client, caller, expectsCompletionMessage=False, taskName="quiet_probe")
     assert (result.expects_completion_message, result.task_name) == (False, "quiet_probe")
     flow = finished(client, result.run_id)
-    # The child ran, and nothing followed it: no announce step, no relay, no delivery.
+    # The child ran, and nothing followed it: no report, no relay, no delivery.
     assert [(s.step, s.status) for s in flow.steps] == [("run", "ok")]
     assert (flow.delivery_status, flow.expects_completion_message) == ("not_required", False)
     assert client.get_session(result.child_session_key).status == "done"
@@ -100,7 +99,7 @@ def test_a_private_completion_is_the_requesters_turn_and_is_posted_nowhere(clien
     caller, peer = requester(client)
     result = spawn(client, caller, completionTarget="parent")
     flow = finished(client, result.run_id)
-    assert [s.step for s in flow.steps] == ["run", "subagent_announce", "relay"]
+    assert [s.step for s in flow.steps] == ["run", "relay"]
     assert (flow.delivery_status, flow.completion_target) == ("delivered", "parent")
     assert len(notes(client, caller)) == 1
     assert posted(client, peer) == []
@@ -116,7 +115,7 @@ def test_cleanup_delete_removes_the_child(client: Client) -> None:
     assert caught.value.status == 404
 
 
-def test_a_worker_killed_during_the_child_run_still_gives_exactly_one_announce(fresh: Fresh) -> None:
+def test_a_worker_killed_during_the_child_run_still_gives_exactly_one_report(fresh: Fresh) -> None:
     fresh.start_redis()
     doomed = fresh.worker(concurrency=2)
     fresh.beat()

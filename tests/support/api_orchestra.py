@@ -51,8 +51,7 @@ def orchestra_config() -> Config:
                             {"match": r'"childSessionKey"', "tool": {"name": "sessions_yield", "args": {}}},
                             {"match": r"^\[Subagent Task\]: leaf", "reply": "leaf done"},
                             {"match": r"^\[Subagent Task\]: leak", "error": f"the model said {SECRET}"},
-                            {"match": r"^Your sub-agents reported", "reply": "all in"},
-                            {"match": r"^Sub-agent announce step\.$", "reply": "Result: synthesized"},
+                            {"match": r"^Your sub-agents reported", "reply": "synthesized"},
                         ],
                     }
                 }

@@ -49,17 +49,14 @@ STACK_CONFIG: dict[str, Any] = {
                     # A model that fails on the second reply turn.
                     {"match": "^echo: echo: fail-turn", "error": "model down"},
                     {"match": r"^Agent-to-agent announce step\.$", "reply": "ANNOUNCE_SKIP"},
-                    # A sub-agent that fails, then claims success in its report.
+                    # A sub-agent that fails.
                     {"match": r"^\[Subagent Task\]: fail", "error": "disk full"},
-                    {
-                        "match": r"^Sub-agent announce step\.$",
-                        "reply": "Result: all good, success!\nNotes: none",
-                    },
                 ],
             },
             "quiet": {
                 "type": "script",
-                "rules": [{"match": r"^Sub-agent announce step\.$", "reply": "ANNOUNCE_SKIP"}],
+                # A sub-agent whose reply is the silent token: its requester hears nothing of it.
+                "rules": [{"match": r"^\[Subagent Task\]", "reply": "ANNOUNCE_SKIP"}],
             },
         }
     },

@@ -48,8 +48,10 @@ def orchestra(leaves: int = LEAVES, leaf_ms: int = 1000, **subagents: Any) -> di
                             "tools": [leaf() for _ in range(leaves)],
                         },
                         {"match": r'"childSessionKey"', "tool": {"name": "sessions_yield", "args": {}}},
-                        {"match": r"^Your sub-agents reported", "reply": "all of them are in"},
-                        {"match": r"^Sub-agent announce step\.$", "reply": "Result: synthesized"},
+                        {"match": r"^Your sub-agents reported", "reply": "synthesized"},
+                        # A leaf's report that came while it was not waiting (a leaf that ended before a
+                        # retried yield, after a crash) is a run of its own: its reply is its result too.
+                        {"match": r"^Status: ", "reply": "synthesized"},
                     ],
                 },
                 "leafy": {
@@ -67,7 +69,6 @@ def orchestra(leaves: int = LEAVES, leaf_ms: int = 1000, **subagents: Any) -> di
                         },
                         {"match": r"change of plan", "reply": "steered!"},
                         {"match": r"nothing to wait for", "reply": "leaf done"},
-                        {"match": r"^Sub-agent announce step\.$", "reply": "Result: leaf result"},
                     ],
                 },
             }

@@ -32,9 +32,9 @@ from tests.support.stack import TOKEN
 
 RUNS = 10
 SPAWNS = 4  # of the RUNS
-# Runs a spawn makes besides its child's: its requester's first message, the child's report turn, and the
-# requester's turn on the report.
-RUNS_A_SPAWN_ADDS = 3
+# Runs a spawn makes besides its child's: its requester's first message and the requester's turn on the
+# report (the child's latest reply is its report: no turn of the child's).
+RUNS_A_SPAWN_ADDS = 2
 THREADS = 5  # a worker's; with a prefetch of one a thread, each worker takes five of the ten runs
 STEP_SECONDS = 8
 LEASE_SECONDS = 6

@@ -36,8 +36,7 @@ def config(max_depth: int = 2, **subagents: Any) -> dict[str, Any]:
                         },
                         {"match": r'"childSessionKey"', "tool": {"name": "sessions_yield", "args": {}}},
                         {"match": r"^\[Subagent Task\]: leaf", "reply": "leaf done"},
-                        {"match": r"^Your sub-agents reported \(3\)", "reply": "all three are in"},
-                        {"match": r"^Sub-agent announce step\.$", "reply": "Result: synthesized"},
+                        {"match": r"^Your sub-agents reported \(3\)", "reply": "synthesized"},
                     ],
                 }
             }

@@ -33,13 +33,13 @@ def test_an_orchestrator_yields_is_woken_once_with_three_reports_and_reports_onc
         (2, "leaf", boss.child_session_key, label) for label in ("a", "b", "c")
     ]
 
-    # The orchestrator ran three times: its task (spawned, yielded), one wake with all three reports, and
-    # its announce step.
+    # The orchestrator ran twice: its task (spawned, yielded) and one wake with all three reports, whose
+    # reply is its own result.
     kinds = [run.kind for run in runs_of(w, boss.child_session_key) if run]
-    assert kinds == ["subagent", "report", "subagent_announce"]
+    assert kinds == ["subagent", "report"]
     [wake] = [run for run in runs_of(w, boss.child_session_key) if run and run.kind == "report"]
     assert wake.status is RunStatus.OK
-    assert wake.reply == "all three are in"
+    assert wake.reply == "synthesized"
     woken_with = next(
         m.text for m in w.store.transcripts.all(boss.child_session_key) if m.run_id == wake.run_id
     )

@@ -270,6 +270,7 @@ class SessionEntry(_Session):
     pending_children: int | None = None
     waiting: int | None = None
     unread_reports: int | None = None
+    state_version: int | None = None
     mode: str | None = None
     cleanup: str | None = None
     deliver: bool | None = None

@@ -80,8 +80,8 @@ def test_a_sessions_waterfall_has_the_runs_of_its_whole_tree_by_depth(
     assert [r["createdAt"] for r in rows] == sorted(r["createdAt"] for r in rows)
     assert all(r["status"] == "ok" for r in rows)
     assert {"subagent", "report"} <= {r["kind"] for r in rows if r["sessionKey"] == boss}
-    # Each leaf: its task, then its announce step (in its own session).
-    assert sorted(r["kind"] for r in rows if r["depth"] == 2) == ["subagent"] * 3 + ["subagent_announce"] * 3
+    # Each leaf: its task, and no model step after it (its reply is its report).
+    assert sorted(r["kind"] for r in rows if r["depth"] == 2) == ["subagent"] * 3
     # The orchestrator's own view: its tree, one level up.
     below = waterfall(http, f"/v1/sessions/{boss}/waterfall")["rows"]
     assert {r["depth"] for r in below} == {0, 1}

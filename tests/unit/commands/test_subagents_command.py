@@ -176,11 +176,10 @@ def test_the_log_is_the_recent_transcript_as_plain_text(chat: Chat) -> None:
             "📜 Subagent log: weather",
             f"User: [Subagent Task]: {WEATHER}",
             f"Assistant: echo: [Subagent Task]: {WEATHER}",
-            "Assistant: echo: Sub-agent announce step.",
         ]
     )
     assert chat.text("/subagents log weather 1") == (
-        "📜 Subagent log: weather\nAssistant: echo: Sub-agent announce step."
+        f"📜 Subagent log: weather\nAssistant: echo: [Subagent Task]: {WEATHER}"
     )
 
 

@@ -12,12 +12,9 @@ from pydantic import ValidationError
 from shared.base import session_keys
 from shared.base.clock import FixedClock
 from shared.base.errors import tool_input_error
-from shared.base.flow_ids import announce_run_id
+from shared.base.flow_ids import relay_run_id
 from shared.config import Config
 from shared.domain.sessions import transcript_path
-from shared.flows.decide import Wait
-from shared.flows.engine import advance
-from shared.flows.flow_context import FlowContext
 from shared.flows.view import describe
 from shared.intake.inbound import receive
 from shared.ports.dispatch import StepTask
@@ -28,7 +25,7 @@ from shared.tools.registry import TOOLS
 from shared.tools.tool_context import ToolContext
 from shared.wire.models import DeliveryContext, InboundMessageParams, ToolFailure
 from shared.wire.spawn_schema import SpawnResult
-from tests.conftest import BrokenModel, WorldFactory
+from tests.conftest import WorldFactory
 from workers.testing import InlineDispatcher, drain, drain_runs
 
 CALLER = "agent:main:webchat:direct:ann"
@@ -315,27 +312,21 @@ def test_checks_come_in_spec_order(world: WorldFactory) -> None:
     )
 
 
-def test_a_finished_child_announces_status_result_notes_and_stats(world: WorldFactory) -> None:
+def test_a_finished_child_reports_its_latest_reply_with_status_notes_and_stats(world: WorldFactory) -> None:
     config, store, dispatcher = world()
     with_route(config, store, dispatcher)
     result = spawn(config, store, dispatcher, task="count the stars")
     assert isinstance(result, SpawnResult)
     steps = drain(store, config, dispatcher)
-    assert steps == [
-        "run:subagent",
-        "subagent_announce",
-        "run:subagent_announce",
-        "deliver",
-        "run:relay",
-        "deliver",
-    ]
+    # No model step on the child: its reply is its result, and its requester's relay is what is posted.
+    assert steps == ["run:subagent", "deliver", "run:relay", "deliver"]
     flow = describe(store, result.run_id)
     assert flow is not None
     assert (flow.kind, flow.delivery_status) == ("spawn", "delivered")
     [posted] = _reports(store)
     lines = posted.splitlines()
     assert lines[0] == "Status: success"
-    assert lines[1] == "Result: echo: Sub-agent announce step."
+    assert lines[1] == "Result: echo: [Subagent Task]: count the stars"
     assert lines[2] == "Notes: - (none)"
     assert lines[3].startswith("Stats: runtime 0s • tokens ")
     assert f"sessionKey {result.child_session_key}" in lines[3]
@@ -350,33 +341,27 @@ def test_a_finished_child_announces_status_result_notes_and_stats(world: WorldFa
     child = store.sessions.get(result.child_session_key)
     assert child is not None
     assert child.status == "done"
+    assert store.transcripts.length(result.child_session_key) == 2  # its task and its reply, nothing more
 
 
-def test_status_comes_from_the_runtime_not_the_reply(
+def test_a_failed_child_reports_error_with_its_error_in_the_notes(
     monkeypatch: pytest.MonkeyPatch, world: WorldFactory
 ) -> None:
     config, store, dispatcher = world()
 
-    class FailsThenBoasts:
+    class Fails:
         history_window = 1
         repeatable = False
 
         def step(self, request: Any) -> StepResult:
-            if request.messages[-1].text.startswith("[Subagent Task]"):
-                raise RuntimeError("disk full")
-            return StepResult(reply="Result: all good, success!\nNotes: nothing")
+            raise RuntimeError("disk full")
 
-    monkeypatch.setattr("shared.runner.execution.runtime_for", lambda *_: FailsThenBoasts())
+    monkeypatch.setattr("shared.runner.execution.runtime_for", lambda *_: Fails())
     result = spawn(config, store, dispatcher)
     assert isinstance(result, SpawnResult)
     drain(store, config, dispatcher)
     posted = _reports(store)[0].splitlines()
-    assert posted[:4] == [
-        "Status: error",
-        "Result: all good, success!",
-        "Notes: nothing",
-        "- Error: RuntimeError: disk full",
-    ]
+    assert posted[:3] == ["Status: error", "Result: (no result)", "Notes: - Error: RuntimeError: disk full"]
 
 
 def test_a_child_over_its_run_timeout_announces_timeout(world: WorldFactory) -> None:
@@ -409,15 +394,13 @@ def test_the_default_run_timeout_comes_from_the_config(world: WorldFactory) -> N
     assert run.timeout_ms == 7000
 
 
-def test_announce_skip_posts_nothing(world: WorldFactory) -> None:
+@pytest.mark.parametrize("token", ["ANNOUNCE_SKIP", "NO_REPLY"])
+def test_a_child_replying_a_silent_token_posts_nothing(world: WorldFactory, token: str) -> None:
     config, store, dispatcher = world(
         {
             "models": {
                 "providers": {
-                    "quiet": {
-                        "type": "script",
-                        "rules": [{"match": "^Sub-agent announce step", "reply": "ANNOUNCE_SKIP"}],
-                    }
+                    "quiet": {"type": "script", "rules": [{"match": r"^\[Subagent Task\]", "reply": token}]}
                 }
             },
             "agents": {"list": [{"id": "main", "default": True, "model": "quiet/script"}]},
@@ -430,9 +413,10 @@ def test_announce_skip_posts_nothing(world: WorldFactory) -> None:
     assert flow is not None
     assert flow.delivery_status == "skipped"
     assert store.flows.read_outbox("webchat", "ann") == []
+    assert store.runs.get(relay_run_id(result.run_id)) is None  # the requester is not asked either
 
 
-def test_cleanup_delete_removes_the_child_after_the_announce_and_keeps_its_transcript(
+def test_cleanup_delete_removes_the_child_after_its_report_and_keeps_its_transcript(
     world: WorldFactory,
 ) -> None:
     config, store, dispatcher = world()
@@ -450,7 +434,7 @@ def test_cleanup_delete_removes_the_child_after_the_announce_and_keeps_its_trans
 
 
 def _child_ran(config: Config, store: Store, dispatcher: InlineDispatcher) -> SpawnResult:
-    """A spawned child whose own run ended, before its announce step (the run task's callback)."""
+    """A spawned child whose own run ended, before its report (the run task's callback)."""
     result = spawn(config, store, dispatcher)
     assert isinstance(result, SpawnResult)
     drain_runs(store, config, dispatcher)
@@ -467,70 +451,15 @@ def _reports(store: Store) -> list[str]:
     ]
 
 
-def test_an_announce_queued_behind_its_sessions_runs_past_its_bound_still_reports_once(
-    world: WorldFactory, clock: FixedClock
-) -> None:
+def test_a_child_with_more_messages_queued_reports_the_run_it_was_spawned_for(world: WorldFactory) -> None:
     config, store, dispatcher = world()
     result = _child_ran(config, store, dispatcher)
     child_ctx = ToolContext.for_caller(config, store, dispatcher, result.child_session_key)
     receive(child_ctx, InboundMessageParams(message="one more thing", timeout_seconds=0))
-    ctx = FlowContext(config, store, dispatcher)
-    advance(ctx, result.run_id, StepTask.SUBAGENT_ANNOUNCE)
-    announce = store.runs.get(announce_run_id(result.run_id))
-    assert announce is not None
-    assert announce.status.value == "queued"
-    clock.advance(600)
-    assert isinstance(advance(ctx, result.run_id), Wait)
-    drain(store, config, dispatcher)
-    reports = _reports(store)
-    assert len(reports) == 1
-    assert reports[0].splitlines()[:2] == ["Status: success", "Result: echo: Sub-agent announce step."]
-
-
-def test_an_announce_running_past_its_bound_gives_way_to_the_childs_own_outcome(
-    world: WorldFactory, clock: FixedClock
-) -> None:
-    config, store, dispatcher = world(
-        {"agents": {**BASE["agents"], "defaults": {"subagents": {"announceTimeoutSeconds": 5}}}}
-    )
-    result = _child_ran(config, store, dispatcher)
-    ctx = FlowContext(config, store, dispatcher)
-    advance(ctx, result.run_id, StepTask.SUBAGENT_ANNOUNCE)
-    dispatcher.drop_heads()
-    claim = store.runs.claim(
-        announce_run_id(result.run_id),
-        result.child_session_key,
-        owner="stuck",
-        attempt=0,
-        lease_ms=600_000,
-        max_attempts=3,
-    )
-    assert claim.state is not None
-    clock.advance(6)
-    advance(ctx, result.run_id)  # the reaper's look
     drain(store, config, dispatcher)
     reports = _reports(store)
     assert len(reports) == 1
     assert reports[0].splitlines()[:2] == ["Status: success", "Result: echo: [Subagent Task]: find out"]
-    flow = store.flows.get(result.run_id)
-    assert flow is not None
-    assert (flow.status, flow.delivery_status) == ("done", "delivered")
-    assert flow.error == (
-        "the announce run did not end within 5s of starting; reported from the child's outcome"
-    )
-
-
-def test_a_failed_announce_still_reports_the_childs_outcome(
-    monkeypatch: pytest.MonkeyPatch, world: WorldFactory
-) -> None:
-    config, store, dispatcher = world()
-    result = _child_ran(config, store, dispatcher)
-    monkeypatch.setattr("shared.runner.execution.runtime_for", lambda *_: BrokenModel())
-    dispatcher.step(StepTask.SUBAGENT_ANNOUNCE, result.run_id)
-    drain(store, config, dispatcher)
-    reports = _reports(store)
-    assert len(reports) == 1
-    assert reports[0].startswith("Status: success\nResult: echo: [Subagent Task]: find out")
 
 
 def test_a_child_whose_session_was_deleted_still_reports(world: WorldFactory) -> None:
@@ -539,7 +468,7 @@ def test_a_child_whose_session_was_deleted_still_reports(world: WorldFactory) ->
     child = store.sessions.get(result.child_session_key)
     assert child is not None
     archive.discard(config, store, child)
-    dispatcher.step(StepTask.SUBAGENT_ANNOUNCE, result.run_id)
+    dispatcher.step(StepTask.DELIVER, result.run_id)
     drain(store, config, dispatcher)
     reports = _reports(store)
     assert len(reports) == 1
@@ -645,16 +574,15 @@ def test_subagent_keys_are_flat(world: WorldFactory) -> None:
     assert parsed.rest.count(":") == 1
 
 
-def test_a_childs_announce_run_follows_on_to_the_delivery_itself(world: WorldFactory) -> None:
-    """On workers the child's run task carries the spawn on: its announce run, the report in the
-    requester's transcript (a note run) and the delivery to the webchat route, inside clawbus: one
-    report, no step task."""
+def test_a_childs_run_task_carries_its_report_to_the_delivery_itself(world: WorldFactory) -> None:
+    """On workers the child's run task carries the spawn on: the report in the requester's transcript,
+    its relay run and the delivery to the webchat route, inside clawbus: one report, no step task."""
     config, store, dispatcher = world()
     with_route(config, store, dispatcher)
     result = spawn(config, store, dispatcher, task="count the stars")
     assert isinstance(result, SpawnResult)
     steps = drain(store, config, dispatcher, follow_inline=True)
-    assert steps == ["run:subagent"]  # the relay ran inside the same task, as did the announce
+    assert steps == ["run:subagent"]  # the relay ran inside the same task
     posted = _reports(store)
     assert len(posted) == 1
-    assert posted[0].startswith("Status: success\nResult: echo: Sub-agent announce step.")
+    assert posted[0].startswith("Status: success\nResult: echo: [Subagent Task]: count the stars")

@@ -105,7 +105,9 @@ def test_an_agent_sends_to_a_colleague_and_answers_with_its_reply(agents: Client
     assert any(event.get("type") == "text" for event in agents.run_events(result.run_id))
 
 
-def test_an_agent_spawns_a_researcher_and_later_receives_its_report(agents: Client, server: FakeOpenAI) -> None:
+def test_an_agent_spawns_a_researcher_and_later_receives_its_report(
+    agents: Client, server: FakeOpenAI
+) -> None:
     server.script(
         "alpha",
         tool("sessions_spawn", task="find the answer", agentId="research"),

@@ -2,7 +2,7 @@
 
 ``--quick`` runs small sizes as a smoke test; ``--only FIGURE`` (repeatable: send, throughput, list,
 exchange, spawn, loop, model, backlog, control, ha, orchestration, busy,
-capacity, waits, redis, soak, traffic, tracing, slowlink) picks figures.
+capacity, waits, redis, soak, traffic, tracing, slowlink, chains) picks figures.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from bench import (
     backlog,
     busy,
     capacity,
+    chain_guard,
     exchange,
     list_latency,
     model_bound,
@@ -62,6 +63,7 @@ FIGURES = (
     "traffic",
     "tracing",
     "slowlink",
+    "chains",
 )
 
 
@@ -95,6 +97,7 @@ class Sizes:
     traffic: model_traffic.Params
     tracing: tracing_cost.Params
     slow_link: slow_link.Params
+    chains: chain_guard.Params
 
 
 FULL = Sizes(
@@ -136,6 +139,7 @@ FULL = Sizes(
     tracing=tracing_cost.Params(sends=200, warmup=20, model=model_bound.Params(runs=1000, sessions=500)),
     # About 0.45 s a send (2 s with its exchange let finish) and 0.27 s a bare round trip over the links.
     slow_link=slow_link.Params(sends=40, warmup=2),
+    chains=chain_guard.Params(sends=500, guard_calls=100_000),
 )
 QUICK = replace(
     FULL,
@@ -165,6 +169,7 @@ QUICK = replace(
     traffic=model_traffic.Params(runs=150, workers=2, requests_per_minute=240, leaves=60),
     tracing=tracing_cost.Params(sends=40, warmup=5, model=model_bound.Params(runs=200, sessions=100)),
     slow_link=slow_link.Params(sends=2, warmup=1),
+    chains=chain_guard.Params(sends=50, guard_calls=10_000),
 )
 
 
@@ -202,6 +207,8 @@ def measure(figure: str, running: Stack, sizes: Sizes) -> Section:
         return waits.run(running, sizes.waits)
     if figure == "tracing":
         return tracing_cost.run(running, sizes.tracing)
+    if figure == "chains":
+        return chain_guard.run(running, sizes.chains)
     if figure == "slowlink":
         return slow_link.run(running, sizes.slow_link)
     if figure == "traffic":

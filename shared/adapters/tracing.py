@@ -127,6 +127,12 @@ def agent_run(run: Run, attempt: int, now_ms: int) -> Iterator[Span]:
     }
     if run.flow_id:
         attributes["clawbus.flow.id"] = run.flow_id
+    # Its place on its chain of agent work (shared/domain/chains.py): a trace backend can follow a chain
+    # across traces, as a chain's hops may start traces of their own.
+    attributes["clawbus.chain.id"] = run.chain_id or run.run_id
+    attributes["clawbus.chain.hops"] = run.hops
+    if run.chain_path:
+        attributes["clawbus.chain.path"] = run.chain_path
     # The time the run spent queued: from its accept to its first start (this attempt's, if the first).
     attributes["clawbus.run.queued_ms"] = max((run.started_at or now_ms) - run.created_at, 0)
     with (

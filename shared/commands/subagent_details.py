@@ -12,6 +12,7 @@ import re
 from shared.commands.base import Call, Outcome
 from shared.commands.durations import stamped
 from shared.commands.subagent_targets import Children, resolve, run_label
+from shared.domain import subagents
 from shared.domain.redaction import scrub
 from shared.runner.visible_text import visible
 from shared.tools.history_view import STEP_PROMPTS, shown
@@ -60,6 +61,7 @@ def _info_lines(child: Child, now: int) -> list[str]:
         f"Ended: {stamped(child.ended_at, now)}",
         f"Cleanup: {entry.cleanup or 'keep'}",
         f"Outcome: {_outcome(child)}",
+        _interrupted(child),
         f"Progress: {progress}" if task and (progress := _one_line(task.progress_summary)) else None,
         f"Task error: {task.error}" if task and task.error else None,
         f"Delivery: {task.delivery_status}" if task else None,
@@ -73,6 +75,13 @@ def _outcome(child: Child) -> str:
         return "n/a"
     error = _one_line(child.latest.error) if child.latest and child.status != "done" else ""
     return _OUTCOMES[child.status] + (f" ({error})" if error else "")
+
+
+def _interrupted(child: Child) -> str | None:
+    """clawbus's line: attempts of the sub-agent's runs lost with their worker, each retried."""
+    runs = {run.run_id: run for run in (child.first, child.latest) if run is not None}
+    lost = sum(run.interrupted for run in runs.values())
+    return subagents.interrupted(lost) if lost else None
 
 
 def _one_line(text: str | None) -> str:

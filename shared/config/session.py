@@ -51,6 +51,13 @@ class SendPolicyConfig(Section):
 class AgentToAgentSessionConfig(Section):
     max_ping_pong_turns: Annotated[int, clamped_int(0, 5)] = 5
     max_hops: int = Field(8, ge=1, le=64)
+    # How many times a chain may come back to a session already on its path (a -> b -> a is once); the
+    # send or spawn that would come back once more is refused (shared/domain/chains.py).
+    max_cycles: int = Field(1, ge=0, le=64)
+    # What one chain's model calls may spend in all, every run of it on every agent (none: no limit): a
+    # call that would pass it is refused as an agent's day budget refuses one (shared/domain/budgets.py).
+    max_chain_cost_usd: float | None = Field(None, gt=0)
+    max_chain_tokens: int | None = Field(None, gt=0)
     # The whole exchange's bound, counted from the send (a step's own bound counts only while it runs):
     # a flow whose runs wait in a backlog longer than this ends with stopReason "flow_timeout".
     flow_timeout_seconds: int = Field(3600, ge=1)

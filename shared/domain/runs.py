@@ -12,6 +12,8 @@ from enum import StrEnum
 from typing import Any, Literal
 
 from shared.base import trace_context
+from shared.domain import chains
+from shared.domain.chains import Chain
 from shared.wire.models import (
     Message,
     Provenance,
@@ -64,8 +66,7 @@ def inter_session_run(
     source_channel: str | None = None,
     context: str,
     flow_id: str,
-    chain_id: str | None,
-    hops: int,
+    chain: Chain,
     **spec: Any,
 ) -> NewRun:
     """A run on another session's message (a send, a spawn, a send's reply-back turn or announce): its
@@ -88,8 +89,7 @@ def inter_session_run(
         context=context,
         flow_id=flow_id,
         parent_run_id=source_run_id,
-        chain_id=chain_id,
-        hops=hops,
+        **chains.fields(chain),
         **spec,
     )
 

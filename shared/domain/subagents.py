@@ -222,9 +222,13 @@ def normalize(inputs: ReportInputs) -> str:
     # latest tool result.
     final = (child.reply or "").strip() if child else ""
     result = final or (inputs.tool_result or "").strip() or "(no result)"
-    notes = ["- (none)"]
+    notes = []
     if child is not None and child.status is not RunStatus.OK and child.error:
-        notes = [f"- Error: {child.error}"]
+        notes.append(f"- Error: {child.error}")
+    if child is not None and child.interrupted:
+        # clawbus retries an attempt lost with its worker; the requester hears that it happened.
+        notes.append(f"- {interrupted(child.interrupted)}")
+    notes = notes or ["- (none)"]
     # A killed child (its tree was stopped: subagents kill, /stop) says so, whatever its run's end.
     killed = inputs.session is not None and inputs.session.killed_at is not None
     status = "killed" if killed else status_of(child)
@@ -236,6 +240,11 @@ def normalize(inputs: ReportInputs) -> str:
             f"Stats: {stats(inputs)}",
         ]
     )
+
+
+def interrupted(lost: int) -> str:
+    """Attempts lost with their worker (each retried), as the report's notes and ``/subagents info`` say."""
+    return f"Interrupted: {lost} attempt{'s' if lost != 1 else ''} lost with a worker, retried"
 
 
 def stats(inputs: ReportInputs) -> str:

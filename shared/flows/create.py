@@ -7,6 +7,7 @@ from typing import Literal
 
 from shared.base import session_keys
 from shared.config import Config
+from shared.domain.chains import Chain
 from shared.domain.sessions import channel_of
 from shared.flows.decide import step_timeout_ms
 from shared.wire.models import Flow, SessionEntry
@@ -22,8 +23,7 @@ def new_flow(
     target: SessionEntry | None,
     message: str,
     timeout_seconds: float,
-    chain_id: str,
-    hops: int,
+    chain: Chain,
     now: int,
     loop_to_self: bool = False,
 ) -> Flow:
@@ -51,8 +51,9 @@ def new_flow(
         flow_timeout_ms=config.session.agent_to_agent.flow_timeout_seconds * 1000,
         created_at=now,
         updated_at=now,
-        chain_id=chain_id,
-        hops=hops,
+        chain_id=chain.chain_id,
+        hops=chain.hops,
+        chain_path=list(chain.path),
         loop_skipped=skipped,
     )
 

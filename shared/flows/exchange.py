@@ -5,7 +5,7 @@ from __future__ import annotations
 from shared.base import session_keys
 from shared.base.contexts import ANNOUNCE_MESSAGE, announce_context, reply_context
 from shared.base.flow_ids import announce_run_id, turn_run_id
-from shared.domain import policy
+from shared.domain import chains, policy
 from shared.domain.runs import inter_session_run
 from shared.domain.sessions import new_entry
 from shared.flows.decide import StartAnnounce, StartDelivery, StartTurn
@@ -50,8 +50,7 @@ def start_turn(ctx: FlowContext, flow: Flow, action: StartTurn) -> bool:
         source_run_id=action.previous_run_id,
         context=context,
         flow_id=flow.flow_id,
-        chain_id=flow.chain_id,
-        hops=flow.hops,
+        chain=chains.in_session(chains.of_flow(flow), speaker.key),
         turn=action.turn,
     )
     ctx.store.flows.update(
@@ -90,8 +89,7 @@ def start_announce(ctx: FlowContext, flow: Flow, action: StartAnnounce) -> None:
         source_tool="sessions_send",
         context=context,
         flow_id=flow.flow_id,
-        chain_id=flow.chain_id,
-        hops=flow.hops,
+        chain=chains.of_flow(flow),
     )
     ctx.store.flows.update(flow.flow_id, {"stopReason": action.stop_reason}, due_in_ms=flow.step_timeout_ms)
     ctx.start(target, new)

@@ -7,7 +7,8 @@ import logging
 from typing import Literal
 
 from shared.base.flow_ids import note_id, relay_run_id, report_run_id, wake_run_id
-from shared.domain import subagents
+from shared.domain import chains, subagents
+from shared.domain.chains import Chain
 from shared.domain.runs import NewRun, new_run
 from shared.domain.sessions import ReportRecorded, SessionPatch, new_entry, transcript_path
 from shared.flows.cleanup import clean_up
@@ -72,7 +73,8 @@ def start_subagent_delivery(ctx: FlowContext, snap: Snapshot) -> None:
         requester = _recipient(ctx, flow)
         recorded = store.sessions.record_report(requester.key, flow.flow_id, silent)
         if recorded is not None and requester.spawned_by is not None:
-            _report_inside(ctx, flow, requester, recorded, silent, post_single=False)
+            chain = _chain_back(snap, requester.key)
+            _report_inside(ctx, flow, requester, recorded, silent, chain, post_single=False)
         store.flows.end(flow.flow_id, "completed", {"deliveryStatus": "skipped"})
         clean_up(ctx, flow, child)
         return
@@ -91,16 +93,17 @@ def start_subagent_delivery(ctx: FlowContext, snap: Snapshot) -> None:
     )
     requester = _recipient(ctx, flow)
     recorded = store.sessions.record_report(requester.key, flow.flow_id, text)
+    chain = _chain_back(snap, requester.key)
     # The report is in: the child's archive clock starts now, whatever the requester makes of it.
     clean_up(ctx, flow, child)
     if requester.spawned_by is not None and recorded is not None:
         # A sub-agent requester takes the report in as a follow-up of its own, never posted to a channel.
-        _report_inside(ctx, flow, requester, recorded, text, post_single=True)
+        _report_inside(ctx, flow, requester, recorded, text, chain, post_single=True)
         store.flows.end(flow.flow_id, "completed", {"deliveryStatus": "delivered"})
     else:
         # A top-level requester's agent takes the report in and says what came of it in its own words:
         # its turn's reply is what reaches the channel (``deliver_relay``), as the release hands it on.
-        ctx.start(requester, _relay(flow, requester, text, now))
+        ctx.start(requester, _relay(flow, requester, text, now, chain))
         ctx.store.flows.update(flow.flow_id, {}, due_in_ms=flow.step_timeout_ms)
 
 
@@ -144,7 +147,16 @@ def _recipient(ctx: FlowContext, flow: Flow) -> SessionEntry:
     return new_entry(ctx.config, flow.requester_key, ctx.store.clock.now_ms())
 
 
-def _relay(flow: Flow, requester: SessionEntry, text: str, now: int) -> NewRun:
+def _chain_back(snap: Snapshot, requester_key: str) -> Chain:
+    """The chain a report's run carries: the child's, back where its requester spawned it (a report is no
+    hop), in the session that gets it."""
+    child = snap.primary
+    assert child is not None
+    on = chains.of_run(child.run_id, child.session_key, child.chain_id, child.hops, child.chain_path)
+    return chains.in_session(chains.back_to_spawner(on), requester_key)
+
+
+def _relay(flow: Flow, requester: SessionEntry, text: str, now: int, chain: Chain) -> NewRun:
     """The requester's turn on the report: the report is its input (so it stays in its transcript, marked
     as a sub-agent's), the relay instruction its system text for this turn only."""
     return new_run(
@@ -156,6 +168,7 @@ def _relay(flow: Flow, requester: SessionEntry, text: str, now: int) -> NewRun:
         provenance=_provenance(flow),
         context=PRIVATE_RELAY_CONTEXT if flow.completion_target == "parent" else subagents.RELAY_CONTEXT,
         flow_id=flow.flow_id,
+        **chains.fields(chain),
     )
 
 
@@ -181,6 +194,7 @@ def _report_inside(
     requester: SessionEntry,
     recorded: ReportRecorded,
     text: str,
+    chain: Chain,
     *,
     post_single: bool,
 ) -> None:
@@ -194,7 +208,7 @@ def _report_inside(
         return
     if recorded.awaited is None:
         if post_single:
-            _start_report_run(ctx, requester, report_run_id(flow.flow_id), text, _provenance(flow))
+            _start_report_run(ctx, requester, report_run_id(flow.flow_id), text, _provenance(flow), chain)
         return
     if not recorded.wakes:
         return  # more children to come: the report waits in the yield's list
@@ -202,12 +216,12 @@ def _report_inside(
     woken = [f"Your sub-agents reported ({len(reports)}), in the order they ended:", *reports]
     assert requester.spawn_flow_id is not None, "a sub-agent requester has its spawn flow"
     run_id = wake_run_id(requester.spawn_flow_id, recorded.awaited)
-    _start_report_run(ctx, requester, run_id, "\n\n".join(woken), _provenance(flow))
+    _start_report_run(ctx, requester, run_id, "\n\n".join(woken), _provenance(flow), chain)
     store.sessions.end_wait(requester.key, recorded.awaited)
 
 
 def _start_report_run(
-    ctx: FlowContext, requester: SessionEntry, run_id: str, text: str, provenance: Provenance
+    ctx: FlowContext, requester: SessionEntry, run_id: str, text: str, provenance: Provenance, chain: Chain
 ) -> None:
     """A run of ``requester`` on its children's report(s), in its lane behind what it is doing. It belongs
     to the requester's own spawn flow, which is told first (a flow that knows of a run not yet accepted
@@ -216,7 +230,16 @@ def _start_report_run(
     flow_id = requester.spawn_flow_id
     if flow_id is not None:
         ctx.store.flows.update(flow_id, {"lastRunId": run_id})
-    new = new_run(requester, "report", text, run_id=run_id, now=now, provenance=provenance, flow_id=flow_id)
+    new = new_run(
+        requester,
+        "report",
+        text,
+        run_id=run_id,
+        now=now,
+        provenance=provenance,
+        flow_id=flow_id,
+        **chains.fields(chain),
+    )
     ctx.start(requester, new)
 
 

@@ -117,7 +117,12 @@ def run_loop(env: LoopEnv, state: LoopState) -> LoopState:
                     break
                 state.messages.append(_tool_result(env, call, result))
                 if isinstance(result, YieldResult):
-                    _end_turn(env, state, str(call.arguments.get("message") or ""))
+                    _end_turn(env, state, str(call.arguments.get("message") or ""), "sessions_yield")
+                    break
+                if isinstance(result, ToolFailure) and result.guard is not None:
+                    # A chain guard stopped the chain here: the refusal is the run's last word, with no
+                    # model step after it that could try again (docs/contract.md §4, "Chains").
+                    _end_turn(env, state, "", f"the chain guard ({result.guard})")
                     break
             continue
         if state.final is not None:
@@ -125,10 +130,11 @@ def run_loop(env: LoopEnv, state: LoopState) -> LoopState:
         _step(env, state)
 
 
-def _end_turn(env: LoopEnv, state: LoopState, reply: str) -> None:
-    """``sessions_yield`` ends the turn: calls made beside it are answered (a transcript with an unanswered
-    call is one no model accepts back), and the run's reply is the yield's message."""
-    ended = ToolFailure(status="error", error="not run: the turn ended with sessions_yield")
+def _end_turn(env: LoopEnv, state: LoopState, reply: str, by: str) -> None:
+    """``sessions_yield`` or a chain guard ends the turn: calls made beside it are answered (a transcript
+    with an unanswered call is one no model accepts back), and the run's reply is the yield's message (a
+    guard's: none)."""
+    ended = ToolFailure(status="error", error=f"not run: the turn ended with {by}")
     state.messages += [_tool_result(env, call, ended) for call in unanswered(state)]
     state.final = reply
     state.messages.append(

@@ -87,6 +87,8 @@ class ModelGate:
         self._budget = budgets.configured(config, run.agent_id)
         # The tree a sub-agent's calls count in; the fair share is per agent and root session.
         self._root = root if session_keys.is_subagent(run.session_key) else None
+        # The chain a call counts in, where chains are limited (a run outside any chain is its own).
+        self._chain = (run.chain_id or run.run_id) if self._budget.chained else None
         self._flow = f"{run.agent_id}|{root or run.session_key}"
         agent = config.agent(run.agent_id)
         self._weight = agent.priority if agent is not None else 1
@@ -159,6 +161,7 @@ class ModelGate:
                     tokens=tokens,
                     now_ms=now_ms,
                     hold_ms=self._hold_ms,
+                    chain=self._chain,
                 )
                 answer, refusal = self._ask(ask, reservation)
                 if answer.ticket is not None:
@@ -296,7 +299,7 @@ class ModelGate:
 
     def _charge(self, usd_micros: int, tokens: int) -> budgets.Charge:
         day = budgets.day_of(self._store.clock.now_ms())
-        return budgets.Charge(self._run.agent_id, day, self._root, usd_micros, tokens)
+        return budgets.Charge(self._run.agent_id, day, self._root, usd_micros, tokens, self._chain)
 
 
 def root_of(store: Storage, session: SessionEntry | None) -> str | None:

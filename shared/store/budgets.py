@@ -10,6 +10,7 @@ from redis import Redis
 from shared.domain.budgets import (
     DAY_TTL_SECONDS,
     MICROS,
+    TOKEN_LIMITS,
     UNLIMITED,
     Charge,
     Limits,
@@ -41,15 +42,16 @@ class BudgetStore:
         now_ms: int,
         hold: str,
         hold_ms: int,
+        chain: str | None = None,
     ) -> Refusal | None:
-        reservation = Reservation(agent_id, day, root, limits, usd_micros, tokens, now_ms, hold_ms)
+        reservation = Reservation(agent_id, day, root, limits, usd_micros, tokens, now_ms, hold_ms, chain)
         script, keys, args = self.reserve_call(reservation, hold)
         return refusal(script(keys=keys, args=args))
 
     def reserve_call(self, reservation: Reservation, hold: str, if_in_flight: str = "") -> ScriptCall:
         """The reservation script's call; ``if_in_flight``: the key of calls in flight where ``hold`` must
         be (its admission, sent just before in the same round trip, admitted it), else nothing is held."""
-        k, limits, root = self._keys, reservation.limits, reservation.root
+        k, limits, root, chain = self._keys, reservation.limits, reservation.root, reservation.chain
         keys = [
             k.budget_spent(reservation.agent_id, reservation.day),
             k.budget_override(reservation.agent_id),
@@ -57,6 +59,7 @@ class BudgetStore:
             k.trees_active(),
             k.budget_holds(),
             k.budget_hold_amounts(),
+            k.chain_spent(chain or "-"),
         ]
         args = [
             UNLIMITED if limits.daily_usd is None else micros(limits.daily_usd),
@@ -70,13 +73,24 @@ class BudgetStore:
             hold,
             reservation.now_ms + reservation.hold_ms,
             if_in_flight,
+            chain or "",
+            UNLIMITED if limits.chain_usd is None else micros(limits.chain_usd),
+            UNLIMITED if limits.chain_tokens is None else limits.chain_tokens,
         ]
         return self._scripts.reserve_budget, keys, args
 
     def settle(
-        self, agent_id: str, day: str, root: str | None, hold: str, *, usd_micros: int, tokens: int
+        self,
+        agent_id: str,
+        day: str,
+        root: str | None,
+        hold: str,
+        *,
+        usd_micros: int,
+        tokens: int,
+        chain: str | None = None,
     ) -> None:
-        script, keys, args = self.settle_call(Charge(agent_id, day, root, usd_micros, tokens), hold)
+        script, keys, args = self.settle_call(Charge(agent_id, day, root, usd_micros, tokens, chain), hold)
         script(keys=keys, args=args)
 
     def settle_call(self, charge: Charge, hold: str) -> ScriptCall:
@@ -90,6 +104,7 @@ class BudgetStore:
                 charge.tokens,
                 k.budget_spent(charge.agent_id, charge.day),
                 k.tree_spent(charge.root) if charge.root else "",
+                k.chain_spent(charge.chain) if charge.chain else "",
             ],
         )
 
@@ -98,6 +113,9 @@ class BudgetStore:
         for agent_id in agent_ids:
             pipe.hmget(self._keys.budget_spent(agent_id, day), "usdMicros", "tokens")
         return {agent_id: _spend(values) for agent_id, values in zip(agent_ids, pipe.execute(), strict=True)}
+
+    def chain(self, chain_id: str) -> Spend:
+        return _spend(self._redis.hmget(self._keys.chain_spent(chain_id), "usdMicros", "tokens"))
 
     def tree(self, root: str) -> Spend:
         return _spend(self._redis.hmget(self._keys.tree_spent(root), "usdMicros", "tokens"))
@@ -135,7 +153,7 @@ def refusal(answer: list[Any]) -> Refusal | None:
     if answer[0] != "over":
         return None
     which, spent, limit = str(answer[1]), float(answer[2]), float(answer[3])
-    if which != "dailyTokens":
+    if which not in TOKEN_LIMITS:
         spent, limit = spent / MICROS, limit / MICROS
     return Refusal(which, spent, limit)
 

@@ -356,6 +356,10 @@ class RedisKeys:
         """HASH: what a root session's sub-agent tree spent (``usdMicros``, ``tokens``)."""
         return f"{self.prefix}budget:tree:{root_key}"
 
+    def chain_spent(self, chain_id: str) -> str:
+        """HASH: what a chain of agent work spent, every run of it (``usdMicros``, ``tokens``)."""
+        return f"{self.prefix}budget:chain:{chain_id}"
+
     def budget_holds(self) -> str:
         """ZSET: the reservations of calls in flight, by when each lapses (its worker died) unless settled."""
         return f"{self.prefix}budget:holds"

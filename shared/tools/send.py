@@ -6,7 +6,8 @@ from shared.adapters.runtimes import remote
 from shared.base import session_keys
 from shared.base.contexts import send_context
 from shared.base.errors import ToolError
-from shared.domain import policy, state_events, visibility
+from shared.domain import chains, policy, state_events, visibility
+from shared.domain.chains import ChainStopped
 from shared.domain.runs import WhenBusy, inter_session_run
 from shared.domain.sessions import channel_of, new_entry
 from shared.flows.create import new_flow
@@ -87,12 +88,12 @@ def sessions_send(
     if policy.decide(ctx.config, entry) == "deny":
         return ToolFailure(status="error", error=policy.BLOCKED, run_id=run_id)
     try:
-        chain_id, hops = ctx.next_hop(run_id)
-    except ToolError as exc:
-        return ToolFailure(status="error", error=exc.error, run_id=run_id)
+        chain = ctx.next_hop(run_id, target)
+    except ChainStopped as stopped:
+        return chains.refusal(stopped, run_id)
     caller_channel = channel_of(caller, ctx.caller_key, ctx.config.session.main_key)
     if params.mode in send_modes.ON_EXISTING:
-        sent = send_modes.Sent(run_id, now, chain_id, hops, caller_channel, shown)
+        sent = send_modes.Sent(run_id, now, chain, caller_channel, shown)
         return send_modes.deliver(ctx, params, entry, sent)
     new = inter_session_run(
         entry,
@@ -108,8 +109,7 @@ def sessions_send(
             requester_key=ctx.caller_key, requester_channel=caller_channel, target_key=target
         ),
         flow_id=run_id,
-        chain_id=chain_id,
-        hops=hops,
+        chain=chain,
     )
     flow = new_flow(
         ctx.config,
@@ -120,8 +120,7 @@ def sessions_send(
         target=existing,
         message=params.message,
         timeout_seconds=params.wait_seconds,
-        chain_id=chain_id,
-        hops=hops,
+        chain=chain,
         now=now,
         # The release runs the reply-back turns of a send to ``main`` from ``main`` (by its alias it is
         # another session to its self-check), the agent answering itself until one says REPLY_SKIP.

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from shared.domain import chains
+from shared.domain.chains import Chain
 from shared.domain.runs import WhenBusy, new_run
 from shared.intake.submit import submit
 from shared.tools.tool_context import ToolContext
@@ -51,8 +53,7 @@ class Sent:
 
     run_id: str
     now: int
-    chain_id: str
-    hops: int
+    chain: Chain
     caller_channel: str | None
     shown: str  # the target as the result names it
 
@@ -88,8 +89,7 @@ def steer(
         now=sent.now,
         provenance=source,
         parent_run_id=source.source_run_id,
-        chain_id=sent.chain_id,
-        hops=sent.hops,
+        **chains.fields(sent.chain),
     )
     accepted = submit(ctx.store, ctx.dispatcher, target, {}, new, when_busy=WhenBusy.steer())
     if accepted.not_steered:

@@ -14,7 +14,8 @@ from typing import Literal
 
 from shared.base import session_keys
 from shared.base.errors import ToolError
-from shared.domain import attachments, state_events, subagents
+from shared.domain import attachments, chains, state_events, subagents
+from shared.domain.chains import Chain, ChainStopped
 from shared.domain.output_budget import fit
 from shared.domain.runs import LaneHead, inter_session_run
 from shared.domain.sessions import THREADED_CHANNELS, Route, SessionPatch, new_entry, route_of
@@ -69,11 +70,14 @@ def sessions_spawn(ctx: ToolContext, params: SessionsSpawnParams) -> SpawnResult
             else []
         )
         context, inherited = _start_context(ctx, params, agent_id)
-        chain = ctx.next_hop(run_id)
+        child_key = session_keys.subagent_key(agent_id)
+        chain = ctx.next_hop(run_id, child_key)
         # Opened once every check passed, before anything is written.
         bound = _bound_route(ctx, params) if params.thread else None
         workspace = ctx.config.workspace(agent_id)
         receipt = attachments.materialize(workspace, files) if files else None
+    except ChainStopped as stopped:
+        return chains.refusal(stopped)
     except ToolError as exc:
         # The release's refusals carry no run, and name the agent asked for when that was the matter.
         return ToolFailure(
@@ -81,7 +85,6 @@ def sessions_spawn(ctx: ToolContext, params: SessionsSpawnParams) -> SpawnResult
             error=exc.error,
             role=params.agent_id if "agentId" in exc.error else None,
         )
-    child_key = session_keys.subagent_key(agent_id)
     try:
         caller = _start(ctx, params, run_id, agent_id, mode, child_key, receipt, bound, chain, inherited)
     except BaseException:
@@ -314,7 +317,7 @@ def _start(
     child_key: str,
     receipt: AttachmentReceipt | None,
     bound: Route | None,
-    chain: tuple[str, int],
+    chain: Chain,
     inherited: list[Message],
 ) -> SessionEntry | None:
     """Create the child and its flow, and enqueue its run; the caller's entry (None: it has none yet)."""
@@ -361,8 +364,7 @@ def _start(
             ctx, child_key, role, receipt, config.workspace(agent_id), params.expects_completion_message
         ),
         flow_id=run_id,
-        chain_id=chain[0],
-        hops=chain[1],
+        chain=chain,
         timeout_ms=int(timeout_s * 1000) or None,
     )
     flow = new_spawn_flow(

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from shared.base import session_keys
 from shared.base.errors import ToolError
 from shared.config import Config
-from shared.domain import subagents
+from shared.domain import chains, subagents
 from shared.ports.dispatch import Dispatcher
 from shared.ports.storage import Storage
 
@@ -97,18 +97,20 @@ class ToolContext:
             return f"No session found: {key}"
         return f"Session not found: {reference.strip()} (use the full sessionKey from sessions_list)"
 
-    def next_hop(self, run_id: str) -> tuple[str, int]:
-        """The loop guard: a run's ``hops`` counts the sends and spawns of its chain up to it. A call made
-        outside a run starts a chain at one hop, one from inside a run takes that run's chain one hop
-        further, and a chain that already has ``maxHops`` may not grow (OpenClaw's A->B->C->A cycles ran all
-        night). Raises ToolError at the limit."""
+    def next_hop(self, run_id: str, target_key: str) -> chains.Chain:
+        """The chain guards (shared/domain/chains.py): a call made outside a run starts a chain (this call's
+        ``run_id``) at the caller's session; one from inside a run takes that run's chain one hop further,
+        to ``target_key``, unless a guard refuses it (``ChainStopped``). OpenClaw's A->B->C->A cycles ran all
+        night."""
         origin = self.store.runs.get(self.origin_run_id) if self.origin_run_id is not None else None
         if origin is None:
-            return run_id, 1
-        max_hops = self.config.session.agent_to_agent.max_hops
-        if origin.hops >= max_hops:
-            raise ToolError(f"agent-to-agent hop limit reached (maxHops={max_hops})")
-        return origin.chain_id or origin.run_id, origin.hops + 1
+            here = chains.start(run_id, self.caller_key)
+        else:
+            here = chains.of_run(
+                origin.run_id, origin.session_key, origin.chain_id, origin.hops, origin.chain_path
+            )
+        a2a = self.config.session.agent_to_agent
+        return chains.next_hop(here, target_key, chains.Limits(a2a.max_hops, a2a.max_cycles))
 
     def may_look_up(self, session_key: str) -> bool:
         """A sandboxed session resolves sessionIds and labels only to the sessions it spawned (or itself):

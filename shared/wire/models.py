@@ -351,9 +351,11 @@ class RunSpec(Wire):
     turn: int | None = None
     # The system text the agent gets for this run only (the agent-to-agent context of docs/contract.md §4).
     context: str | None = None
-    # Loop guard: the chain of sends this run belongs to, and how many sends deep it is.
+    # Loop guard: the chain this run belongs to, how many sends and spawns deep it is, and the sessions
+    # those hops reached, the chain's first session first (shared/domain/chains.py).
     chain_id: str | None = None
     hops: int = 0
+    chain_path: list[str] | None = None
     # A sub-agent run's runTimeoutSeconds, in ms: the step is interrupted and the run ends ``timeout``.
     timeout_ms: int | None = None
     # The trace the run belongs to (W3C traceparent of the span that asked for it;
@@ -376,6 +378,8 @@ class Run(RunSpec):
     # Factories, not instances: pydantic deep-copies a default instance for every model it builds.
     usage: Usage = Field(default_factory=Usage)
     attempts: int = 0
+    # Attempts that began and never ended (their worker lost, their lease lapsed), each retried by the next.
+    interrupted: int = 0
     # Someone cancelled the run while a worker ran it: it ends ``aborted`` as soon as that worker hears of it.
     cancel_requested: bool = False
     # Why (the error it ends with): "run aborted", or what stopped it (an interrupting message, a kill).
@@ -473,6 +477,8 @@ class Flow(Wire):
     updated_at: int
     chain_id: str
     hops: int = 0
+    # The chain's path to the target (shared/domain/chains.py); a spawn's flow: none (its child's run has it).
+    chain_path: list[str] | None = None
     # Why the loop does not run at all (same session, maxPingPongTurns 0).
     loop_skipped: str | None = None
     turns_started: int = 0
@@ -639,6 +645,10 @@ class ToolFailure(Wire):
     session_key: str | None = None
     # A spawn refused over its agentId: the agent asked for, as the release names it.
     role: str | None = None
+    # A send or spawn a chain guard refused (shared/domain/chains.py): the guard, and the path of sessions
+    # the call would have made.
+    guard: str | None = None
+    path: list[str] | None = None
 
 
 # --- the fleet -----------------------------------------------------------------------------------------

@@ -1,5 +1,6 @@
-"""The loop guard through real workers: two scripted agents that relay every message to each other stop
-when their chain of sends reaches session.agentToAgent.maxHops (OpenClaw's cycles ran all night)."""
+"""The chain guards through real workers and the `script` runtime: two scripted agents that relay every
+message to each other stop when their chain reaches session.agentToAgent.maxHops (OpenClaw's cycles ran all
+night), with one refusal and no model step after it."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from tests.support.stack import TOKEN, Fresh
 
 PING, PONG = "agent:ping:main", "agent:pong:main"
 MAX_HOPS = 3
-LIMIT_ERROR = f"agent-to-agent hop limit reached (maxHops={MAX_HOPS})"
+LIMIT_ERROR = f"it already has {MAX_HOPS} hops (session.agentToAgent.maxHops is {MAX_HOPS})"
 
 
 def relay_to(target: str) -> dict[str, Any]:
@@ -29,7 +30,8 @@ def relay_to(target: str) -> dict[str, Any]:
                     "args": {"sessionKey": target, "message": "relay", "timeoutSeconds": 0},
                 },
             },
-            {"match": "hop limit reached", "reply": "stopped"},
+            # Never matched: a refused hop ends its run with no model step to read the refusal.
+            {"match": "chain stopped", "reply": "stopped"},
             {"match": "accepted", "reply": "passed on"},
         ],
     }
@@ -49,7 +51,8 @@ def tool_results(client: Client, key: str) -> list[str]:
 def test_agents_relaying_to_each_other_stop_at_the_hop_limit(fresh: Fresh) -> None:
     fresh.start_redis(
         config={
-            "session": {"agentToAgent": {"maxPingPongTurns": 0, "maxHops": MAX_HOPS}},
+            # maxCycles out of the way: ping and pong come back to each other at every hop.
+            "session": {"agentToAgent": {"maxPingPongTurns": 0, "maxHops": MAX_HOPS, "maxCycles": 8}},
             "agents": {
                 "list": [
                     {"id": "main", "default": True},
@@ -72,7 +75,11 @@ def test_agents_relaying_to_each_other_stop_at_the_hop_limit(fresh: Fresh) -> No
         refused = wait_for(
             lambda: [t for t in tool_results(client, PONG) if LIMIT_ERROR in t], 30, what="the refused send"
         )
-        assert json.loads(refused[0])["status"] == "error"
+        assert (json.loads(refused[0])["status"], json.loads(refused[0])["guard"]) == ("forbidden", "maxHops")
         sent = [json.loads(t) for key in (PING, PONG) for t in tool_results(client, key)]
         assert sum(result.get("status") == "accepted" for result in sent) == MAX_HOPS
         assert len(refused) == 1
+        # The refused run asked its model nothing more: no reply read the refusal.
+        replies = client.sessions_history(PONG, caller=PONG)
+        assert isinstance(replies, SessionsHistoryResult)
+        assert "stopped" not in json.dumps(replies.messages)

@@ -128,8 +128,12 @@ def test_a_worker_killed_during_the_child_run_still_gives_exactly_one_report(fre
         fresh.worker(concurrency=2)
         finished(client, result.run_id, timeout=60)
         assert len(posted(client, peer)) == 1
-        assert len(wait_for(lambda: notes(client, caller), 20, what="the report")) == 1
-        assert client.get_run(result.run_id).attempts == 2
+        [note] = wait_for(lambda: notes(client, caller), 20, what="the report")
+        child_run = client.get_run(result.run_id)
+        # The attempt lost with its worker is counted as interrupted (the next one retried it), and the
+        # report says so.
+        assert (child_run.attempts, child_run.interrupted) == (2, 1)
+        assert "\nNotes: - Interrupted: 1 attempt lost with a worker, retried\n" in text_of(note)
 
 
 def test_a_session_mode_child_takes_follow_up_messages(client: Client) -> None:

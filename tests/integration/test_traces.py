@@ -110,6 +110,11 @@ def test_a_waiting_send_is_one_trace_from_the_http_call_to_the_delivery(traced: 
         assert span.attributes["gen_ai.conversation.id"] in (target, "agent:main:main")
         assert span.attributes["clawbus.flow.id"] == result.run_id
         assert "clawbus.run.queued_ms" in span.attributes
+        # The send's chain: it started it (a call from outside a run) and is its first hop.
+        assert (span.attributes["clawbus.chain.id"], span.attributes["clawbus.chain.hops"]) == (
+            result.run_id,
+            1,
+        )
         assert span.resource["service.name"] == "clawbus-test"
     primary = next(span for span in runs if span.attributes["clawbus.run.kind"] == "send")
     assert primary.parent_id == tool.span_id

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from shared.config import Config
+from shared.domain.chains import Chain
 from shared.flows.create import new_flow
 from shared.store import Store
 from shared.store.codec import encode
@@ -18,8 +19,7 @@ def stored_flow(config: Config, store: Store, flow_id: str, target_key: str = "a
         target=None,
         message="m",
         timeout_seconds=0,
-        chain_id=flow_id,
-        hops=1,
+        chain=Chain(flow_id, 1, ("agent:main:cron:a", target_key)),
         now=1,
     )
     store.redis.hset(store.keys.flow(flow_id), mapping=encode(flow))

@@ -219,3 +219,12 @@ def test_unknown_tokens_and_cost_print_a_question_mark(usage: Usage, shown: str)
 def test_with_no_child_run_every_figure_is_unknown() -> None:
     text = normalize(ReportInputs(None, None, None, "/t.jsonl"))
     assert "Stats: runtime ? • tokens ? • est ? • sessionKey ? • sessionId ? • transcript /t.jsonl" in text
+
+
+def test_a_report_says_how_many_attempts_were_lost_with_a_worker() -> None:
+    run = child().model_copy(update={"interrupted": 2})
+    assert report(run)["notes"] == "- Interrupted: 2 attempts lost with a worker, retried"
+    failed = child(RunStatus.ERROR, error="disk full").model_copy(update={"interrupted": 1})
+    assert (
+        report(failed)["notes"] == "- Error: disk full\n- Interrupted: 1 attempt lost with a worker, retried"
+    )

@@ -47,6 +47,8 @@ class ToolFailure(Model):
     run_id: str | None = None
     session_key: str | None = None
     role: str | None = None
+    guard: str | None = None
+    path: list[str] | None = None
 
 
 class AnnounceDelivery(Model):
@@ -136,6 +138,7 @@ class Run(Model):
     context: str | None = None
     chain_id: str | None = None
     hops: int = 0
+    chain_path: list[str] | None = None
     timeout_ms: int | None = None
     trace_parent: str | None = None
     trace_id: str | None = None
@@ -147,6 +150,7 @@ class Run(Model):
     error: str | None = None
     usage: Usage = Field(default_factory=Usage)
     attempts: int = 0
+    interrupted: int = 0
     cancel_requested: bool = False
     cancel_reason: str | None = None
     steered_into: str | None = None
@@ -197,6 +201,7 @@ class Flow(Model):
     kind: str = "send"
     flow_timeout_ms: int | None = None
     hops: int = 0
+    chain_path: list[str] | None = None
     loop_skipped: str | None = None
     turns_started: int = 0
     blocked_turn: int | None = None

@@ -141,6 +141,16 @@ local function take_waiters(result, waiters, run_prefix)
   return result
 end
 
+-- A budget hold's record, ``usd|tokens|day key|tree key|chain key`` (a hold written before chains were
+-- limited has no chain key): the amounts as numbers, the keys ('' for none).
+local function hold_parts(held)
+  local parts = {}
+  for part in string.gmatch(held .. '|', '([^|]*)|') do
+    parts[#parts + 1] = part
+  end
+  return tonumber(parts[1]), tonumber(parts[2]), parts[3], parts[4] or '', parts[5] or ''
+end
+
 -- What a call that takes members off a schedule answers a repeat of itself with (the call repeated by the
 -- client's retry after its reply was lost would find them taken already): its reply, kept under the call's
 -- own key for ``ms`` when it took any (docs/architecture.md, "Reliability"). ``kept_reply`` is nil for a

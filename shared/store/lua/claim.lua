@@ -77,6 +77,12 @@ if resuming then
 else
   attempts = tonumber(run['attempts'] or '0') + 1
   changed['attempts'] = tostring(attempts)
+  -- A run already started that is claimed again, not resumed: its attempt began and never ended (its
+  -- worker lost, its lease lapsed). That attempt was interrupted, as 2026.9.7 names it; this one retries it.
+  if status == 'running' then
+    changed['interrupted'] = tostring(tonumber(run['interrupted'] or '0') + 1)
+    redis.call('XADD', KEYS[5], '*', 'type', 'interrupted', 'at', now, 'attempt', attempts - 1)
+  end
 end
 local token = redis.call('INCR', KEYS[7])
 -- Every field a lease ever holds is written here, so nothing of the one before is left over.

@@ -1,5 +1,5 @@
-"""shared/store/budgets.py and its scripts: reservations against an agent's day and a tree, their settling,
-holds a dead worker left, runtime budgets."""
+"""shared/store/budgets.py and its scripts: reservations against an agent's day, a tree and a chain, their
+settling, holds a dead worker left, runtime budgets."""
 
 from __future__ import annotations
 
@@ -18,10 +18,20 @@ def reserve(
     tokens: int = 0,
     limits: Limits = Limits(),
     root: str | None = None,
+    chain: str | None = None,
     now: int = NOW,
 ) -> Refusal | None:
     return store.budgets.reserve(
-        "main", DAY, root, limits, usd_micros=usd, tokens=tokens, now_ms=now, hold=hold, hold_ms=10_000
+        "main",
+        DAY,
+        root,
+        limits,
+        usd_micros=usd,
+        tokens=tokens,
+        now_ms=now,
+        hold=hold,
+        hold_ms=10_000,
+        chain=chain,
     )
 
 
@@ -56,11 +66,29 @@ def test_a_tree_is_counted_whole_and_stops_at_its_limit(store: Store) -> None:
     assert set(store.budgets.trees(0)) == {"agent:main:main", "agent:main:other"}
 
 
+def test_a_chain_is_counted_whole_and_stops_at_its_limits(store: Store) -> None:
+    limits = Limits(chain_usd=0.001, chain_tokens=1_000)
+    assert reserve(store, "h1", usd=700, tokens=100, limits=limits, chain="c1") is None
+    assert reserve(store, "h2", usd=700, tokens=100, limits=limits, chain="c1") == Refusal(
+        "maxChainCostUsd", 0.0007, 0.001
+    )
+    assert reserve(store, "h3", usd=0, tokens=950, limits=limits, chain="c1") == Refusal(
+        "maxChainTokens", 100, 1_000
+    )
+    assert reserve(store, "h4", usd=700, tokens=100, limits=limits, chain="c2") is None  # another chain
+    store.budgets.settle("main", DAY, None, "h1", usd_micros=300, tokens=40, chain="c1")
+    assert store.budgets.chain("c1") == Spend(300, 40)
+    refused = reserve(store, "h5", usd=0, tokens=961, limits=limits, chain="c1")
+    assert refused is not None
+    assert refused.message() == "budget exceeded: maxChainTokens (40 of 1000 tokens)"
+
+
 def test_the_hold_of_a_worker_that_died_is_given_back_once_it_lapses(store: Store) -> None:
-    reserve(store, "dead", usd=900, tokens=900, root="agent:main:main")
+    reserve(store, "dead", usd=900, tokens=900, root="agent:main:main", chain="c1")
     reserve(store, "later", usd=100, tokens=10, now=NOW + 11_000)
     assert store.budgets.spent(["main"], DAY)["main"] == Spend(100, 10)
     assert store.budgets.tree("agent:main:main") == Spend(0, 0)
+    assert store.budgets.chain("c1") == Spend(0, 0)
     store.budgets.settle(
         "main", DAY, "agent:main:main", "dead", usd_micros=50, tokens=5
     )  # it ended after all

@@ -188,6 +188,23 @@ def test_a_lapsed_lease_can_be_claimed_by_anyone(store: Store, config: Config, c
     assert claim(store, accepted.run_id, owner="task-2").outcome is ClaimOutcome.CLAIMED
 
 
+def test_a_takeover_counts_the_lapsed_attempt_as_interrupted_and_says_so_in_the_events(
+    store: Store, config: Config, clock: FixedClock
+) -> None:
+    accepted = accept(store, config)
+    claim(store, accepted.run_id, owner="task-1")
+    first = store.runs.get(accepted.run_id)
+    assert first is not None
+    assert first.interrupted == 0  # a first attempt interrupts nothing
+    clock.advance(LEASE_MS / 1000 + 0.001)
+    claim(store, accepted.run_id, owner="task-2")
+    run = store.runs.get(accepted.run_id)
+    assert run is not None
+    assert (run.attempts, run.interrupted) == (2, 1)
+    lost = [e for e in store.runs.events(accepted.run_id) if e["type"] == "interrupted"]
+    assert [e["attempt"] for e in lost] == ["1"]
+
+
 def test_the_old_holder_cannot_commit_after_a_takeover(
     store: Store, config: Config, clock: FixedClock
 ) -> None:

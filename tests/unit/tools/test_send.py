@@ -385,4 +385,31 @@ def test_sends_from_inside_runs_carry_the_chain_and_stop_at_the_hop_limit(
     caller = ToolContext.for_caller(config, store, dispatcher, "agent:main:cron:2", origin)
     refused = send(caller, sessionKey="agent:main:cron:0", message="and around", timeoutSeconds=0)
     assert isinstance(refused, ToolFailure)
-    assert refused.error == "agent-to-agent hop limit reached (maxHops=2)"
+    path = ["agent:main:cron:0", "agent:main:cron:1", "agent:main:cron:2", "agent:main:cron:0"]
+    assert (refused.status, refused.guard, refused.path) == ("forbidden", "maxHops", path)
+    assert refused.error == (
+        "agent-to-agent chain stopped: it already has 2 hops (session.agentToAgent.maxHops is 2); "
+        f"path: {' -> '.join(path)}"
+    )
+
+
+def test_a_send_that_would_close_a_cycle_once_too_often_is_refused_with_its_path(
+    store: Store, dispatcher: InlineDispatcher
+) -> None:
+    config = make_config({"session": {"agentToAgent": {"maxCycles": 1}}})
+    ring = [f"agent:main:cron:{i}" for i in range(3)]
+    open_sessions(store, config, *ring)
+    origin: str | None = None
+    hops = 0
+    for hop in range(6):  # around the ring twice: each session comes back once, which maxCycles allows
+        caller = ToolContext.for_caller(config, store, dispatcher, ring[hop % 3], origin)
+        result = send(caller, sessionKey=ring[(hop + 1) % 3], message="pass it on", timeoutSeconds=0)
+        if isinstance(result, ToolFailure):
+            break
+        run = store.runs.get(result.run_id)
+        assert run is not None
+        origin, hops = result.run_id, run.hops
+    assert isinstance(result, ToolFailure)
+    assert (hops, result.status, result.guard) == (5, "forbidden", "maxCycles")
+    assert result.path == [*ring, *ring, ring[0]]
+    assert "it would come back to agent:main:cron:0, already on its path 2 times" in result.error

@@ -1,0 +1,125 @@
+"""Chains of agent work and the guards that keep them from running away (docs/contract.md §4, "Chains").
+
+A chain starts with a person's message (or any call made outside a run) and follows every send and spawn
+made inside its runs, across sessions, agents and hosts. Each run carries its chain's id, its hop count (the
+sends and spawns on the way to it) and its path (the sessions those hops reached, the chain's first session
+first). A send or spawn asks ``next_hop`` first: past ``maxHops``, or back to a session the path already
+holds more than ``maxCycles`` times, it is refused, naming the guard and the path. The guards need nothing
+but the run that makes the call, which the call reads anyway: they cost no Redis round trip.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from shared.base import session_keys
+from shared.base.errors import ToolError
+from shared.wire.models import Flow, ToolFailure
+
+Guard = Literal["maxHops", "maxCycles"]
+
+
+@dataclass(frozen=True, slots=True)
+class Chain:
+    chain_id: str
+    hops: int
+    path: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    max_hops: int
+    max_cycles: int
+
+
+class ChainStopped(ToolError):
+    """A send or spawn a guard refused: ``forbidden``, with the guard and the path it would have made."""
+
+    def __init__(self, guard: Guard, error: str, path: Sequence[str]) -> None:
+        super().__init__(error, status="forbidden")
+        self.guard: Guard = guard
+        self.path = list(path)
+
+
+def refusal(stopped: ChainStopped, run_id: str | None = None) -> ToolFailure:
+    """The refused call's result: ``forbidden``, the guard, and the path the call would have made."""
+    return ToolFailure(
+        status="forbidden", error=stopped.error, run_id=run_id, guard=stopped.guard, path=stopped.path
+    )
+
+
+def start(run_id: str, session_key: str) -> Chain:
+    """The chain a run outside any chain starts: its own id, no hop yet, its session."""
+    return Chain(run_id, 0, (session_key,))
+
+
+def of_run(
+    run_id: str, session_key: str, chain_id: str | None, hops: int, path: Sequence[str] | None
+) -> Chain:
+    """A run's place on its chain (a run from before paths were kept starts its path at its own session)."""
+    return Chain(chain_id or run_id, hops, tuple(path) if path else (session_key,))
+
+
+def next_hop(origin: Chain, target_key: str, limits: Limits) -> Chain:
+    """The chain one hop further, to ``target_key``; raises ``ChainStopped`` where a guard says no."""
+    path = (*origin.path, target_key)
+    if origin.hops >= limits.max_hops:
+        raise ChainStopped(
+            "maxHops",
+            f"agent-to-agent chain stopped: it already has {origin.hops} hops "
+            f"(session.agentToAgent.maxHops is {limits.max_hops}); path: {shown(path)}",
+            path,
+        )
+    visits = origin.path.count(target_key)
+    if visits > limits.max_cycles:
+        raise ChainStopped(
+            "maxCycles",
+            f"agent-to-agent chain stopped: it would come back to {short(target_key)}, already on its path "
+            f"{visits} times (session.agentToAgent.maxCycles is {limits.max_cycles}); path: {shown(path)}",
+            path,
+        )
+    return Chain(origin.chain_id, origin.hops + 1, path)
+
+
+def of_flow(flow: Flow) -> Chain:
+    """A send's place on its chain: the run it started (a flow from before paths were kept: the requester,
+    then the target)."""
+    path = tuple(flow.chain_path) if flow.chain_path else (flow.requester_key, flow.target_key)
+    return Chain(flow.chain_id, flow.hops, path)
+
+
+def in_session(chain: Chain, session_key: str) -> Chain:
+    """The chain as a run in ``session_key`` carries it: a reply-back turn or a report in the session the
+    chain came from has come back to it (no hop: nothing was sent)."""
+    if chain.path and chain.path[-1] == session_key:
+        return chain
+    return Chain(chain.chain_id, chain.hops, (*chain.path, session_key))
+
+
+def fields(chain: Chain) -> dict[str, object]:
+    """A run's chain fields (``RunSpec.chain_id``, ``hops``, ``chain_path``)."""
+    return {"chain_id": chain.chain_id, "hops": chain.hops, "chain_path": list(chain.path)}
+
+
+def back_to_spawner(child: Chain) -> Chain:
+    """Where a child's report puts its requester: where the requester was when it spawned the child (a
+    report is no hop), so an orchestrator that spawns round after round does not use up its hops."""
+    if child.hops == 0 or len(child.path) < 2:
+        return child
+    return Chain(child.chain_id, child.hops - 1, child.path[:-1])
+
+
+def shown(path: Sequence[str]) -> str:
+    return " -> ".join(short(key) for key in path)
+
+
+def short(session_key: str) -> str:
+    """An agent's main session by the agent's id (``main``, ``ops``), any other session (or remote agent)
+    by its key."""
+    try:
+        parsed = session_keys.parse(session_key)
+    except session_keys.SessionKeyError:
+        return session_key
+    return parsed.agent_id if parsed.rest == "main" else session_key

@@ -13,6 +13,7 @@ import logging
 import uuid
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass
+from functools import partial
 
 from a2a.server.context import ServerCallContext
 from a2a.server.events.event_queue import Event
@@ -47,7 +48,7 @@ from a2a.utils.errors import (
     TaskNotFoundError,
     UnsupportedOperationError,
 )
-from google.protobuf.json_format import ParseDict
+from google.protobuf.json_format import MessageToDict, ParseDict
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 
@@ -55,6 +56,7 @@ from api.auth import Principal
 from api.services import Services
 from shared.a2a import push
 from shared.a2a.tasks import CONTEXT_ID, STATES, context_of, session_key, status_event, task_of, text_event
+from shared.domain import chains
 from shared.domain.runs import CancelOutcome
 from shared.intake.inbound import receive
 from shared.runner import run_control
@@ -304,7 +306,9 @@ class ClawbusRequestHandler(RequestHandler):
                 **({"messageId": message.message_id} if message.message_id else {}),
             }
         )
-        result = await run_in_threadpool(receive, ctx, inbound)
+        # A message another clawbus's run sent continues that run's chain, under this host's guards.
+        chain = chains.decode(MessageToDict(message.metadata).get(chains.METADATA))
+        result = await run_in_threadpool(partial(receive, chain=chain), ctx, inbound)
         if isinstance(result, CommandReply):
             return _agent_message(context_id, result.reply or result.error or "")
         if isinstance(result, ToolFailure):

@@ -354,7 +354,30 @@ function SendPolicy({ sessionKey, entry, onChange }) {
 }
 
 // A run's own page: its record, its live text, its flow, its trace, and a cancel button.
-function RunView({ runId, traceUrl }) {
+// An agent's main session by its agent's id, any other session by its key (as a chain refusal names them).
+const shortKey = (key) => (key.startsWith("agent:") && key.split(":").slice(2).join(":") === "main" ? agentOf(key) : key);
+
+// A run's chain (contract §4, "Chains"): the sessions its hops reached, the chain's first one first, its hop
+// count, and (owner tokens) what the chain spent against its budget.
+function ChainPath({ run, owner }) {
+  const chainId = run.chainId || run.runId;
+  const [spent, setSpent] = useState(null);
+  useEffect(() => {
+    if (owner) get(`/v1/chains/${encodeURIComponent(chainId)}`).then(setSpent, () => setSpent(null));
+  }, [chainId, owner]);
+  const path = run.chainPath && run.chainPath.length ? run.chainPath : [run.sessionKey];
+  const budget = spent && spent.maxChainCostUsd != null ? ` of ${spent.maxChainCostUsd} USD` : "";
+  return html`<section aria-labelledby="chain-title" data-testid="chain">
+    <h3 id="chain-title">Chain</h3>
+    <p class="facts">chain <code>${chainId.slice(0, 8)}</code> · ${run.hops} hop${run.hops === 1 ? "" : "s"}
+      ${spent && ` · spent ${spent.spentUsd.toFixed(4)} USD${budget}, ${spent.spentTokens} tokens`}
+      · guards: ${spent ? `maxHops ${spent.maxHops}, maxCycles ${spent.maxCycles}` : "maxHops, maxCycles"}</p>
+    <ol class="chain-path" aria-label="Chain path">${path.map((key) => html`<li>
+      <a href=${link("session", key)}>${shortKey(key)}</a></li>`)}</ol>
+  </section>`;
+}
+
+function RunView({ runId, traceUrl, owner }) {
   const [run, setRun] = useState(null);
   const [text, setText] = useState("");
   const [error, setError] = useState("");
@@ -378,6 +401,7 @@ function RunView({ runId, traceUrl }) {
       ${run.traceId && html` · <${TraceId} traceId=${run.traceId} traceUrl=${traceUrl} />`}
       ${!TERMINAL.includes(run.status) && html` <button type="button" class="danger" onClick=${cancel}>Cancel run</button>`}</p>`}
     <h3>Text</h3><p class="text streaming" aria-live="polite">${text || (run && run.reply) || ""}</p>
+    ${run && html`<${ChainPath} run=${run} owner=${owner} />`}
   </section>`;
 }
 
@@ -439,7 +463,7 @@ function App() {
     sessions: () => html`<${Sessions} auth=${auth} />`,
     session: () => html`<${Session} auth=${auth} sessionKey=${current.arg} key=${current.arg} />`,
     flow: () => html`<${FlowView} flowId=${current.arg} traceUrl=${auth.traceUrl} key=${current.arg} />`,
-    run: () => html`<${RunView} runId=${current.arg} traceUrl=${auth.traceUrl} key=${current.arg} />`,
+    run: () => html`<${RunView} runId=${current.arg} traceUrl=${auth.traceUrl} owner=${auth.owner} key=${current.arg} />`,
     waterfall: () => html`<${WaterfallView} arg=${current.arg} key=${current.arg} />`,
     fleet: () => html`<${FleetView} />`,
     inflight: () => (auth.owner ? html`<${InFlight} />` : html`<p>Work in flight across sessions is for owner tokens.</p>`),

@@ -27,7 +27,7 @@ from api.openai_compat.prompts import Prompt
 from api.openai_compat.replies import Ended, Failure, Outcome, Reply
 from api.routes.resolve import acting_as
 from api.services import Services
-from shared.domain import logs, policy
+from shared.domain import chains, logs, policy
 from shared.intake.inbound import receive
 from shared.intake.submit import AwaitRun
 from shared.runner import run_control
@@ -96,13 +96,24 @@ class Exchange:
             ctx = dataclasses.replace(ctx, id_seed=seed)
         inbound = InboundMessageParams(message=prompt.message, timeout_seconds=self.cap_s)
         with logs.bound(session_key=ctx.caller_key):
-            accept = partial(receive, commands=False, sampling=sampling)
+            accept = partial(receive, commands=False, sampling=sampling, chain=self._chain())
             result = await run_in_threadpool(accept, ctx, inbound, prompt.system)
         if isinstance(result, AwaitRun):
             return result.run_id, None
         if isinstance(result, SendResult) and result.status == "accepted":  # accepted, not waited on
             return result.run_id, None
         return str(uuid.uuid4()), _without_run(result)
+
+    def _chain(self) -> chains.Chain | None:
+        """The chain a client in one sends on (``x-clawbus-chain``: another clawbus's run, a script relaying
+        one): the request is a hop of it; anything unreadable starts a chain, as any request does."""
+        sent = self.request.headers.get(chains.HEADER)
+        if not sent:
+            return None
+        try:
+            return chains.decode(json.loads(sent))
+        except ValueError:
+            return None
 
     async def wait(self, run_id: str) -> Outcome | None:
         """The run's outcome; None if the client left first (its run cancelled unless it asked to keep it)."""
@@ -162,8 +173,8 @@ async def _told(outcome: Outcome) -> AsyncIterator[str | Ended | None]:
 def _without_run(result: SendResult | ToolFailure | CommandReply) -> Outcome:
     """What the session answered without a run to follow (no command is run here: never a command's reply)."""
     assert not isinstance(result, CommandReply)
-    if isinstance(result, ToolFailure) and result.error == policy.BLOCKED:
-        return Failure(403, result.error, "forbidden")
+    if isinstance(result, ToolFailure) and (result.error == policy.BLOCKED or result.guard is not None):
+        return Failure(403, result.error, "forbidden")  # the send policy, or a chain guard (x-clawbus-chain)
     # A busy session that refuses messages (queue mode ``reject``), or whose queue is full.
     message = result.error or f"session busy with run {result.run_id}"
     return Failure(429, message, "rate_limit_error")

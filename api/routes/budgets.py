@@ -1,6 +1,7 @@
 """Budgets (owner tokens): ``GET /v1/budgets``, every agent's spend today and every sub-agent tree active
-in the last day, each against its budget; ``PUT /v1/agents/{agentId}/budget``, an agent's budget at runtime,
-in force from the next model call on every worker."""
+in the last day, each against its budget; ``GET /v1/chains/{chainId}``, a chain's spend against the chain
+budget; ``PUT /v1/agents/{agentId}/budget``, an agent's budget at runtime, in force from the next model call
+on every worker."""
 
 from __future__ import annotations
 
@@ -13,9 +14,9 @@ from pydantic.alias_generators import to_camel
 from api.auth import forbidden
 from api.deps import PrincipalDep, ServicesDep
 from api.errors import ErrorResponse, not_found
-from shared.domain.budget_view import agent_budget, override_of, tree_budget
+from shared.domain.budget_view import agent_budget, chain_budget, override_of, tree_budget
 from shared.domain.budgets import day_of
-from shared.wire.fleet import AgentBudget, BudgetsView
+from shared.wire.fleet import AgentBudget, BudgetsView, ChainBudget
 
 router = APIRouter(tags=["budgets"])
 _errors: dict[int | str, dict[str, Any]] = {code: {"model": ErrorResponse} for code in (401, 403)}
@@ -49,6 +50,10 @@ class BudgetBody(BaseModel):
 
 
 AgentIdPath = Annotated[str, Path(min_length=1, max_length=128, description="A configured agent's id")]
+ChainIdPath = Annotated[
+    str,
+    Path(min_length=1, max_length=128, description="A chain's id (a run's chainId: the run it began with)"),
+]
 
 
 @router.get("/v1/budgets", response_model=BudgetsView, responses=_errors)
@@ -68,6 +73,15 @@ def budgets(services: ServicesDep, principal: PrincipalDep) -> BudgetsView:
     return BudgetsView(
         day=day, agents=agents, trees=[tree_budget(config, root, spend) for root, spend in trees.items()]
     )
+
+
+@router.get("/v1/chains/{chain_id}", response_model=ChainBudget, responses=_errors)
+def chain(chain_id: ChainIdPath, services: ServicesDep, principal: PrincipalDep) -> ChainBudget:
+    """A chain's spend is counted while a chain budget is set (``maxChainCostUsd``, ``maxChainTokens``):
+    with none, it reads 0 and no key is kept per chain."""
+    if not principal.owner:
+        raise forbidden("budgets need an owner token")
+    return chain_budget(services.config, chain_id, services.store.budgets.chain(chain_id))
 
 
 @router.put(

@@ -54,6 +54,10 @@ class AgentToAgentSessionConfig(Section):
     # How many times a chain may come back to a session already on its path (a -> b -> a is once); the
     # send or spawn that would come back once more is refused (shared/domain/chains.py).
     max_cycles: int = Field(1, ge=0, le=64)
+    # How many sends and spawns one chain may make in ``chainWindowSeconds`` (a window from its first one):
+    # an orchestrator that spawns on every report, forever, is stopped here (0: no limit).
+    max_chain_sends: int = Field(200, ge=0)
+    chain_window_seconds: int = Field(3600, ge=1)
     # What one chain's model calls may spend in all, every run of it on every agent (none: no limit): a
     # call that would pass it is refused as an agent's day budget refuses one (shared/domain/budgets.py).
     max_chain_cost_usd: float | None = Field(None, gt=0)

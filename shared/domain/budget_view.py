@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from shared.config import Config
 from shared.domain.budgets import UNLIMITED, Limits, Override, Spend, configured, micros, usd
-from shared.wire.fleet import AgentBudget, BudgetSource, TreeBudget
+from shared.wire.fleet import AgentBudget, BudgetSource, ChainBudget, TreeBudget
 
 
 def effective(configured: Limits, override: Override) -> tuple[float | None, int | None, BudgetSource]:
@@ -45,6 +45,19 @@ def tree_budget(config: Config, root_key: str, spent: Spend) -> TreeBudget:
         spent_tokens=spent.tokens,
         max_tree_cost_usd=limit,
         left_usd=None if limit is None else usd(max(micros(limit) - spent.usd_micros, 0)),
+    )
+
+
+def chain_budget(config: Config, chain_id: str, spent: Spend) -> ChainBudget:
+    chains = config.session.agent_to_agent
+    return ChainBudget(
+        chain_id=chain_id,
+        spent_usd=usd(spent.usd_micros),
+        spent_tokens=spent.tokens,
+        max_chain_cost_usd=chains.max_chain_cost_usd,
+        max_chain_tokens=chains.max_chain_tokens,
+        max_hops=chains.max_hops,
+        max_cycles=chains.max_cycles,
     )
 
 

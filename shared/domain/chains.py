@@ -12,13 +12,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from shared.base import session_keys
 from shared.base.errors import ToolError
 from shared.wire.models import Flow, ToolFailure
 
-Guard = Literal["maxHops", "maxCycles"]
+Guard = Literal["maxHops", "maxCycles", "maxChainSends"]
+# Where a chain travels between hosts: an A2A message's metadata field (clawbus's sends to a remote A2A
+# agent set it), and an HTTP header a client of the OpenAI-compatible endpoints may send.
+METADATA = "clawbusChain"
+HEADER = "x-clawbus-chain"
+# A path longer than this from outside is cut to its latest sessions (the guards see those).
+MAX_PATH = 128
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +54,29 @@ def refusal(stopped: ChainStopped, run_id: str | None = None) -> ToolFailure:
     return ToolFailure(
         status="forbidden", error=stopped.error, run_id=run_id, guard=stopped.guard, path=stopped.path
     )
+
+
+def encode(chain: Chain) -> dict[str, Any]:
+    """A chain as it travels to another host (JSON)."""
+    return {"chainId": chain.chain_id, "hops": chain.hops, "path": list(chain.path)}
+
+
+def decode(value: object) -> Chain | None:
+    """A chain another host sent (``encode``'s shape), or None for anything else: the message then starts
+    a chain of its own, as any message from outside does."""
+    if not isinstance(value, dict):
+        return None
+    chain_id, hops, path = value.get("chainId"), value.get("hops"), value.get("path")
+    if not isinstance(chain_id, str) or not chain_id or len(chain_id) > 128:
+        return None
+    # JSON numbers may come back as floats (a protobuf Struct keeps no integers).
+    if isinstance(hops, float) and hops.is_integer():
+        hops = int(hops)
+    if not isinstance(hops, int) or isinstance(hops, bool) or hops < 0:
+        return None
+    if not isinstance(path, list) or not path or not all(isinstance(key, str) for key in path):
+        return None
+    return Chain(chain_id, hops, tuple(path[-MAX_PATH:]))
 
 
 def start(run_id: str, session_key: str) -> Chain:
@@ -98,9 +127,30 @@ def in_session(chain: Chain, session_key: str) -> Chain:
     return Chain(chain.chain_id, chain.hops, (*chain.path, session_key))
 
 
-def fields(chain: Chain) -> dict[str, object]:
+def fields(chain: Chain) -> dict[str, Any]:
     """A run's chain fields (``RunSpec.chain_id``, ``hops``, ``chain_path``)."""
     return {"chain_id": chain.chain_id, "hops": chain.hops, "chain_path": list(chain.path)}
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    """At most ``max_sends`` sends and spawns a chain, in a window of ``window_ms`` from its first one;
+    counted by the accept script, with the run it accepts (no round trip of its own)."""
+
+    max_sends: int
+    window_ms: int
+
+
+def over_window(hop: Chain, window: Window) -> ChainStopped:
+    """The refusal of ``hop`` (a send's or spawn's, the accept counted it and wrote nothing): its chain
+    made its window's sends and spawns already."""
+    return ChainStopped(
+        "maxChainSends",
+        f"agent-to-agent chain stopped: it already made {window.max_sends} sends and spawns within "
+        f"{window.window_ms // 1000}s (session.agentToAgent.maxChainSends is {window.max_sends}); "
+        f"path: {shown(hop.path)}",
+        hop.path,
+    )
 
 
 def back_to_spawner(child: Chain) -> Chain:

@@ -120,6 +120,8 @@ class Accepted:
     folded_into: str | None = None
     # Nothing was queued: a ``steer`` found no running run that takes steers (``WhenBusy.steer``).
     not_steered: bool = False
+    # Nothing was queued: the run's chain made its ``chains.Window`` of sends and spawns already.
+    chain_full: bool = False
 
 
 # Runs a steer may reach: people's conversations and sub-agents' work. Agent-to-agent runs (a send and its

@@ -5,7 +5,8 @@ from __future__ import annotations
 import dataclasses
 
 from shared.commands import Forward, is_command, run_command
-from shared.domain import idempotency, policy, state_events
+from shared.domain import chains, idempotency, policy, state_events
+from shared.domain.chains import Chain, ChainStopped
 from shared.domain.runs import new_run
 from shared.domain.sessions import new_entry
 from shared.intake import queueing, threads
@@ -23,12 +24,15 @@ def receive(
     *,
     commands: bool = True,
     sampling: Sampling | None = None,
+    chain: Chain | None = None,
 ) -> SendResult | AwaitRun | ToolFailure | CommandReply:
     """``ctx.caller_key`` is the session the message is addressed to; a thread bound to a sub-agent hands it
     to that sub-agent's session (``shared.intake.threads``). ``context``: system text for this run only, kept
     out of the transcript (an OpenAI-compatible request's system messages). ``commands``: a chat command is
     run as one (not through the OpenAI-compatible endpoints, where the release hands every text to the model).
     ``sampling``: the token cap and sampling of this run's model calls (an OpenAI-compatible request's).
+    ``chain``: the chain another host's message continues (an A2A message's metadata, an OpenAI-compatible
+    request's header): the message is one hop of it, under its guards; without one it starts a chain.
     Raises ToolError for a key of an unknown agent."""
     require_agent(ctx.config, ctx.caller_key)
     addressed = ctx.caller_key
@@ -79,8 +83,19 @@ def receive(
     if room.refused is not None:
         return ToolFailure(status="error", error=room.refused, run_id=run_id)
     text = inbound.message if room.summary is None else f"{room.summary}\n\n{inbound.message}"
+    try:
+        hop = chains.start(run_id, session_key) if chain is None else ctx.continue_chain(chain, session_key)
+    except ChainStopped as stopped:
+        return chains.refusal(stopped, run_id)
     new = new_run(
-        seed, queueing.kind_for(mode), text, run_id=run_id, now=now, context=context, sampling=sampling
+        seed,
+        queueing.kind_for(mode),
+        text,
+        run_id=run_id,
+        now=now,
+        context=context,
+        sampling=sampling,
+        **chains.fields(hop),
     )
     # A person's message to a spawned session is a change its spawner may want to know of.
     human = state_events.human_message(new.kind, inbound.channel, run_id)

@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from shared.domain.chains import Window
 from shared.domain.runs import Accepted, LaneHead, NewRun, WhenBusy
 from shared.domain.state_events import StateEvent
 from shared.ports.dispatch import Dispatcher
@@ -87,13 +88,15 @@ def submit(
     dispatch: bool = True,
     when_busy: WhenBusy | None = None,
     state_event: StateEvent | None = None,
+    window: Window | None = None,
 ) -> Accepted:
     """Accept the run; enqueue it if it may start now, unless the caller runs it itself (``dispatch=False``:
     then a head it fails to run is dispatched again by the reaper after the grace). ``state_event``: the
-    session's state change its acceptance is, recorded with it."""
+    session's state change its acceptance is, recorded with it. ``window``: a send's or spawn's chain
+    limit, counted by the accept (``Accepted.chain_full`` when past it: nothing was queued)."""
     head = LaneHead(new.run_id, session.key, new.kind, new.flow_id)
     enqueue = dispatcher.render_run(head) if dispatch else None
-    accepted = store.runs.accept(session, updates, new, flow, enqueue, when_busy, state_event)
+    accepted = store.runs.accept(session, updates, new, flow, enqueue, when_busy, state_event, window)
     if accepted.is_head and dispatch and not accepted.enqueued:
         enqueue_accepted(dispatcher, head)
     return accepted

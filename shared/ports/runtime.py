@@ -11,6 +11,7 @@ from typing import Any, Protocol
 from pydantic import BaseModel, Field
 
 from shared.base.errors import ClawbusError
+from shared.domain.chains import Chain
 from shared.wire.models import Message, Sampling, SessionEntry, ThinkingLevel, ToolCallBlock, Usage
 
 # Exact replies that end the reply-back loop or silence an announce (docs/contract.md §4, 6).
@@ -106,6 +107,8 @@ class StepRequest:
     # The token cap and sampling the run's requester asked for (an OpenAI-compatible request's); None: the
     # model's own.
     sampling: Sampling | None = None
+    # The run's chain (shared/domain/chains.py): a runtime that reaches another host passes it on.
+    chain: Chain | None = None
 
     def cancelled(self) -> bool:
         return self.cancel is not None and self.cancel.is_set()

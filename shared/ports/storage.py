@@ -18,6 +18,7 @@ from typing import Any, Literal, Protocol
 from shared.base.clock import Clock
 from shared.base.errors import ClawbusError
 from shared.domain.budgets import Limits, Override, Refusal, Reservation, Spend
+from shared.domain.chains import Window
 from shared.domain.idempotency import Claimed
 from shared.domain.runs import (
     Accepted,
@@ -188,6 +189,7 @@ class Runs(Protocol):
         enqueue: Enqueue | None = None,
         when_busy: WhenBusy | None = None,
         state_event: StateEvent | None = None,
+        window: Window | None = None,
     ) -> Accepted:
         """Create-or-touch ``session`` (``session`` holds the fields of a new entry), then queue the run;
         a ``flow`` (whose id is this run's) is created in the same step, and ``enqueue`` (the run's task

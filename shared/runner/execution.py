@@ -22,7 +22,7 @@ from shared.adapters.runtimes.registry import runtime_for
 from shared.base import session_keys
 from shared.base.errors import ClawbusError
 from shared.config import Config, OpenAIProvider, UnknownModel
-from shared.domain import logs, subagents
+from shared.domain import chains, logs, subagents
 from shared.domain.budgets import BudgetExceeded
 from shared.domain.runs import (
     Claim,
@@ -349,6 +349,7 @@ def _loop_env(held: _Held) -> agent_loop.LoopEnv:
         cancel=held.cancel,
         gate=gate,
         sampling=run.sampling,
+        chain=chains.of_run(run.run_id, run.session_key, run.chain_id, run.hops, run.chain_path),
     )
     return agent_loop.LoopEnv(
         config=config,

@@ -356,6 +356,10 @@ class RedisKeys:
         """HASH: what a root session's sub-agent tree spent (``usdMicros``, ``tokens``)."""
         return f"{self.prefix}budget:tree:{root_key}"
 
+    def chain_sends(self, chain_id: str) -> str:
+        """STRING: the sends and spawns a chain made in its window (``maxChainSends``); expires with it."""
+        return f"{self.prefix}chain:sends:{chain_id}"
+
     def chain_spent(self, chain_id: str) -> str:
         """HASH: what a chain of agent work spent, every run of it (``usdMicros``, ``tokens``)."""
         return f"{self.prefix}budget:chain:{chain_id}"

@@ -28,6 +28,7 @@ from redis.commands.core import Script
 
 from shared.base.clock import Clock
 from shared.domain import state_events
+from shared.domain.chains import Window
 from shared.domain.runs import (
     Accepted,
     Cancelled,
@@ -90,6 +91,7 @@ class RunStore:
         enqueue: Enqueue | None = None,
         when_busy: WhenBusy | None = None,
         state_event: StateEvent | None = None,
+        window: Window | None = None,
     ) -> Accepted:
         k = self._keys
         run_fields = encode_values(
@@ -118,6 +120,7 @@ class RunStore:
             enqueue.queue if enqueue else k.session_runs(session.key),  # unused without a message
             k.folded(new.run_id),
             k.state_log(session.key),
+            k.chain_sends(new.chain_id or new.run_id),
         ]
         args = [
             now,
@@ -140,6 +143,8 @@ class RunStore:
             state_events.encoded(state_event),
             watch_arg(k),
             ",".join(sorted(when_busy.takes_steers)) if when_busy else "",
+            window.max_sends if window else 0,
+            window.window_ms if window else 0,
         ]
         found = self._replicated(self._scripts.accept, keys, args)
         if found[0] == "busy":
@@ -148,6 +153,8 @@ class RunStore:
             return Accepted(new.run_id, session.key, 0, False, not_steered=True)
         if found[0] == "folded":
             return Accepted(new.run_id, session.key, 0, False, folded_into=found[1])
+        if found[0] == "chain_full":
+            return Accepted(new.run_id, session.key, 0, False, chain_full=True)
         seq, position, pushed = found
         return Accepted(new.run_id, session.key, int(seq), int(position) == 1, bool(int(pushed)))
 

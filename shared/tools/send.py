@@ -130,7 +130,10 @@ def sessions_send(
     if params.queue_mode == "interrupt":
         queueing.interrupt(ctx.config, ctx.store, ctx.dispatcher, target)
     when_busy = WhenBusy("reject") if params.queue_mode == "reject" else None
-    accepted = submit(ctx.store, ctx.dispatcher, entry, {}, new, flow, when_busy=when_busy)
+    window = ctx.chain_window()
+    accepted = submit(ctx.store, ctx.dispatcher, entry, {}, new, flow, when_busy=when_busy, window=window)
+    if accepted.chain_full and window is not None:
+        return chains.refusal(chains.over_window(chain, window), run_id)
     if accepted.busy_with is not None:
         return queueing.busy(shown, accepted.busy_with)
     return send_outcome(

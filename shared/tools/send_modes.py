@@ -91,7 +91,10 @@ def steer(
         parent_run_id=source.source_run_id,
         **chains.fields(sent.chain),
     )
-    accepted = submit(ctx.store, ctx.dispatcher, target, {}, new, when_busy=WhenBusy.steer())
+    window = ctx.chain_window()
+    accepted = submit(ctx.store, ctx.dispatcher, target, {}, new, when_busy=WhenBusy.steer(), window=window)
+    if accepted.chain_full and window is not None:
+        return chains.refusal(chains.over_window(sent.chain, window), sent.run_id)
     if accepted.not_steered:
         # The release names the stored key here, not the alias the caller used.
         return ToolFailure(status="error", error=NOT_STEERED, run_id=sent.run_id, session_key=target.key)

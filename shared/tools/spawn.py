@@ -87,13 +87,11 @@ def sessions_spawn(ctx: ToolContext, params: SessionsSpawnParams) -> SpawnResult
         )
     try:
         caller = _start(ctx, params, run_id, agent_id, mode, child_key, receipt, bound, chain, inherited)
+    except ChainStopped as stopped:
+        _undo(ctx, workspace, receipt, child_key)
+        return chains.refusal(stopped)
     except BaseException:
-        # Nothing of a spawn that did not start is left: neither its files nor its provisional session.
-        if receipt is not None:
-            attachments.remove(workspace, receipt.rel_dir)
-        entry = ctx.store.sessions.get(child_key)
-        if entry is not None:
-            ctx.store.sessions.delete(entry)
+        _undo(ctx, workspace, receipt, child_key)
         raise
     unread = (caller.unread_reports if caller else None) or 0
     warning = (
@@ -308,6 +306,15 @@ def _bound_route(ctx: ToolContext, params: SessionsSpawnParams) -> Route:
     return Route(route.channel, route.to, route.account_id, thread_id)
 
 
+def _undo(ctx: ToolContext, workspace: Path, receipt: AttachmentReceipt | None, child_key: str) -> None:
+    """Nothing of a spawn that did not start is left: neither its files nor its provisional session."""
+    if receipt is not None:
+        attachments.remove(workspace, receipt.rel_dir)
+    entry = ctx.store.sessions.get(child_key)
+    if entry is not None:
+        ctx.store.sessions.delete(entry)
+
+
 def _start(
     ctx: ToolContext,
     params: SessionsSpawnParams,
@@ -382,7 +389,12 @@ def _start(
         task_name=params.task_name,
     )
     spawned = state_events.child_spawned(ctx.caller_key, run_id)
-    submit(store, ctx.dispatcher, child, {}, new, flow, dispatch=False, state_event=spawned)
+    window = ctx.chain_window()
+    accepted = submit(
+        store, ctx.dispatcher, child, {}, new, flow, dispatch=False, state_event=spawned, window=window
+    )
+    if accepted.chain_full and window is not None:
+        raise chains.over_window(chain, window)  # nothing was written: the caller removes what it made
     if inherited:  # before its first run takes its task in, after them
         store.transcripts.append(child_key, inherited)
     # A fire-and-forget child owes its requester no report: nothing waits for it (a yield, an orchestrator's

@@ -17,7 +17,7 @@ from shared.base import session_keys
 from shared.base.errors import ToolError
 from shared.config import Config
 from shared.config.providers import OpenAIProvider, UnknownModel
-from shared.domain import state_events, subagents, visibility
+from shared.domain import chains, state_events, subagents, visibility
 from shared.domain.budget_view import agent_budget
 from shared.domain.budgets import day_of
 from shared.domain.sessions import SessionPatch, new_entry
@@ -35,8 +35,9 @@ from shared.tools.subagents_view import (
 )
 from shared.tools.tool_context import ToolContext, looks_like_key
 from shared.wire.fleet import AgentBudget
-from shared.wire.models import SessionEntry, ToolFailure
+from shared.wire.models import Run, SessionEntry, ToolFailure
 from shared.wire.subagents_schema import (
+    RunChain,
     SessionStatusCard,
     SessionStatusParams,
     StateChanges,
@@ -192,6 +193,7 @@ def _card(ctx: ToolContext, key: str, entry: SessionEntry | None, *, model_asked
         children_pending=shown.pending_children or 0,
         state=_state(shown, running, latest.status.value if latest else None, held),
         last_run_status=latest.status.value if latest else None,
+        last_run_chain=_chain_of(latest) if latest else None,
         spawn_depth=shown.spawn_depth or 0,
         role=shown.role,
         spent_usd=budget.spent_usd,
@@ -204,6 +206,11 @@ def _card(ctx: ToolContext, key: str, entry: SessionEntry | None, *, model_asked
             source=budget.source,
         ),
     )
+
+
+def _chain_of(run: Run) -> RunChain:
+    chain = chains.of_run(run.run_id, run.session_key, run.chain_id, run.hops, run.chain_path)
+    return RunChain(chain_id=chain.chain_id, hops=chain.hops, path=list(chain.path))
 
 
 def _budget(ctx: ToolContext, agent_id: str, now: int) -> AgentBudget:

@@ -109,8 +109,19 @@ class ToolContext:
             here = chains.of_run(
                 origin.run_id, origin.session_key, origin.chain_id, origin.hops, origin.chain_path
             )
+        return self.continue_chain(here, target_key)
+
+    def chain_window(self) -> chains.Window | None:
+        """The sends and spawns a chain may make in its window (None: not limited)."""
         a2a = self.config.session.agent_to_agent
-        return chains.next_hop(here, target_key, chains.Limits(a2a.max_hops, a2a.max_cycles))
+        if not a2a.max_chain_sends:
+            return None
+        return chains.Window(a2a.max_chain_sends, a2a.chain_window_seconds * 1000)
+
+    def continue_chain(self, chain: chains.Chain, target_key: str) -> chains.Chain:
+        """``chain`` one hop further, to ``target_key``, under the configured guards."""
+        a2a = self.config.session.agent_to_agent
+        return chains.next_hop(chain, target_key, chains.Limits(a2a.max_hops, a2a.max_cycles))
 
     def may_look_up(self, session_key: str) -> bool:
         """A sandboxed session resolves sessionIds and labels only to the sessions it spawned (or itself):

@@ -37,6 +37,19 @@ class TreeBudget(Wire):
     left_usd: float | None
 
 
+class ChainBudget(Wire):
+    """One chain of agent work (docs/contract.md §4, "Chains"): what its runs spent, against the chain
+    budget, and the guards it runs under."""
+
+    chain_id: str
+    spent_usd: float
+    spent_tokens: int
+    max_chain_cost_usd: float | None
+    max_chain_tokens: int | None
+    max_hops: int
+    max_cycles: int
+
+
 class BudgetsView(Wire):
     """``GET /v1/budgets``: every agent's spend on ``day`` (UTC), and every tree active in the last day."""
 

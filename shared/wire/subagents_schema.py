@@ -270,6 +270,14 @@ class StateChanges(Wire):
     history_gap: bool
 
 
+class RunChain(Wire):
+    """A run's chain: its id, the run's hops on it and the sessions those hops reached."""
+
+    chain_id: str
+    hops: int
+    path: list[str]
+
+
 class SessionStatusCard(Wire):
     """``session_status``'s details: the release's keys in its order, then clawbus's own (docs/contract.md
     §10). ``model``, ``modelProvider`` and ``modelOverride`` are there only when a ``model`` argument was
@@ -309,6 +317,8 @@ class SessionStatusCard(Wire):
     # its model's provider; else what its latest run did.
     state: str
     last_run_status: str | None = None
+    # Where the session's latest run is on its chain (docs/contract.md §4, "Chains").
+    last_run_chain: RunChain | None = None
     spawn_depth: int
     role: SpawnRole | None = None
     # What the session's agent spent on model calls today (UTC), and its budget.

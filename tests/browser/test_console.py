@@ -388,6 +388,21 @@ def test_a_run_and_its_flow_show_its_trace_id_linked_to_the_trace_backend(
         assert_accessible(page, view)
 
 
+def test_a_runs_chain_shows_its_path_hops_and_spend(page: Page, stack: ConsoleStack) -> None:
+    """A send from outside any run starts a chain: the run it made is the chain's first hop, from the
+    sender's session to the target's (contract §4, "Chains")."""
+    target = opened(stack, "main", "chain")
+    exchange = sent(stack.client.sessions_send(target, "ping", timeout_seconds=0))
+    run_id = exchange.run_id or ""
+    sign_in(page, stack, at=f"#/run/{run_id}")
+    chain = page.get_by_test_id("chain")
+    expect(chain).to_contain_text(f"chain {run_id[:8]} · 1 hop", timeout=SEEN_S)
+    expect(chain).to_contain_text("spent 0.0000 USD, 0 tokens")  # an owner's view; no chain budget set
+    path = chain.get_by_role("list", name="Chain path")
+    expect(path.get_by_role("link")).to_have_text(["main", target])
+    assert_accessible(page, "run with its chain")
+
+
 def test_without_a_trace_url_the_trace_id_shows_unlinked(page: Page, stack: ConsoleStack) -> None:
     """A deployment with no traceUrl (GET /v1/me answers null, as it does when it is unset)."""
 

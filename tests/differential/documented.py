@@ -64,6 +64,7 @@ _STATUS_FIELDS = (
     "childrenPending",
     "state",
     "lastRunStatus",
+    "lastRunChain",
     "spawnDepth",
     "role",
     "spentUsd",

@@ -47,7 +47,7 @@ from api.processes import free_port
 from shared.base.contexts import ANNOUNCE_MESSAGE
 from shared.base.text import token_digest
 from shared.store.keys import RedisKeys
-from shared.tools.history_view import text_of
+from shared.tools.history_view import run_of, text_of
 from tests.support.fake_openai import FakeOpenAI, fake_openai, planned
 from tests.support.processes import wait_for
 from tests.support.stack import TOKEN, Fresh
@@ -463,13 +463,52 @@ def test_sessions_send_to_a_configured_remote_talks_to_another_clawbus_over_a2a(
         assert proxy.requests_holding(b"POST /a2a/main ") >= 3
         assert proxy.requests_holding(b"GET /a2a/main/.well-known/agent-card.json ") == 1
         with ClawbusClient(stack.urls[0], TOKEN) as peer:
-            heard = [_user_texts(peer, row.key) for row in peer.sessions_list(limit=200).sessions]
-        [conversation] = [texts for texts in heard if "hello" in texts]
+            rows = peer.sessions_list(limit=200).sessions
+            heard = [_user_texts(peer, row.key) for row in rows]
+            [(key, conversation)] = [
+                (row.key, texts) for row, texts in zip(rows, heard, strict=True) if "hello" in texts
+            ]
+            # B's run on "hello" is one hop further on A's chain, the send's: A2A carried it.
+            hello = peer.get_run(_run_of(peer, key, "hello"))
         assert [text for text in conversation if text in ("hello", "again")] == ["hello", "again"]
         assert ANNOUNCE_MESSAGE in conversation
+        assert (hello.chain_id, hello.hops) == (first.run_id, 2)
+        assert hello.chain_path == ["agent:main:main", "agent:main:a2a-remote:peer", key]
     finally:
         caller.close()
         proxy.close()
+
+
+def _run_of(api: ClawbusClient, session_key: str, text: str) -> str:
+    history = api.sessions_history(session_key)
+    assert isinstance(history, SessionsHistoryResult)
+    return next(run for m in history.messages if text_of(m) == text and (run := run_of(m)))
+
+
+def test_a_message_whose_chain_is_at_a_guard_is_refused_with_the_guard_named(stack: A2AStack) -> None:
+    """Another clawbus's run sends its chain in the message's metadata: this host's guards judge it."""
+    chain = {"chainId": "far-away", "hops": 8, "path": ["agent:main:main"]}
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "SendMessage",
+        "params": {
+            "message": {
+                "role": "ROLE_USER",
+                "messageId": str(uuid.uuid4()),
+                "parts": [{"text": "one hop too many"}],
+                "metadata": {"clawbusChain": chain},
+            }
+        },
+    }
+    response = rpc(stack, body)
+    assert response.status_code == 200
+    error = response.json()["error"]
+    assert error["code"] == -32600
+    assert (
+        "agent-to-agent chain stopped: it already has 8 hops (session.agentToAgent.maxHops is 8)"
+        in (error["message"])
+    )
 
 
 def _user_texts(api: ClawbusClient, session_key: str) -> list[str]:

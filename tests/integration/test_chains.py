@@ -60,8 +60,10 @@ def server() -> Iterator[FakeOpenAI]:
         yield fake
 
 
-def ring(fresh: Fresh, server: FakeOpenAI, **agent_to_agent: Any) -> Client:
-    fresh.start_redis(config=ring_config(server, **agent_to_agent))
+def ring(
+    fresh: Fresh, server: FakeOpenAI, config: dict[str, Any] | None = None, **agent_to_agent: Any
+) -> Client:
+    fresh.start_redis(config=config or ring_config(server, **agent_to_agent))
     fresh.worker(concurrency=4)
     fresh.worker(concurrency=4)
     fresh.beat()
@@ -91,14 +93,20 @@ def quiet(client: Client, keys: list[str] = MAINS) -> bool:
     return True
 
 
+def the_one_refusal(client: Client) -> dict[str, Any]:
+    """Start the relay at a; once it stopped and went quiet, its refusal (there must be one only)."""
+    client.post_message("agent:a:main", "start the relay", timeout_seconds=0)
+    [refused] = wait_for(lambda: refusals(client), 60, what="the chain's refusal")
+    wait_for(lambda: quiet(client), 30, what="the ring to go quiet")
+    assert refusals(client) == [refused]
+    return refused
+
+
 def test_a_three_agent_cycle_stops_at_the_guard_with_one_refusal_and_no_model_call_after(
     fresh: Fresh, server: FakeOpenAI
 ) -> None:
     with ring(fresh, server) as client:
-        client.post_message("agent:a:main", "start the relay", timeout_seconds=0)
-        [refused] = wait_for(lambda: refusals(client), 60, what="the chain's refusal")
-        wait_for(lambda: quiet(client), 30, what="the ring to go quiet")
-        assert refusals(client) == [refused]
+        refused = the_one_refusal(client)
         # Around the ring twice (each session comes back once: maxCycles 1), then back to a once more.
         assert refused["status"] == "forbidden"
         assert refused["guard"] == "maxCycles"
@@ -153,3 +161,34 @@ def test_a_chain_budget_stops_its_spend_within_a_calls_reservation(fresh: Fresh,
         assert limit_usd * 1_000_000 / 2 < spent <= limit_usd * 1_000_000
         calls = len(server.requests)
         assert spent == calls * 1_200  # every call made was charged, exactly
+
+
+def through_a_sub_agent(body: dict[str, Any]) -> Reply:
+    """a passes every message on to b; b has a sub-agent (of agent c) look into it, and passes the report on
+    to a; c's sub-agent answers."""
+    messages = body["messages"]
+    last = str(messages[-1]["content"])
+    if any(ANNOUNCE in str(m.get("content")) for m in messages if m["role"] == "system"):
+        return text("ANNOUNCE_SKIP")
+    if messages[-1]["role"] == "tool":
+        return text("passed on")
+    if body["model"] == "c":
+        return text("looked into it")
+    if body["model"] == "b" and "pass it on" in last:
+        return tool("sessions_spawn", task="look into it", agentId="c")
+    target = "agent:a:main" if body["model"] == "b" else "agent:b:main"
+    return tool("sessions_send", sessionKey=target, message="pass it on", timeoutSeconds=0)
+
+
+def test_a_cycle_through_a_sub_agents_report_stops_at_the_guard(fresh: Fresh, server: FakeOpenAI) -> None:
+    server.default = through_a_sub_agent
+    config = ring_config(server)
+    config["agents"]["entries"]["b"]["subagents"] = {"allowAgents": ["c"]}
+    with ring(fresh, server, config) as client:
+        refused = the_one_refusal(client)
+        # a -> b, b's sub-agent reports back to b (no hop), b -> a, a -> b, a second sub-agent, and b's send
+        # back to a, on the path twice already, is refused.
+        assert refused["guard"] == "maxCycles"
+        hops = [key for key in refused["path"] if ":subagent:" not in key]
+        assert hops == ["agent:a:main", "agent:b:main", "agent:a:main", "agent:b:main", "agent:a:main"]
+        assert not any("chain stopped" in json.dumps(body["messages"]) for body in server.requests)

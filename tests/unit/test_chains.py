@@ -95,3 +95,34 @@ def test_paths_show_main_sessions_by_agent_and_the_rest_by_key() -> None:
     assert chains.shown([MAIN, "agent:ops:discord:group:x", "a2a:remote"]) == (
         "main -> agent:ops:discord:group:x -> a2a:remote"
     )
+
+
+def test_a_chain_travels_to_another_host_and_back_whole() -> None:
+    chain = Chain("r1", 2, (MAIN, OPS, RESEARCH))
+    assert chains.decode(chains.encode(chain)) == chain
+    # A protobuf Struct (an A2A message's metadata) keeps numbers as floats.
+    assert chains.decode({**chains.encode(chain), "hops": 2.0}) == chain
+
+
+@pytest.mark.parametrize(
+    "sent",
+    [
+        None,
+        "r1",
+        {"chainId": "", "hops": 1, "path": [MAIN]},
+        {"chainId": "r1", "hops": -1, "path": [MAIN]},
+        {"chainId": "r1", "hops": True, "path": [MAIN]},
+        {"chainId": "r1", "hops": 1.5, "path": [MAIN]},
+        {"chainId": "r1", "hops": 1, "path": []},
+        {"chainId": "r1", "hops": 1, "path": [MAIN, 3]},
+    ],
+)
+def test_anything_else_sent_as_a_chain_starts_none(sent: object) -> None:
+    assert chains.decode(sent) is None
+
+
+def test_a_long_path_from_outside_keeps_its_latest_sessions() -> None:
+    path = [f"agent:a{i}:main" for i in range(200)]
+    decoded = chains.decode({"chainId": "r1", "hops": 3, "path": path})
+    assert decoded is not None
+    assert decoded.path == tuple(path[-chains.MAX_PATH :])

@@ -354,6 +354,14 @@ class SessionsHistoryResult(Model):
 # --- sub-agents and status -----------------------------------------------------------------------------
 
 
+class RunChain(Model):
+    """A run's chain: its id, the run's hops on it and the sessions those hops reached."""
+
+    chain_id: str
+    hops: int
+    path: list[str]
+
+
 class StatusBudget(Model):
     daily_usd: float | None = None
     daily_tokens: int | None = None
@@ -400,6 +408,7 @@ class SessionStatusCard(Model):
     total_tokens: int | None = None
     estimated_cost_usd: float | None = None
     last_run_status: str | None = None
+    last_run_chain: RunChain | None = None
     role: str | None = None
     spent_usd: float | None = None
     spent_tokens: int | None = None

@@ -35,6 +35,7 @@ from a2a.utils.errors import A2AError
 from shared.adapters.runtimes.remote_cards import CARDS
 from shared.base.errors import ClawbusError
 from shared.config import A2ARemote, Config
+from shared.domain import chains
 from shared.ports.runtime import RunCancelled, RunTimedOut, StepRequest, StepResult
 
 PREFIX = "a2a:"
@@ -117,6 +118,8 @@ class A2ARuntime:
                 )
                 if request.context:  # what clawbus gives a model as system text: who asks, what step this is
                     message.metadata.update({CONTEXT_METADATA: request.context})
+                if request.chain is not None:  # a remote clawbus continues the chain (its guards see it)
+                    message.metadata.update({chains.METADATA: chains.encode(request.chain)})
                 sent = SendMessageRequest(
                     message=message, configuration=SendMessageConfiguration(return_immediately=True)
                 )

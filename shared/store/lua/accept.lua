@@ -7,7 +7,7 @@
 --       8 run events, 9 lanes due, 10 flow, 11 flows due, 12 runs created (metrics), 13 the session's runs,
 --       14 the broker queue of the task message, 15 this run's fold (the collect run's id, for a while:
 --       a repeat of this call, its reply lost with the connection, answers 'folded' again, not folding twice),
---       16 the session's state log
+--       16 the session's state log, 17 the chain's sends in its window
 -- ARGV: 1 now ms, 2 run id, 3 session key, 4 session fields on create (json), 5 session fields to set (json),
 --       6 run fields (json), 7 dispatch grace ms, 8 flow fields (json, '' for none), 9 the reaper's first look at the flow (ms),
 --       10 run kind, 11 the task message ('' none), 12 its event's channel ('' none), 13 the event,
@@ -16,10 +16,12 @@
 --       17 how long a fold is remembered (ms), 18 the state change the run's acceptance is ('' none:
 --       shared/domain/state_events.py), recorded with it, 19 the watch key prefixes (json: its watchers
 --       are told of it in the same step, _lib.lua), 20 with 'steer' in 14: the kinds of running run that
---       take steers, comma-separated
+--       take steers, comma-separated, 21 the most sends and spawns the run's chain may make in its window
+--       (0: not counted: the run is no send or spawn), 22 the window (ms)
 -- Returns {seq, position in the lane, 1 if the task message was pushed}; {'busy', the head's id} when a
 -- busy session refuses it; {'folded', the collect run's id} when it joined one; {'idle', the head's id
--- or ''} when a steer finds no running run that takes steers.
+-- or ''} when a steer finds no running run that takes steers; {'chain_full'} when the run's chain made its
+-- window's sends and spawns already (nothing is written).
 local now = tonumber(ARGV[1])
 local folded = redis.call('GET', KEYS[15])
 if folded then
@@ -62,6 +64,19 @@ elseif ARGV[14] == 'collect' then
       redis.call('SET', KEYS[15], last, 'PX', ARGV[17])
       return {'folded', last}
     end
+  end
+end
+-- A send or spawn counts against its chain's window, the first one opening it; one past the most is
+-- refused before anything is written (docs/contract.md §4, "Chains").
+local max_sends = tonumber(ARGV[21] or '0')
+if max_sends > 0 then
+  local sends = redis.call('INCR', KEYS[17])
+  if sends == 1 then
+    redis.call('PEXPIRE', KEYS[17], tonumber(ARGV[22]))
+  end
+  if sends > max_sends then
+    redis.call('DECR', KEYS[17])
+    return {'chain_full'}
   end
 end
 if ARGV[8] ~= '' then

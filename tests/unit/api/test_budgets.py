@@ -26,6 +26,7 @@ def api_config() -> Config:
             "gateway": {
                 "auth": {"tokens": [TOKEN, {"name": "bot", "sha256": digest, "agents": ["research"]}]}
             },
+            "session": {"agentToAgent": {"maxChainCostUsd": 1.0}},
             "agents": {
                 "defaults": {"budget": {"dailyUsd": 2.0}, "subagents": {"maxTreeCostUsd": 1.5}},
                 "list": [
@@ -157,3 +158,22 @@ def test_budgets_need_an_owner_token(http: TestClient) -> None:
     assert http.get("/v1/budgets", headers=headers).status_code == 403
     assert http.put("/v1/agents/research/budget", json={"dailyUsd": 1}, headers=headers).status_code == 403
     assert http.get("/v1/budgets", headers={"Authorization": "Bearer wrong"}).status_code == 401
+
+
+def test_a_chain_shows_what_its_runs_spent_against_the_chain_budget_and_its_guards(
+    http: TestClient, api_store: Store
+) -> None:
+    api_store.redis.hset(api_store.keys.chain_spent("run-1"), mapping={"usdMicros": 250_000, "tokens": 900})
+    assert http.get("/v1/chains/run-1").json() == {
+        "chainId": "run-1",
+        "spentUsd": 0.25,
+        "spentTokens": 900,
+        "maxChainCostUsd": 1.0,
+        "maxChainTokens": None,
+        "maxHops": 8,
+        "maxCycles": 1,
+    }
+    # A chain that spent nothing (or runs with no chain budget set) reads 0.
+    assert http.get("/v1/chains/other").json()["spentUsd"] == 0.0
+    headers = {"Authorization": f"Bearer {AGENT_TOKEN}"}
+    assert http.get("/v1/chains/run-1", headers=headers).status_code == 403

@@ -366,6 +366,36 @@ def test_the_model_and_headers_choose_the_agent_and_session(
     assert run.session_key == key
 
 
+def test_a_request_in_a_chain_is_its_next_hop(app: App) -> None:
+    """A client in a chain (another clawbus's run, a script relaying one) sends it: the run continues it."""
+    chain = {"chainId": "chain-1", "hops": 2, "path": ["agent:main:main", "agent:research:main"]}
+    answer = app.chat(hi(user="bob"), **{"x-clawbus-chain": json.dumps(chain)})
+    assert answer.status_code == 200, answer.text
+    run = app.store.runs.get(run_id_of(answer.json()["id"]))
+    assert run is not None
+    assert (run.chain_id, run.hops) == ("chain-1", 3)
+    assert run.chain_path == [*chain["path"], "agent:main:openai-user:bob"]
+
+
+def test_a_request_whose_chain_is_at_a_guard_is_forbidden_and_makes_no_run(app: App) -> None:
+    chain = {"chainId": "chain-2", "hops": 8, "path": ["agent:main:main"]}
+    answer = app.chat(hi(user="carol"), **{"x-clawbus-chain": json.dumps(chain)})
+    assert answer.status_code == 403
+    error = answer.json()["error"]
+    assert error["type"] == "forbidden"
+    assert error["message"].startswith("agent-to-agent chain stopped: it already has 8 hops")
+    assert app.transcript("agent:main:openai-user:carol") == []
+
+
+@pytest.mark.parametrize("sent", ["not json", json.dumps({"chainId": "x"}), json.dumps([1, 2])])
+def test_an_unreadable_chain_header_starts_a_chain_of_its_own(app: App, sent: str) -> None:
+    answer = app.chat(hi(user="dave"), **{"x-clawbus-chain": sent})
+    assert answer.status_code == 200, answer.text
+    run = app.store.runs.get(run_id_of(answer.json()["id"]))
+    assert run is not None
+    assert (run.chain_id, run.hops) == (run.run_id, 0)
+
+
 @pytest.mark.parametrize(
     "key", ["subagent:x", "cron:nightly", "ACP:x", "agent:main:subagent:x", "agent:main:cron:x"]
 )

@@ -413,3 +413,29 @@ def test_a_send_that_would_close_a_cycle_once_too_often_is_refused_with_its_path
     assert (hops, result.status, result.guard) == (5, "forbidden", "maxCycles")
     assert result.path == [*ring, *ring, ring[0]]
     assert "it would come back to agent:main:cron:0, already on its path 2 times" in result.error
+
+
+def test_a_chain_past_its_window_of_sends_is_refused_and_queues_nothing(
+    store: Store, dispatcher: InlineDispatcher
+) -> None:
+    config = make_config({"session": {"agentToAgent": {"maxChainSends": 2, "maxCycles": 8}}})
+    open_sessions(store, config, "agent:main:cron:0", "agent:main:cron:1")
+    outside = ToolContext.for_caller(config, store, dispatcher, "agent:main:cron:0")
+    first = send(outside, sessionKey="agent:main:cron:1", message="one", timeoutSeconds=0)
+    assert isinstance(first, SendResult)  # the chain's first send opens its window
+    inside = ToolContext.for_caller(config, store, dispatcher, "agent:main:cron:1", first.run_id)
+    second = send(inside, sessionKey="agent:main:cron:0", message="two", timeoutSeconds=0)
+    assert isinstance(second, SendResult)
+    third = send(inside, sessionKey="agent:main:cron:0", message="three", timeoutSeconds=0)
+    assert isinstance(third, ToolFailure)
+    assert (third.status, third.guard) == ("forbidden", "maxChainSends")
+    assert third.error.startswith(
+        "agent-to-agent chain stopped: it already made 2 sends and spawns within 3600s "
+        "(session.agentToAgent.maxChainSends is 2)"
+    )
+    assert third.run_id is not None
+    assert store.runs.get(third.run_id) is None  # nothing was queued
+    # Another chain has a window of its own.
+    assert isinstance(
+        send(outside, sessionKey="agent:main:cron:1", message="anew", timeoutSeconds=0), SendResult
+    )

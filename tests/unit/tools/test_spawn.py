@@ -586,3 +586,18 @@ def test_a_childs_run_task_carries_its_report_to_the_delivery_itself(world: Worl
     posted = _reports(store)
     assert len(posted) == 1
     assert posted[0].startswith("Status: success\nResult: echo: [Subagent Task]: count the stars")
+
+
+def test_a_spawn_past_its_chains_window_is_refused_and_leaves_no_child(world: WorldFactory) -> None:
+    config, store, dispatcher = world({"session": {"agentToAgent": {"maxChainSends": 1}}})
+    first = spawn(config, store, dispatcher)
+    assert isinstance(first, SpawnResult)
+    # The child's own run spawning: the same chain, its second spawn.
+    ctx = ToolContext.for_caller(config, store, dispatcher, first.child_session_key, first.run_id)
+    refused = TOOLS["sessions_spawn"].invoke(ctx, {"task": "and again"})
+    assert isinstance(refused, ToolFailure)
+    assert (refused.status, refused.guard) == ("forbidden", "maxChainSends")
+    assert refused.path is not None
+    assert refused.path[:2] == [CALLER, first.child_session_key]
+    assert store.sessions.children(first.child_session_key) == []
+    assert [key for key in store.sessions.children(CALLER)] == [first.child_session_key]

@@ -125,6 +125,20 @@ def test_another_visible_session_is_shown_by_key_or_by_session_id(
     assert card(ctx, sessionKey=entry.session_id).session_key == "agent:main:cron:nightly"
 
 
+def test_the_card_says_where_the_latest_run_is_on_its_chain(ctx: ToolContext) -> None:
+    message(ctx, "cron:nightly")
+    sent = TOOLS["sessions_send"].invoke(
+        ctx, {"sessionKey": "cron:nightly", "message": "and one more", "timeoutSeconds": 0}
+    )
+    assert isinstance(sent, SendResult)
+    shown = card(ctx, sessionKey="cron:nightly").wire()["lastRunChain"]
+    assert shown == {
+        "chainId": sent.run_id,
+        "hops": 1,
+        "path": ["agent:main:main", "agent:main:cron:nightly"],
+    }
+
+
 def test_an_unknown_session_is_an_error_result_not_a_failed_call(ctx: ToolContext) -> None:
     """The release fails the call here (HTTP 500 "tool execution failed"); clawbus answers its words."""
     assert refusal(ctx, sessionKey="agent:main:nope") == ("error", "Unknown sessionKey: agent:main:nope")

@@ -10,6 +10,7 @@ but the run that makes the call, which the call reads anyway: they cost no Redis
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -61,9 +62,15 @@ def encode(chain: Chain) -> dict[str, Any]:
     return {"chainId": chain.chain_id, "hops": chain.hops, "path": list(chain.path)}
 
 
+def header(chain: Chain) -> str:
+    """The chain as a model call sends it (``x-clawbus-chain``): its id and hops, no path (a provider is
+    told no session keys). A clawbus serving that call goes on counting hops from there."""
+    return json.dumps({"chainId": chain.chain_id, "hops": chain.hops, "path": []}, separators=(",", ":"))
+
+
 def decode(value: object) -> Chain | None:
-    """A chain another host sent (``encode``'s shape), or None for anything else: the message then starts
-    a chain of its own, as any message from outside does."""
+    """A chain another host sent (``encode``'s shape; a model call's has an empty path), or None for
+    anything else: the message then starts a chain of its own, as any message from outside does."""
     if not isinstance(value, dict):
         return None
     chain_id, hops, path = value.get("chainId"), value.get("hops"), value.get("path")
@@ -74,7 +81,7 @@ def decode(value: object) -> Chain | None:
         hops = int(hops)
     if not isinstance(hops, int) or isinstance(hops, bool) or hops < 0:
         return None
-    if not isinstance(path, list) or not path or not all(isinstance(key, str) for key in path):
+    if not isinstance(path, list) or not all(isinstance(key, str) for key in path):
         return None
     return Chain(chain_id, hops, tuple(path[-MAX_PATH:]))
 

@@ -3,6 +3,8 @@ carry it (docs/contract.md §4, "Chains")."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from shared.domain import chains
@@ -113,7 +115,6 @@ def test_a_chain_travels_to_another_host_and_back_whole() -> None:
         {"chainId": "r1", "hops": -1, "path": [MAIN]},
         {"chainId": "r1", "hops": True, "path": [MAIN]},
         {"chainId": "r1", "hops": 1.5, "path": [MAIN]},
-        {"chainId": "r1", "hops": 1, "path": []},
         {"chainId": "r1", "hops": 1, "path": [MAIN, 3]},
     ],
 )
@@ -126,3 +127,12 @@ def test_a_long_path_from_outside_keeps_its_latest_sessions() -> None:
     decoded = chains.decode({"chainId": "r1", "hops": 3, "path": path})
     assert decoded is not None
     assert decoded.path == tuple(path[-chains.MAX_PATH :])
+
+
+def test_a_model_call_sends_the_chains_id_and_hops_and_no_session_keys() -> None:
+    sent = chains.header(Chain("r1", 3, (MAIN, OPS)))
+    assert json.loads(sent) == {"chainId": "r1", "hops": 3, "path": []}
+    # A clawbus serving that call goes on counting from there: the next hop is its first on the path.
+    decoded = chains.decode(json.loads(sent))
+    assert decoded is not None
+    assert chains.next_hop(decoded, RESEARCH, GENEROUS) == Chain("r1", 4, (RESEARCH,))

@@ -26,6 +26,7 @@ import orjson
 from shared.base.backoff import delay
 from shared.base.errors import ClawbusError
 from shared.config import OpenAIModel, OpenAIProvider
+from shared.domain import chains
 from shared.ports.runtime import CancelSignal, RunCancelled, RunTimedOut, StepRequest, StepResult
 from shared.wire.models import Message, Sampling, ToolCallBlock, Usage
 
@@ -145,6 +146,8 @@ class OpenAIRuntime:
         key = self._provider.api_key()
         if key:
             sent = {**sent, "authorization": f"Bearer {key}"}
+        if request.chain is not None:  # a clawbus serving this model goes on counting the chain's hops
+            sent = {**sent, chains.HEADER: chains.header(request.chain)}
         timeouts = self._timeouts(body, timeout)
         outgoing = httpx.Request(
             "POST", self._url, content=orjson.dumps(body), headers=sent, extensions={"timeout": timeouts}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import socket
 import threading
 import time
@@ -15,6 +16,7 @@ import pytest
 from shared.adapters.runtimes.openai import ModelRequestFailed, OpenAIRuntime, chat_messages, sse_data
 from shared.adapters.runtimes.registry import runtime_for
 from shared.config import Config, OpenAIProvider
+from shared.domain.chains import Chain
 from shared.ports.runtime import CancelSignal, RunCancelled, RunTimedOut, StepRequest
 from shared.runner.tool_schemas import tool_schemas
 from shared.wire.models import Message, Sampling, SessionEntry, TextBlock, ToolCallBlock
@@ -165,6 +167,11 @@ def test_the_api_key_comes_from_the_named_environment_variable(
     monkeypatch.setenv("FAKE_OPENAI_KEY", "sk-test")
     runtime(server, apiKeyEnv="FAKE_OPENAI_KEY").step(request(user("hi")))
     assert server.headers[-1]["authorization"] == "Bearer sk-test"
+
+
+def test_a_runs_chain_goes_with_its_model_calls_as_its_id_and_hops(server: FakeOpenAI) -> None:
+    runtime(server).step(request(user("hi"), chain=Chain("run-1", 2, ("agent:main:main", "agent:ops:main"))))
+    assert json.loads(server.headers[-1]["x-clawbus-chain"]) == {"chainId": "run-1", "hops": 2, "path": []}
 
 
 def test_thinking_maps_to_reasoning_effort_on_reasoning_models(server: FakeOpenAI) -> None:

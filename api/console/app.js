@@ -362,9 +362,24 @@ const shortKey = (key) => (key.startsWith("agent:") && key.split(":").slice(2).j
 function ChainPath({ run, owner }) {
   const chainId = run.chainId || run.runId;
   const [spent, setSpent] = useState(null);
+  const [stopped, setStopped] = useState(null);
   useEffect(() => {
     if (owner) get(`/v1/chains/${encodeURIComponent(chainId)}`).then(setSpent, () => setSpent(null));
   }, [chainId, owner]);
+  // A guard that refused one of this run's sends or spawns: its result, in the run's session.
+  useEffect(() => {
+    if (!TERMINAL.includes(run.status)) return;
+    tool("sessions_history", { sessionKey: run.sessionKey, limit: 200, includeTools: true }, run.sessionKey).then(
+      (history) => {
+        const refused = (history.messages || [])
+          .filter((m) => m.role === "toolResult" && runOf(m) === run.runId)
+          .map((m) => { try { return JSON.parse(textOf(m)); } catch { return null; } })
+          .find((result) => result && result.guard);
+        setStopped(refused || null);
+      },
+      () => setStopped(null),
+    );
+  }, [run.runId, run.status]);
   const path = run.chainPath && run.chainPath.length ? run.chainPath : [run.sessionKey];
   const budget = spent && spent.maxChainCostUsd != null ? ` of ${spent.maxChainCostUsd} USD` : "";
   return html`<section aria-labelledby="chain-title" data-testid="chain">
@@ -374,6 +389,8 @@ function ChainPath({ run, owner }) {
       · guards: ${spent ? `maxHops ${spent.maxHops}, maxCycles ${spent.maxCycles}` : "maxHops, maxCycles"}</p>
     <ol class="chain-path" aria-label="Chain path">${path.map((key) => html`<li>
       <a href=${link("session", key)}>${shortKey(key)}</a></li>`)}</ol>
+    ${stopped && html`<p role="status" class="error" data-testid="chain-stopped">
+      Stopped by <strong>${stopped.guard}</strong>: ${stopped.error}</p>`}
   </section>`;
 }
 

@@ -37,6 +37,8 @@ WORKER_SLOTS = 2
 # A sub-agent leaf's answer (agent slow, model fake/slow): longer than any test takes, so the tree it is in
 # is still under way when the console shows it, and only a kill ends it early (at the stream's next chunk).
 LEAF_SECONDS = 120.0
+# The session of agent lead a chain's message is sent into over the OpenAI-compatible endpoint.
+LOOPED = "agent:lead:looped"
 # The orchestrator (agent lead, the script runtime): fans out to two slow leaves in one step, then yields.
 ORCHESTRA = {
     "type": "script",
@@ -50,6 +52,14 @@ ORCHESTRA = {
             ],
         },
         {"match": '"childSessionKey"', "tool": {"name": "sessions_yield", "args": {"message": "waiting"}}},
+        # A message a chain brings at its hop limit: the send it asks for is refused by the chain guard.
+        {
+            "match": "^pass it on$",
+            "tool": {
+                "name": "sessions_send",
+                "args": {"sessionKey": LOOPED, "message": "pass it on", "timeoutSeconds": 0},
+            },
+        },
     ],
 }
 # A token for the gpt agent only, next to the owner token the stack's environment gives.
@@ -99,7 +109,10 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConsoleStack]:
                 config={
                     # The example configuration's visibility: each session sees its own agent's sessions.
                     "tools": {"sessions": {"visibility": "agent"}},
-                    "gateway": {"auth": {"tokens": [SCOPED]}},
+                    "gateway": {
+                        "auth": {"tokens": [SCOPED]},
+                        "http": {"endpoints": {"chatCompletions": {"enabled": True}}},
+                    },
                     "telemetry": {"tracing": {"endpoint": traces.url, "traceUrl": TRACE_URL}},
                     "agents": {
                         # Two levels: main's children may spawn, theirs are leaves.

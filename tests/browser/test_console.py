@@ -14,12 +14,13 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from clawbus_client import Client
 from clawbus_client.models import SendResult
 from playwright.sync_api import Locator, Page, Route, expect
 
-from tests.browser.conftest import HOLD, SCOPED_TOKEN, TRACE_URL, WORKER_SLOTS, ConsoleStack
+from tests.browser.conftest import HOLD, LOOPED, SCOPED_TOKEN, TRACE_URL, WORKER_SLOTS, ConsoleStack
 from tests.support.processes import wait_for
 from tests.support.stack import TOKEN
 
@@ -401,6 +402,22 @@ def test_a_runs_chain_shows_its_path_hops_and_spend(page: Page, stack: ConsoleSt
     path = chain.get_by_role("list", name="Chain path")
     expect(path.get_by_role("link")).to_have_text(["main", target])
     assert_accessible(page, "run with its chain")
+
+
+def test_a_run_a_chain_guard_stopped_says_which_guard_and_why(page: Page, stack: ConsoleStack) -> None:
+    """A message that arrives at its chain's hop limit (another clawbus's run sent it on, with its chain):
+    the send its run asks for is refused, and the run's page says by which guard."""
+    chain = json.dumps({"chainId": f"far-{uuid.uuid4().hex[:8]}", "hops": 7, "path": []})
+    headers = {"Authorization": f"Bearer {TOKEN}", "x-clawbus-chain": chain, "x-openclaw-session-key": LOOPED}
+    body = {"model": "openclaw/lead", "messages": [{"role": "user", "content": "pass it on"}]}
+    answer = httpx.post(f"{stack.url}/v1/chat/completions", json=body, headers=headers, timeout=30)
+    assert answer.status_code == 200, answer.text
+    run_id = answer.json()["id"].split("_", 1)[1]
+    sign_in(page, stack, at=f"#/run/{run_id}")
+    expect(page.get_by_test_id("chain")).to_contain_text("8 hops", timeout=SEEN_S)
+    stopped = page.get_by_test_id("chain-stopped")
+    expect(stopped).to_contain_text("Stopped by maxHops: agent-to-agent chain stopped: it already has 8 hops")
+    assert_accessible(page, "run stopped by a chain guard")
 
 
 def test_without_a_trace_url_the_trace_id_shows_unlinked(page: Page, stack: ConsoleStack) -> None:

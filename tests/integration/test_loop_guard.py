@@ -76,10 +76,58 @@ def test_agents_relaying_to_each_other_stop_at_the_hop_limit(fresh: Fresh) -> No
             lambda: [t for t in tool_results(client, PONG) if LIMIT_ERROR in t], 30, what="the refused send"
         )
         assert (json.loads(refused[0])["status"], json.loads(refused[0])["guard"]) == ("forbidden", "maxHops")
-        sent = [json.loads(t) for key in (PING, PONG) for t in tool_results(client, key)]
-        assert sum(result.get("status") == "accepted" for result in sent) == MAX_HOPS
+
+        def accepted() -> int:
+            results = [json.loads(t) for key in (PING, PONG) for t in tool_results(client, key)]
+            return sum(result.get("status") == "accepted" for result in results)
+
+        # (the run that made the last send may still be committing its answer)
+        wait_for(lambda: accepted() == MAX_HOPS, 30, what="the chain's sends")
         assert len(refused) == 1
         # The refused run asked its model nothing more: no reply read the refusal.
         replies = client.sessions_history(PONG, caller=PONG)
         assert isinstance(replies, SessionsHistoryResult)
         assert "stopped" not in json.dumps(replies.messages)
+
+
+def test_three_script_agents_in_a_ring_stop_at_the_cycle_guard_by_default(fresh: Fresh) -> None:
+    """a -> b -> c -> a, every message passed on, nothing configured but the ring: the chain goes around
+    twice (each session comes back once: maxCycles 1) and the sixth send, back to a, is refused."""
+    ring = ["agent:a:main", "agent:b:main", "agent:c:main"]
+    fresh.start_redis(
+        config={
+            "session": {"agentToAgent": {"maxPingPongTurns": 0}},
+            "agents": {
+                "entries": {
+                    name: {"model": f"to{name}/script", **({"default": True} if name == "a" else {})}
+                    for name in ("a", "b", "c")
+                }
+            },
+            "models": {
+                "providers": {
+                    f"to{name}": relay_to(ring[(i + 1) % 3]) for i, name in enumerate(("a", "b", "c"))
+                }
+            },
+            "tools": {"sessions": {"visibility": "all"}, "agentToAgent": {"enabled": True}},
+        }
+    )
+    fresh.worker()
+    fresh.beat()
+    _, url = fresh.api()
+    with Client(url, TOKEN) as client:
+        for key in ring[1:]:
+            client.open_session(key)
+        client.post_message(ring[0], "relay", timeout_seconds=0)
+        refused = wait_for(
+            lambda: [t for t in tool_results(client, ring[2]) if '"guard"' in t], 30, what="the refused send"
+        )
+        [result] = [json.loads(text) for text in refused]
+        assert (result["status"], result["guard"]) == ("forbidden", "maxCycles")
+        assert result["path"] == [*ring, *ring, ring[0]]
+
+        def results() -> list[dict[str, Any]]:
+            return [json.loads(t) for key in ring for t in tool_results(client, key)]
+
+        # Five messages passed on (the run that sent the fifth may still be committing its answer).
+        wait_for(lambda: sum(one.get("status") == "accepted" for one in results()) == 5, 30, what="5 sends")
+        assert sum("guard" in one for one in results()) == 1

@@ -75,7 +75,9 @@ def budgets(services: ServicesDep, principal: PrincipalDep) -> BudgetsView:
     )
 
 
-@router.get("/v1/chains/{chain_id}", response_model=ChainBudget, responses=_errors)
+@router.get(
+    "/v1/chains/{chain_id}", response_model=ChainBudget, responses={**_errors, 400: {"model": ErrorResponse}}
+)
 def chain(chain_id: ChainIdPath, services: ServicesDep, principal: PrincipalDep) -> ChainBudget:
     """A chain's spend is counted while a chain budget is set (``maxChainCostUsd``, ``maxChainTokens``):
     with none, it reads 0 and no key is kept per chain."""

@@ -64,10 +64,12 @@ class Busy:
         return result
 
     def running(self, session_key: str, text: str) -> str:
-        """A run of ``text`` (a plan) that has begun to talk to the model."""
+        """A run of ``text`` (a plan) that has begun to talk to the model (a request made after this call:
+        the stack's model has answered other tests' runs of the same plan)."""
+        before = len(self.model.requests)
         run_id = self.say(self.a, session_key, text).run_id
         wait_for(
-            lambda: any(user_texts(body)[:1] == [text] for body in self.model.requests),
+            lambda: any(user_texts(body)[:1] == [text] for body in self.model.requests[before:]),
             30,
             what="the run to ask the model",
         )

@@ -6,6 +6,7 @@ from __future__ import annotations
 import compileall
 import gc
 import os
+import signal
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -131,6 +132,11 @@ def pytest_configure(config: pytest.Config) -> None:
     if not hasattr(config, "workerinput"):  # the xdist controller, or a run without xdist
         for package in ("shared", "api", "workers"):
             compileall.compile_dir(REPO / package, quiet=1)
+    # Started as a background job (SIGINT ignored: `cmd &` in a script, `trap '' INT`, some CI runners),
+    # every process the suite starts would inherit the ignored SIGINT, and a test that stops one as Ctrl-C
+    # does would wait in vain. Python's own handler here is reset to the default in every child it execs.
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     # Workers, APIs and beats forked from one interpreter that has imported them (tests/support/
     # forkserver.py), not each a new interpreter importing everything again: the suite starts hundreds.
     fork_roles(True)

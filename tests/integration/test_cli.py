@@ -123,6 +123,7 @@ def test_ctrl_c_during_a_send_detaches_and_says_how_to_wait_again(stack: Stack, 
         out, err = process.communicate(timeout=20)
     finally:
         process.kill()
+        process.wait()  # reaped, whatever happened: no child outlives its test
     assert process.returncode == 130
     assert f"clawbus runs wait {run_id}" in out + err
     # The run goes on: Ctrl-C stopped the waiting only.

@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from shared.base import session_keys
 from shared.base.errors import ToolError
-from shared.wire.models import Flow, ToolFailure
+from shared.wire.models import Flow, RunSpec, ToolFailure
 
 Guard = Literal["maxHops", "maxCycles", "maxChainSends"]
 # Where a chain travels between hosts: an A2A message's metadata field (clawbus's sends to a remote A2A
@@ -91,11 +91,10 @@ def start(run_id: str, session_key: str) -> Chain:
     return Chain(run_id, 0, (session_key,))
 
 
-def of_run(
-    run_id: str, session_key: str, chain_id: str | None, hops: int, path: Sequence[str] | None
-) -> Chain:
+def of_run(run: RunSpec) -> Chain:
     """A run's place on its chain (a run from before paths were kept starts its path at its own session)."""
-    return Chain(chain_id or run_id, hops, tuple(path) if path else (session_key,))
+    path = tuple(run.chain_path) if run.chain_path else (run.session_key,)
+    return Chain(run.chain_id or run.run_id, run.hops, path)
 
 
 def next_hop(origin: Chain, target_key: str, limits: Limits) -> Chain:

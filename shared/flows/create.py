@@ -80,6 +80,7 @@ def new_spawn_flow(
     cleanup: Literal["delete", "keep"],
     mode: Literal["run", "session"],
     now: int,
+    chain: Chain,
     expects_completion_message: bool = True,
     completion_target: Literal["parent"] | None = None,
     task_name: str | None = None,
@@ -105,6 +106,8 @@ def new_spawn_flow(
         flow_timeout_ms=config.session.agent_to_agent.flow_timeout_seconds * 1000,
         created_at=now,
         updated_at=now,
-        chain_id=run_id,
+        chain_id=chain.chain_id,
+        hops=chain.hops,
+        chain_path=list(chain.path),
         ancestors=(requester.spawn_chain if requester else None) or [],
     )

@@ -152,8 +152,7 @@ def _chain_back(snap: Snapshot, requester_key: str) -> Chain:
     hop), in the session that gets it."""
     child = snap.primary
     assert child is not None
-    on = chains.of_run(child.run_id, child.session_key, child.chain_id, child.hops, child.chain_path)
-    return chains.in_session(chains.back_to_spawner(on), requester_key)
+    return chains.in_session(chains.back_to_spawner(chains.of_run(child)), requester_key)
 
 
 def _relay(flow: Flow, requester: SessionEntry, text: str, now: int, chain: Chain) -> NewRun:

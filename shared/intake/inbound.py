@@ -74,6 +74,12 @@ def receive(
     judged = existing or seed.model_copy(update={"last_channel": inbound.channel})
     if policy.decide(ctx.config, judged, channel=inbound.channel) == "deny":
         return ToolFailure(status="error", error=policy.BLOCKED, run_id=run_id)
+    # Judged before the queue mode acts on the session (an interrupt, room made): a refused hop changes
+    # nothing there.
+    try:
+        hop = chains.start(run_id, session_key) if chain is None else ctx.continue_chain(chain, session_key)
+    except ChainStopped as stopped:
+        return chains.refusal(stopped, run_id)
     # A busy session: the message's queue mode (docs/contract.md §11).
     mode = queueing.mode_for(ctx.config, existing, inbound.channel, inbound.queue_mode)
     held = queueing.limits(ctx.config, existing, options, inbound.channel)
@@ -83,10 +89,6 @@ def receive(
     if room.refused is not None:
         return ToolFailure(status="error", error=room.refused, run_id=run_id)
     text = inbound.message if room.summary is None else f"{room.summary}\n\n{inbound.message}"
-    try:
-        hop = chains.start(run_id, session_key) if chain is None else ctx.continue_chain(chain, session_key)
-    except ChainStopped as stopped:
-        return chains.refusal(stopped, run_id)
     new = new_run(
         seed,
         queueing.kind_for(mode),

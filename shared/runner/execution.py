@@ -349,7 +349,7 @@ def _loop_env(held: _Held) -> agent_loop.LoopEnv:
         cancel=held.cancel,
         gate=gate,
         sampling=run.sampling,
-        chain=chains.of_run(run.run_id, run.session_key, run.chain_id, run.hops, run.chain_path),
+        chain=chains.of_run(run),
     )
     return agent_loop.LoopEnv(
         config=config,

@@ -384,6 +384,7 @@ def _start(
         cleanup=cleanup,
         mode=mode,
         now=now,
+        chain=chain,
         expects_completion_message=params.expects_completion_message,
         completion_target=params.completion_target,
         task_name=params.task_name,

@@ -209,7 +209,7 @@ def _card(ctx: ToolContext, key: str, entry: SessionEntry | None, *, model_asked
 
 
 def _chain_of(run: Run) -> RunChain:
-    chain = chains.of_run(run.run_id, run.session_key, run.chain_id, run.hops, run.chain_path)
+    chain = chains.of_run(run)
     return RunChain(chain_id=chain.chain_id, hops=chain.hops, path=list(chain.path))
 
 

@@ -103,12 +103,7 @@ class ToolContext:
         to ``target_key``, unless a guard refuses it (``ChainStopped``). OpenClaw's A->B->C->A cycles ran all
         night."""
         origin = self.store.runs.get(self.origin_run_id) if self.origin_run_id is not None else None
-        if origin is None:
-            here = chains.start(run_id, self.caller_key)
-        else:
-            here = chains.of_run(
-                origin.run_id, origin.session_key, origin.chain_id, origin.hops, origin.chain_path
-            )
+        here = chains.start(run_id, self.caller_key) if origin is None else chains.of_run(origin)
         return self.continue_chain(here, target_key)
 
     def chain_window(self) -> chains.Window | None:

@@ -477,7 +477,7 @@ class Flow(Wire):
     updated_at: int
     chain_id: str
     hops: int = 0
-    # The chain's path to the target (shared/domain/chains.py); a spawn's flow: none (its child's run has it).
+    # The chain's path (shared/domain/chains.py): its primary run's (a send's, a spawned child's).
     chain_path: list[str] | None = None
     # Why the loop does not run at all (same session, maxPingPongTurns 0).
     loop_skipped: str | None = None

@@ -9,6 +9,7 @@ import pytest
 
 from shared.domain import chains
 from shared.domain.chains import Chain, ChainStopped, Limits
+from shared.wire.models import RunSpec
 
 MAIN, OPS, RESEARCH = "agent:main:main", "agent:ops:main", "agent:research:main"
 GENEROUS = Limits(max_hops=8, max_cycles=1)
@@ -89,8 +90,13 @@ def test_a_reply_turn_in_the_session_the_send_came_from_comes_back_to_it() -> No
 
 
 def test_a_run_from_before_paths_starts_its_path_at_its_own_session() -> None:
-    assert chains.of_run("r2", OPS, "r1", 3, None) == Chain("r1", 3, (OPS,))
-    assert chains.of_run("r2", OPS, None, 0, []) == Chain("r2", 0, (OPS,))
+    def run(chain_id: str | None, hops: int, path: list[str] | None) -> RunSpec:
+        spec = RunSpec(run_id="r2", session_key=OPS, agent_id="ops", kind="send")
+        return spec.model_copy(update={"chain_id": chain_id, "hops": hops, "chain_path": path})
+
+    assert chains.of_run(run("r1", 3, None)) == Chain("r1", 3, (OPS,))
+    assert chains.of_run(run(None, 0, [])) == Chain("r2", 0, (OPS,))
+    assert chains.of_run(run("r1", 2, [MAIN, OPS])) == Chain("r1", 2, (MAIN, OPS))
 
 
 def test_paths_show_main_sessions_by_agent_and_the_rest_by_key() -> None:

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from shared.domain.chains import Chain
 from shared.domain.sessions import SessionPatch
 from shared.intake.inbound import receive
 from shared.tools.registry import TOOLS
@@ -185,6 +186,22 @@ def test_the_queue_command_sets_and_resets_the_sessions_mode() -> None:
     assert unknown.error.startswith('Unrecognized queue mode "sometimes". Valid modes: steer, followup')
     refused = say(w, "/queue reject", channel="webchat", senderId="mallory")
     assert refused.status == "error"
+
+
+def test_a_message_whose_chain_a_guard_refuses_interrupts_nothing() -> None:
+    """The chain guard judges an inbound message (one another host sent on) before its queue mode acts."""
+    w = busy_world()
+    queued = say(w, "second")
+    at_limit = Chain("far-away", 8, ())
+    ctx = w.context(KEY)
+    params = InboundMessageParams(message="stop that", timeout_seconds=0, queue_mode="interrupt")
+    refused = receive(ctx, params, chain=at_limit)
+    assert isinstance(refused, ToolFailure)
+    assert (refused.status, refused.guard) == ("forbidden", "maxHops")
+    assert lane_inputs(w) == ["first", "second"]
+    kept = w.store.runs.get(queued.run_id)
+    assert kept is not None
+    assert kept.status is RunStatus.QUEUED
 
 
 def test_a_send_to_a_busy_session_may_reject_or_interrupt_but_never_drops_agent_traffic() -> None:

@@ -601,3 +601,18 @@ def test_a_spawn_past_its_chains_window_is_refused_and_leaves_no_child(world: Wo
     assert refused.path[:2] == [CALLER, first.child_session_key]
     assert store.sessions.children(first.child_session_key) == []
     assert [key for key in store.sessions.children(CALLER)] == [first.child_session_key]
+
+
+def test_a_spawns_flow_carries_its_childs_chain(world: WorldFactory) -> None:
+    config, store, dispatcher = world()
+    result = spawn(config, store, dispatcher)
+    assert isinstance(result, SpawnResult)
+    run, flow = store.runs.get(result.run_id), describe(store, result.run_id)
+    assert run is not None
+    assert flow is not None
+    assert (flow.chain_id, flow.hops, flow.chain_path) == (
+        run.chain_id,
+        1,
+        [CALLER, result.child_session_key],
+    )
+    assert run.chain_path == flow.chain_path

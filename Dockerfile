@@ -6,6 +6,8 @@ COPY pyproject.toml README.md ./
 COPY shared ./shared
 COPY workers ./workers
 COPY api ./api
+# clawbus/ links the three folders above: they install as clawbus.shared, clawbus.workers, clawbus.api.
+COPY clawbus ./clawbus
 COPY clients/python ./clients/python
 RUN pip install --no-cache-dir ./clients/python . \
     && useradd --system --uid 10001 --home-dir /var/lib/clawbus --create-home clawbus

@@ -14,14 +14,14 @@ from typing import Any
 from fastapi import FastAPI
 from starlette.routing import Route
 
-from api import errors
-from api.a2a import routes as a2a
-from api.auth import plain_text_tokens
-from api.limits import BodyLimit
-from api.mcp_route import LazyMcpEndpoint
-from api.metrics import registry_for
-from api.openapi_links import add_links
-from api.routes import (
+from clawbus.api import errors
+from clawbus.api.a2a import routes as a2a
+from clawbus.api.auth import plain_text_tokens
+from clawbus.api.limits import BodyLimit
+from clawbus.api.mcp_route import LazyMcpEndpoint
+from clawbus.api.metrics import registry_for
+from clawbus.api.openapi_links import add_links
+from clawbus.api.routes import (
     budgets,
     channels,
     console,
@@ -37,12 +37,12 @@ from api.routes import (
     tools,
     waterfall,
 )
-from api.services import Services
-from api.waits import RunWaiter
-from shared.adapters import tracing
-from shared.base.gc_pauses import FrozenHeap
-from shared.config import Config, ConfigError, load_config
-from shared.domain.logs import configure, keep_secrets_out
+from clawbus.api.services import Services
+from clawbus.api.waits import RunWaiter
+from clawbus.shared.adapters import tracing
+from clawbus.shared.base.gc_pauses import FrozenHeap
+from clawbus.shared.config import Config, ConfigError, load_config
+from clawbus.shared.domain.logs import configure, keep_secrets_out
 
 log = logging.getLogger(__name__)
 

@@ -15,9 +15,9 @@ from fastapi import Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.exceptions import HTTPException
 
-from shared.base import session_keys
-from shared.base.text import token_digest
-from shared.config import Config, TokenSpec
+from clawbus.shared.base import session_keys
+from clawbus.shared.base.text import token_digest
+from clawbus.shared.config import Config, TokenSpec
 
 _bearer = HTTPBearer(auto_error=False, description="A token from gateway.auth.tokens")
 

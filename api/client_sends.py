@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from clawbus_client.models import Run, SendResult
 
-from shared.wire.models import Run as ServerRun
-from shared.wire.send_schema import result_of
+from clawbus.shared.wire.models import Run as ServerRun
+from clawbus.shared.wire.send_schema import result_of
 
 
 def waited_send(sent: SendResult, run: Run | None) -> SendResult:

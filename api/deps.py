@@ -6,8 +6,8 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
-from api.auth import Principal, require_token
-from api.services import Services
+from clawbus.api.auth import Principal, require_token
+from clawbus.api.services import Services
 
 
 async def get_services(request: Request) -> Services:

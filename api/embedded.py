@@ -24,11 +24,11 @@ from typing import IO
 
 import httpx
 
-from api.processes import Child, free_port, redis_server_argv
-from shared.adapters.http_clients import process_client
-from shared.base.errors import ClawbusError
-from shared.config import Config
-from shared.store.connection import answers
+from clawbus.api.processes import Child, free_port, redis_server_argv
+from clawbus.shared.adapters.http_clients import process_client
+from clawbus.shared.base.errors import ClawbusError
+from clawbus.shared.config import Config
+from clawbus.shared.store.connection import answers
 
 STOP_GRACE_SECONDS = 30.0
 READY_TIMEOUT_SECONDS = 60.0
@@ -86,7 +86,7 @@ class UpOptions:
 
 
 def role_argv(role: str, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "api.cli", role, *extra]
+    return [sys.executable, "-m", "clawbus.api.cli", role, *extra]
 
 
 def up(config: Config, options: UpOptions, out: IO[str] = sys.stdout) -> int:

@@ -17,10 +17,10 @@ from fastapi.routing import APIRoute
 from pydantic import BaseModel, Field, ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from api.waits import ShuttingDown
-from shared.base.errors import ClawbusError, first_invalid
-from shared.ports.storage import ColdStoreUnavailable
-from shared.store.errors import NotReplicated, StoreFull, StoreUnavailable
+from clawbus.api.waits import ShuttingDown
+from clawbus.shared.base.errors import ClawbusError, first_invalid
+from clawbus.shared.ports.storage import ColdStoreUnavailable
+from clawbus.shared.store.errors import NotReplicated, StoreFull, StoreUnavailable
 
 log = logging.getLogger(__name__)
 

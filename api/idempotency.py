@@ -16,11 +16,11 @@ from fastapi.concurrency import run_in_threadpool
 from starlette.background import BackgroundTask
 from starlette.responses import Response
 
-from api.auth import Principal
-from api.errors import ApiError
-from api.services import Services
-from shared.domain.idempotency import HEADER, MAX_KEY_CHARS, KeyReused, fingerprint
-from shared.store.errors import StoreUnavailable
+from clawbus.api.auth import Principal
+from clawbus.api.errors import ApiError
+from clawbus.api.services import Services
+from clawbus.shared.domain.idempotency import HEADER, MAX_KEY_CHARS, KeyReused, fingerprint
+from clawbus.shared.store.errors import StoreUnavailable
 
 log = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ import json
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from shared.base.errors import ClawbusError
+from clawbus.shared.base.errors import ClawbusError
 
 
 class BodyLimit:

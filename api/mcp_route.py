@@ -17,7 +17,7 @@ from anyio.abc import TaskGroup, TaskStatus
 from starlette.types import Receive, Scope, Send
 
 if TYPE_CHECKING:
-    from api.mcp_server import McpEndpoint
+    from clawbus.api.mcp_server import McpEndpoint
 
 
 class LazyMcpEndpoint:
@@ -48,7 +48,9 @@ class LazyMcpEndpoint:
             raise RuntimeError("/mcp called outside the app's lifespan")
         async with self._loading:
             if self._endpoint is None:
-                module: Any = await anyio.to_thread.run_sync(importlib.import_module, "api.mcp_server")
+                module: Any = await anyio.to_thread.run_sync(
+                    importlib.import_module, "clawbus.api.mcp_server"
+                )
                 endpoint: McpEndpoint = module.McpEndpoint()
                 await self._tasks.start(_serve, endpoint)
                 self._endpoint = endpoint

@@ -31,14 +31,14 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from starlette.requests import Request
 from starlette.types import Receive, Scope, Send
 
-from api import idempotency
-from api.auth import Principal, principal_for
-from api.client_sends import waited_send
-from api.errors import ApiError, error_response
-from api.routes.tools import call_tool, schemas_for
-from api.services import Services
-from shared.domain.idempotency import HEADER
-from shared.wire.models import Wire, content_text
+from clawbus.api import idempotency
+from clawbus.api.auth import Principal, principal_for
+from clawbus.api.client_sends import waited_send
+from clawbus.api.errors import ApiError, error_response
+from clawbus.api.routes.tools import call_tool, schemas_for
+from clawbus.api.services import Services
+from clawbus.shared.domain.idempotency import HEADER
+from clawbus.shared.wire.models import Wire, content_text
 
 SESSION_HEADER = "x-clawbus-session"
 # A tool call's idempotency key in its ``_meta`` (a prefixed name, as MCP asks of custom ``_meta`` keys); over

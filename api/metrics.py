@@ -19,10 +19,10 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from api.services import Services
-from shared.domain.budgets import Spend, day_of, usd
-from shared.domain.traffic import CLASSES, WAIT_BUCKETS_MS, ModelTraffic
-from workers import queues
+from clawbus.api.services import Services
+from clawbus.shared.domain.budgets import Spend, day_of, usd
+from clawbus.shared.domain.traffic import CLASSES, WAIT_BUCKETS_MS, ModelTraffic
+from clawbus.workers import queues
 
 
 class FleetCollector(Collector):

@@ -7,8 +7,8 @@ from typing import Annotated, Any
 from fastapi import Header, Path, Query
 from pydantic import WithJsonSchema
 
-from shared.base.session_keys import KEY_PATTERN, KEY_SHAPE, MAX_KEY_LENGTH
-from shared.ports.live import CURSOR_PATTERN as STREAM_ID_PATTERN
+from clawbus.shared.base.session_keys import KEY_PATTERN, KEY_SHAPE, MAX_KEY_LENGTH
+from clawbus.shared.ports.live import CURSOR_PATTERN as STREAM_ID_PATTERN
 
 # A session key in a path or a query, as the key grammar accepts it (shared.base.session_keys): the server
 # checks it with the grammar itself (a 400 naming the field), the published pattern says the same to clients.

@@ -7,8 +7,8 @@ from typing import Annotated, Any
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
-from shared.base.text import CONTROL_CLASS, has_control_characters
-from shared.wire.models import QUEUE_MODES, THINKING_LEVELS
+from clawbus.shared.base.text import CONTROL_CLASS, has_control_characters
+from clawbus.shared.wire.models import QUEUE_MODES, THINKING_LEVELS
 
 
 def _optional_text(value: Any) -> str | None:

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from api.waits import RunWaiter
-from shared.config import Config
-from shared.ports.dispatch import Dispatcher
-from shared.ports.live import Live
-from shared.store import Store
-from shared.store.connection import Budget
-from shared.store.live import LiveStore
-from workers.celery_app import create_app
-from workers.dispatch import CeleryDispatcher
+from clawbus.api.waits import RunWaiter
+from clawbus.shared.config import Config
+from clawbus.shared.ports.dispatch import Dispatcher
+from clawbus.shared.ports.live import Live
+from clawbus.shared.store import Store
+from clawbus.shared.store.connection import Budget
+from clawbus.shared.store.live import LiveStore
+from clawbus.workers.celery_app import create_app
+from clawbus.workers.dispatch import CeleryDispatcher
 
 WAITS_CLIENT_NAME = "clawbus-api-waits"
 

@@ -16,10 +16,10 @@ import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import ParamSpec
 
-from api.errors import unavailable_message
-from shared.domain.redaction import scrub
-from shared.ports.live import Live
-from shared.store.errors import StoreUnavailable
+from clawbus.api.errors import unavailable_message
+from clawbus.shared.domain.redaction import scrub
+from clawbus.shared.ports.live import Live
+from clawbus.shared.store.errors import StoreUnavailable
 
 KEEPALIVE_MS = 15_000
 # A lone comment line: no blank line after it, because a blank line ends an event, and some clients

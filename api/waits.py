@@ -32,11 +32,11 @@ from typing import Any
 
 from prometheus_client import Histogram
 
-from shared.base import trace_context
-from shared.base.errors import ClawbusError
-from shared.ports.live import Ended, Live, Reconnected, Signal, Signals, SignalsLost, Subscribed
-from shared.store.errors import StoreUnavailable
-from shared.wire.models import Run
+from clawbus.shared.base import trace_context
+from clawbus.shared.base.errors import ClawbusError
+from clawbus.shared.ports.live import Ended, Live, Reconnected, Signal, Signals, SignalsLost, Subscribed
+from clawbus.shared.store.errors import StoreUnavailable
+from clawbus.shared.wire.models import Run
 
 log = logging.getLogger(__name__)
 

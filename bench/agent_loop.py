@@ -39,17 +39,17 @@ from redis.client import Pipeline
 from bench.report import Row, Section
 from bench.stack import Stack
 from bench.stats import Latency
-from shared.base.gc_pauses import FrozenHeap, freeze_started_heap
-from shared.config import Config
-from shared.domain.sessions import new_entry
-from shared.runner.execution import Attempt, execute
-from shared.runner.tool_schemas import tool_schemas
-from shared.store import Store
-from shared.tools.registry import TOOLS
-from shared.tools.tool_context import ToolContext
-from shared.wire.send_schema import SendResult
+from clawbus.shared.base.gc_pauses import FrozenHeap, freeze_started_heap
+from clawbus.shared.config import Config
+from clawbus.shared.domain.sessions import new_entry
+from clawbus.shared.runner.execution import Attempt, execute
+from clawbus.shared.runner.tool_schemas import tool_schemas
+from clawbus.shared.store import Store
+from clawbus.shared.tools.registry import TOOLS
+from clawbus.shared.tools.tool_context import ToolContext
+from clawbus.shared.wire.send_schema import SendResult
+from clawbus.workers.testing import InlineDispatcher
 from tests.support.fake_openai import Reply, fake_openai, text, tool
-from workers.testing import InlineDispatcher
 
 STEPS = 4
 

@@ -21,7 +21,7 @@ from clawbus_client import Client
 from bench.load import fan_out, open_sessions
 from bench.report import Row, Section, Target
 from bench.stack import Stack, clawbus_worker, model_stack
-from shared.flows.decide import STEP_DEFAULT_S
+from clawbus.shared.flows.decide import STEP_DEFAULT_S
 
 SUBMIT_THREADS = 8
 

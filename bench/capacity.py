@@ -20,10 +20,10 @@ from typing import Any
 
 from bench.report import Row, Section, Target
 from bench.stack import Stack
-from shared.config import Config
-from shared.domain.sessions import new_entry
-from shared.store import Store
-from shared.wire.models import Message
+from clawbus.shared.config import Config
+from clawbus.shared.domain.sessions import new_entry
+from clawbus.shared.store import Store
+from clawbus.shared.wire.models import Message
 from tests.support.processes import RedisServer
 
 MESSAGE = ("the quick brown fox jumps over the lazy dog " * 24)[:1024]  # 1 KiB of text

@@ -21,13 +21,13 @@ from bench.redis_cost import Counters
 from bench.report import Row, Section, Target
 from bench.stack import Stack
 from bench.stats import percentile
-from shared.config import Config
-from shared.domain import chains
-from shared.domain.sessions import new_entry
-from shared.tools.registry import TOOLS
-from shared.tools.tool_context import ToolContext
-from shared.wire.send_schema import SendResult
-from workers.testing import world
+from clawbus.shared.config import Config
+from clawbus.shared.domain import chains
+from clawbus.shared.domain.sessions import new_entry
+from clawbus.shared.tools.registry import TOOLS
+from clawbus.shared.tools.tool_context import ToolContext
+from clawbus.shared.wire.send_schema import SendResult
+from clawbus.workers.testing import world
 
 CALLER, TARGET = "agent:a:main", "agent:b:main"
 # A send inside a run reads the calling run once more than one outside any run; the guards add nothing.

@@ -17,8 +17,8 @@ import redis
 from bench.report import Row, Section, Target
 from bench.stack import Stack
 from bench.stats import Latency, timed_calls
-from shared.domain.sessions import new_entry
-from shared.store.codec import encode
+from clawbus.shared.domain.sessions import new_entry
+from clawbus.shared.store.codec import encode
 
 TARGET = Target("<=", 2.0)
 SPREAD_MS = 2 * 60 * 60 * 1000

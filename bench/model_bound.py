@@ -24,7 +24,7 @@ from typing import Any
 from bench.load import fan_out, posters
 from bench.report import Row, Section
 from bench.stack import Stack, clawbus_worker, model_stack
-from shared.config import Config
+from clawbus.shared.config import Config
 from tests.support.fake_openai import FakeOpenAI, Reply, fake_openai, paced
 
 STREAM_S = 2.0

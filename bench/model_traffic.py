@@ -31,8 +31,8 @@ from bench.model_bound import _wait_all
 from bench.report import Row, Section, Target
 from bench.stack import Stack, clawbus_workers, model_stack
 from bench.stats import percentile
-from shared.store.scripts import Scripts
-from shared.store.traffic import TrafficStore
+from clawbus.shared.store.scripts import Scripts
+from clawbus.shared.store.traffic import TrafficStore
 from tests.support.fake_openai import FakeOpenAI, ProviderLimits, Reply, fake_openai, text
 
 SUBMIT_THREADS = 16

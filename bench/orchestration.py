@@ -38,7 +38,7 @@ from clawbus_client.models import Run
 from bench.report import Row, Section
 from bench.stack import Stack, bare_hop, clawbus_workers, model_stack
 from bench.stats import percentile
-from shared.wire.models import Message
+from clawbus.shared.wire.models import Message
 
 STEP_MS = 1000
 FAN_OUT = 5

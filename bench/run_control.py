@@ -19,12 +19,12 @@ from typing import Any
 
 from clawbus_client.models import SendResult
 
-from api.processes import wait_for
 from bench import model_bound
 from bench.load import fan_out, posters
 from bench.report import Row, Section, Target
 from bench.stack import Stack, clawbus_worker, model_stack
 from bench.stats import percentile
+from clawbus.api.processes import wait_for
 from tests.support.fake_openai import FakeOpenAI, Reply, fake_openai, paced
 
 # A model that keeps talking far longer than the figure takes: every cancel lands mid-answer.

@@ -24,12 +24,12 @@ from typing import Any
 
 import httpx
 
-from api.processes import wait_for
 from bench.load import open_sessions
 from bench.report import Row, Section, Target
 from bench.stack import TOKEN, Stack, api_pid, clawbus_workers, model_stack, pids_of
 from bench.stats import percentile
-from shared.wire.models import RunStatus
+from clawbus.api.processes import wait_for
+from clawbus.shared.wire.models import RunStatus
 
 SESSIONS = 40
 THREADS = 8
@@ -155,7 +155,7 @@ def run(stack: Stack, params: Params) -> Section:
     with model_stack(stack, config()) as bound, clawbus_workers(bound, 2), bound.redis() as redis:
         open_sessions(bound, [f"{_key(n)}-peer" for n in range(SESSIONS)])  # what the sends go to
         api_pids = [api_pid(bound.api_url)]
-        worker_pids = pids_of(b"api.cli\0worker\0", b"--name=bench-")
+        worker_pids = pids_of(b"clawbus.api.cli\0worker\0", b"--name=bench-")
         started = time.monotonic()
         stop = threading.Event()
         numbers = itertools.count()

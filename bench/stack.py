@@ -20,11 +20,11 @@ import redis
 from celery import Celery
 from clawbus_client import ClawbusError, Client
 
-from api.processes import free_port, wait_for
 from bench import bare_celery
 from bench.stats import Latency, timed_calls
-from shared.config import Config, load_config
-from shared.store.keys import RedisKeys
+from clawbus.api.processes import free_port, wait_for
+from clawbus.shared.config import Config, load_config
+from clawbus.shared.store.keys import RedisKeys
 from tests.support.processes import RedisServer, Role, role_env, write_config
 
 TOKEN = "bench-token"
@@ -136,7 +136,7 @@ def clawbus_worker(stack: Stack, *options: str) -> Iterator[Role]:
     argv = [
         sys.executable,
         "-m",
-        "api.cli",
+        "clawbus.api.cli",
         "worker",
         *options,
         f"--name={name}@%h",
@@ -187,7 +187,7 @@ def _bare_worker(stack: Stack, app: Celery, events: bool, url: str) -> Iterator[
 @contextmanager
 def api(env: dict[str, str], root: Path, processes: int = API_PROCESSES) -> Iterator[str]:
     port = free_port()
-    argv = [sys.executable, "-m", "api.cli", "api", f"--port={port}", f"--workers={processes}"]
+    argv = [sys.executable, "-m", "clawbus.api.cli", "api", f"--port={port}", f"--workers={processes}"]
     role = Role(argv, env, root / f"api-{port}.log")
     url = f"http://127.0.0.1:{port}"
 
@@ -233,7 +233,7 @@ def pids_of(*patterns: bytes) -> list[int]:
 def api_pid(url: str) -> int:
     """The process serving ``url``: ``clawbus api`` with one worker serves in its own process."""
     port = url.rsplit(":", 1)[1]
-    found = pids_of(b"api.cli\0api\0", f"--port={port}\0".encode())
+    found = pids_of(b"clawbus.api.cli\0api\0", f"--port={port}\0".encode())
     if not found:
         raise RuntimeError(f"no API process on port {port}")
     return found[0]

@@ -24,7 +24,7 @@ from bench import bare_celery
 from bench.load import Poster, fan_out, posters
 from bench.report import Row, Section, Target
 from bench.stack import Stack, bare_workers, clawbus_workers
-from shared.wire.models import RunStatus
+from clawbus.shared.wire.models import RunStatus
 
 TARGET = Target(">=", 0.5)
 TERMINAL = frozenset(status.value for status in RunStatus if status.terminal)

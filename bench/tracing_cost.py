@@ -15,11 +15,11 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from itertools import count as counter
 
-from api.processes import free_port, wait_for
 from bench import model_bound, send_latency
 from bench.report import Row, Section, Target
 from bench.stack import Stack, api
 from bench.stats import Latency
+from clawbus.api.processes import free_port, wait_for
 from tests.support.processes import Role
 
 SEND_TARGET = Target("<=", 1.15)

@@ -23,11 +23,11 @@ from typing import Any
 
 import httpx
 
-from api.processes import wait_for
 from bench.load import fan_out, open_sessions, posters
 from bench.report import Row, Section, Target
 from bench.stack import TOKEN, Stack, api_pid, model_stack
 from bench.stats import percentile
+from clawbus.api.processes import wait_for
 
 # Every wait outlasts the ramp by this much, so all of them are held at once for a while.
 HELD_S = 30.0

@@ -13,13 +13,13 @@ from typing import Any
 import pytest
 from redis import Redis
 
-from shared.base.clock import FixedClock
-from shared.config import Config
-from shared.store import Store
-from shared.tools.tool_context import ToolContext
+from clawbus.shared.base.clock import FixedClock
+from clawbus.shared.config import Config
+from clawbus.shared.store import Store
+from clawbus.shared.tools.tool_context import ToolContext
+from clawbus.workers.testing import InlineDispatcher, World
+from clawbus.workers.testing import world as world_of
 from tests.support.processes import REPO, fork_roles
-from workers.testing import InlineDispatcher, World
-from workers.testing import world as world_of
 
 # Tests of everything but visibility see every session; the visibility tests set their own.
 BASE_CONFIG: dict[str, Any] = {

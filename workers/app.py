@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import sys
 
-from shared.config import ConfigError, load_config
-from shared.domain.logs import keep_secrets_out
-from workers import connection_loss, signals
-from workers.celery_app import create_app
-from workers.reaper import ReapOnConnect
+from clawbus.shared.config import ConfigError, load_config
+from clawbus.shared.domain.logs import keep_secrets_out
+from clawbus.workers import connection_loss, signals
+from clawbus.workers.celery_app import create_app
+from clawbus.workers.reaper import ReapOnConnect
 
 try:
     config = load_config()
@@ -19,7 +19,7 @@ except ConfigError as exc:
     sys.exit(str(exc))
 
 keep_secrets_out()
-app = create_app(config, include=["workers.tasks"])
+app = create_app(config, include=["clawbus.workers.tasks"])
 app.steps["consumer"].add(ReapOnConnect)
 signals.register(config)
 signals.route_logs(config)

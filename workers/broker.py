@@ -19,7 +19,7 @@ from typing import Any
 from kombu.transport import redis as kombu_redis
 from redis.exceptions import ConnectionError as RedisConnectionError
 
-from shared.store.connection import NewestMasterSentinel
+from clawbus.shared.store.connection import NewestMasterSentinel
 
 
 class _OnePublisher:

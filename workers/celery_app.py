@@ -10,9 +10,9 @@ from celery import Celery
 from celery.signals import beat_init
 from kombu.entity import Exchange, Queue
 
-from shared.config import Config
-from shared.store import connection
-from workers import broker, queues
+from clawbus.shared.config import Config
+from clawbus.shared.store import connection
+from clawbus.workers import broker, queues
 
 # Redelivery of an unacknowledged message after this long is harmless (the claim refuses a run that is
 # still leased) but wasteful; recovery from a lost worker is the reaper's job, on lease expiry.
@@ -54,7 +54,7 @@ def create_app(config: Config, *, include: list[str] | None = None) -> Celery:
         worker_soft_shutdown_timeout=SOFT_SHUTDOWN_SECONDS,
         # Events for Flower, published in batches (workers.consumer).
         worker_send_task_events=True,
-        worker_consumer="workers.consumer:Consumer",
+        worker_consumer="clawbus.workers.consumer:Consumer",
         task_send_sent_event=True,
         task_track_started=True,
         worker_hijack_root_logger=False,

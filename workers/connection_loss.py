@@ -22,7 +22,7 @@ from celery.concurrency import get_implementation
 from celery.signals import worker_init
 from celery.worker.consumer.consumer import TERMINATING_TASK_ON_RESTART_AFTER_A_CONNECTION_LOSS
 
-from shared.store.connection import RETRY_ON
+from clawbus.shared.store.connection import RETRY_ON
 
 CONSUMER_LOGGER = "celery.worker.consumer.consumer"
 REQUEST_LOGGER = "celery.worker.request"

@@ -18,12 +18,12 @@ from typing import Any
 from celery import Celery
 from kombu.exceptions import BatchPublishError, OperationalError
 
-from shared.domain.runs import Enqueue, LaneHead
-from shared.ports.dispatch import StepTask
-from shared.store.connection import RETRIES, RETRY_ON, Backoff
-from shared.store.errors import StoreUnavailable
-from workers import queues
-from workers.messages import RunMessages
+from clawbus.shared.domain.runs import Enqueue, LaneHead
+from clawbus.shared.ports.dispatch import StepTask
+from clawbus.shared.store.connection import RETRIES, RETRY_ON, Backoff
+from clawbus.shared.store.errors import StoreUnavailable
+from clawbus.workers import queues
+from clawbus.workers.messages import RunMessages
 
 log = logging.getLogger(__name__)
 

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import time
 
-from shared.domain.runs import ClaimOutcome, LaneHead
-from shared.flows.engine import advance, follow
-from shared.flows.flow_context import FlowContext
-from shared.runner.execution import Attempt, AttemptResult, execute
-from workers import queues
-from workers.services import WorkerContext
+from clawbus.shared.domain.runs import ClaimOutcome, LaneHead
+from clawbus.shared.flows.engine import advance, follow
+from clawbus.shared.flows.flow_context import FlowContext
+from clawbus.shared.runner.execution import Attempt, AttemptResult, execute
+from clawbus.workers import queues
+from clawbus.workers.services import WorkerContext
 
 
 def run_and_follow(ctx: WorkerContext, attempt: Attempt) -> AttemptResult:

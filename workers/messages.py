@@ -20,8 +20,8 @@ from celery.utils.nodenames import anon_nodename
 from celery.utils.time import utcoffset
 from kombu.serialization import dumps
 
-from shared.domain.runs import Enqueue, LaneHead
-from workers import queues
+from clawbus.shared.domain.runs import Enqueue, LaneHead
+from clawbus.workers import queues
 
 EVENT_EXCHANGE = "celeryev"
 SENT_EVENT = "task-sent"

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from shared.ports.dispatch import StepTask
-from shared.wire.models import RunKind
+from clawbus.shared.ports.dispatch import StepTask
+from clawbus.shared.wire.models import RunKind
 
 RUNS = "runs"  # chat messages and sessions_send primary runs
 NESTED = "nested"  # reply-back turns and announce steps

@@ -25,12 +25,12 @@ from typing import Any, ClassVar
 from celery import Celery, bootsteps
 from celery.utils import uuid
 
-from shared.a2a import push
-from shared.domain import logs
-from shared.flows.engine import advance
-from shared.runner import hot_window
-from workers import lanes, queues
-from workers.services import WorkerContext
+from clawbus.shared.a2a import push
+from clawbus.shared.domain import logs
+from clawbus.shared.flows.engine import advance
+from clawbus.shared.runner import hot_window
+from clawbus.workers import lanes, queues
+from clawbus.workers.services import WorkerContext
 
 log = logging.getLogger(__name__)
 

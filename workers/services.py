@@ -9,11 +9,11 @@ from dataclasses import dataclass
 
 from celery import current_app
 
-from shared.config import Config, load_config
-from shared.ports.dispatch import Dispatcher
-from shared.store import Store
-from shared.store.connection import WORKER_RETRIES
-from workers.dispatch import CeleryDispatcher
+from clawbus.shared.config import Config, load_config
+from clawbus.shared.ports.dispatch import Dispatcher
+from clawbus.shared.store import Store
+from clawbus.shared.store.connection import WORKER_RETRIES
+from clawbus.workers.dispatch import CeleryDispatcher
 
 
 @dataclass(frozen=True, slots=True)

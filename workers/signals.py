@@ -29,11 +29,11 @@ from celery.signals import (
     worker_shutdown,
 )
 
-from shared.adapters import tracing
-from shared.base.gc_pauses import FrozenHeap, freeze_started_heap
-from shared.config import Config
-from shared.domain import logs
-from shared.store import Store
+from clawbus.shared.adapters import tracing
+from clawbus.shared.base.gc_pauses import FrozenHeap, freeze_started_heap
+from clawbus.shared.config import Config
+from clawbus.shared.domain import logs
+from clawbus.shared.store import Store
 
 HEARTBEAT_TTL_SECONDS = 10
 

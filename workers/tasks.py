@@ -16,14 +16,14 @@ import logging
 
 from celery import Task, shared_task
 
-from shared.a2a import push
-from shared.config import MAX_DELIVERY_ATTEMPTS
-from shared.flows.engine import perform
-from shared.ports.dispatch import StepTask
-from shared.runner import archive
-from shared.runner.execution import Attempt
-from workers import lanes, queues, reaper
-from workers.services import worker_context
+from clawbus.shared.a2a import push
+from clawbus.shared.config import MAX_DELIVERY_ATTEMPTS
+from clawbus.shared.flows.engine import perform
+from clawbus.shared.ports.dispatch import StepTask
+from clawbus.shared.runner import archive
+from clawbus.shared.runner.execution import Attempt
+from clawbus.workers import lanes, queues, reaper
+from clawbus.workers.services import worker_context
 
 log = logging.getLogger(__name__)
 

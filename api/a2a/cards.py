@@ -15,7 +15,7 @@ from a2a.types import (
     StringList,
 )
 
-from shared.config import AgentConfig, Config
+from clawbus.shared.config import AgentConfig, Config
 
 PROTOCOL_VERSION = "1.0"
 BEARER = "bearer"

@@ -52,17 +52,25 @@ from google.protobuf.json_format import MessageToDict, ParseDict
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 
-from api.auth import Principal
-from api.services import Services
-from shared.a2a import push
-from shared.a2a.tasks import CONTEXT_ID, STATES, context_of, session_key, status_event, task_of, text_event
-from shared.domain import chains
-from shared.domain.runs import CancelOutcome
-from shared.intake.inbound import receive
-from shared.runner import run_control
-from shared.tools.tool_context import ToolContext
-from shared.wire.models import CommandReply, InboundMessageParams, Run, RunStatus, ToolFailure
-from shared.wire.send_schema import SendResult
+from clawbus.api.auth import Principal
+from clawbus.api.services import Services
+from clawbus.shared.a2a import push
+from clawbus.shared.a2a.tasks import (
+    CONTEXT_ID,
+    STATES,
+    context_of,
+    session_key,
+    status_event,
+    task_of,
+    text_event,
+)
+from clawbus.shared.domain import chains
+from clawbus.shared.domain.runs import CancelOutcome
+from clawbus.shared.intake.inbound import receive
+from clawbus.shared.runner import run_control
+from clawbus.shared.tools.tool_context import ToolContext
+from clawbus.shared.wire.models import CommandReply, InboundMessageParams, Run, RunStatus, ToolFailure
+from clawbus.shared.wire.send_schema import SendResult
 
 log = logging.getLogger(__name__)
 

@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from fastapi import APIRouter, Path, Request, Response
 
-from api.auth import Principal, forbidden
-from api.deps import PrincipalDep, ServicesDep
-from api.errors import ErrorResponse, not_found
-from api.services import Services
-from shared.config import AgentConfig
+from clawbus.api.auth import Principal, forbidden
+from clawbus.api.deps import PrincipalDep, ServicesDep
+from clawbus.api.errors import ErrorResponse, not_found
+from clawbus.api.services import Services
+from clawbus.shared.config import AgentConfig
 
 if TYPE_CHECKING:
     from a2a.server.routes.jsonrpc_dispatcher import JsonRpcDispatcher
@@ -32,7 +32,7 @@ async def _dispatcher(request: Request, services: Services) -> JsonRpcDispatcher
     a process most of a second of CPU to import, which an API that serves no A2A does not pay."""
     state = request.app.state
     if getattr(state, "a2a", None) is None:
-        handler: Any = await anyio.to_thread.run_sync(importlib.import_module, "api.a2a.handler")
+        handler: Any = await anyio.to_thread.run_sync(importlib.import_module, "clawbus.api.a2a.handler")
         state.a2a = handler.dispatcher(services)
     rpc: JsonRpcDispatcher = state.a2a
     return rpc
@@ -50,7 +50,7 @@ def exposed(services: Services, principal: Principal, agent_id: str) -> AgentCon
 def _card(services: Services, agent: AgentConfig, request: Request) -> dict[str, Any]:
     from google.protobuf.json_format import MessageToDict
 
-    from api.a2a.cards import card_for
+    from clawbus.api.a2a.cards import card_for
 
     return MessageToDict(card_for(services.config, agent, str(request.base_url)))
 
@@ -79,7 +79,7 @@ async def jsonrpc(
 ) -> Response:
     agent = exposed(services, principal, agent_id)
     rpc = await _dispatcher(request, services)
-    from api.a2a.handler import Caller
+    from clawbus.api.a2a.handler import Caller
 
     request.state.a2a_caller = Caller(principal, agent.id)
     return await rpc.handle_requests(request)

@@ -9,8 +9,8 @@
 
 from __future__ import annotations
 
-from api.cli import budgets, client_commands, operator, orchestration, roles
-from api.cli.common import app
+from clawbus.api.cli import budgets, client_commands, operator, orchestration, roles
+from clawbus.api.cli.common import app
 
 __all__ = ["app", "budgets", "client_commands", "main", "operator", "orchestration", "roles"]
 

@@ -1,5 +1,5 @@
 """``python -m api.cli``: what the ``clawbus`` script runs."""
 
-from api.cli import main
+from clawbus.api.cli import main
 
 main()

@@ -10,9 +10,9 @@ from typing import Annotated
 
 import typer
 
-from api.cli.client_commands import call, client_for, print_json
-from api.cli.common import JsonOpt, TokenOpt, UrlOpt, app
-from shared.wire.fleet import AgentBudget, BudgetsView
+from clawbus.api.cli.client_commands import call, client_for, print_json
+from clawbus.api.cli.common import JsonOpt, TokenOpt, UrlOpt, app
+from clawbus.shared.wire.fleet import AgentBudget, BudgetsView
 
 budgets_app = typer.Typer(
     invoke_without_command=True,

@@ -16,7 +16,7 @@ from clawbus_client import ClawbusError, Client
 from clawbus_client.models import Flow, Model, NotifyResult, Run, RunStatus, SendResult, ToolFailure
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-from api.cli.common import (
+from clawbus.api.cli.common import (
     CallerOpt,
     JsonOpt,
     TokenOpt,
@@ -29,8 +29,8 @@ from api.cli.common import (
     runs_app,
     sessions_app,
 )
-from api.client_sends import waited_send
-from shared.wire.models import Wire
+from clawbus.api.client_sends import waited_send
+from clawbus.shared.wire.models import Wire
 
 
 def client_for(url: str | None, token: str | None) -> Client:
@@ -300,7 +300,7 @@ def mcp(
 ) -> None:
     """Serve the session tools over MCP on stdin/stdout, calling the API (for MCP clients to launch)."""
     # Imported here: the MCP SDK is only needed by this command, and every other one starts faster.
-    from api.mcp_server import run_stdio
+    from clawbus.api.mcp_server import run_stdio
 
     session_key = session or load().gateway.mcp.session_key
     with client_for(url, token) as client:

@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING, Annotated, NoReturn
 import typer
 from rich.console import Console
 
-from api.processes import run_as_main
+from clawbus.api.processes import run_as_main
 
 if TYPE_CHECKING:
-    from shared.config import Config
+    from clawbus.shared.config import Config
 
 app = typer.Typer(no_args_is_help=True, help="clawbus: OpenClaw's session tools as a distributed service.")
 sessions_app = typer.Typer(no_args_is_help=True, help="Call the session tools.")
@@ -36,7 +36,7 @@ CallerOpt = Annotated[str, typer.Option("--as", help="The caller's session key."
 def load() -> Config:
     """The configuration, or exit 2 with its one message naming every bad field. Its models are imported
     here, not with the command line: a client command never loads them, and starts in half the time."""
-    from shared.config import ConfigError, validate_config
+    from clawbus.shared.config import ConfigError, validate_config
 
     try:
         config, validation = validate_config()

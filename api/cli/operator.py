@@ -10,22 +10,22 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from api.cli.client_commands import call, client_for, print_json
-from api.cli.common import JsonOpt, TokenOpt, UrlOpt, app, config_app, console, fail, load, token_app
-from api.cli.orchestration import session_card
-from shared.base.text import token_digest
-from shared.wire.fleet import ModelTrafficRow
-from shared.wire.models import ColdMoveFailure, StalledRun
+from clawbus.api.cli.client_commands import call, client_for, print_json
+from clawbus.api.cli.common import JsonOpt, TokenOpt, UrlOpt, app, config_app, console, fail, load, token_app
+from clawbus.api.cli.orchestration import session_card
+from clawbus.shared.base.text import token_digest
+from clawbus.shared.wire.fleet import ModelTrafficRow
+from clawbus.shared.wire.models import ColdMoveFailure, StalledRun
 
 if TYPE_CHECKING:
-    from shared.config import Config
+    from clawbus.shared.config import Config
 
 
 @config_app.command("validate")
 def config_validate(as_json: JsonOpt = False) -> None:
     """Check the configuration file as `openclaw config validate` does: its issues (exit 1) and the
     settings it has that clawbus does not use (warnings)."""
-    from shared.config import ConfigError, validate_config
+    from clawbus.shared.config import ConfigError, validate_config
 
     try:
         config, validation = validate_config()
@@ -77,7 +77,9 @@ def token_create(
     owner: Annotated[bool, typer.Option(help="May run owner-only operations.")] = False,
 ) -> None:
     """Make a new API token: prints it (once) and the hashed entry for gateway.auth.tokens."""
-    from shared.config import TokenSpec  # the configuration's models load only for the commands that use them
+    from clawbus.shared.config import (
+        TokenSpec,  # the configuration's models load only for the commands that use them
+    )
 
     token = "cb_" + secrets.token_urlsafe(32)
     spec = TokenSpec(name=name, sha256=token_digest(token), agents=agent or ["*"], owner=owner)
@@ -186,8 +188,8 @@ def probe(
     ],
 ) -> None:
     """A liveness check for container probes: exit 0 if ``role`` is alive, 1 if not (reads Redis)."""
-    from shared.store import Store
-    from shared.store.errors import StoreUnavailable
+    from clawbus.shared.store import Store
+    from clawbus.shared.store.errors import StoreUnavailable
 
     config = load()
     store = Store.from_config(config)

@@ -9,10 +9,10 @@ from typing import Annotated
 
 import typer
 
-from api.cli.client_commands import call, client_for, print_json
-from api.cli.common import JsonOpt, TokenOpt, UrlOpt, app, console
-from shared.base.text import count, duration
-from shared.wire.subagents_schema import SessionStatusCard, SubagentInfo, SubagentRow
+from clawbus.api.cli.client_commands import call, client_for, print_json
+from clawbus.api.cli.common import JsonOpt, TokenOpt, UrlOpt, app, console
+from clawbus.shared.base.text import count, duration
+from clawbus.shared.wire.subagents_schema import SessionStatusCard, SubagentInfo, SubagentRow
 
 subagents_app = typer.Typer(no_args_is_help=True, help="A session's sub-agents: list, kill, steer, info.")
 app.add_typer(subagents_app, name="subagents")

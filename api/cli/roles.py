@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from clawbus_client.settings import clawbus_home
 
-from api.cli.common import app, console, exec_role, load
+from clawbus.api.cli.common import app, console, exec_role, load
 
 if TYPE_CHECKING:
-    from shared.config import Config
+    from clawbus.shared.config import Config
 
 
 def load_with_level(loglevel: str | None) -> Config:
@@ -35,8 +35,8 @@ def up(
     concurrency: Annotated[int | None, typer.Option(help="Worker pool size.")] = None,
 ) -> None:
     """Run Redis (if none answers), a worker, beat, the API and Flower until Ctrl-C."""
-    from api.embedded import UpOptions
-    from api.embedded import up as run_up
+    from clawbus.api.embedded import UpOptions
+    from clawbus.api.embedded import up as run_up
 
     config = load()
     configured = config.redis.url if "url" in config.redis.model_fields_set else None
@@ -67,7 +67,7 @@ def api(
         "-m",
         "uvicorn",
         "--factory",
-        "api.app:create_server_app",
+        "clawbus.api.app:create_server_app",
         "--host",
         host or config.gateway.bind,
         "--port",
@@ -94,7 +94,7 @@ def worker(
     loglevel: Annotated[str | None, typer.Option(help="Log level (default logging.level).")] = None,
 ) -> None:
     """Run a Celery worker consuming the clawbus queues."""
-    from workers import queues
+    from clawbus.workers import queues
 
     config = load_with_level(loglevel)
     argv = [
@@ -102,7 +102,7 @@ def worker(
         "-m",
         "celery",
         "-A",
-        "workers.app",
+        "clawbus.workers.app",
         "worker",
         "-Q",
         ",".join(queue or queues.ALL),
@@ -140,7 +140,7 @@ def beat(
             "-m",
             "celery",
             "-A",
-            "workers.app",
+            "clawbus.workers.app",
             "beat",
             "--schedule",
             str(path),
@@ -163,7 +163,7 @@ def flower(
             "-m",
             "celery",
             "-A",
-            "workers.app",
+            "clawbus.workers.app",
             "flower",
             f"--port={port or config.flower.port}",
             f"--address={address}",

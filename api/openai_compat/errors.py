@@ -12,8 +12,8 @@ from typing import Any
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from pydantic_core import ErrorDetails
 
-from shared.base.errors import ClawbusError
-from shared.base.js_values import js_type
+from clawbus.shared.base.errors import ClawbusError
+from clawbus.shared.base.js_values import js_type
 
 INVALID_REQUEST = "invalid_request_error"
 API_ERROR = "api_error"

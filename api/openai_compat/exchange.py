@@ -19,20 +19,20 @@ from fastapi import Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import StreamingResponse
 
-from api import idempotency
-from api.auth import Principal
-from api.openai_compat import replies, shapes
-from api.openai_compat.errors import invalid
-from api.openai_compat.prompts import Prompt
-from api.openai_compat.replies import Ended, Failure, Outcome, Reply
-from api.routes.resolve import acting_as
-from api.services import Services
-from shared.domain import chains, logs, policy
-from shared.intake.inbound import receive
-from shared.intake.submit import AwaitRun
-from shared.runner import run_control
-from shared.wire.models import CommandReply, InboundMessageParams, Sampling, ToolFailure
-from shared.wire.send_schema import SendResult
+from clawbus.api import idempotency
+from clawbus.api.auth import Principal
+from clawbus.api.openai_compat import replies, shapes
+from clawbus.api.openai_compat.errors import invalid
+from clawbus.api.openai_compat.prompts import Prompt
+from clawbus.api.openai_compat.replies import Ended, Failure, Outcome, Reply
+from clawbus.api.routes.resolve import acting_as
+from clawbus.api.services import Services
+from clawbus.shared.domain import chains, logs, policy
+from clawbus.shared.intake.inbound import receive
+from clawbus.shared.intake.submit import AwaitRun
+from clawbus.shared.runner import run_control
+from clawbus.shared.wire.models import CommandReply, InboundMessageParams, Sampling, ToolFailure
+from clawbus.shared.wire.send_schema import SendResult
 
 # ``false`` keeps the run of a client that leaves (a fire-and-forget request); any other value, or none,
 # cancels it, as the release does.

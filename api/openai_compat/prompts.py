@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
-from api.openai_compat.requests import (
+from clawbus.api.openai_compat.requests import (
     FunctionCallItem,
     FunctionCallOutputItem,
     InputItem,

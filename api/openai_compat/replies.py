@@ -16,12 +16,12 @@ from dataclasses import dataclass
 
 import anyio
 
-from api.openai_compat.errors import API_ERROR
-from api.services import Services
-from api.streams import KEEPALIVE_MS
-from shared.domain.redaction import scrub
-from shared.store.errors import StoreUnavailable
-from shared.wire.models import Run, RunStatus, Usage
+from clawbus.api.openai_compat.errors import API_ERROR
+from clawbus.api.services import Services
+from clawbus.api.streams import KEEPALIVE_MS
+from clawbus.shared.domain.redaction import scrub
+from clawbus.shared.store.errors import StoreUnavailable
+from clawbus.shared.wire.models import Run, RunStatus, Usage
 
 # What the release answers when a run ended well with nothing to say.
 NO_RESPONSE = "No response from OpenClaw."

@@ -29,8 +29,8 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from api.openai_compat.errors import invalid, schema_message
-from shared.wire.models import Sampling
+from clawbus.api.openai_compat.errors import invalid, schema_message
+from clawbus.shared.wire.models import Sampling
 
 # JavaScript's Number.MAX_SAFE_INTEGER: the release's token caps must be "positive safe integers".
 MAX_SAFE_INTEGER = 2**53 - 1

@@ -10,10 +10,10 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from api.openai_compat.errors import error_body
-from api.openai_compat.replies import Ended, Failure, Reply
-from api.streams import KEEPALIVE
-from shared.wire.models import Usage
+from clawbus.api.openai_compat.errors import error_body
+from clawbus.api.openai_compat.replies import Ended, Failure, Reply
+from clawbus.api.streams import KEEPALIVE
+from clawbus.shared.wire.models import Usage
 
 DONE = "data: [DONE]\n\n"
 # The release's event streams, with clawbus's advice to proxies not to buffer them.

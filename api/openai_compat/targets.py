@@ -18,9 +18,9 @@ import re
 import uuid
 from collections.abc import Mapping
 
-from api.openai_compat.errors import invalid
-from shared.base import session_keys
-from shared.config import Config
+from clawbus.api.openai_compat.errors import invalid
+from clawbus.shared.base import session_keys
+from clawbus.shared.config import Config
 
 OPENCLAW_MODEL = "openclaw"
 DEFAULT_MODEL = "openclaw/default"

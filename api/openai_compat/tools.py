@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from api.openai_compat.errors import invalid
-from api.openai_compat.requests import FunctionChoice, NestedFunctionChoice, ResponsesRequest
+from clawbus.api.openai_compat.errors import invalid
+from clawbus.api.openai_compat.requests import FunctionChoice, NestedFunctionChoice, ResponsesRequest
 
 
 def chat_demand(tools: list[Any] | None, choice: Any) -> str | None:

@@ -11,12 +11,12 @@ from fastapi import APIRouter, Path
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from api.auth import forbidden
-from api.deps import PrincipalDep, ServicesDep
-from api.errors import ErrorResponse, not_found
-from shared.domain.budget_view import agent_budget, chain_budget, override_of, tree_budget
-from shared.domain.budgets import day_of
-from shared.wire.fleet import AgentBudget, BudgetsView, ChainBudget
+from clawbus.api.auth import forbidden
+from clawbus.api.deps import PrincipalDep, ServicesDep
+from clawbus.api.errors import ErrorResponse, not_found
+from clawbus.shared.domain.budget_view import agent_budget, chain_budget, override_of, tree_budget
+from clawbus.shared.domain.budgets import day_of
+from clawbus.shared.wire.fleet import AgentBudget, BudgetsView, ChainBudget
 
 router = APIRouter(tags=["budgets"])
 _errors: dict[int | str, dict[str, Any]] = {code: {"model": ErrorResponse} for code in (401, 403)}

@@ -9,12 +9,12 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import StreamingResponse
 
-from api import streams
-from api.auth import forbidden
-from api.deps import PrincipalDep, ServicesDep
-from api.errors import ErrorResponse
-from api.params import LastEventId, StreamId
-from shared.base.text import CONTROL_CLASS
+from clawbus.api import streams
+from clawbus.api.auth import forbidden
+from clawbus.api.deps import PrincipalDep, ServicesDep
+from clawbus.api.errors import ErrorResponse
+from clawbus.api.params import LastEventId, StreamId
+from clawbus.shared.base.text import CONTROL_CLASS
 
 router = APIRouter(prefix="/v1/channels", tags=["channels"])
 LocalChannel = Literal["webchat", "log"]

@@ -14,7 +14,7 @@ from fastapi import APIRouter
 from fastapi.responses import HTMLResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
 
-from api.deps import ServicesDep
+from clawbus.api.deps import ServicesDep
 
 CONSOLE = Path(__file__).resolve().parent.parent / "console"
 ASSETS = "/console/assets"

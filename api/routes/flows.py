@@ -8,16 +8,16 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Path, Request, Response
 from fastapi.concurrency import run_in_threadpool
 
-from api import idempotency
-from api.auth import Principal
-from api.deps import PrincipalDep, ServicesDep
-from api.errors import ErrorResponse, not_found
-from api.services import Services
-from shared.domain import logs
-from shared.domain.redaction import scrubbed_flow
-from shared.flows.view import describe
-from shared.runner import run_control
-from shared.wire.models import Flow
+from clawbus.api import idempotency
+from clawbus.api.auth import Principal
+from clawbus.api.deps import PrincipalDep, ServicesDep
+from clawbus.api.errors import ErrorResponse, not_found
+from clawbus.api.services import Services
+from clawbus.shared.domain import logs
+from clawbus.shared.domain.redaction import scrubbed_flow
+from clawbus.shared.flows.view import describe
+from clawbus.shared.runner import run_control
+from clawbus.shared.wire.models import Flow
 
 router = APIRouter(prefix="/v1/flows", tags=["flows"])
 # A flow's id is its primary run's, a UUID; its steps' ids are derived from it.

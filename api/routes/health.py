@@ -7,8 +7,8 @@ from typing import Any
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 
-from api.deps import ServicesDep
-from shared.store.errors import StoreUnavailable
+from clawbus.api.deps import ServicesDep
+from clawbus.shared.store.errors import StoreUnavailable
 
 router = APIRouter(tags=["health"])
 

@@ -60,11 +60,11 @@ from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
 from starlette.exceptions import HTTPException
 
-from api.auth import Principal
-from api.deps import PrincipalDep, ServicesDep
-from api.errors import ApiError, unavailable_message
-from api.openai_compat import prompts, shapes, targets, tools
-from api.openai_compat.errors import (
+from clawbus.api.auth import Principal
+from clawbus.api.deps import PrincipalDep, ServicesDep
+from clawbus.api.errors import ApiError, unavailable_message
+from clawbus.api.openai_compat import prompts, shapes, targets, tools
+from clawbus.api.openai_compat.errors import (
     API_ERROR,
     INVALID_REQUEST,
     OpenAIError,
@@ -73,17 +73,17 @@ from api.openai_compat.errors import (
     method_not_allowed,
     not_found,
 )
-from api.openai_compat.exchange import CLIENT_LEFT, Exchange, refuse_model_override
-from api.openai_compat.replies import Failure
-from api.openai_compat.requests import (
+from clawbus.api.openai_compat.exchange import CLIENT_LEFT, Exchange, refuse_model_override
+from clawbus.api.openai_compat.replies import Failure
+from clawbus.api.openai_compat.requests import (
     ChatCompletionRequest,
     ResponsesRequest,
     decode,
     parse,
 )
-from api.services import Services
-from api.waits import ShuttingDown
-from shared.store.errors import StoreUnavailable
+from clawbus.api.services import Services
+from clawbus.api.waits import ShuttingDown
+from clawbus.shared.store.errors import StoreUnavailable
 
 _CHAT, _RESPONSES, _MODELS = "/v1/chat/completions", "/v1/responses", "/v1/models"
 _OTHER_THAN_POST = ["GET", "PUT", "PATCH", "DELETE"]

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from api.deps import PrincipalDep, ServicesDep
-from api.errors import ErrorResponse
-from shared.base.session_keys import main_key_of
-from shared.wire.models import Wire
+from clawbus.api.deps import PrincipalDep, ServicesDep
+from clawbus.api.errors import ErrorResponse
+from clawbus.shared.base.session_keys import main_key_of
+from clawbus.shared.wire.models import Wire
 
 router = APIRouter(tags=["principal"])
 

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from api.auth import Principal, forbidden
-from api.errors import ApiError, bad_request, not_found
-from api.services import Services
-from shared.base import session_keys
-from shared.base.errors import ToolError
-from shared.tools.tool_context import ToolContext, require_agent
+from clawbus.api.auth import Principal, forbidden
+from clawbus.api.errors import ApiError, bad_request, not_found
+from clawbus.api.services import Services
+from clawbus.shared.base import session_keys
+from clawbus.shared.base.errors import ToolError
+from clawbus.shared.tools.tool_context import ToolContext, require_agent
 
 
 def session_context(services: Services, principal: Principal, raw_key: str) -> ToolContext:

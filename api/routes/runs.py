@@ -10,17 +10,17 @@ from fastapi import APIRouter, Path, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import StreamingResponse
 
-from api import idempotency, streams
-from api.auth import Principal
-from api.deps import PrincipalDep, ServicesDep
-from api.errors import ApiError, ErrorResponse, not_found
-from api.params import LastEventId, StreamId
-from api.services import Services
-from shared.domain import logs
-from shared.domain.redaction import scrub, scrubbed_run
-from shared.domain.runs import CancelOutcome
-from shared.runner import run_control
-from shared.wire.models import Run, RunStatus
+from clawbus.api import idempotency, streams
+from clawbus.api.auth import Principal
+from clawbus.api.deps import PrincipalDep, ServicesDep
+from clawbus.api.errors import ApiError, ErrorResponse, not_found
+from clawbus.api.params import LastEventId, StreamId
+from clawbus.api.services import Services
+from clawbus.shared.domain import logs
+from clawbus.shared.domain.redaction import scrub, scrubbed_run
+from clawbus.shared.domain.runs import CancelOutcome
+from clawbus.shared.runner import run_control
+from clawbus.shared.wire.models import Run, RunStatus
 
 router = APIRouter(prefix="/v1/runs", tags=["runs"])
 RunId = Annotated[str, Path(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_-]+$")]

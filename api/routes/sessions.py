@@ -10,23 +10,23 @@ from fastapi import APIRouter, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import StreamingResponse
 
-from api import idempotency, streams
-from api.auth import Principal, forbidden
-from api.deps import PrincipalDep, ServicesDep
-from api.errors import ApiError, ErrorResponse, bad_request, not_found
-from api.params import SessionKeyPath
-from api.routes.resolve import session_context
-from api.routes.runs import STREAM_HEADERS
-from api.routes.tools import settle
-from api.schemas import SessionPatchBody
-from api.services import Services
-from shared.base.session_keys import SessionKind
-from shared.domain import logs
-from shared.domain.sessions import LabelTaken, SessionPatch, new_entry
-from shared.intake.inbound import receive
-from shared.tools.list import every_session
-from shared.wire.list_schema import SessionsListParams, SessionsListResult
-from shared.wire.models import InboundMessageParams, SessionEntry
+from clawbus.api import idempotency, streams
+from clawbus.api.auth import Principal, forbidden
+from clawbus.api.deps import PrincipalDep, ServicesDep
+from clawbus.api.errors import ApiError, ErrorResponse, bad_request, not_found
+from clawbus.api.params import SessionKeyPath
+from clawbus.api.routes.resolve import session_context
+from clawbus.api.routes.runs import STREAM_HEADERS
+from clawbus.api.routes.tools import settle
+from clawbus.api.schemas import SessionPatchBody
+from clawbus.api.services import Services
+from clawbus.shared.base.session_keys import SessionKind
+from clawbus.shared.domain import logs
+from clawbus.shared.domain.sessions import LabelTaken, SessionPatch, new_entry
+from clawbus.shared.intake.inbound import receive
+from clawbus.shared.tools.list import every_session
+from clawbus.shared.wire.list_schema import SessionsListParams, SessionsListResult
+from clawbus.shared.wire.models import InboundMessageParams, SessionEntry
 
 router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
 _errors: dict[int | str, dict[str, Any]] = {

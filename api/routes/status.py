@@ -8,13 +8,13 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
 
-from api.auth import forbidden
-from api.deps import PrincipalDep, ServicesDep
-from api.errors import ErrorResponse
-from shared.domain.traffic_view import traffic_rows
-from shared.wire.fleet import FleetView
-from shared.wire.models import InFlightLane, InFlightView
-from workers import queues
+from clawbus.api.auth import forbidden
+from clawbus.api.deps import PrincipalDep, ServicesDep
+from clawbus.api.errors import ErrorResponse
+from clawbus.shared.domain.traffic_view import traffic_rows
+from clawbus.shared.wire.fleet import FleetView
+from clawbus.shared.wire.models import InFlightLane, InFlightView
+from clawbus.workers import queues
 
 router = APIRouter(tags=["fleet"])
 _errors: dict[int | str, dict[str, Any]] = {code: {"model": ErrorResponse} for code in (401, 403)}

@@ -16,22 +16,22 @@ from fastapi import APIRouter, Path, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from api import idempotency
-from api.auth import Principal
-from api.deps import PrincipalDep, ServicesDep
-from api.errors import ApiError, ErrorResponse, bad_request, not_found
-from api.params import SessionKeyPath
-from api.routes.resolve import session_context
-from api.services import Services
-from shared.base.errors import first_invalid
-from shared.base.text import CONTROL_CLASS
-from shared.domain import logs
-from shared.domain.redaction import scrub
-from shared.intake.submit import AwaitRun
-from shared.tools.registry import TOOLS
-from shared.tools.tool_context import ToolContext
-from shared.wire.models import ToolFailure, Wire
-from shared.wire.subagents_schema import (
+from clawbus.api import idempotency
+from clawbus.api.auth import Principal
+from clawbus.api.deps import PrincipalDep, ServicesDep
+from clawbus.api.errors import ApiError, ErrorResponse, bad_request, not_found
+from clawbus.api.params import SessionKeyPath
+from clawbus.api.routes.resolve import session_context
+from clawbus.api.services import Services
+from clawbus.shared.base.errors import first_invalid
+from clawbus.shared.base.text import CONTROL_CLASS
+from clawbus.shared.domain import logs
+from clawbus.shared.domain.redaction import scrub
+from clawbus.shared.intake.submit import AwaitRun
+from clawbus.shared.tools.registry import TOOLS
+from clawbus.shared.tools.tool_context import ToolContext
+from clawbus.shared.wire.models import ToolFailure, Wire
+from clawbus.shared.wire.subagents_schema import (
     SessionStatusCard,
     SubagentInfo,
     SubagentsKilled,

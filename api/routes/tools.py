@@ -12,26 +12,26 @@ from fastapi import APIRouter, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from pydantic import ValidationError
 
-from api import idempotency
-from api.auth import Principal
-from api.deps import PrincipalDep, ServicesDep
-from api.errors import ApiError, ErrorResponse, bad_request, openclaw_json
-from api.params import SESSION_KEY_CONSTRAINTS
-from api.routes.resolve import acting_as
-from api.schemas import INVOKE_BODY, InvokeRequest, InvokeResponse
-from api.services import Services
-from api.waits import Watch
-from shared.adapters import tracing
-from shared.base import session_keys
-from shared.base.errors import tool_input_error
-from shared.domain import logs, subagents
-from shared.intake.submit import AwaitRun
-from shared.runner import run_control
-from shared.runner.tool_schemas import SchemaFormat, tool_schemas
-from shared.tools.registry import TOOLS, Tool
-from shared.tools.tool_context import ToolContext
-from shared.wire.models import Wire
-from shared.wire.send_schema import SessionsSendParams
+from clawbus.api import idempotency
+from clawbus.api.auth import Principal
+from clawbus.api.deps import PrincipalDep, ServicesDep
+from clawbus.api.errors import ApiError, ErrorResponse, bad_request, openclaw_json
+from clawbus.api.params import SESSION_KEY_CONSTRAINTS
+from clawbus.api.routes.resolve import acting_as
+from clawbus.api.schemas import INVOKE_BODY, InvokeRequest, InvokeResponse
+from clawbus.api.services import Services
+from clawbus.api.waits import Watch
+from clawbus.shared.adapters import tracing
+from clawbus.shared.base import session_keys
+from clawbus.shared.base.errors import tool_input_error
+from clawbus.shared.domain import logs, subagents
+from clawbus.shared.intake.submit import AwaitRun
+from clawbus.shared.runner import run_control
+from clawbus.shared.runner.tool_schemas import SchemaFormat, tool_schemas
+from clawbus.shared.tools.registry import TOOLS, Tool
+from clawbus.shared.tools.tool_context import ToolContext
+from clawbus.shared.wire.models import Wire
+from clawbus.shared.wire.send_schema import SessionsSendParams
 
 router = APIRouter(tags=["tools"])
 

@@ -12,17 +12,17 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
 
-from api.deps import PrincipalDep, ServicesDep
-from api.errors import ErrorResponse, not_found
-from api.params import SessionKeyPath
-from api.routes.flows import FlowId
-from api.routes.resolve import session_context
-from shared.domain import logs
-from shared.domain.waterfall import RunRecords, Waterfall, rows
-from shared.flows.view import snapshot
-from shared.store import Store
-from shared.tools.subagents_view import descendants
-from shared.wire.models import Message, Run
+from clawbus.api.deps import PrincipalDep, ServicesDep
+from clawbus.api.errors import ErrorResponse, not_found
+from clawbus.api.params import SessionKeyPath
+from clawbus.api.routes.flows import FlowId
+from clawbus.api.routes.resolve import session_context
+from clawbus.shared.domain import logs
+from clawbus.shared.domain.waterfall import RunRecords, Waterfall, rows
+from clawbus.shared.flows.view import snapshot
+from clawbus.shared.store import Store
+from clawbus.shared.tools.subagents_view import descendants
+from clawbus.shared.wire.models import Message, Run
 
 router = APIRouter(tags=["waterfall"])
 _errors: dict[int | str, dict[str, Any]] = {code: {"model": ErrorResponse} for code in (400, 401, 403, 404)}

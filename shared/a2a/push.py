@@ -21,13 +21,13 @@ import httpx
 from a2a.types import StreamResponse, TaskPushNotificationConfig
 from google.protobuf.json_format import MessageToDict, ParseDict
 
-from shared.a2a.tasks import context_of, task_of
-from shared.adapters.channels.http import SIGNATURE_HEADER, post_json, signature
-from shared.base import backoff
-from shared.config import Config
-from shared.ports.channel import DeliveryError
-from shared.ports.dispatch import Dispatcher
-from shared.ports.storage import Storage
+from clawbus.shared.a2a.tasks import context_of, task_of
+from clawbus.shared.adapters.channels.http import SIGNATURE_HEADER, post_json, signature
+from clawbus.shared.base import backoff
+from clawbus.shared.config import Config
+from clawbus.shared.ports.channel import DeliveryError
+from clawbus.shared.ports.dispatch import Dispatcher
+from clawbus.shared.ports.storage import Storage
 
 log = logging.getLogger(__name__)
 

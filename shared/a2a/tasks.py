@@ -19,8 +19,8 @@ from a2a.types import (
 )
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from shared.domain.redaction import scrub
-from shared.wire.models import Run, RunStatus
+from clawbus.shared.domain.redaction import scrub
+from clawbus.shared.wire.models import Run, RunStatus
 
 # The session kind of A2A contexts: ``agent:<agentId>:a2a:<contextId>``.
 CONTEXT_KIND = "a2a"

@@ -21,11 +21,11 @@ from opentelemetry import trace
 from opentelemetry.semconv.schemas import Schemas
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
-from shared.base import trace_context
-from shared.config import Config, OpenAIProvider, TracingConfig
-from shared.domain import output_budget
-from shared.domain.redaction import redact
-from shared.wire.models import Run, Usage
+from clawbus.shared.base import trace_context
+from clawbus.shared.config import Config, OpenAIProvider, TracingConfig
+from clawbus.shared.domain import output_budget
+from clawbus.shared.domain.redaction import redact
+from clawbus.shared.wire.models import Run, Usage
 
 log = logging.getLogger(__name__)
 

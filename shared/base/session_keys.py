@@ -13,8 +13,8 @@ import uuid
 from dataclasses import dataclass
 from typing import Literal
 
-from shared.base.errors import ClawbusError
-from shared.base.text import CONTROL_CLASS
+from clawbus.shared.base.errors import ClawbusError
+from clawbus.shared.base.text import CONTROL_CLASS
 
 AGENT_ID_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,63}$"
 _AGENT_ID_RE = re.compile(AGENT_ID_PATTERN)

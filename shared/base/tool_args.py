@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import BeforeValidator
 from pydantic_core import PydanticCustomError
 
-from shared.base.errors import TOOL_INPUT
+from clawbus.shared.base.errors import TOOL_INPUT
 
 # What the release takes for a number written as a string (``"5"``, ``" 7 "``, ``"5.0"``, ``"1e1"``).
 _NUMERIC = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$", re.IGNORECASE)

@@ -19,16 +19,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from shared.commands.base import Call, Forward, Outcome, allowed, parse, refusal
-from shared.commands.policy import send
-from shared.commands.queue import queue
-from shared.commands.session import session
-from shared.commands.status import status
-from shared.commands.steer import steer
-from shared.commands.stop import stop
-from shared.commands.subagents import agents, subagents
-from shared.tools.tool_context import ToolContext
-from shared.wire.models import CommandReply, InboundMessageParams
+from clawbus.shared.commands.base import Call, Forward, Outcome, allowed, parse, refusal
+from clawbus.shared.commands.policy import send
+from clawbus.shared.commands.queue import queue
+from clawbus.shared.commands.session import session
+from clawbus.shared.commands.status import status
+from clawbus.shared.commands.steer import steer
+from clawbus.shared.commands.stop import stop
+from clawbus.shared.commands.subagents import agents, subagents
+from clawbus.shared.tools.tool_context import ToolContext
+from clawbus.shared.wire.models import CommandReply, InboundMessageParams
 
 __all__ = ["Forward", "Outcome", "is_command", "run_command"]
 

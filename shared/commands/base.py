@@ -16,11 +16,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from shared.base import session_keys
-from shared.domain.sessions import new_entry
-from shared.intake.queueing import QueueOptions
-from shared.tools.tool_context import ToolContext
-from shared.wire.models import CommandReply, InboundMessageParams, QueueMode, SessionEntry
+from clawbus.shared.base import session_keys
+from clawbus.shared.domain.sessions import new_entry
+from clawbus.shared.intake.queueing import QueueOptions
+from clawbus.shared.tools.tool_context import ToolContext
+from clawbus.shared.wire.models import CommandReply, InboundMessageParams, QueueMode, SessionEntry
 
 _INVOCATION = re.compile(r"\s*/(?P<name>[^\s:]+)(?:\s*:)?(?P<rest>.*)", re.DOTALL)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime
 
-from shared.tools.status_card import js_round, time_ago
+from clawbus.shared.tools.status_card import js_round, time_ago
 
 UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
 _SINGLE = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)?")

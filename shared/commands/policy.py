@@ -3,8 +3,8 @@ release."""
 
 from __future__ import annotations
 
-from shared.commands.base import Call, Outcome, is_owner
-from shared.domain.sessions import SessionPatch
+from clawbus.shared.commands.base import Call, Outcome, is_owner
+from clawbus.shared.domain.sessions import SessionPatch
 
 SEND_USAGE = "Usage: /send on|off|inherit"
 _SEND_ARGS: dict[str, str | None] = {

@@ -14,11 +14,11 @@ import dataclasses
 import re
 from dataclasses import dataclass, field
 
-from shared.commands.base import Call, Forward, Outcome
-from shared.commands.durations import parse_duration_ms
-from shared.domain.sessions import SessionPatch
-from shared.intake import queueing
-from shared.wire.models import QueueDrop, QueueMode
+from clawbus.shared.commands.base import Call, Forward, Outcome
+from clawbus.shared.commands.durations import parse_duration_ms
+from clawbus.shared.domain.sessions import SessionPatch
+from clawbus.shared.intake import queueing
+from clawbus.shared.wire.models import QueueDrop, QueueMode
 
 _MODES: dict[str, QueueMode] = {
     "steer": "steer",

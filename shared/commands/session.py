@@ -10,11 +10,11 @@ messages go to the session that spawned the sub-agent again, and the sub-agent's
 
 from __future__ import annotations
 
-from shared.base import session_keys
-from shared.commands.base import Call, Outcome
-from shared.commands.durations import binding_duration, iso, parse_duration_ms
-from shared.intake import threads
-from shared.wire.models import ThreadBinding
+from clawbus.shared.base import session_keys
+from clawbus.shared.commands.base import Call, Outcome
+from clawbus.shared.commands.durations import binding_duration, iso, parse_duration_ms
+from clawbus.shared.intake import threads
+from clawbus.shared.wire.models import ThreadBinding
 
 USAGE = (
     "Usage: /session idle <duration|off> | /session max-age <duration|off> | /session unbind "

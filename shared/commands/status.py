@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from shared.commands.base import Call, Outcome
-from shared.tools.status import session_status
-from shared.wire.models import ToolFailure
-from shared.wire.subagents_schema import SessionStatusParams
+from clawbus.shared.commands.base import Call, Outcome
+from clawbus.shared.tools.status import session_status
+from clawbus.shared.wire.models import ToolFailure
+from clawbus.shared.wire.subagents_schema import SessionStatusParams
 
 UNKNOWN = "⚠️ Unknown /status subcommand. Try /status or /status plugins."
 # The release's /status plugins reports its plugins' health; clawbus loads none.

@@ -9,7 +9,7 @@ answers with the reply of the run that took it in.
 
 from __future__ import annotations
 
-from shared.commands.base import Call, Forward, Outcome
+from clawbus.shared.commands.base import Call, Forward, Outcome
 
 STEER_USAGE = "Usage: /steer <message>"
 

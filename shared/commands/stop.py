@@ -3,9 +3,9 @@
 
 from __future__ import annotations
 
-from shared.commands.base import Call, Outcome
-from shared.runner import run_control
-from shared.wire.models import CommandReply
+from clawbus.shared.commands.base import Call, Outcome
+from clawbus.shared.runner import run_control
+from clawbus.shared.wire.models import CommandReply
 
 
 def stop(call: Call) -> Outcome:

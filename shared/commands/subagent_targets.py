@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from shared.tools.subagents_view import Child, RunView, run_rows, tree
-from shared.tools.tool_context import ToolContext
+from clawbus.shared.tools.subagents_view import Child, RunView, run_rows, tree
+from clawbus.shared.tools.tool_context import ToolContext
 
 RECENT_MINUTES = 30
 # How much of a child's task a list line shows (the tool's list shows 72 characters).

@@ -8,13 +8,13 @@ active or bound to a thread of the channel the message came from.
 
 from __future__ import annotations
 
-from shared.commands.base import Call, Outcome
-from shared.commands.subagent_details import info, log
-from shared.commands.subagent_targets import RECENT_MINUTES, Children, children, resolve, run_label
-from shared.intake import threads
-from shared.runner import run_control
-from shared.tools.subagents_view import Child
-from shared.wire.models import CommandReply
+from clawbus.shared.commands.base import Call, Outcome
+from clawbus.shared.commands.subagent_details import info, log
+from clawbus.shared.commands.subagent_targets import RECENT_MINUTES, Children, children, resolve, run_label
+from clawbus.shared.intake import threads
+from clawbus.shared.runner import run_control
+from clawbus.shared.tools.subagents_view import Child
+from clawbus.shared.wire.models import CommandReply
 
 HELP = "\n".join(
     [

@@ -12,8 +12,8 @@ worker, Flower, logging) and ``settings`` (the whole ``Config`` and ``load_confi
 
 from __future__ import annotations
 
-from shared.config.a2a import A2AConfig, A2ARemote
-from shared.config.agents import (
+from clawbus.shared.config.a2a import A2AConfig, A2ARemote
+from clawbus.shared.config.agents import (
     AgentConfig,
     AgentDefaults,
     AgentSandbox,
@@ -23,8 +23,8 @@ from shared.config.agents import (
     SandboxConfig,
     SubagentDefaults,
 )
-from shared.config.base import DEFAULT_CONFIG_FILE, ENV_PREFIX, ConfigError, HttpUrl, Section
-from shared.config.channels import (
+from clawbus.shared.config.base import DEFAULT_CONFIG_FILE, ENV_PREFIX, ConfigError, HttpUrl, Section
+from clawbus.shared.config.channels import (
     CHANNEL_TYPES,
     CHAT_API_URLS,
     MAX_DELIVERY_ATTEMPTS,
@@ -39,9 +39,9 @@ from shared.config.channels import (
     WebchatChannel,
     WebhookChannel,
 )
-from shared.config.messages import MessagesConfig, QueueConfig
-from shared.config.openclaw_file import Notice
-from shared.config.providers import (
+from clawbus.shared.config.messages import MessagesConfig, QueueConfig
+from clawbus.shared.config.openclaw_file import Notice
+from clawbus.shared.config.providers import (
     AnyProvider,
     EchoProvider,
     ModelCost,
@@ -55,7 +55,7 @@ from shared.config.providers import (
     ScriptToolCall,
     UnknownModel,
 )
-from shared.config.service import (
+from clawbus.shared.config.service import (
     THREADS_PER_WORKER,
     AuthConfig,
     FlowerConfig,
@@ -72,7 +72,7 @@ from shared.config.service import (
     TracingConfig,
     WorkerConfig,
 )
-from shared.config.session import (
+from clawbus.shared.config.session import (
     AgentToAgentSessionConfig,
     SendPolicyConfig,
     SendPolicyMatch,
@@ -80,8 +80,8 @@ from shared.config.session import (
     SessionConfig,
     ThreadBindingsConfig,
 )
-from shared.config.settings import Config, Validation, load_config, validate_config
-from shared.config.tools import (
+from clawbus.shared.config.settings import Config, Validation, load_config, validate_config
+from clawbus.shared.config.tools import (
     VISIBILITIES,
     AgentToAgentToolConfig,
     AttachmentsConfig,

@@ -7,7 +7,7 @@ import re
 
 from pydantic import Field, field_validator
 
-from shared.config.base import HttpUrl, Section
+from clawbus.shared.config.base import HttpUrl, Section
 
 # A remote's id names it in a session key (``a2a:<id>``): the characters of an agent id.
 REMOTE_ID = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")

@@ -11,9 +11,9 @@ from pydantic import (
     field_validator,
 )
 
-from shared.base.session_keys import normalize_agent_id
-from shared.config.base import Section
-from shared.wire.models import ThinkingLevel
+from clawbus.shared.base.session_keys import normalize_agent_id
+from clawbus.shared.config.base import Section
+from clawbus.shared.wire.models import ThinkingLevel
 
 
 class ModelChoice(Section):

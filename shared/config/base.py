@@ -14,7 +14,7 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
-from shared.base.errors import ClawbusError
+from clawbus.shared.base.errors import ClawbusError
 
 DEFAULT_CONFIG_FILE = "clawbus.json5"
 ENV_PREFIX = "CLAWBUS_"

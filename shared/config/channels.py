@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, model_validator
 
-from shared.config.base import HttpUrl, Section
+from clawbus.shared.config.base import HttpUrl, Section
 
 
 class LogChannel(Section):

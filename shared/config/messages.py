@@ -6,8 +6,8 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from shared.config.base import Section
-from shared.wire.models import QueueMode
+from clawbus.shared.config.base import Section
+from clawbus.shared.wire.models import QueueMode
 
 
 class QueueConfig(Section):

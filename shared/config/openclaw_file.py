@@ -21,9 +21,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from shared.config.channels import CHAT_API_URLS
-from shared.config.release import Schema, alternatives, children, dotted, release_issues, release_schema
-from shared.config.unused import SILENT, reason
+from clawbus.shared.config.channels import CHAT_API_URLS
+from clawbus.shared.config.release import (
+    Schema,
+    alternatives,
+    children,
+    dotted,
+    release_issues,
+    release_schema,
+)
+from clawbus.shared.config.unused import SILENT, reason
 
 Path = tuple[str | int, ...]
 

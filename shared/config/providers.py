@@ -13,8 +13,8 @@ from pydantic import (
     model_validator,
 )
 
-from shared.base.errors import ClawbusError
-from shared.config.base import HttpUrl, Section
+from clawbus.shared.base.errors import ClawbusError
+from clawbus.shared.config.base import HttpUrl, Section
 
 # --- models --------------------------------------------------------------------------------------------
 

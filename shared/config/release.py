@@ -19,7 +19,7 @@ from typing import Any
 from jsonschema import Draft7Validator, validators
 from jsonschema.exceptions import ValidationError
 
-from shared.base.js_values import js_type
+from clawbus.shared.base.js_values import js_type
 
 RELEASE = "2026.9.6"
 SCHEMA_FILE = Path(__file__).with_name(f"openclaw-{RELEASE}.schema.json.gz")

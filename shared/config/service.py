@@ -12,7 +12,7 @@ from pydantic import (
     model_validator,
 )
 
-from shared.config.base import Section, any_case
+from clawbus.shared.config.base import Section, any_case
 
 # --- gateway and service -------------------------------------------------------------------------------
 

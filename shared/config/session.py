@@ -9,7 +9,7 @@ from pydantic import (
     model_validator,
 )
 
-from shared.config.base import Section, clamped_int
+from clawbus.shared.config.base import Section, clamped_int
 
 # --- session -------------------------------------------------------------------------------------------
 

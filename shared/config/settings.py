@@ -28,20 +28,20 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
-from shared.base.text import token_digest
-from shared.config.a2a import A2AConfig, A2ARemote
-from shared.config.agents import AgentConfig, AgentsConfig, ModelSpec, fallbacks, primary
-from shared.config.base import DEFAULT_CONFIG_FILE, ENV_PREFIX, ConfigError
-from shared.config.channels import (
+from clawbus.shared.base.text import token_digest
+from clawbus.shared.config.a2a import A2AConfig, A2ARemote
+from clawbus.shared.config.agents import AgentConfig, AgentsConfig, ModelSpec, fallbacks, primary
+from clawbus.shared.config.base import DEFAULT_CONFIG_FILE, ENV_PREFIX, ConfigError
+from clawbus.shared.config.channels import (
     CHANNEL_TYPES,
     Channels,
     CommandsConfig,
     DeliveryConfig,
 )
-from shared.config.messages import MessagesConfig
-from shared.config.openclaw_file import Notice, read_openclaw_file
-from shared.config.providers import AnyProvider, ModelsConfig, OpenAIProvider, UnknownModel
-from shared.config.service import (
+from clawbus.shared.config.messages import MessagesConfig
+from clawbus.shared.config.openclaw_file import Notice, read_openclaw_file
+from clawbus.shared.config.providers import AnyProvider, ModelsConfig, OpenAIProvider, UnknownModel
+from clawbus.shared.config.service import (
     AuthConfig,
     FlowerConfig,
     GatewayConfig,
@@ -52,9 +52,9 @@ from shared.config.service import (
     TokenSpec,
     WorkerConfig,
 )
-from shared.config.session import SessionConfig
-from shared.config.tools import ToolsConfig
-from shared.wire.models import ThinkingLevel
+from clawbus.shared.config.session import SessionConfig
+from clawbus.shared.config.tools import ToolsConfig
+from clawbus.shared.wire.models import ThinkingLevel
 
 
 class _Settings(BaseSettings):

@@ -9,7 +9,7 @@ from pydantic import (
     Field,
 )
 
-from shared.config.base import Section
+from clawbus.shared.config.base import Section
 
 VISIBILITIES = ("self", "tree", "agent", "all")
 Visibility = Literal["self", "tree", "agent", "all"]

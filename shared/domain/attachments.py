@@ -23,10 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from shared.base.errors import ToolError
-from shared.base.text import has_control_characters
-from shared.config import AttachmentsConfig
-from shared.wire.attachments import AttachmentFile, AttachmentIn, AttachmentReceipt
+from clawbus.shared.base.errors import ToolError
+from clawbus.shared.base.text import has_control_characters
+from clawbus.shared.config import AttachmentsConfig
+from clawbus.shared.wire.attachments import AttachmentFile, AttachmentIn, AttachmentReceipt
 
 REDACTED = "__OPENCLAW_REDACTED__"
 ROOT = Path(".openclaw") / "attachments"

@@ -4,9 +4,9 @@ the metrics show it. Pure: the callers read the spend and the runtime budget fro
 
 from __future__ import annotations
 
-from shared.config import Config
-from shared.domain.budgets import UNLIMITED, Limits, Override, Spend, configured, micros, usd
-from shared.wire.fleet import AgentBudget, BudgetSource, ChainBudget, TreeBudget
+from clawbus.shared.config import Config
+from clawbus.shared.domain.budgets import UNLIMITED, Limits, Override, Spend, configured, micros, usd
+from clawbus.shared.wire.fleet import AgentBudget, BudgetSource, ChainBudget, TreeBudget
 
 
 def effective(configured: Limits, override: Override) -> tuple[float | None, int | None, BudgetSource]:

@@ -9,8 +9,8 @@ import math
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from shared.base.errors import ClawbusError
-from shared.config import Config
+from clawbus.shared.base.errors import ClawbusError
+from clawbus.shared.config import Config
 
 MICROS = 1_000_000
 # A day's spend is kept a day past its end, for the operator who looks at yesterday.

@@ -15,9 +15,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from shared.base import session_keys
-from shared.base.errors import ToolError
-from shared.wire.models import Flow, RunSpec, ToolFailure
+from clawbus.shared.base import session_keys
+from clawbus.shared.base.errors import ToolError
+from clawbus.shared.wire.models import Flow, RunSpec, ToolFailure
 
 Guard = Literal["maxHops", "maxCycles", "maxChainSends"]
 # Where a chain travels between hosts: an A2A message's metadata field (clawbus's sends to a remote A2A

@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from shared.base.errors import ClawbusError
+from clawbus.shared.base.errors import ClawbusError
 
 # The header's name, and the longest key taken.
 HEADER = "Idempotency-Key"

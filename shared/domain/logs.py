@@ -20,7 +20,7 @@ import structlog
 from opentelemetry import trace
 from structlog.typing import EventDict, Processor, WrappedLogger
 
-from shared.config import Config, LoggingConfig
+from clawbus.shared.config import Config, LoggingConfig
 
 # The log keys of the context, as the API spells them.
 RUN_ID: Final = "runId"

@@ -7,7 +7,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from shared.domain.redaction import redact
+from clawbus.shared.domain.redaction import redact
 
 TEXT_LIMIT = 4000
 TRUNCATION_MARK = "\n…(truncated)…"

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from shared.base import session_keys
-from shared.config import Config, SendPolicyMatch
-from shared.wire.models import SessionEntry
+from clawbus.shared.base import session_keys
+from clawbus.shared.config import Config, SendPolicyMatch
+from clawbus.shared.wire.models import SessionEntry
 
 Decision = Literal["allow", "deny"]
 BLOCKED = "send blocked by session policy"

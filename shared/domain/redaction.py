@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from shared.wire.models import Flow, Run
+from clawbus.shared.wire.models import Flow, Run
 
 _MASK = "…"
 _VALUE = r"(?P<q>[\"']?)(?P<value>[^\s\"',;]+)"

@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Literal
 
-from shared.base import trace_context
-from shared.domain import chains
-from shared.domain.chains import Chain
-from shared.wire.models import (
+from clawbus.shared.base import trace_context
+from clawbus.shared.domain import chains
+from clawbus.shared.domain.chains import Chain
+from clawbus.shared.wire.models import (
     Message,
     Provenance,
     Run,

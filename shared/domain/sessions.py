@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from shared.base import session_keys
-from shared.base.errors import ClawbusError
-from shared.config import Config
-from shared.wire.models import SessionEntry
+from clawbus.shared.base import session_keys
+from clawbus.shared.base.errors import ClawbusError
+from clawbus.shared.config import Config
+from clawbus.shared.wire.models import SessionEntry
 
 
 class LabelTaken(ClawbusError):

@@ -17,7 +17,7 @@ import json
 from dataclasses import dataclass
 from typing import Literal
 
-from shared.wire.models import RunKind, RunStatus
+from clawbus.shared.wire.models import RunKind, RunStatus
 
 ActorType = Literal["human", "agent", "system"]
 # ``always``: recorded; ``spawned``: recorded only if the session has a spawner (the release projects only

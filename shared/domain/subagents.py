@@ -8,10 +8,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from shared.base import session_keys
-from shared.base.text import count, duration
-from shared.config import AgentSubagents, Config
-from shared.wire.models import Run, RunStatus, SessionEntry, SpawnRole, ThinkingLevel, Usage
+from clawbus.shared.base import session_keys
+from clawbus.shared.base.text import count, duration
+from clawbus.shared.config import AgentSubagents, Config
+from clawbus.shared.wire.models import Run, RunStatus, SessionEntry, SpawnRole, ThinkingLevel, Usage
 
 # The release's sub-agent restriction layer (dist/agent-tools.policy-*.mjs): tools a sub-agent loses at
 # any depth, whatever ``tools.subagents.tools`` allows, and those a leaf (at the depth cap) loses besides,

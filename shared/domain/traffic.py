@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from shared.domain.budgets import Charge
-from shared.wire.models import RunKind
+from clawbus.shared.domain.budgets import Charge
+from clawbus.shared.wire.models import RunKind
 
 # Who waits first when capacity is short: people's messages, then agent-to-agent turns and announces,
 # then sub-agents' work and reports.

@@ -4,10 +4,10 @@ waiting and the cooldown. Pure: the caller reads the figures from the store."""
 
 from __future__ import annotations
 
-from shared.config import Config
-from shared.config.providers import OpenAIProvider
-from shared.domain.traffic import ModelTraffic
-from shared.wire.fleet import ModelTrafficRow, TrafficLimits
+from clawbus.shared.config import Config
+from clawbus.shared.config.providers import OpenAIProvider
+from clawbus.shared.domain.traffic import ModelTraffic
+from clawbus.shared.wire.fleet import ModelTrafficRow, TrafficLimits
 
 
 def traffic_rows(config: Config, figures: list[ModelTraffic]) -> list[ModelTrafficRow]:

@@ -14,10 +14,10 @@ from __future__ import annotations
 import fnmatch
 from typing import Literal
 
-from shared.base import session_keys
-from shared.config import Config, Visibility
-from shared.domain import subagents
-from shared.wire.models import SessionEntry
+from clawbus.shared.base import session_keys
+from clawbus.shared.config import Config, Visibility
+from clawbus.shared.domain import subagents
+from clawbus.shared.wire.models import SessionEntry
 
 Operation = Literal["list", "history", "send", "spawn"]
 _RANK: dict[Visibility, int] = {"self": 0, "tree": 1, "agent": 2, "all": 3}

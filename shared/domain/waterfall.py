@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from shared.wire.models import Message, Run, RunKind, RunStatus, Wire
+from clawbus.shared.wire.models import Message, Run, RunKind, RunStatus, Wire
 
 
 class Step(Wire):

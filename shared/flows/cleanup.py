@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from shared.domain import subagents
-from shared.flows.flow_context import FlowContext
-from shared.runner import archive
-from shared.wire.models import Flow, SessionEntry
+from clawbus.shared.domain import subagents
+from clawbus.shared.flows.flow_context import FlowContext
+from clawbus.shared.runner import archive
+from clawbus.shared.wire.models import Flow, SessionEntry
 
 
 def clean_up(ctx: FlowContext, flow: Flow, child: SessionEntry | None) -> None:

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from typing import Literal
 
-from shared.base import session_keys
-from shared.config import Config
-from shared.domain.chains import Chain
-from shared.domain.sessions import channel_of
-from shared.flows.decide import step_timeout_ms
-from shared.wire.models import Flow, SessionEntry
+from clawbus.shared.base import session_keys
+from clawbus.shared.config import Config
+from clawbus.shared.domain.chains import Chain
+from clawbus.shared.domain.sessions import channel_of
+from clawbus.shared.flows.decide import step_timeout_ms
+from clawbus.shared.wire.models import Flow, SessionEntry
 
 
 def new_flow(

@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from shared.ports.dispatch import StepTask
-from shared.ports.runtime import REPLY_SKIP
-from shared.wire.models import Flow, FlowEndReason, Run, RunStatus, Snapshot
+from clawbus.shared.ports.dispatch import StepTask
+from clawbus.shared.ports.runtime import REPLY_SKIP
+from clawbus.shared.wire.models import Flow, FlowEndReason, Run, RunStatus, Snapshot
 
 MAX_TURNS = 5
 # A step of the exchange waits at most min(timeoutSeconds or 30, 60) s (docs/contract.md §4).

@@ -8,13 +8,13 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from shared.adapters import tracing
-from shared.adapters.channels import DeliveryError, adapter_for
-from shared.base import backoff, flow_ids
-from shared.config import Config
-from shared.domain import logs, policy
-from shared.ports.storage import Storage
-from shared.wire.models import DeliveryClaim
+from clawbus.shared.adapters import tracing
+from clawbus.shared.adapters.channels import DeliveryError, adapter_for
+from clawbus.shared.base import backoff, flow_ids
+from clawbus.shared.config import Config
+from clawbus.shared.domain import logs, policy
+from clawbus.shared.ports.storage import Storage
+from clawbus.shared.wire.models import DeliveryClaim
 
 log = logging.getLogger(__name__)
 

@@ -10,12 +10,12 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from shared.adapters import channels
-from shared.base import trace_context
-from shared.base.flow_ids import delivery_id
-from shared.domain import logs
-from shared.flows import deliveries
-from shared.flows.decide import (
+from clawbus.shared.adapters import channels
+from clawbus.shared.base import trace_context
+from clawbus.shared.base.flow_ids import delivery_id
+from clawbus.shared.domain import logs
+from clawbus.shared.flows import deliveries
+from clawbus.shared.flows.decide import (
     PERFORMS,
     RUN_FOLLOWS,
     Action,
@@ -30,16 +30,16 @@ from shared.flows.decide import (
     next_action,
     task_for,
 )
-from shared.flows.exchange import start_announce, start_delivery, start_turn
-from shared.flows.flow_context import FlowContext
-from shared.flows.report import (
+from clawbus.shared.flows.exchange import start_announce, start_delivery, start_turn
+from clawbus.shared.flows.flow_context import FlowContext
+from clawbus.shared.flows.report import (
     deliver_relay,
     settle_quietly,
     start_subagent_delivery,
 )
-from shared.flows.view import snapshot
-from shared.ports.dispatch import StepTask
-from shared.wire.models import Flow, Snapshot
+from clawbus.shared.flows.view import snapshot
+from clawbus.shared.ports.dispatch import StepTask
+from clawbus.shared.wire.models import Flow, Snapshot
 
 log = logging.getLogger(__name__)
 

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-from shared.base import session_keys
-from shared.base.contexts import ANNOUNCE_MESSAGE, announce_context, reply_context
-from shared.base.flow_ids import announce_run_id, turn_run_id
-from shared.domain import chains, policy
-from shared.domain.runs import inter_session_run
-from shared.domain.sessions import new_entry
-from shared.flows.decide import StartAnnounce, StartDelivery, StartTurn
-from shared.flows.flow_context import FlowContext
-from shared.flows.outbound import deliver_to
-from shared.ports.runtime import ANNOUNCE_SKIP
-from shared.wire.models import Flow, SessionEntry
+from clawbus.shared.base import session_keys
+from clawbus.shared.base.contexts import ANNOUNCE_MESSAGE, announce_context, reply_context
+from clawbus.shared.base.flow_ids import announce_run_id, turn_run_id
+from clawbus.shared.domain import chains, policy
+from clawbus.shared.domain.runs import inter_session_run
+from clawbus.shared.domain.sessions import new_entry
+from clawbus.shared.flows.decide import StartAnnounce, StartDelivery, StartTurn
+from clawbus.shared.flows.flow_context import FlowContext
+from clawbus.shared.flows.outbound import deliver_to
+from clawbus.shared.ports.runtime import ANNOUNCE_SKIP
+from clawbus.shared.wire.models import Flow, SessionEntry
 
 
 def start_turn(ctx: FlowContext, flow: Flow, action: StartTurn) -> bool:

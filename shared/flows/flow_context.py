@@ -6,12 +6,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from shared.config import Config
-from shared.domain.runs import LaneHead, NewRun
-from shared.intake.submit import submit
-from shared.ports.dispatch import Dispatcher
-from shared.ports.storage import Storage
-from shared.wire.models import SessionEntry
+from clawbus.shared.config import Config
+from clawbus.shared.domain.runs import LaneHead, NewRun
+from clawbus.shared.intake.submit import submit
+from clawbus.shared.ports.dispatch import Dispatcher
+from clawbus.shared.ports.storage import Storage
+from clawbus.shared.wire.models import SessionEntry
 
 
 @dataclass(frozen=True, slots=True)

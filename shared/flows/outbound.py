@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from shared.base.flow_ids import delivery_id
-from shared.domain import policy
-from shared.domain.sessions import route_of
-from shared.flows.flow_context import FlowContext
-from shared.wire.models import Delivery, Flow, SessionEntry
+from clawbus.shared.base.flow_ids import delivery_id
+from clawbus.shared.domain import policy
+from clawbus.shared.domain.sessions import route_of
+from clawbus.shared.flows.flow_context import FlowContext
+from clawbus.shared.wire.models import Delivery, Flow, SessionEntry
 
 
 def deliver_to(ctx: FlowContext, flow: Flow, session: SessionEntry, text: str) -> None:

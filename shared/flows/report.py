@@ -6,18 +6,18 @@ from __future__ import annotations
 import logging
 from typing import Literal
 
-from shared.base.flow_ids import note_id, relay_run_id, report_run_id, wake_run_id
-from shared.domain import chains, subagents
-from shared.domain.chains import Chain
-from shared.domain.runs import NewRun, new_run
-from shared.domain.sessions import ReportRecorded, SessionPatch, new_entry, transcript_path
-from shared.flows.cleanup import clean_up
-from shared.flows.decide import DeliverRelay
-from shared.flows.flow_context import FlowContext
-from shared.flows.outbound import deliver_to
-from shared.intake.submit import submit
-from shared.ports.runtime import ANNOUNCE_SKIP, NO_REPLY
-from shared.wire.models import Flow, Provenance, RunStatus, SessionEntry, Snapshot
+from clawbus.shared.base.flow_ids import note_id, relay_run_id, report_run_id, wake_run_id
+from clawbus.shared.domain import chains, subagents
+from clawbus.shared.domain.chains import Chain
+from clawbus.shared.domain.runs import NewRun, new_run
+from clawbus.shared.domain.sessions import ReportRecorded, SessionPatch, new_entry, transcript_path
+from clawbus.shared.flows.cleanup import clean_up
+from clawbus.shared.flows.decide import DeliverRelay
+from clawbus.shared.flows.flow_context import FlowContext
+from clawbus.shared.flows.outbound import deliver_to
+from clawbus.shared.intake.submit import submit
+from clawbus.shared.ports.runtime import ANNOUNCE_SKIP, NO_REPLY
+from clawbus.shared.wire.models import Flow, Provenance, RunStatus, SessionEntry, Snapshot
 
 log = logging.getLogger(__name__)
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-from shared.base.flow_ids import announce_run_id, delivery_id, relay_run_id, turn_run_id
-from shared.flows.decide import MAX_TURNS
-from shared.ports.storage import Storage
-from shared.wire.models import Flow, FlowStep, Run, Snapshot
+from clawbus.shared.base.flow_ids import announce_run_id, delivery_id, relay_run_id, turn_run_id
+from clawbus.shared.flows.decide import MAX_TURNS
+from clawbus.shared.ports.storage import Storage
+from clawbus.shared.wire.models import Flow, FlowStep, Run, Snapshot
 
 
 def snapshot(store: Storage, flow_id: str) -> Snapshot | None:

@@ -4,17 +4,23 @@ from __future__ import annotations
 
 import dataclasses
 
-from shared.commands import Forward, is_command, run_command
-from shared.domain import chains, idempotency, policy, state_events
-from shared.domain.chains import Chain, ChainStopped
-from shared.domain.runs import new_run
-from shared.domain.sessions import new_entry
-from shared.intake import queueing, threads
-from shared.intake.queueing import QueueOptions
-from shared.intake.submit import AwaitRun, send_outcome, submit
-from shared.tools.tool_context import ToolContext, require_agent
-from shared.wire.models import CommandReply, DeliveryContext, InboundMessageParams, Sampling, ToolFailure
-from shared.wire.send_schema import SendResult
+from clawbus.shared.commands import Forward, is_command, run_command
+from clawbus.shared.domain import chains, idempotency, policy, state_events
+from clawbus.shared.domain.chains import Chain, ChainStopped
+from clawbus.shared.domain.runs import new_run
+from clawbus.shared.domain.sessions import new_entry
+from clawbus.shared.intake import queueing, threads
+from clawbus.shared.intake.queueing import QueueOptions
+from clawbus.shared.intake.submit import AwaitRun, send_outcome, submit
+from clawbus.shared.tools.tool_context import ToolContext, require_agent
+from clawbus.shared.wire.models import (
+    CommandReply,
+    DeliveryContext,
+    InboundMessageParams,
+    Sampling,
+    ToolFailure,
+)
+from clawbus.shared.wire.send_schema import SendResult
 
 
 def receive(

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from shared.config import Config
-from shared.domain.runs import CancelOutcome, WhenBusy
-from shared.ports.dispatch import Dispatcher
-from shared.ports.storage import Storage
-from shared.runner.run_control import cancel_run
-from shared.wire.models import QueueDrop, QueueMode, RunKind, SessionEntry
-from shared.wire.send_schema import SendResult
+from clawbus.shared.config import Config
+from clawbus.shared.domain.runs import CancelOutcome, WhenBusy
+from clawbus.shared.ports.dispatch import Dispatcher
+from clawbus.shared.ports.storage import Storage
+from clawbus.shared.runner.run_control import cancel_run
+from clawbus.shared.wire.models import QueueDrop, QueueMode, RunKind, SessionEntry
+from clawbus.shared.wire.send_schema import SendResult
 
 # People's messages: what a queue mode and the cap act on.
 PEOPLES: frozenset[RunKind] = frozenset({"chat", "steer", "collect"})

@@ -11,13 +11,13 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from shared.domain.chains import Window
-from shared.domain.runs import Accepted, LaneHead, NewRun, WhenBusy
-from shared.domain.state_events import StateEvent
-from shared.ports.dispatch import Dispatcher
-from shared.ports.storage import Storage
-from shared.wire.models import Flow, Run, SessionEntry
-from shared.wire.send_schema import SendResult, accepted, result_of
+from clawbus.shared.domain.chains import Window
+from clawbus.shared.domain.runs import Accepted, LaneHead, NewRun, WhenBusy
+from clawbus.shared.domain.state_events import StateEvent
+from clawbus.shared.ports.dispatch import Dispatcher
+from clawbus.shared.ports.storage import Storage
+from clawbus.shared.wire.models import Flow, Run, SessionEntry
+from clawbus.shared.wire.send_schema import SendResult, accepted, result_of
 
 log = logging.getLogger(__name__)
 

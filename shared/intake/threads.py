@@ -12,14 +12,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from shared.adapters.channels.http import DiscordAdapter
-from shared.base import session_keys
-from shared.base.errors import ToolError
-from shared.config import ChatChannel, Config, DiscordThreadBindings
-from shared.domain.sessions import Route
-from shared.ports.channel import DeliveryError
-from shared.ports.storage import Storage
-from shared.wire.models import ThreadBinding
+from clawbus.shared.adapters.channels.http import DiscordAdapter
+from clawbus.shared.base import session_keys
+from clawbus.shared.base.errors import ToolError
+from clawbus.shared.config import ChatChannel, Config, DiscordThreadBindings
+from clawbus.shared.domain.sessions import Route
+from clawbus.shared.ports.channel import DeliveryError
+from clawbus.shared.ports.storage import Storage
+from clawbus.shared.wire.models import ThreadBinding
 
 # Discord's threads and Telegram's forum topics bind to sub-agents; Discord also opens one for a spawn.
 BINDING_CHANNELS = ("discord", "telegram")

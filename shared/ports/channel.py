@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from shared.base.errors import ClawbusError
-from shared.wire.models import Delivery
+from clawbus.shared.base.errors import ClawbusError
+from clawbus.shared.wire.models import Delivery
 
 
 class DeliveryError(ClawbusError):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Protocol
 
-from shared.domain.runs import Enqueue, LaneHead
+from clawbus.shared.domain.runs import Enqueue, LaneHead
 
 
 class StepTask(StrEnum):

@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from shared.base.errors import ClawbusError
-from shared.wire.models import Run
+from clawbus.shared.base.errors import ClawbusError
+from clawbus.shared.wire.models import Run
 
 
 class SignalsLost(ClawbusError):

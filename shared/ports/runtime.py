@@ -10,9 +10,9 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, Field
 
-from shared.base.errors import ClawbusError
-from shared.domain.chains import Chain
-from shared.wire.models import Message, Sampling, SessionEntry, ThinkingLevel, ToolCallBlock, Usage
+from clawbus.shared.base.errors import ClawbusError
+from clawbus.shared.domain.chains import Chain
+from clawbus.shared.wire.models import Message, Sampling, SessionEntry, ThinkingLevel, ToolCallBlock, Usage
 
 # Exact replies that end the reply-back loop or silence an announce (docs/contract.md §4, 6).
 REPLY_SKIP = "REPLY_SKIP"

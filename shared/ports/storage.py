@@ -15,12 +15,12 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Literal, Protocol
 
-from shared.base.clock import Clock
-from shared.base.errors import ClawbusError
-from shared.domain.budgets import Limits, Override, Refusal, Reservation, Spend
-from shared.domain.chains import Window
-from shared.domain.idempotency import Claimed
-from shared.domain.runs import (
+from clawbus.shared.base.clock import Clock
+from clawbus.shared.base.errors import ClawbusError
+from clawbus.shared.domain.budgets import Limits, Override, Refusal, Reservation, Spend
+from clawbus.shared.domain.chains import Window
+from clawbus.shared.domain.idempotency import Claimed
+from clawbus.shared.domain.runs import (
     Accepted,
     Cancelled,
     Claim,
@@ -34,10 +34,10 @@ from shared.domain.runs import (
     SuspendOutcome,
     WhenBusy,
 )
-from shared.domain.sessions import Departed, ReportRecorded, SessionPatch
-from shared.domain.state_events import StateChanges, StateEvent
-from shared.domain.traffic import Admission, Ask, CallClose, CallLimits, ModelTraffic
-from shared.wire.models import (
+from clawbus.shared.domain.sessions import Departed, ReportRecorded, SessionPatch
+from clawbus.shared.domain.state_events import StateChanges, StateEvent
+from clawbus.shared.domain.traffic import Admission, Ask, CallClose, CallLimits, ModelTraffic
+from clawbus.shared.wire.models import (
     Delivery,
     DeliveryClaim,
     DeliveryState,

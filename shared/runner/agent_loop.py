@@ -19,22 +19,22 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
-from shared.adapters import tracing
-from shared.base.errors import ClawbusError, ToolError, tool_input_error
-from shared.config import Config
-from shared.config.providers import ModelCost, OpenAIProvider
-from shared.domain import attachments
-from shared.domain.redaction import redact
-from shared.domain.runs import STEERABLE
-from shared.domain.traffic import CallClose
-from shared.intake.submit import AwaitRun
-from shared.ports.dispatch import Dispatcher
-from shared.ports.runtime import AgentRuntime, RunCancelled, RunTimedOut, StepRequest, StepResult
-from shared.ports.storage import Storage
-from shared.tools.registry import TOOLS
-from shared.tools.tool_context import ToolContext
-from shared.wire.models import Message, Run, TextBlock, ToolCallBlock, ToolFailure, Usage, Wire
-from shared.wire.yielding_schema import YieldResult
+from clawbus.shared.adapters import tracing
+from clawbus.shared.base.errors import ClawbusError, ToolError, tool_input_error
+from clawbus.shared.config import Config
+from clawbus.shared.config.providers import ModelCost, OpenAIProvider
+from clawbus.shared.domain import attachments
+from clawbus.shared.domain.redaction import redact
+from clawbus.shared.domain.runs import STEERABLE
+from clawbus.shared.domain.traffic import CallClose
+from clawbus.shared.intake.submit import AwaitRun
+from clawbus.shared.ports.dispatch import Dispatcher
+from clawbus.shared.ports.runtime import AgentRuntime, RunCancelled, RunTimedOut, StepRequest, StepResult
+from clawbus.shared.ports.storage import Storage
+from clawbus.shared.tools.registry import TOOLS
+from clawbus.shared.tools.tool_context import ToolContext
+from clawbus.shared.wire.models import Message, Run, TextBlock, ToolCallBlock, ToolFailure, Usage, Wire
+from clawbus.shared.wire.yielding_schema import YieldResult
 
 log = logging.getLogger(__name__)
 

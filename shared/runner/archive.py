@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import logging
 
-from shared.config import Config
-from shared.domain import attachments, subagents
-from shared.ports.storage import Storage
-from shared.runner import hot_window
-from shared.wire.models import SessionEntry
-from shared.wire.subagents_schema import MAX_RECENT_MINUTES
+from clawbus.shared.config import Config
+from clawbus.shared.domain import attachments, subagents
+from clawbus.shared.ports.storage import Storage
+from clawbus.shared.runner import hot_window
+from clawbus.shared.wire.models import SessionEntry
+from clawbus.shared.wire.subagents_schema import MAX_RECENT_MINUTES
 
 log = logging.getLogger(__name__)
 

@@ -16,8 +16,8 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from shared.ports.runtime import CancelSignal
-from shared.ports.storage import Storage
+from clawbus.shared.ports.runtime import CancelSignal
+from clawbus.shared.ports.storage import Storage
 
 log = logging.getLogger(__name__)
 

@@ -16,15 +16,15 @@ from typing import Literal
 
 from opentelemetry.trace import Span
 
-from shared.a2a import push
-from shared.adapters import tracing
-from shared.adapters.runtimes.registry import runtime_for
-from shared.base import session_keys
-from shared.base.errors import ClawbusError
-from shared.config import Config, OpenAIProvider, UnknownModel
-from shared.domain import chains, logs, subagents
-from shared.domain.budgets import BudgetExceeded
-from shared.domain.runs import (
+from clawbus.shared.a2a import push
+from clawbus.shared.adapters import tracing
+from clawbus.shared.adapters.runtimes.registry import runtime_for
+from clawbus.shared.base import session_keys
+from clawbus.shared.base.errors import ClawbusError
+from clawbus.shared.config import Config, OpenAIProvider, UnknownModel
+from clawbus.shared.domain import chains, logs, subagents
+from clawbus.shared.domain.budgets import BudgetExceeded
+from clawbus.shared.domain.runs import (
     Claim,
     ClaimOutcome,
     Committed,
@@ -35,18 +35,18 @@ from shared.domain.runs import (
     Outcome,
     SuspendOutcome,
 )
-from shared.domain.traffic import CallClose
-from shared.ports.dispatch import Dispatcher
-from shared.ports.runtime import RunCancelled, RunTimedOut, StepRequest
-from shared.ports.storage import Storage
-from shared.runner import agent_loop, cancellation, hot_window, leases
-from shared.runner.agent_loop import LoopState, StepsExhausted
-from shared.runner.leases import LeaseLost
-from shared.runner.model_gate import AwaitingCapacity, ModelGate, NoCapacity, root_of
-from shared.runner.tool_schemas import tool_schemas
-from shared.runner.visible_text import visible
-from shared.tools.registry import TOOLS
-from shared.wire.models import Message, Run, RunKind, RunStatus, SessionEntry
+from clawbus.shared.domain.traffic import CallClose
+from clawbus.shared.ports.dispatch import Dispatcher
+from clawbus.shared.ports.runtime import RunCancelled, RunTimedOut, StepRequest
+from clawbus.shared.ports.storage import Storage
+from clawbus.shared.runner import agent_loop, cancellation, hot_window, leases
+from clawbus.shared.runner.agent_loop import LoopState, StepsExhausted
+from clawbus.shared.runner.leases import LeaseLost
+from clawbus.shared.runner.model_gate import AwaitingCapacity, ModelGate, NoCapacity, root_of
+from clawbus.shared.runner.tool_schemas import tool_schemas
+from clawbus.shared.runner.visible_text import visible
+from clawbus.shared.tools.registry import TOOLS
+from clawbus.shared.wire.models import Message, Run, RunKind, RunStatus, SessionEntry
 
 log = logging.getLogger(__name__)
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import logging
 
-from shared.config import Config
-from shared.ports.storage import ColdStoreUnavailable, Storage
-from shared.wire.models import SessionEntry
+from clawbus.shared.config import Config
+from clawbus.shared.ports.storage import ColdStoreUnavailable, Storage
+from clawbus.shared.wire.models import SessionEntry
 
 log = logging.getLogger(__name__)
 

@@ -15,9 +15,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from shared.base.errors import ClawbusError
-from shared.domain import logs
-from shared.ports.storage import Storage
+from clawbus.shared.base.errors import ClawbusError
+from clawbus.shared.domain import logs
+from clawbus.shared.ports.storage import Storage
 
 log = logging.getLogger(__name__)
 

@@ -20,16 +20,24 @@ from typing import Any
 import orjson
 from opentelemetry import trace
 
-from shared.base import session_keys
-from shared.base.errors import ClawbusError
-from shared.config import Config, OpenAIModel, OpenAIProvider
-from shared.domain import budgets
-from shared.domain.runs import Memo
-from shared.domain.traffic import CLASS_OF_KIND, CLASSES, Admission, Ask, CallClose, CallEnd, CallLimits
-from shared.ports.runtime import CallTicket, RunCancelled, RunTimedOut
-from shared.ports.storage import Storage
-from shared.runner.leases import LeaseLost
-from shared.wire.models import Run, SessionEntry, Usage
+from clawbus.shared.base import session_keys
+from clawbus.shared.base.errors import ClawbusError
+from clawbus.shared.config import Config, OpenAIModel, OpenAIProvider
+from clawbus.shared.domain import budgets
+from clawbus.shared.domain.runs import Memo
+from clawbus.shared.domain.traffic import (
+    CLASS_OF_KIND,
+    CLASSES,
+    Admission,
+    Ask,
+    CallClose,
+    CallEnd,
+    CallLimits,
+)
+from clawbus.shared.ports.runtime import CallTicket, RunCancelled, RunTimedOut
+from clawbus.shared.ports.storage import Storage
+from clawbus.shared.runner.leases import LeaseLost
+from clawbus.shared.wire.models import Run, SessionEntry, Usage
 
 log = logging.getLogger(__name__)
 

@@ -12,14 +12,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from shared.config import Config
-from shared.domain.runs import Cancelled, CancelOutcome
-from shared.domain.sessions import SessionPatch
-from shared.flows.engine import advance
-from shared.flows.flow_context import FlowContext
-from shared.flows.view import snapshot
-from shared.ports.dispatch import Dispatcher
-from shared.ports.storage import Storage
+from clawbus.shared.config import Config
+from clawbus.shared.domain.runs import Cancelled, CancelOutcome
+from clawbus.shared.domain.sessions import SessionPatch
+from clawbus.shared.flows.engine import advance
+from clawbus.shared.flows.flow_context import FlowContext
+from clawbus.shared.flows.view import snapshot
+from clawbus.shared.ports.dispatch import Dispatcher
+from clawbus.shared.ports.storage import Storage
 
 CANCELED: Literal["canceled"] = "canceled"
 

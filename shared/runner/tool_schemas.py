@@ -11,9 +11,9 @@ from __future__ import annotations
 import functools
 from typing import Any, Literal
 
-from shared.tools.registry import TOOLS, Tool
-from shared.wire.list_schema import REFUSED_FILTERS
-from shared.wire.spawn_schema import REFUSED_OPTIONS
+from clawbus.shared.tools.registry import TOOLS, Tool
+from clawbus.shared.wire.list_schema import REFUSED_FILTERS
+from clawbus.shared.wire.spawn_schema import REFUSED_OPTIONS
 
 SchemaFormat = Literal["openai", "anthropic"]
 FORMATS: tuple[SchemaFormat, ...] = ("openai", "anthropic")

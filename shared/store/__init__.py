@@ -5,25 +5,25 @@ from __future__ import annotations
 
 from redis import Redis
 
-from shared.base.clock import Clock
-from shared.config import Config
-from shared.store.a2a import A2AStore
-from shared.store.budgets import BudgetStore
-from shared.store.cold import ColdTranscripts
-from shared.store.connection import RETRIES, Budget, connect
-from shared.store.fleet import FleetStore
-from shared.store.flows import FlowStore
-from shared.store.idempotency import IdempotencyStore
-from shared.store.keys import RedisKeys
-from shared.store.model_calls import ModelCallStore
-from shared.store.runs import RunStore
-from shared.store.scripts import Scripts
-from shared.store.server_clock import ServerClock
-from shared.store.sessions import SessionStore
-from shared.store.state_log import StateLogStore
-from shared.store.threads import ThreadBindingStore
-from shared.store.traffic import TrafficStore
-from shared.store.transcripts import TranscriptStore
+from clawbus.shared.base.clock import Clock
+from clawbus.shared.config import Config
+from clawbus.shared.store.a2a import A2AStore
+from clawbus.shared.store.budgets import BudgetStore
+from clawbus.shared.store.cold import ColdTranscripts
+from clawbus.shared.store.connection import RETRIES, Budget, connect
+from clawbus.shared.store.fleet import FleetStore
+from clawbus.shared.store.flows import FlowStore
+from clawbus.shared.store.idempotency import IdempotencyStore
+from clawbus.shared.store.keys import RedisKeys
+from clawbus.shared.store.model_calls import ModelCallStore
+from clawbus.shared.store.runs import RunStore
+from clawbus.shared.store.scripts import Scripts
+from clawbus.shared.store.server_clock import ServerClock
+from clawbus.shared.store.sessions import SessionStore
+from clawbus.shared.store.state_log import StateLogStore
+from clawbus.shared.store.threads import ThreadBindingStore
+from clawbus.shared.store.traffic import TrafficStore
+from clawbus.shared.store.transcripts import TranscriptStore
 
 __all__ = ["Store"]
 

@@ -8,8 +8,8 @@ from typing import Any
 
 from redis import Redis
 
-from shared.store.keys import RedisKeys
-from shared.store.scripts import Scripts
+from clawbus.shared.store.keys import RedisKeys
+from clawbus.shared.store.scripts import Scripts
 
 
 class A2AStore:

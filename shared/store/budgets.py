@@ -7,7 +7,7 @@ from typing import Any
 
 from redis import Redis
 
-from shared.domain.budgets import (
+from clawbus.shared.domain.budgets import (
     DAY_TTL_SECONDS,
     MICROS,
     TOKEN_LIMITS,
@@ -20,8 +20,8 @@ from shared.domain.budgets import (
     Spend,
     micros,
 )
-from shared.store.keys import RedisKeys
-from shared.store.scripts import ScriptCall, Scripts
+from clawbus.shared.store.keys import RedisKeys
+from clawbus.shared.store.scripts import ScriptCall, Scripts
 
 
 class BudgetStore:

@@ -20,7 +20,7 @@ from redis.asyncio.client import PubSub as AsyncPubSub
 from redis.client import Pipeline, PubSub
 from redis.exceptions import ConnectionError, TimeoutError
 
-from shared.store.errors import StoreUnavailable, out_of_memory
+from clawbus.shared.store.errors import StoreUnavailable, out_of_memory
 
 
 class _Translated:

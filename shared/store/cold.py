@@ -21,8 +21,8 @@ from typing import Any
 import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
-from shared.domain.sessions import transcript_location
-from shared.ports.storage import ColdStoreUnavailable
+from clawbus.shared.domain.sessions import transcript_location
+from clawbus.shared.ports.storage import ColdStoreUnavailable
 
 
 @contextlib.contextmanager

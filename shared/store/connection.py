@@ -19,9 +19,9 @@ from redis.exceptions import ConnectionError, RedisError, TimeoutError
 from redis.retry import Retry
 from redis.sentinel import MasterNotFoundError, Sentinel
 
-from shared.base.backoff import delay
-from shared.config import RedisConfig, SentinelConfig
-from shared.store.clients import AsyncStoreClient, StoreClient
+from clawbus.shared.base.backoff import delay
+from clawbus.shared.config import RedisConfig, SentinelConfig
+from clawbus.shared.store.clients import AsyncStoreClient, StoreClient
 
 # A sentinel that does not answer within this is skipped for the next one.
 SENTINEL_TIMEOUT_S = 1.0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from redis.exceptions import OutOfMemoryError
 
-from shared.base.errors import ClawbusError
+from clawbus.shared.base.errors import ClawbusError
 
 
 class StoreUnavailable(ClawbusError):

@@ -7,8 +7,8 @@ from collections.abc import Sequence
 
 from redis import Redis
 
-from shared.store.keys import RedisKeys
-from shared.wire.models import ColdMoveFailure, FleetFigures, InFlight
+from clawbus.shared.store.keys import RedisKeys
+from clawbus.shared.wire.models import ColdMoveFailure, FleetFigures, InFlight
 
 
 class FleetStore:

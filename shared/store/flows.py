@@ -8,11 +8,19 @@ from typing import Any
 
 from redis import Redis
 
-from shared.base.clock import Clock
-from shared.store.codec import decode, encode, encode_values
-from shared.store.keys import RedisKeys
-from shared.store.scripts import REPEAT_WINDOW_MS, Scripts, call_id
-from shared.wire.models import Delivery, DeliveryClaim, DeliveryState, Flow, FlowEndReason, Run, Snapshot
+from clawbus.shared.base.clock import Clock
+from clawbus.shared.store.codec import decode, encode, encode_values
+from clawbus.shared.store.keys import RedisKeys
+from clawbus.shared.store.scripts import REPEAT_WINDOW_MS, Scripts, call_id
+from clawbus.shared.wire.models import (
+    Delivery,
+    DeliveryClaim,
+    DeliveryState,
+    Flow,
+    FlowEndReason,
+    Run,
+    Snapshot,
+)
 
 # An outbox keeps about this many messages (trimmed approximately): a reader further behind misses some.
 OUTBOX_CAP = 10_000

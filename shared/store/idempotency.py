@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from redis import Redis
 
-from shared.domain.idempotency import Claimed, KeyReused, digest, seed_of
-from shared.store.keys import RedisKeys
+from clawbus.shared.domain.idempotency import Claimed, KeyReused, digest, seed_of
+from clawbus.shared.store.keys import RedisKeys
 
 
 class IdempotencyStore:

@@ -12,8 +12,8 @@ from contextlib import contextmanager
 
 from redis import Redis
 
-from shared.store.errors import StoreUnavailable
-from shared.store.scripts import Scripts
+from clawbus.shared.store.errors import StoreUnavailable
+from clawbus.shared.store.scripts import Scripts
 
 
 @contextmanager

@@ -21,8 +21,8 @@ from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
 
-from shared.config import RedisConfig
-from shared.ports.live import (
+from clawbus.shared.config import RedisConfig
+from clawbus.shared.ports.live import (
     FIRST,
     Ended,
     Entry,
@@ -31,11 +31,11 @@ from shared.ports.live import (
     SignalsLost,
     Subscribed,
 )
-from shared.store.codec import decode
-from shared.store.connection import RETRIES, RETRY_ON, Backoff, Budget, async_client
-from shared.store.errors import StoreUnavailable
-from shared.store.keys import RedisKeys
-from shared.wire.models import Run
+from clawbus.shared.store.codec import decode
+from clawbus.shared.store.connection import RETRIES, RETRY_ON, Backoff, Budget, async_client
+from clawbus.shared.store.errors import StoreUnavailable
+from clawbus.shared.store.keys import RedisKeys
+from clawbus.shared.wire.models import Run
 
 # Sent through the pub/sub connection after each (re)connect: its answer comes once every re-subscription
 # redis-py made is in force.

@@ -11,14 +11,14 @@ from typing import Any
 
 from redis import Redis
 
-from shared.domain.budgets import Refusal, Reservation
-from shared.domain.runs import Committed, Ending, Memo
-from shared.domain.traffic import Admission, Ask, CallClose
-from shared.store.budgets import BudgetStore, refusal
-from shared.store.runs import RunStore
-from shared.store.scripts import ScriptCall, run_pipelined
-from shared.store.traffic import TrafficStore, admission
-from shared.wire.models import Run, SessionEntry
+from clawbus.shared.domain.budgets import Refusal, Reservation
+from clawbus.shared.domain.runs import Committed, Ending, Memo
+from clawbus.shared.domain.traffic import Admission, Ask, CallClose
+from clawbus.shared.store.budgets import BudgetStore, refusal
+from clawbus.shared.store.runs import RunStore
+from clawbus.shared.store.scripts import ScriptCall, run_pipelined
+from clawbus.shared.store.traffic import TrafficStore, admission
+from clawbus.shared.wire.models import Run, SessionEntry
 
 
 class ModelCallStore:

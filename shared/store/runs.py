@@ -26,10 +26,10 @@ from typing import Any
 from redis import Redis
 from redis.commands.core import Script
 
-from shared.base.clock import Clock
-from shared.domain import state_events
-from shared.domain.chains import Window
-from shared.domain.runs import (
+from clawbus.shared.base.clock import Clock
+from clawbus.shared.domain import state_events
+from clawbus.shared.domain.chains import Window
+from clawbus.shared.domain.runs import (
     Accepted,
     Cancelled,
     CancelOutcome,
@@ -45,13 +45,13 @@ from shared.domain.runs import (
     SuspendOutcome,
     WhenBusy,
 )
-from shared.domain.state_events import StateEvent
-from shared.store.codec import decode, encode, encode_values
-from shared.store.errors import NotReplicated, StoreUnavailable
-from shared.store.keys import RedisKeys
-from shared.store.scripts import REPEAT_WINDOW_MS, ScriptCall, Scripts, call_id, run_pipelined
-from shared.store.state_log import watch_arg
-from shared.wire.models import Flow, Message, Run, RunStatus, SessionEntry, StalledRun
+from clawbus.shared.domain.state_events import StateEvent
+from clawbus.shared.store.codec import decode, encode, encode_values
+from clawbus.shared.store.errors import NotReplicated, StoreUnavailable
+from clawbus.shared.store.keys import RedisKeys
+from clawbus.shared.store.scripts import REPEAT_WINDOW_MS, ScriptCall, Scripts, call_id, run_pipelined
+from clawbus.shared.store.state_log import watch_arg
+from clawbus.shared.wire.models import Flow, Message, Run, RunStatus, SessionEntry, StalledRun
 
 # The runs ``stalled`` lists (``GET /v1/status``), the longest stalled first.
 STALLED_LISTED = 100

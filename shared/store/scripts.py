@@ -14,9 +14,9 @@ from redis import Redis
 from redis.commands.core import Script
 from redis.exceptions import NoScriptError, ReadOnlyError, ResponseError
 
-from shared.store.errors import StoreUnavailable, out_of_memory
+from clawbus.shared.store.errors import StoreUnavailable, out_of_memory
 
-_LUA = resources.files("shared.store") / "lua"
+_LUA = resources.files("clawbus.shared.store") / "lua"
 _LIB = "_lib.lua"
 
 # How long a script keeps what answers a repeat of a call when it has no record of its own to keep it on

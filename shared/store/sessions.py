@@ -8,11 +8,11 @@ from collections.abc import Iterator, Sequence
 
 from redis import Redis
 
-from shared.domain.sessions import Departed, LabelTaken, ReportRecorded, SessionPatch
-from shared.store.codec import decode, encode, encode_values
-from shared.store.keys import RedisKeys
-from shared.store.scripts import REPEAT_WINDOW_MS, Scripts, call_id
-from shared.wire.models import SessionEntry
+from clawbus.shared.domain.sessions import Departed, LabelTaken, ReportRecorded, SessionPatch
+from clawbus.shared.store.codec import decode, encode, encode_values
+from clawbus.shared.store.keys import RedisKeys
+from clawbus.shared.store.scripts import REPEAT_WINDOW_MS, Scripts, call_id
+from clawbus.shared.wire.models import SessionEntry
 
 # The runs a departed sub-agent's record keeps (its newest): what its sends are looked for in.
 DEPARTED_RUNS = 100

@@ -9,10 +9,10 @@ import json
 
 from redis import Redis
 
-from shared.domain import state_events
-from shared.domain.state_events import StateChanges
-from shared.store.keys import RedisKeys
-from shared.store.scripts import Scripts
+from clawbus.shared.domain import state_events
+from clawbus.shared.domain.state_events import StateChanges
+from clawbus.shared.store.keys import RedisKeys
+from clawbus.shared.store.scripts import Scripts
 
 # A stream id's first part is a 64-bit number: a version asked for past it has nothing after it anyway.
 _LAST_ID = 2**64 - 2

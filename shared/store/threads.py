@@ -6,9 +6,9 @@ from typing import Literal
 
 from redis import Redis
 
-from shared.store.codec import decode, encode
-from shared.store.keys import RedisKeys
-from shared.wire.models import ThreadBinding
+from clawbus.shared.store.codec import decode, encode
+from clawbus.shared.store.keys import RedisKeys
+from clawbus.shared.wire.models import ThreadBinding
 
 # A binding record outlives its binding: after it is released the thread's messages still go to the session
 # that spawned the child. A thread silent this long is forgotten (its messages go to the session its key

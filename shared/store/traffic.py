@@ -7,9 +7,9 @@ from typing import Any
 
 from redis import Redis
 
-from shared.domain.traffic import CLASSES, Admission, Ask, CallEnd, CallLimits, ModelTraffic
-from shared.store.keys import RedisKeys
-from shared.store.scripts import ScriptCall, Scripts
+from clawbus.shared.domain.traffic import CLASSES, Admission, Ask, CallEnd, CallLimits, ModelTraffic
+from clawbus.shared.store.keys import RedisKeys
+from clawbus.shared.store.scripts import ScriptCall, Scripts
 
 
 class TrafficStore:

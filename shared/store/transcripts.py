@@ -21,14 +21,14 @@ from dataclasses import dataclass
 
 from redis import Redis
 
-from shared.base import backoff
-from shared.base.clock import Clock
-from shared.ports.storage import ColdStoreUnavailable
-from shared.store.cold import ColdTranscripts
-from shared.store.keys import RedisKeys
-from shared.store.leases import held_lease
-from shared.store.scripts import Scripts
-from shared.wire.models import Message
+from clawbus.shared.base import backoff
+from clawbus.shared.base.clock import Clock
+from clawbus.shared.ports.storage import ColdStoreUnavailable
+from clawbus.shared.store.cold import ColdTranscripts
+from clawbus.shared.store.keys import RedisKeys
+from clawbus.shared.store.leases import held_lease
+from clawbus.shared.store.scripts import Scripts
+from clawbus.shared.wire.models import Message
 
 # A move's lease, renewed while it runs: a worker killed mid-move holds the session's moves up this long.
 MOVE_LEASE_MS = 10_000

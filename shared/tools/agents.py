@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from shared.domain import subagents
-from shared.tools.tool_context import ToolContext
-from shared.wire.agents_schema import AgentRow, AgentRuntime, AgentsListParams, AgentsListResult
+from clawbus.shared.domain import subagents
+from clawbus.shared.tools.tool_context import ToolContext
+from clawbus.shared.wire.agents_schema import AgentRow, AgentRuntime, AgentsListParams, AgentsListResult
 
 
 def agents_list(ctx: ToolContext, _params: AgentsListParams) -> AgentsListResult:

@@ -6,13 +6,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from shared.base.errors import ToolError
-from shared.domain import visibility
-from shared.domain.output_budget import RESULT_BYTES, Budgeted, fit, fit_around
-from shared.tools.history_view import project, shown, transcript_source
-from shared.tools.tool_context import ToolContext
-from shared.wire.history_schema import PendingInputs, SessionsHistoryParams, SessionsHistoryResult
-from shared.wire.models import TOOL_ROLES, RunStatus, SessionEntry, ToolFailure
+from clawbus.shared.base.errors import ToolError
+from clawbus.shared.domain import visibility
+from clawbus.shared.domain.output_budget import RESULT_BYTES, Budgeted, fit, fit_around
+from clawbus.shared.tools.history_view import project, shown, transcript_source
+from clawbus.shared.tools.tool_context import ToolContext
+from clawbus.shared.wire.history_schema import PendingInputs, SessionsHistoryParams, SessionsHistoryResult
+from clawbus.shared.wire.models import TOOL_ROLES, RunStatus, SessionEntry, ToolFailure
 
 DEFAULT_LIMIT = 200
 # The release reads at most this many pending inputs a call, whatever the limit (readPendingInputRows).

@@ -14,8 +14,8 @@ import base64
 import hashlib
 from typing import Any
 
-from shared.base import session_keys
-from shared.wire.models import Message
+from clawbus.shared.base import session_keys
+from clawbus.shared.wire.models import Message
 
 SILENT_REPLIES = frozenset({"REPLY_SKIP", "ANNOUNCE_SKIP", "NO_REPLY"})
 # The inputs of the steps the release runs from its system prompt alone.

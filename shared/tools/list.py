@@ -5,17 +5,17 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from itertools import islice
 
-from shared.base import session_keys
-from shared.config import Config, Visibility
-from shared.domain import visibility
-from shared.domain.output_budget import clean
-from shared.domain.sessions import channel_of, display_name, transcript_path
-from shared.ports.dispatch import Dispatcher
-from shared.ports.storage import Storage
-from shared.tools.history_view import project, shown, transcript_source
-from shared.tools.tool_context import ToolContext
-from shared.wire.list_schema import Actor, Owner, SessionRow, SessionsListParams, SessionsListResult
-from shared.wire.models import TOOL_ROLES, SessionEntry, ToolFailure
+from clawbus.shared.base import session_keys
+from clawbus.shared.config import Config, Visibility
+from clawbus.shared.domain import visibility
+from clawbus.shared.domain.output_budget import clean
+from clawbus.shared.domain.sessions import channel_of, display_name, transcript_path
+from clawbus.shared.ports.dispatch import Dispatcher
+from clawbus.shared.ports.storage import Storage
+from clawbus.shared.tools.history_view import project, shown, transcript_source
+from clawbus.shared.tools.tool_context import ToolContext
+from clawbus.shared.wire.list_schema import Actor, Owner, SessionRow, SessionsListParams, SessionsListResult
+from clawbus.shared.wire.models import TOOL_ROLES, SessionEntry, ToolFailure
 
 # The release's page when no limit is given; its largest is the limit's bound in SessionsListParams.
 DEFAULT_LIMIT = 100

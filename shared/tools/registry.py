@@ -9,27 +9,27 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from shared.base import session_keys
-from shared.base.errors import ToolError
-from shared.domain import subagents
-from shared.intake.submit import AwaitRun
-from shared.tools.agents import agents_list
-from shared.tools.history import sessions_history
-from shared.tools.list import sessions_list
-from shared.tools.send import sessions_send
-from shared.tools.spawn import sessions_spawn
-from shared.tools.status import session_status
-from shared.tools.subagents import subagents as subagents_tool
-from shared.tools.tool_context import ToolContext
-from shared.tools.yielding import sessions_yield
-from shared.wire.agents_schema import AgentsListParams
-from shared.wire.history_schema import SessionsHistoryParams
-from shared.wire.list_schema import SessionsListParams
-from shared.wire.models import ToolFailure, Wire
-from shared.wire.send_schema import SessionsSendParams
-from shared.wire.spawn_schema import SessionsSpawnParams
-from shared.wire.subagents_schema import SessionStatusParams, SubagentsParams
-from shared.wire.yielding_schema import SessionsYieldParams
+from clawbus.shared.base import session_keys
+from clawbus.shared.base.errors import ToolError
+from clawbus.shared.domain import subagents
+from clawbus.shared.intake.submit import AwaitRun
+from clawbus.shared.tools.agents import agents_list
+from clawbus.shared.tools.history import sessions_history
+from clawbus.shared.tools.list import sessions_list
+from clawbus.shared.tools.send import sessions_send
+from clawbus.shared.tools.spawn import sessions_spawn
+from clawbus.shared.tools.status import session_status
+from clawbus.shared.tools.subagents import subagents as subagents_tool
+from clawbus.shared.tools.tool_context import ToolContext
+from clawbus.shared.tools.yielding import sessions_yield
+from clawbus.shared.wire.agents_schema import AgentsListParams
+from clawbus.shared.wire.history_schema import SessionsHistoryParams
+from clawbus.shared.wire.list_schema import SessionsListParams
+from clawbus.shared.wire.models import ToolFailure, Wire
+from clawbus.shared.wire.send_schema import SessionsSendParams
+from clawbus.shared.wire.spawn_schema import SessionsSpawnParams
+from clawbus.shared.wire.subagents_schema import SessionStatusParams, SubagentsParams
+from clawbus.shared.wire.yielding_schema import SessionsYieldParams
 
 __all__ = ["TOOLS", "Tool", "ToolContext", "ToolError"]
 

@@ -2,22 +2,22 @@
 
 from __future__ import annotations
 
-from shared.adapters.runtimes import remote
-from shared.base import session_keys
-from shared.base.contexts import send_context
-from shared.base.errors import ToolError
-from shared.domain import chains, policy, state_events, visibility
-from shared.domain.chains import ChainStopped
-from shared.domain.runs import WhenBusy, inter_session_run
-from shared.domain.sessions import channel_of, new_entry
-from shared.flows.create import new_flow
-from shared.intake import queueing
-from shared.intake.submit import AwaitRun, send_outcome, submit
-from shared.tools import send_modes
-from shared.tools.tool_context import ToolContext
-from shared.tools.tool_context import looks_like_key as session_keys_like
-from shared.wire.models import ToolFailure
-from shared.wire.send_schema import NotifyResult, SendResult, SessionsSendParams
+from clawbus.shared.adapters.runtimes import remote
+from clawbus.shared.base import session_keys
+from clawbus.shared.base.contexts import send_context
+from clawbus.shared.base.errors import ToolError
+from clawbus.shared.domain import chains, policy, state_events, visibility
+from clawbus.shared.domain.chains import ChainStopped
+from clawbus.shared.domain.runs import WhenBusy, inter_session_run
+from clawbus.shared.domain.sessions import channel_of, new_entry
+from clawbus.shared.flows.create import new_flow
+from clawbus.shared.intake import queueing
+from clawbus.shared.intake.submit import AwaitRun, send_outcome, submit
+from clawbus.shared.tools import send_modes
+from clawbus.shared.tools.tool_context import ToolContext
+from clawbus.shared.tools.tool_context import looks_like_key as session_keys_like
+from clawbus.shared.wire.models import ToolFailure
+from clawbus.shared.wire.send_schema import NotifyResult, SendResult, SessionsSendParams
 
 
 def sessions_send(

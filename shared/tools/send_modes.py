@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from shared.domain import chains
-from shared.domain.chains import Chain
-from shared.domain.runs import WhenBusy, new_run
-from shared.intake.submit import submit
-from shared.tools.tool_context import ToolContext
-from shared.wire.models import Provenance, SessionEntry, ToolFailure
-from shared.wire.send_schema import AnnounceDelivery, NotifyResult, SendResult, SessionsSendParams
+from clawbus.shared.domain import chains
+from clawbus.shared.domain.chains import Chain
+from clawbus.shared.domain.runs import WhenBusy, new_run
+from clawbus.shared.intake.submit import submit
+from clawbus.shared.tools.tool_context import ToolContext
+from clawbus.shared.wire.models import Provenance, SessionEntry, ToolFailure
+from clawbus.shared.wire.send_schema import AnnounceDelivery, NotifyResult, SendResult, SessionsSendParams
 
 # The release's texts (sessions-send-tool.ts).
 THREAD_REFUSED = (

@@ -12,20 +12,20 @@ import uuid
 from pathlib import Path
 from typing import Literal
 
-from shared.base import session_keys
-from shared.base.errors import ToolError
-from shared.domain import attachments, chains, state_events, subagents
-from shared.domain.chains import Chain, ChainStopped
-from shared.domain.output_budget import fit
-from shared.domain.runs import LaneHead, inter_session_run
-from shared.domain.sessions import THREADED_CHANNELS, Route, SessionPatch, new_entry, route_of
-from shared.flows.create import new_spawn_flow
-from shared.intake import threads
-from shared.intake.submit import enqueue_accepted, submit
-from shared.tools import spawn_options
-from shared.tools.tool_context import ToolContext
-from shared.wire.attachments import AttachmentReceipt
-from shared.wire.models import (
+from clawbus.shared.base import session_keys
+from clawbus.shared.base.errors import ToolError
+from clawbus.shared.domain import attachments, chains, state_events, subagents
+from clawbus.shared.domain.chains import Chain, ChainStopped
+from clawbus.shared.domain.output_budget import fit
+from clawbus.shared.domain.runs import LaneHead, inter_session_run
+from clawbus.shared.domain.sessions import THREADED_CHANNELS, Route, SessionPatch, new_entry, route_of
+from clawbus.shared.flows.create import new_spawn_flow
+from clawbus.shared.intake import threads
+from clawbus.shared.intake.submit import enqueue_accepted, submit
+from clawbus.shared.tools import spawn_options
+from clawbus.shared.tools.tool_context import ToolContext
+from clawbus.shared.wire.attachments import AttachmentReceipt
+from clawbus.shared.wire.models import (
     THINKING_LEVELS,
     TOOL_ROLES,
     DeliveryContext,
@@ -34,7 +34,7 @@ from shared.wire.models import (
     SpawnRole,
     ToolFailure,
 )
-from shared.wire.spawn_schema import NOTE, PRIVATE_NOTE, QUIET_NOTE, SessionsSpawnParams, SpawnResult
+from clawbus.shared.wire.spawn_schema import NOTE, PRIVATE_NOTE, QUIET_NOTE, SessionsSpawnParams, SpawnResult
 
 # Reports of a session's children that no turn of it has read yet: a warning from the first, a refusal
 # from the second (a fan-out that outruns its reader).

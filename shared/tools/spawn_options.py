@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from shared.wire.spawn_schema import SessionsSpawnParams
+from clawbus.shared.wire.spawn_schema import SessionsSpawnParams
 
 # The release's taskName rule and its reserved targets (``subagents``' ``last`` and ``all``).
 TASK_NAME = re.compile(r"[a-z][a-z0-9_-]{0,63}")

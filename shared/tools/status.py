@@ -13,17 +13,17 @@ import os
 from importlib import metadata
 from typing import Any, Literal
 
-from shared.base import session_keys
-from shared.base.errors import ToolError
-from shared.config import Config
-from shared.config.providers import OpenAIProvider, UnknownModel
-from shared.domain import chains, state_events, subagents, visibility
-from shared.domain.budget_view import agent_budget
-from shared.domain.budgets import day_of
-from shared.domain.sessions import SessionPatch, new_entry
-from shared.intake import queueing
-from shared.tools.status_card import DEFAULT_CONTEXT_WINDOW, CardFacts, compact_duration, render
-from shared.tools.subagents_view import (
+from clawbus.shared.base import session_keys
+from clawbus.shared.base.errors import ToolError
+from clawbus.shared.config import Config
+from clawbus.shared.config.providers import OpenAIProvider, UnknownModel
+from clawbus.shared.domain import chains, state_events, subagents, visibility
+from clawbus.shared.domain.budget_view import agent_budget
+from clawbus.shared.domain.budgets import day_of
+from clawbus.shared.domain.sessions import SessionPatch, new_entry
+from clawbus.shared.intake import queueing
+from clawbus.shared.tools.status_card import DEFAULT_CONTEXT_WINDOW, CardFacts, compact_duration, render
+from clawbus.shared.tools.subagents_view import (
     CardTask,
     follow_up_card_task,
     follow_ups,
@@ -33,10 +33,10 @@ from shared.tools.subagents_view import (
     tasks_line,
     tree,
 )
-from shared.tools.tool_context import ToolContext, looks_like_key
-from shared.wire.fleet import AgentBudget
-from shared.wire.models import Run, SessionEntry, ToolFailure
-from shared.wire.subagents_schema import (
+from clawbus.shared.tools.tool_context import ToolContext, looks_like_key
+from clawbus.shared.wire.fleet import AgentBudget
+from clawbus.shared.wire.models import Run, SessionEntry, ToolFailure
+from clawbus.shared.wire.subagents_schema import (
     RunChain,
     SessionStatusCard,
     SessionStatusParams,

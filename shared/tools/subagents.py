@@ -10,15 +10,15 @@ from __future__ import annotations
 
 import time
 
-from shared.base import session_keys
-from shared.base.errors import ToolError
-from shared.commands import subagent_targets
-from shared.domain.redaction import scrub
-from shared.domain.runs import CancelOutcome, new_run
-from shared.intake.submit import submit
-from shared.ports.storage import Storage
-from shared.runner import run_control
-from shared.tools.subagents_view import (
+from clawbus.shared.base import session_keys
+from clawbus.shared.base.errors import ToolError
+from clawbus.shared.commands import subagent_targets
+from clawbus.shared.domain.redaction import scrub
+from clawbus.shared.domain.runs import CancelOutcome, new_run
+from clawbus.shared.intake.submit import submit
+from clawbus.shared.ports.storage import Storage
+from clawbus.shared.runner import run_control
+from clawbus.shared.tools.subagents_view import (
     descendants,
     follow_ups,
     list_text,
@@ -28,9 +28,9 @@ from shared.tools.subagents_view import (
     task_row,
     tree,
 )
-from shared.tools.tool_context import ToolContext
-from shared.wire.models import Provenance, SessionEntry, ToolFailure
-from shared.wire.subagents_schema import (
+from clawbus.shared.tools.tool_context import ToolContext
+from clawbus.shared.wire.models import Provenance, SessionEntry, ToolFailure
+from clawbus.shared.wire.subagents_schema import (
     OWN_ACTIONS,
     SubagentInfo,
     SubagentRow,

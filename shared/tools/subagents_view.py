@@ -16,13 +16,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from shared.config import Config
-from shared.domain.redaction import scrub
-from shared.domain.sessions import Departed
-from shared.ports.storage import Storage
-from shared.tools.status_card import compact_duration, short_tokens
-from shared.wire.models import Flow, Message, Run, RunStatus, SessionEntry
-from shared.wire.subagents_schema import ChildStatus, Execution, RunRow, TaskRow, TaskStatus
+from clawbus.shared.config import Config
+from clawbus.shared.domain.redaction import scrub
+from clawbus.shared.domain.sessions import Departed
+from clawbus.shared.ports.storage import Storage
+from clawbus.shared.tools.status_card import compact_duration, short_tokens
+from clawbus.shared.wire.models import Flow, Message, Run, RunStatus, SessionEntry
+from clawbus.shared.wire.subagents_schema import ChildStatus, Execution, RunRow, TaskRow, TaskStatus
 
 _ENDED: dict[str, ChildStatus] = {"done": "done", "failed": "error", "timeout": "timeout", "killed": "killed"}
 # How the release words a child's state in a row (one waiting for its children has a run that ended).

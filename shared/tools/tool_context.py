@@ -5,12 +5,12 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from shared.base import session_keys
-from shared.base.errors import ToolError
-from shared.config import Config
-from shared.domain import chains, subagents
-from shared.ports.dispatch import Dispatcher
-from shared.ports.storage import Storage
+from clawbus.shared.base import session_keys
+from clawbus.shared.base.errors import ToolError
+from clawbus.shared.config import Config
+from clawbus.shared.domain import chains, subagents
+from clawbus.shared.ports.dispatch import Dispatcher
+from clawbus.shared.ports.storage import Storage
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,9 +3,9 @@ report; the session is woken once, by one run on all their reports (``shared.flo
 
 from __future__ import annotations
 
-from shared.tools.tool_context import ToolContext
-from shared.wire.models import ToolFailure
-from shared.wire.yielding_schema import SessionsYieldParams, YieldResult
+from clawbus.shared.tools.tool_context import ToolContext
+from clawbus.shared.wire.models import ToolFailure
+from clawbus.shared.wire.yielding_schema import SessionsYieldParams, YieldResult
 
 
 def sessions_yield(ctx: ToolContext, params: SessionsYieldParams) -> YieldResult | ToolFailure:

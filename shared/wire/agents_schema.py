@@ -5,7 +5,7 @@ Kept apart from the tool's code, which needs the store: a thin client imports th
 
 from __future__ import annotations
 
-from shared.wire.models import Params, Wire
+from clawbus.shared.wire.models import Params, Wire
 
 
 class AgentsListParams(Params):

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from shared.wire.models import Params, Wire
+from clawbus.shared.wire.models import Params, Wire
 
 
 class AttachmentIn(Params):

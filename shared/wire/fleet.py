@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from shared.wire.models import FleetStatus, Wire
+from clawbus.shared.wire.models import FleetStatus, Wire
 
 BudgetSource = Literal["config", "runtime"]
 

@@ -9,8 +9,15 @@ from typing import Annotated, Any
 
 from pydantic import Field, model_validator
 
-from shared.base.tool_args import optional_text, refused, required, required_text, truthy, whole_number
-from shared.wire.models import Params, Wire
+from clawbus.shared.base.tool_args import (
+    optional_text,
+    refused,
+    required,
+    required_text,
+    truthy,
+    whole_number,
+)
+from clawbus.shared.wire.models import Params, Wire
 
 
 class SessionsHistoryParams(Params):

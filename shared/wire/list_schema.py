@@ -9,9 +9,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, field_validator
 
-from shared.base.session_keys import SessionKind
-from shared.base.tool_args import optional_text, refused, string_list, truthy, whole_number
-from shared.wire.models import DeliveryContext, Params, Wire
+from clawbus.shared.base.session_keys import SessionKind
+from clawbus.shared.base.tool_args import optional_text, refused, string_list, truthy, whole_number
+from clawbus.shared.wire.models import DeliveryContext, Params, Wire
 
 
 def _archived(value: Any) -> bool | str:

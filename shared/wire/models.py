@@ -24,10 +24,10 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
-from shared.base import trace_context
-from shared.base.session_keys import SessionKind
-from shared.base.text import CONTROL_CLASS, has_control_characters
-from shared.base.tool_args import list_required
+from clawbus.shared.base import trace_context
+from clawbus.shared.base.session_keys import SessionKind
+from clawbus.shared.base.text import CONTROL_CLASS, has_control_characters
+from clawbus.shared.base.tool_args import list_required
 
 
 class Wire(BaseModel):

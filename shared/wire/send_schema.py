@@ -9,8 +9,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BeforeValidator, Field, model_validator
 
-from shared.base.tool_args import optional_text, refused, required, required_text, whole_number
-from shared.wire.models import DeliveryState, Params, Run, RunStatus, Wire, message_size
+from clawbus.shared.base.tool_args import optional_text, refused, required, required_text, whole_number
+from clawbus.shared.wire.models import DeliveryState, Params, Run, RunStatus, Wire, message_size
 
 
 def _message_aliases(data: Any) -> Any:

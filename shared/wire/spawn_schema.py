@@ -10,9 +10,16 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BeforeValidator, Field, model_validator
 
-from shared.base.tool_args import optional_text, refused, required, required_text, truthy, whole_number
-from shared.wire.attachments import AttachmentIn, AttachmentReceipt
-from shared.wire.models import Params, Wire, message_size
+from clawbus.shared.base.tool_args import (
+    optional_text,
+    refused,
+    required,
+    required_text,
+    truthy,
+    whole_number,
+)
+from clawbus.shared.wire.attachments import AttachmentIn, AttachmentReceipt
+from clawbus.shared.wire.models import Params, Wire, message_size
 
 
 class AttachAs(Params):

@@ -9,8 +9,16 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, model_validator
 
-from shared.base.tool_args import optional_text, refused, string_list, truthy, whole_number
-from shared.wire.models import DeliveryContext, MessageText, Params, QueueMode, SessionRef, SpawnRole, Wire
+from clawbus.shared.base.tool_args import optional_text, refused, string_list, truthy, whole_number
+from clawbus.shared.wire.models import (
+    DeliveryContext,
+    MessageText,
+    Params,
+    QueueMode,
+    SessionRef,
+    SpawnRole,
+    Wire,
+)
 
 ChildStatus = Literal["queued", "running", "waiting", "done", "error", "timeout", "killed"]
 # clawbus's own actions, beside the release's ``list``, ``wait`` and ``cancel``; any other action is

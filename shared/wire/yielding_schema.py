@@ -9,8 +9,8 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from shared.base.tool_args import optional_text
-from shared.wire.models import Params, Wire
+from clawbus.shared.base.tool_args import optional_text
+from clawbus.shared.wire.models import Params, Wire
 
 
 class SessionsYieldParams(Params):

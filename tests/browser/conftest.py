@@ -17,7 +17,7 @@ import pytest
 from clawbus_client import Client
 from playwright.sync_api import Browser, Page, sync_playwright
 
-from shared.base.text import token_digest
+from clawbus.shared.base.text import token_digest
 from tests.support.fake_openai import FakeOpenAI, Reply, fake_openai, paced
 from tests.support.otlp_receiver import otlp_receiver
 from tests.support.processes import REPO

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from shared.config import validate_config
+from clawbus.shared.config import validate_config
 from tests.differential.calls import TOKEN
 from tests.support.openclaw_gateway import gateway_config
 from tests.support.processes import (

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from shared.base.js_values import js_type
+from clawbus.shared.base.js_values import js_type
 
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.IGNORECASE)
 # Ids of the OpenAI shapes: the gateway's own (chatcmpl_<uuid>), the model's (chatcmpl-<hex>), responses'.

@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from shared.config import load_config
+from clawbus.shared.config import load_config
 from tests.differential import sse
 from tests.differential.answer import Answer
 from tests.differential.calls import TOKEN, lookup, payload_of

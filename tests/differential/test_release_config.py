@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from shared.config import validate_config
-from shared.config.release import SCHEMA_FILE
+from clawbus.shared.config import validate_config
+from clawbus.shared.config.release import SCHEMA_FILE
 from tests.support.openclaw_gateway import Install, install_home
 from tests.support.release_configs import Example, doc_examples, release_verdicts
 from tests.support.release_schema import release_schema_text

@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 import pytest
 
-from shared.tools.history_view import run_of, text_of
+from clawbus.shared.tools.history_view import run_of, text_of
 from tests.support.processes import REPO, free_port, stop_process, wait_for
 
 pytestmark = pytest.mark.e2e
@@ -67,7 +67,14 @@ def up(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory)
         shutil.copy(REPO / "clawbus.example.json5", root / "clawbus.json5")
     with log.open("wb") as handle:
         process = subprocess.Popen(
-            [sys.executable, "-m", "api.cli", "up", f"--api-port={api_port}", f"--flower-port={flower_port}"],
+            [
+                sys.executable,
+                "-m",
+                "clawbus.api.cli",
+                "up",
+                f"--api-port={api_port}",
+                f"--flower-port={flower_port}",
+            ],
             cwd=root,
             env={**env, "PYTHONPATH": str(REPO)},
             stdout=handle,
@@ -160,7 +167,7 @@ def clawbus(up: Up, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CLAWBUS_")}
     env["CLAWBUS_HOME"] = str(up.home)
     return subprocess.run(
-        [sys.executable, "-m", "api.cli", *args],
+        [sys.executable, "-m", "clawbus.api.cli", *args],
         env=env,
         cwd=REPO,
         capture_output=True,

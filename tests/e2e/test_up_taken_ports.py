@@ -46,7 +46,7 @@ def test_up_with_a_taken_port_fails_in_one_line_naming_the_port_and_its_holder(
             [
                 sys.executable,
                 "-m",
-                "api.cli",
+                "clawbus.api.cli",
                 "up",
                 f"--api-port={ports['api']}",
                 f"--flower-port={ports['flower']}",

@@ -27,7 +27,7 @@ from typing import Any
 import httpx
 import redis
 
-from shared.store.keys import RedisKeys
+from clawbus.shared.store.keys import RedisKeys
 from tests.support import hosts
 from tests.support.processes import Role, role_env, start_api, wait_for, write_config
 from tests.support.stack import TOKEN

@@ -43,11 +43,11 @@ from clawbus_client import Client as ClawbusClient
 from clawbus_client.models import SendResult, SessionsHistoryResult
 from fastapi import FastAPI, Request
 
-from api.processes import free_port
-from shared.base.contexts import ANNOUNCE_MESSAGE
-from shared.base.text import token_digest
-from shared.store.keys import RedisKeys
-from shared.tools.history_view import run_of, text_of
+from clawbus.api.processes import free_port
+from clawbus.shared.base.contexts import ANNOUNCE_MESSAGE
+from clawbus.shared.base.text import token_digest
+from clawbus.shared.store.keys import RedisKeys
+from clawbus.shared.tools.history_view import run_of, text_of
 from tests.support.fake_openai import FakeOpenAI, fake_openai, planned
 from tests.support.processes import wait_for
 from tests.support.stack import TOKEN, Fresh

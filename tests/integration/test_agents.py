@@ -10,7 +10,7 @@ import pytest
 from clawbus_client import Client
 from clawbus_client.models import SendResult
 
-from shared.tools.history_view import text_of
+from clawbus.shared.tools.history_view import text_of
 from tests.support.fake_openai import FakeOpenAI, Reply, fake_openai, last_tool_result, text, tool
 from tests.support.processes import wait_for
 from tests.support.stack import TOKEN, Fresh

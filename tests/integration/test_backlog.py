@@ -14,7 +14,7 @@ import httpx
 from clawbus_client import Client
 from clawbus_client.models import Flow, SendResult, SessionsHistoryResult, SpawnResult
 
-from shared.tools.history_view import text_of
+from clawbus.shared.tools.history_view import text_of
 from tests.support.processes import wait_for
 from tests.support.stack import TOKEN, Fresh
 

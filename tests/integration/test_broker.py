@@ -11,14 +11,14 @@ from pathlib import Path
 import pytest
 from kombu import Connection
 
-from shared.config import Config
-from shared.domain.runs import LaneHead
-from shared.store.connection import WORKER_RETRIES
-from shared.store.errors import StoreUnavailable
+from clawbus.shared.config import Config
+from clawbus.shared.domain.runs import LaneHead
+from clawbus.shared.store.connection import WORKER_RETRIES
+from clawbus.shared.store.errors import StoreUnavailable
+from clawbus.workers import broker, queues
+from clawbus.workers.celery_app import create_app
+from clawbus.workers.dispatch import CeleryDispatcher
 from tests.support.processes import RedisServer, wait_for
-from workers import broker, queues
-from workers.celery_app import create_app
-from workers.dispatch import CeleryDispatcher
 
 
 @pytest.fixture
@@ -69,7 +69,7 @@ def test_a_dispatch_made_while_redis_restarts_is_sent_once_redis_is_back(
     store calls do, instead of failing its task: kombu's batch publish does not retry on its own."""
     app = create_app(Config.model_validate({"redis": {"url": server.url}}))
     dispatcher = CeleryDispatcher(app, retries=WORKER_RETRIES)
-    caplog.set_level(logging.WARNING, logger="workers.dispatch")
+    caplog.set_level(logging.WARNING, logger="clawbus.workers.dispatch")
     try:
         dispatcher.dispatch_run(LaneHead("run-1", "agent:main:main", "chat"))  # the producer is connected
         assert server.child is not None

@@ -22,9 +22,9 @@ import pytest
 from clawbus_client import ClawbusError, Client
 from clawbus_client.models import CommandReply, Run, SendResult, ToolFailure
 
-from shared.config import Config
-from shared.store.keys import RedisKeys
-from shared.tools.history_view import text_of
+from clawbus.shared.config import Config
+from clawbus.shared.store.keys import RedisKeys
+from clawbus.shared.tools.history_view import text_of
 from tests.support.fake_openai import FakeOpenAI, fake_openai, planned, user_texts
 from tests.support.processes import Role, wait_for
 from tests.support.stack import TOKEN, Fresh

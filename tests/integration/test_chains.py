@@ -12,7 +12,7 @@ import pytest
 from clawbus_client import Client
 from clawbus_client.models import SessionsHistoryResult
 
-from shared.store.keys import RedisKeys
+from clawbus.shared.store.keys import RedisKeys
 from tests.support.fake_openai import FakeOpenAI, Reply, fake_openai, text, tool
 from tests.support.processes import wait_for
 from tests.support.stack import TOKEN, Fresh

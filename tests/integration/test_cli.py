@@ -21,7 +21,11 @@ from tests.support.stack_orchestra import orchestra
 
 def clawbus(stack_env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "api.cli", *args], env=stack_env, capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "clawbus.api.cli", *args],
+        env=stack_env,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
 
 
@@ -108,7 +112,7 @@ def test_ctrl_c_during_a_send_detaches_and_says_how_to_wait_again(stack: Stack, 
     client.open_session(key)
     waits_before = _active_waits(stack.url)
     process = subprocess.Popen(
-        [sys.executable, "-m", "api.cli", "send", key, "take a while", "--timeout", "60"],
+        [sys.executable, "-m", "clawbus.api.cli", "send", key, "take a while", "--timeout", "60"],
         env=_cli_env(stack),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -17,10 +17,10 @@ from clawbus_client import Client
 from clawbus_client.models import SendResult, SessionsHistoryResult
 from moto.server import ThreadedMotoServer
 
-from shared.config import Config
-from shared.runner.hot_window import slack
-from shared.store.keys import RedisKeys
-from shared.tools.history_view import text_of
+from clawbus.shared.config import Config
+from clawbus.shared.runner.hot_window import slack
+from clawbus.shared.store.keys import RedisKeys
+from clawbus.shared.tools.history_view import text_of
 from tests.support.processes import free_port, wait_for
 from tests.support.stack import TOKEN, Fresh
 

@@ -12,12 +12,12 @@ import httpx
 from clawbus_client import Client
 from clawbus_client.models import SendResult
 
-from api.processes import free_port
+from clawbus.api.processes import free_port
+from clawbus.workers import queues
 from tests.support.exchanges import SECRET, finished, send_with_announce_to
 from tests.support.fake_http import fake_server
 from tests.support.processes import Role, wait_for
 from tests.support.stack import STACK_CONFIG, TOKEN, Fresh
-from workers import queues
 
 AUTH = ("ops", "flower-secret")
 
@@ -103,7 +103,7 @@ def test_flower_lists_no_maintenance_tasks_however_often_they_run(fresh: Fresh) 
 def _flower(fresh: Fresh) -> tuple[Role, str]:
     port = free_port()
     flower = Role(
-        [sys.executable, "-m", "api.cli", "flower", f"--port={port}"],
+        [sys.executable, "-m", "clawbus.api.cli", "flower", f"--port={port}"],
         {**fresh.env, "FLOWER_BASIC_AUTH": ":".join(AUTH)},
         fresh.root / "flower.log",
     ).start()

@@ -7,7 +7,7 @@ from __future__ import annotations
 import httpx
 from redis import Redis
 
-from shared.store.keys import RedisKeys
+from clawbus.shared.store.keys import RedisKeys
 from tests.support.processes import wait_for
 from tests.support.stack import TOKEN, Fresh
 

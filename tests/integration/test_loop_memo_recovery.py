@@ -15,7 +15,7 @@ from typing import Any
 from clawbus_client import Client
 from clawbus_client.models import SendResult, SessionsHistoryResult
 
-from shared.tools.history_view import run_of, text_of
+from clawbus.shared.tools.history_view import run_of, text_of
 from tests.support.fake_openai import FakeOpenAI, Reply, fake_openai, paced, tool, user_texts
 from tests.support.processes import wait_for
 from tests.support.stack import TOKEN, Fresh

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from shared.config import Config
-from shared.domain.runs import ClaimOutcome
-from shared.store import Store
-from shared.store.scripts import Scripts
+from clawbus.shared.config import Config
+from clawbus.shared.domain.runs import ClaimOutcome
+from clawbus.shared.store import Store
+from clawbus.shared.store.scripts import Scripts
 from tests.conftest import make_config
 from tests.support.processes import RedisServer
 from tests.support.runs import KEY, accept, claim, ok

@@ -32,7 +32,7 @@ async def over_http(stack: Stack, token: str = TOKEN, **headers: str) -> AsyncIt
 async def over_stdio(stack: Stack, *args: str) -> AsyncIterator[Client]:
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "api.cli", "mcp", "--url", stack.url, "--token", TOKEN, *args],
+        args=["-m", "clawbus.api.cli", "mcp", "--url", stack.url, "--token", TOKEN, *args],
         env={**stack.env},
     )
     async with Client(params, read_timeout_seconds=60) as client:

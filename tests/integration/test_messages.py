@@ -12,12 +12,12 @@ from typing import Any
 import pytest
 from celery import Celery
 
-from shared.config import Config
-from shared.domain.runs import LaneHead
+from clawbus.shared.config import Config
+from clawbus.shared.domain.runs import LaneHead
+from clawbus.workers import queues
+from clawbus.workers.celery_app import create_app
+from clawbus.workers.dispatch import CeleryDispatcher
 from tests.support.processes import RedisServer
-from workers import queues
-from workers.celery_app import create_app
-from workers.dispatch import CeleryDispatcher
 
 HEAD = LaneHead("run-1", "agent:main:main", "send", "flow-1")
 

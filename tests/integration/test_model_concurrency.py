@@ -16,7 +16,7 @@ import pytest
 from clawbus_client import Client
 from clawbus_client.models import SendResult, SessionsHistoryResult
 
-from shared.tools.history_view import text_of
+from clawbus.shared.tools.history_view import text_of
 from tests.support.fake_openai import FakeOpenAI, Reply, fake_openai, paced
 from tests.support.processes import start_worker
 from tests.support.stack import TOKEN, Fresh

@@ -26,8 +26,8 @@ import redis
 from clawbus_client import Client
 from clawbus_client.models import Run, SendResult, SpawnResult
 
-from shared.domain.traffic import CLASS_OF_KIND, CLASSES
-from shared.store.keys import RedisKeys
+from clawbus.shared.domain.traffic import CLASS_OF_KIND, CLASSES
+from clawbus.shared.store.keys import RedisKeys
 from tests.support.fake_openai import (
     FakeOpenAI,
     ProviderLimits,

@@ -20,7 +20,7 @@ import openai
 import pytest
 from clawbus_client import Client
 
-from shared.store.keys import RedisKeys
+from clawbus.shared.store.keys import RedisKeys
 from tests.support.fake_openai import FakeOpenAI, fake_openai
 from tests.support.processes import (
     RedisServer,

@@ -12,7 +12,7 @@ import pytest
 from clawbus_client import Client
 from clawbus_client.models import CommandReply, Run, SessionsHistoryResult, SpawnResult
 
-from shared.tools.history_view import run_of
+from clawbus.shared.tools.history_view import run_of
 from tests.support.processes import wait_for
 from tests.support.stack import TOKEN, Fresh
 from tests.support.stack_orchestra import (

@@ -10,7 +10,7 @@ import uuid
 from clawbus_client import Client
 from clawbus_client.models import SendResult, SessionsHistoryResult
 
-from shared.tools.history_view import run_of, text_of
+from clawbus.shared.tools.history_view import run_of, text_of
 from tests.support.processes import wait_for
 from tests.support.stack import TOKEN, Fresh
 

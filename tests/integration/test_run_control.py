@@ -19,7 +19,7 @@ import pytest
 from clawbus_client import ClawbusError, Client
 from clawbus_client.models import Run, SendResult, SessionsHistoryResult, SpawnResult
 
-from shared.tools.history_view import text_of
+from clawbus.shared.tools.history_view import text_of
 from tests.support.fake_openai import FakeOpenAI, Reply, fake_openai, paced, text
 from tests.support.processes import wait_for
 from tests.support.sessions import first_run

@@ -12,7 +12,7 @@ import pytest
 from clawbus_client import ClawbusError, Client
 from clawbus_client.models import SendResult, SessionsHistoryResult, SpawnResult
 
-from shared.tools.history_view import text_of
+from clawbus.shared.tools.history_view import text_of
 from tests.support.exchanges import finished, requester
 from tests.support.processes import wait_for
 from tests.support.stack import TOKEN, Fresh
@@ -152,10 +152,10 @@ def test_a_session_mode_child_takes_follow_up_messages(client: Client) -> None:
 def test_the_archive_sweep_archives_ended_children_after_the_configured_minutes(
     fresh: Fresh, minutes: int, archived: bool
 ) -> None:
-    from shared.config import Config
-    from shared.store.keys import RedisKeys
-    from workers import queues
-    from workers.celery_app import create_app
+    from clawbus.shared.config import Config
+    from clawbus.shared.store.keys import RedisKeys
+    from clawbus.workers import queues
+    from clawbus.workers.celery_app import create_app
 
     server = fresh.start_redis(
         config={

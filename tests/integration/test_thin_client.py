@@ -81,7 +81,7 @@ def test_the_thin_client_installs_without_any_server_dependency(thin_python: Pat
     assert "clawbus-client" in installed
     assert {"httpx", "httpx-sse", "pydantic"} <= installed
     assert installed.isdisjoint(SERVER_PACKAGES)
-    for server_module in ("shared", "api", "workers"):
+    for server_module in ("clawbus.shared", "clawbus.api", "clawbus.workers", "shared", "api", "workers"):
         probe = subprocess.run(
             [str(thin_python), "-c", f"import {server_module}"], capture_output=True, cwd=thin_python.parent
         )

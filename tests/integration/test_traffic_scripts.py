@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from shared.base.clock import FixedClock
-from shared.domain.budgets import Limits, Spend
-from shared.domain.traffic import CallLimits
-from shared.store import Store
+from clawbus.shared.base.clock import FixedClock
+from clawbus.shared.domain.budgets import Limits, Spend
+from clawbus.shared.domain.traffic import CallLimits
+from clawbus.shared.store import Store
 from tests.conftest import make_config
 from tests.support.processes import RedisServer
 

@@ -13,13 +13,13 @@ import httpx
 from clawbus_client import Client
 from clawbus_client.models import SendResult
 
-from api.services import WAITS_CLIENT_NAME
-from api.waits import RunWaiter
-from shared.config import RedisConfig
-from shared.store.codec import encode
-from shared.store.keys import RedisKeys
-from shared.store.live import LiveStore
-from shared.wire.models import Run, RunStatus
+from clawbus.api.services import WAITS_CLIENT_NAME
+from clawbus.api.waits import RunWaiter
+from clawbus.shared.config import RedisConfig
+from clawbus.shared.store.codec import encode
+from clawbus.shared.store.keys import RedisKeys
+from clawbus.shared.store.live import LiveStore
+from clawbus.shared.wire.models import Run, RunStatus
 from tests.support.processes import RedisServer, free_port, wait_for
 from tests.support.runs import a_run
 from tests.support.stack import TOKEN, Fresh, Stack

@@ -15,9 +15,9 @@ import redis
 from clawbus_client import Client
 from clawbus_client.models import SendResult, SessionsHistoryResult
 
-from shared.domain import state_events
-from shared.store.keys import RedisKeys
-from shared.tools.history_view import text_of
+from clawbus.shared.domain import state_events
+from clawbus.shared.store.keys import RedisKeys
+from clawbus.shared.tools.history_view import text_of
 from tests.support.processes import wait_for
 from tests.support.stack import TOKEN, Fresh
 

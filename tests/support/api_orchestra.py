@@ -8,14 +8,14 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 
-from shared.config import Config
-from shared.runner.execution import Attempt
-from shared.store import Store
+from clawbus.shared.config import Config
+from clawbus.shared.runner.execution import Attempt
+from clawbus.shared.store import Store
+from clawbus.workers import lanes
+from clawbus.workers.services import WorkerContext
+from clawbus.workers.testing import InlineDispatcher, drain
 from tests.conftest import make_config
 from tests.support.api_app import TOKEN
-from workers import lanes
-from workers.services import WorkerContext
-from workers.testing import InlineDispatcher, drain
 
 MAIN = "agent:main:main"
 # A token for the research agent only: main's sessions are not its to see or stop.

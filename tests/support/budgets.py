@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from shared.domain.budgets import day_of
-from shared.store import Store
+from clawbus.shared.domain.budgets import day_of
+from clawbus.shared.store import Store
 
 
 def spend(store: Store, agent_id: str, usd_micros: int, tokens: int, root: str | None = None) -> None:

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from shared.ports.storage import ColdStoreUnavailable
-from shared.store import Store
-from shared.store.cold import ColdTranscripts
-from shared.wire.models import Message
+from clawbus.shared.ports.storage import ColdStoreUnavailable
+from clawbus.shared.store import Store
+from clawbus.shared.store.cold import ColdTranscripts
+from clawbus.shared.wire.models import Message
 
 
 def blocked(root: Path) -> Path:

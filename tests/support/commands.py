@@ -5,13 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from shared.intake.inbound import receive
-from shared.tools.registry import TOOLS
-from shared.tools.tool_context import ToolContext
-from shared.wire.models import CommandReply, InboundMessageParams
-from shared.wire.send_schema import SendResult
-from shared.wire.spawn_schema import SpawnResult
-from workers.testing import World
+from clawbus.shared.intake.inbound import receive
+from clawbus.shared.tools.registry import TOOLS
+from clawbus.shared.tools.tool_context import ToolContext
+from clawbus.shared.wire.models import CommandReply, InboundMessageParams
+from clawbus.shared.wire.send_schema import SendResult
+from clawbus.shared.wire.spawn_schema import SpawnResult
+from clawbus.workers.testing import World
 
 # A Telegram direct chat with "7": "7" writing on telegram is the session's own sender.
 KEY = "agent:main:telegram:direct:7"
@@ -68,7 +68,7 @@ class Chat:
 
 def greeted_chat(config: dict[str, Any]) -> Chat:
     """A chat on a world of ``config`` whose session exists: one message sent and answered."""
-    from workers.testing import world
+    from clawbus.workers.testing import world
 
     chat = Chat(world(config))
     chat.message("hello")

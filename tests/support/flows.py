@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from shared.config import Config
-from shared.domain.chains import Chain
-from shared.flows.create import new_flow
-from shared.store import Store
-from shared.store.codec import encode
+from clawbus.shared.config import Config
+from clawbus.shared.domain.chains import Chain
+from clawbus.shared.flows.create import new_flow
+from clawbus.shared.store import Store
+from clawbus.shared.store.codec import encode
 
 
 def stored_flow(config: Config, store: Store, flow_id: str, target_key: str = "agent:main:main") -> None:

@@ -31,22 +31,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from api.processes import die_with_parent, run_as_main
+from clawbus.api.processes import die_with_parent, run_as_main
 
 # What every role imports, in the order a worker's or an API's start imports it.
 PRELOADED = (
-    "api.cli",
-    "api.app",
+    "clawbus.api.cli",
+    "clawbus.api.app",
     "celery.bin.celery",
     "celery.apps.worker",
     "celery.apps.beat",
     "celery.worker.consumer.consumer",
     "celery.concurrency.thread",
     "kombu.transport.redis",
-    "workers.celery_app",
-    "workers.signals",
-    "workers.reaper",
-    "workers.tasks",
+    "clawbus.workers.celery_app",
+    "clawbus.workers.signals",
+    "clawbus.workers.reaper",
+    "clawbus.workers.tasks",
     "uvicorn.main",
     "uvicorn.server",
     "uvicorn.lifespan.on",

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from api.processes import Child, Process, redis_server_argv
-from shared.store.connection import answers
+from clawbus.api.processes import Child, Process, redis_server_argv
+from clawbus.shared.store.connection import answers
 
 # The roles' own start-up checks, shared with tests/support/processes.py's roles on the loopback.
 from tests.support import processes

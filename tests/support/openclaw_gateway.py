@@ -20,7 +20,7 @@ from typing import Any
 
 import httpx
 
-from api.processes import Child, free_port, wait_for
+from clawbus.api.processes import Child, free_port, wait_for
 
 OPENCLAW_VERSION = "2026.9.6"
 NODE_VERSION = "26.12.1"

@@ -26,8 +26,8 @@ from urllib.parse import quote
 
 import httpx
 
-from api.processes import wait_for
-from shared.tools.history_view import run_of
+from clawbus.api.processes import wait_for
+from clawbus.shared.tools.history_view import run_of
 from tests.support.processes import (
     RedisServer,
     Role,

@@ -22,8 +22,8 @@ from typing import Any
 import httpx
 import redis
 
-from api.processes import Child, Process, free_port, redis_server_argv, wait_for
-from shared.store.connection import answers
+from clawbus.api.processes import Child, Process, free_port, redis_server_argv, wait_for
+from clawbus.shared.store.connection import answers
 from tests.support.forkserver import ForkServer
 
 REPO = Path(__file__).resolve().parents[2]
@@ -192,7 +192,7 @@ def start_worker(
     argv = [
         sys.executable,
         "-m",
-        "api.cli",
+        "clawbus.api.cli",
         "worker",
         f"--concurrency={concurrency}",
         f"--name={name}@%h",
@@ -224,7 +224,7 @@ def start_api(
 ) -> tuple[Role, str]:
     """``clawbus api`` listening on ``address``, once it is ready: the role and its URL."""
     port = port or free_port()
-    argv = [sys.executable, "-m", "api.cli", "api", f"--port={port}"]
+    argv = [sys.executable, "-m", "clawbus.api.cli", "api", f"--port={port}"]
     if address != "127.0.0.1":
         argv.append(f"--host={address}")
     role = (launch or Role)(argv, env, log_dir / f"api-{port}.log").start()
@@ -237,7 +237,7 @@ def start_api(
 
 
 def start_beat(env: dict[str, str], log_dir: Path, home: Path) -> Role:
-    argv = [sys.executable, "-m", "api.cli", "beat", f"--schedule={home / 'beat-schedule'}"]
+    argv = [sys.executable, "-m", "clawbus.api.cli", "beat", f"--schedule={home / 'beat-schedule'}"]
     return Role(argv, env, log_dir / "beat.log").start()
 
 

@@ -16,7 +16,7 @@ import sys
 import tempfile
 from typing import Any
 
-from shared.config.release import SCHEMA_FILE
+from clawbus.shared.config.release import SCHEMA_FILE
 from tests.support.openclaw_gateway import Install, install_home
 
 

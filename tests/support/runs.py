@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import uuid
 
-from shared.base.clock import FixedClock
-from shared.config import Config
-from shared.domain.runs import Accepted, Claim, Committed, Ending, NewRun, Outcome
-from shared.domain.sessions import new_entry
-from shared.store import Store
-from shared.wire.models import Message, Run, RunStatus, StalledRun, Usage
+from clawbus.shared.base.clock import FixedClock
+from clawbus.shared.config import Config
+from clawbus.shared.domain.runs import Accepted, Claim, Committed, Ending, NewRun, Outcome
+from clawbus.shared.domain.sessions import new_entry
+from clawbus.shared.store import Store
+from clawbus.shared.wire.models import Message, Run, RunStatus, StalledRun, Usage
 
 
 def a_run(run_id: str, status: RunStatus) -> Run:

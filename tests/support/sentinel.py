@@ -9,7 +9,7 @@ from pathlib import Path
 
 import redis
 
-from api.processes import Child, free_port, redis_server_argv, redis_server_binary, wait_for
+from clawbus.api.processes import Child, free_port, redis_server_argv, redis_server_binary, wait_for
 
 MASTER_NAME = "clawbus-test"
 # Sentinels call a master down after this long without an answer (Redis's default is 30 s).

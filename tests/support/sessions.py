@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from clawbus_client import ClawbusError, Client
 
-from shared.config import Config
-from shared.domain.sessions import new_entry
-from shared.ports.storage import Storage
-from shared.tools.history_view import run_of
+from clawbus.shared.config import Config
+from clawbus.shared.domain.sessions import new_entry
+from clawbus.shared.ports.storage import Storage
+from clawbus.shared.tools.history_view import run_of
 
 
 def first_run(client: Client, session_key: str) -> str | None:

@@ -9,7 +9,7 @@ from typing import Any
 from clawbus_client import Client
 from clawbus_client.models import SessionsHistoryResult, SpawnResult
 
-from shared.tools.history_view import text_of
+from clawbus.shared.tools.history_view import text_of
 from tests.support.processes import wait_for
 
 LEAVES = 3

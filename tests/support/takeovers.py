@@ -23,8 +23,8 @@ import redis
 from clawbus_client import Client
 from clawbus_client.models import Run, SendResult, SessionsHistoryResult, SpawnResult
 
-from shared.store.keys import RedisKeys
-from shared.tools.history_view import run_of, text_of
+from clawbus.shared.store.keys import RedisKeys
+from clawbus.shared.tools.history_view import run_of, text_of
 from tests.support import hosts
 from tests.support.exchanges import finished, requester
 from tests.support.processes import Role, role_env, start_api, start_beat, wait_for, write_config

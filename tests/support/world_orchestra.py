@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from shared.tools.registry import TOOLS
-from shared.wire.spawn_schema import SpawnResult
-from workers.testing import World
+from clawbus.shared.tools.registry import TOOLS
+from clawbus.shared.wire.spawn_schema import SpawnResult
+from clawbus.workers.testing import World
 
 MAIN = "agent:main:main"
 

@@ -8,18 +8,18 @@ from typing import Any
 
 import pytest
 
-from shared.base.clock import FixedClock
-from shared.config import Config
-from shared.domain.runs import LaneHead
-from shared.runner.agent_loop import LoopState, unanswered
-from shared.runner.execution import Attempt, AttemptResult, execute
-from shared.store import Store
-from shared.tools.registry import TOOLS
-from shared.tools.tool_context import ToolContext
-from shared.wire.models import Message, RunStatus, ToolCallBlock
-from shared.wire.send_schema import SendResult
+from clawbus.shared.base.clock import FixedClock
+from clawbus.shared.config import Config
+from clawbus.shared.domain.runs import LaneHead
+from clawbus.shared.runner.agent_loop import LoopState, unanswered
+from clawbus.shared.runner.execution import Attempt, AttemptResult, execute
+from clawbus.shared.store import Store
+from clawbus.shared.tools.registry import TOOLS
+from clawbus.shared.tools.tool_context import ToolContext
+from clawbus.shared.wire.models import Message, RunStatus, ToolCallBlock
+from clawbus.shared.wire.send_schema import SendResult
+from clawbus.workers.testing import InlineDispatcher, drain, drain_runs
 from tests.conftest import BASE_CONFIG
-from workers.testing import InlineDispatcher, drain, drain_runs
 
 MAIN = "agent:main:main"
 RESEARCH = "agent:research:main"
@@ -317,8 +317,8 @@ def test_a_sub_agent_allowed_sessions_send_is_still_refused_and_never_parks_on_a
 
 
 def test_an_aborted_loop_answers_its_open_calls_and_keeps_the_cut_text_marked() -> None:
-    from shared.runner.agent_loop import LoopState, aborted
-    from shared.wire.models import TextBlock, ToolCallBlock
+    from clawbus.shared.runner.agent_loop import LoopState, aborted
+    from clawbus.shared.wire.models import TextBlock, ToolCallBlock
 
     asked = Message.of("assistant", "", timestamp=1, run_id="r").model_copy(
         update={

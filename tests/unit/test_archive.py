@@ -6,17 +6,17 @@ import json
 from pathlib import Path
 from typing import Any
 
-from shared.base.clock import FixedClock
-from shared.config import Config
-from shared.domain.sessions import transcript_path
-from shared.runner import archive
-from shared.store import Store
-from shared.tools.registry import TOOLS
-from shared.tools.tool_context import ToolContext
-from shared.wire.list_schema import SessionsListResult
-from shared.wire.spawn_schema import SpawnResult
+from clawbus.shared.base.clock import FixedClock
+from clawbus.shared.config import Config
+from clawbus.shared.domain.sessions import transcript_path
+from clawbus.shared.runner import archive
+from clawbus.shared.store import Store
+from clawbus.shared.tools.registry import TOOLS
+from clawbus.shared.tools.tool_context import ToolContext
+from clawbus.shared.wire.list_schema import SessionsListResult
+from clawbus.shared.wire.spawn_schema import SpawnResult
+from clawbus.workers.testing import InlineDispatcher, drain
 from tests.conftest import WorldFactory
-from workers.testing import InlineDispatcher, drain
 
 
 def settings(tmp_path: Path, minutes: int, **attachments: Any) -> dict[str, Any]:

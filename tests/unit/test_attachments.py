@@ -13,19 +13,19 @@ from typing import Any
 import fakeredis
 import pytest
 
-from shared.base.clock import FixedClock
-from shared.base.errors import ToolError
-from shared.config import AttachmentsConfig
-from shared.domain import attachments
-from shared.store import Store
-from shared.tools.registry import TOOLS
-from shared.tools.tool_context import ToolContext
-from shared.wire.attachments import AttachmentIn
-from shared.wire.models import ToolFailure
-from shared.wire.send_schema import SendResult
-from shared.wire.spawn_schema import SpawnResult
+from clawbus.shared.base.clock import FixedClock
+from clawbus.shared.base.errors import ToolError
+from clawbus.shared.config import AttachmentsConfig
+from clawbus.shared.domain import attachments
+from clawbus.shared.store import Store
+from clawbus.shared.tools.registry import TOOLS
+from clawbus.shared.tools.tool_context import ToolContext
+from clawbus.shared.wire.attachments import AttachmentIn
+from clawbus.shared.wire.models import ToolFailure
+from clawbus.shared.wire.send_schema import SendResult
+from clawbus.shared.wire.spawn_schema import SpawnResult
+from clawbus.workers.testing import InlineDispatcher, drain
 from tests.conftest import make_config
-from workers.testing import InlineDispatcher, drain
 
 LIMITS = AttachmentsConfig(enabled=True, max_files=3, max_file_bytes=8, max_total_bytes=12)
 

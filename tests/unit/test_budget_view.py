@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from shared.domain.budget_view import agent_budget, effective, override_of, tree_budget
-from shared.domain.budgets import UNLIMITED, Limits, Override, Spend
+from clawbus.shared.domain.budget_view import agent_budget, effective, override_of, tree_budget
+from clawbus.shared.domain.budgets import UNLIMITED, Limits, Override, Spend
 from tests.conftest import make_config
 
 CONFIGURED = Limits(daily_usd=2.0, daily_tokens=1_000)

@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from shared.domain import chains
-from shared.domain.chains import Chain, ChainStopped, Limits
-from shared.wire.models import RunSpec
+from clawbus.shared.domain import chains
+from clawbus.shared.domain.chains import Chain, ChainStopped, Limits
+from clawbus.shared.wire.models import RunSpec
 
 MAIN, OPS, RESEARCH = "agent:main:main", "agent:ops:main", "agent:research:main"
 GENEROUS = Limits(max_hops=8, max_cycles=1)

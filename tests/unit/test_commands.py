@@ -5,16 +5,16 @@ from __future__ import annotations
 
 import pytest
 
-from shared.commands import is_command
-from shared.commands.base import Invocation, parse
-from shared.config import Config
-from shared.intake.inbound import receive
-from shared.store import Store
-from shared.tools.tool_context import ToolContext
-from shared.wire.models import CommandReply, InboundMessageParams, ToolFailure
-from shared.wire.send_schema import SendResult
+from clawbus.shared.commands import is_command
+from clawbus.shared.commands.base import Invocation, parse
+from clawbus.shared.config import Config
+from clawbus.shared.intake.inbound import receive
+from clawbus.shared.store import Store
+from clawbus.shared.tools.tool_context import ToolContext
+from clawbus.shared.wire.models import CommandReply, InboundMessageParams, ToolFailure
+from clawbus.shared.wire.send_schema import SendResult
+from clawbus.workers.testing import InlineDispatcher
 from tests.conftest import make_config
-from workers.testing import InlineDispatcher
 
 KEY = "agent:main:telegram:direct:7"
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from shared.flows.engine import advance
-from shared.flows.flow_context import FlowContext
-from shared.intake.inbound import receive
-from shared.tools.registry import TOOLS
-from shared.wire.models import InboundMessageParams, Message
-from shared.wire.spawn_schema import SpawnResult
-from workers.testing import World, world
+from clawbus.shared.flows.engine import advance
+from clawbus.shared.flows.flow_context import FlowContext
+from clawbus.shared.intake.inbound import receive
+from clawbus.shared.tools.registry import TOOLS
+from clawbus.shared.wire.models import InboundMessageParams, Message
+from clawbus.shared.wire.spawn_schema import SpawnResult
+from clawbus.workers.testing import World, world
 
 REQUESTER = "agent:main:webchat:direct:ann"
 

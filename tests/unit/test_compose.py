@@ -9,9 +9,9 @@ from pathlib import Path
 import redis
 import yaml
 
-from api.cli import app
-from api.processes import Child, free_port, redis_server_binary, wait_for
-from shared.config import load_config
+from clawbus.api.cli import app
+from clawbus.api.processes import Child, free_port, redis_server_binary, wait_for
+from clawbus.shared.config import load_config
 from tests.support.processes import RedisServer
 
 REPO = Path(__file__).resolve().parents[2]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from shared.config import THREADS_PER_WORKER, ChatChannel, Config, ConfigError, load_config
+from clawbus.shared.config import THREADS_PER_WORKER, ChatChannel, Config, ConfigError, load_config
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -7,13 +7,13 @@ from typing import Any
 import fakeredis
 import pytest
 
-from shared.base.clock import FixedClock
-from shared.base.flow_ids import delivery_id
-from shared.config import Config
-from shared.domain.sessions import SessionPatch, new_entry
-from shared.flows import deliveries
-from shared.store import Store
-from shared.wire.models import Delivery
+from clawbus.shared.base.clock import FixedClock
+from clawbus.shared.base.flow_ids import delivery_id
+from clawbus.shared.config import Config
+from clawbus.shared.domain.sessions import SessionPatch, new_entry
+from clawbus.shared.flows import deliveries
+from clawbus.shared.store import Store
+from clawbus.shared.wire.models import Delivery
 from tests.conftest import make_config
 from tests.support.fake_http import fake_server
 from tests.support.flows import stored_flow

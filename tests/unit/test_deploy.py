@@ -22,9 +22,9 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from api.cli import app
-from shared.config import Config
-from workers import queues
+from clawbus.api.cli import app
+from clawbus.shared.config import Config
+from clawbus.workers import queues
 
 Doc = dict[str, Any]
 

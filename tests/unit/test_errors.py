@@ -8,16 +8,16 @@ import importlib
 from collections.abc import Iterator
 from pathlib import Path
 
-import api
-import shared
-import workers
-from shared.base.errors import ClawbusError
-from shared.store.errors import NotReplicated, StoreUnavailable
+import clawbus.api as api
+import clawbus.shared as shared
+import clawbus.workers as workers
+from clawbus.shared.base.errors import ClawbusError
+from clawbus.shared.store.errors import NotReplicated, StoreUnavailable
 
 
 def exception_classes() -> Iterator[type[BaseException]]:
     """Every exception class a module of the three packages defines. Only a module that defines a class is
-    imported: an entry point (``workers.app``, ``api.cli.__main__``) does its work on import, and has none."""
+    imported: an entry point (``clawbus.workers.app``, ``clawbus.api.cli.__main__``) does its work on import, and has none."""
     for package in (shared, workers, api):
         root = Path(package.__path__[0])
         for path in sorted(root.rglob("*.py")):

@@ -12,22 +12,22 @@ import pytest
 from redis import Redis
 from redis.client import Pipeline
 
-from shared.base.clock import FixedClock
-from shared.config import Config
-from shared.domain.runs import ClaimOutcome
-from shared.domain.sessions import SessionPatch
-from shared.ports.runtime import StepRequest, StepResult
-from shared.runner.agent_loop import LoopState
-from shared.runner.execution import Attempt, execute
-from shared.store import Store
-from shared.tools.registry import TOOLS
-from shared.tools.tool_context import ToolContext
-from shared.wire.models import Message, RunStatus
-from shared.wire.send_schema import SendResult
+from clawbus.shared.base.clock import FixedClock
+from clawbus.shared.config import Config
+from clawbus.shared.domain.runs import ClaimOutcome
+from clawbus.shared.domain.sessions import SessionPatch
+from clawbus.shared.ports.runtime import StepRequest, StepResult
+from clawbus.shared.runner.agent_loop import LoopState
+from clawbus.shared.runner.execution import Attempt, execute
+from clawbus.shared.store import Store
+from clawbus.shared.tools.registry import TOOLS
+from clawbus.shared.tools.tool_context import ToolContext
+from clawbus.shared.wire.models import Message, RunStatus
+from clawbus.shared.wire.send_schema import SendResult
+from clawbus.workers.testing import InlineDispatcher, drain_runs
 from tests.conftest import BrokenModel, WorldFactory
 from tests.support.fake_openai import FakeOpenAI, Reply, fake_openai, text, tool
 from tests.support.sessions import open_sessions
-from workers.testing import InlineDispatcher, drain_runs
 
 TARGET = "agent:main:webchat:direct:ann"
 
@@ -86,7 +86,7 @@ def test_a_retried_attempt_commits_the_memoized_reply_without_asking_the_model(
     def no_model(*_: object) -> None:
         raise AssertionError("the model was asked twice")
 
-    monkeypatch.setattr("shared.runner.execution.runtime_for", no_model)
+    monkeypatch.setattr("clawbus.shared.runner.execution.runtime_for", no_model)
     result = execute(
         store, config, InlineDispatcher(store.redis), Attempt(run_id, TARGET, owner="t1", attempt=1)
     )  # the retry after loss
@@ -104,7 +104,7 @@ def test_a_failing_runtime_ends_the_run_in_error_and_the_lane_moves_on(
     dispatcher: InlineDispatcher,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr("shared.runner.execution.runtime_for", lambda *_: BrokenModel())
+    monkeypatch.setattr("clawbus.shared.runner.execution.runtime_for", lambda *_: BrokenModel())
     failed, after = send(ctx, "one"), send(ctx, "two")
     results = drain_runs(store, config, dispatcher)
     assert [r.status for r in results] == [RunStatus.ERROR, RunStatus.ERROR]
@@ -178,7 +178,7 @@ def test_a_runtime_sees_as_much_history_as_it_asks_for(
             return StepResult(reply="r")
 
     for window in (1, 3):
-        monkeypatch.setattr("shared.runner.execution.runtime_for", lambda *_, w=window: Reader(w))
+        monkeypatch.setattr("clawbus.shared.runner.execution.runtime_for", lambda *_, w=window: Reader(w))
         send(ctx, f"w{window}")
         drain_runs(store, config, dispatcher)
     assert seen == [["w1"], ["w1", "r", "w3"]]
@@ -263,7 +263,7 @@ def test_a_run_of_four_model_steps_whose_tools_only_read_makes_seven_round_trips
         # Streamed text goes out on its own once FLUSH_SECONDS have passed since the last tool step (a
         # follower sees it within that): on a loaded machine the last call alone can take longer, and its
         # text would go in a trip of its own rather than with the commit.
-        monkeypatch.setattr("shared.runner.execution._TextEvents.FLUSH_SECONDS", 3600.0)
+        monkeypatch.setattr("clawbus.shared.runner.execution._TextEvents.FLUSH_SECONDS", 3600.0)
         monkeypatch.setattr(Redis, "execute_command", counted_command)
         monkeypatch.setattr(Pipeline, "execute", counted_pipeline)
         result = execute(store, config, dispatcher, Attempt(run_id, TARGET, owner="w", attempt=0))

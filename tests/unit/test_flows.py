@@ -6,25 +6,25 @@ from typing import Any
 
 import pytest
 
-from shared.base.clock import FixedClock
-from shared.base.flow_ids import announce_run_id, delivery_id, turn_run_id
-from shared.config import Config
-from shared.domain.sessions import SessionPatch
-from shared.flows.decide import Action, Finish, StartAnnounce, Wait
-from shared.flows.engine import advance
-from shared.flows.flow_context import FlowContext
-from shared.flows.view import describe
-from shared.intake.inbound import receive
-from shared.intake.submit import AwaitRun
-from shared.ports.dispatch import StepTask
-from shared.store import Store
-from shared.tools.registry import TOOLS
-from shared.tools.tool_context import ToolContext
-from shared.wire.models import Flow, InboundMessageParams
-from shared.wire.send_schema import SendResult
+from clawbus.shared.base.clock import FixedClock
+from clawbus.shared.base.flow_ids import announce_run_id, delivery_id, turn_run_id
+from clawbus.shared.config import Config
+from clawbus.shared.domain.sessions import SessionPatch
+from clawbus.shared.flows.decide import Action, Finish, StartAnnounce, Wait
+from clawbus.shared.flows.engine import advance
+from clawbus.shared.flows.flow_context import FlowContext
+from clawbus.shared.flows.view import describe
+from clawbus.shared.intake.inbound import receive
+from clawbus.shared.intake.submit import AwaitRun
+from clawbus.shared.ports.dispatch import StepTask
+from clawbus.shared.store import Store
+from clawbus.shared.tools.registry import TOOLS
+from clawbus.shared.tools.tool_context import ToolContext
+from clawbus.shared.wire.models import Flow, InboundMessageParams
+from clawbus.shared.wire.send_schema import SendResult
+from clawbus.workers.testing import InlineDispatcher, drain, drain_runs
 from tests.conftest import BrokenModel, WorldFactory
 from tests.support.sessions import open_sessions
-from workers.testing import InlineDispatcher, drain, drain_runs
 
 REQUESTER = "agent:main:webchat:direct:ann"
 TARGET = "agent:research:telegram:direct:bob"
@@ -224,7 +224,7 @@ def test_a_failed_primary_ends_the_flow_without_announce(
     config, store, dispatcher = world()
     chat(config, store, dispatcher, REQUESTER, "webchat", "ann")
     open_sessions(store, config, TARGET)
-    monkeypatch.setattr("shared.runner.execution.runtime_for", lambda *_: BrokenModel())
+    monkeypatch.setattr("clawbus.shared.runner.execution.runtime_for", lambda *_: BrokenModel())
     ctx = ToolContext.for_caller(config, store, dispatcher, REQUESTER)
     sent = TOOLS["sessions_send"].invoke(ctx, {"sessionKey": TARGET, "message": "hi", "timeoutSeconds": 0})
     assert isinstance(sent, SendResult)
@@ -413,7 +413,7 @@ def test_every_flow_end_is_counted_by_reason(monkeypatch: pytest.MonkeyPatch, wo
     config, store, dispatcher = world()
     exchange(config, store, dispatcher)
     exchange(config, store, dispatcher, message="again")
-    monkeypatch.setattr("shared.runner.execution.runtime_for", lambda *_: BrokenModel())
+    monkeypatch.setattr("clawbus.shared.runner.execution.runtime_for", lambda *_: BrokenModel())
     ctx = ToolContext.for_caller(config, store, dispatcher, REQUESTER)
     TOOLS["sessions_send"].invoke(ctx, {"sessionKey": TARGET, "message": "x", "timeoutSeconds": 0})
     drain(store, config, dispatcher)
@@ -426,7 +426,7 @@ def test_an_early_end_is_logged_as_a_warning_with_its_flow_id(
     config, store, dispatcher = world({"session": {"agentToAgent": {"flowTimeoutSeconds": 1}}})
     flow_id = _send(config, store, dispatcher)
     clock.advance(2)
-    with caplog.at_level("WARNING", logger="shared.flows.engine"):
+    with caplog.at_level("WARNING", logger="clawbus.shared.flows.engine"):
         _advance(config, store, dispatcher, flow_id)
         _advance(config, store, dispatcher, flow_id)  # a second look ends nothing and logs nothing
     assert [r.getMessage() for r in caplog.records] == [

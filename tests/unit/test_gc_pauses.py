@@ -9,8 +9,8 @@ import weakref
 
 import pytest
 
-from api.processes import wait_for
-from shared.base.gc_pauses import FrozenHeap, freeze_started_heap
+from clawbus.api.processes import wait_for
+from clawbus.shared.base.gc_pauses import FrozenHeap, freeze_started_heap
 
 pytestmark = pytest.mark.usefixtures("thawed_collector")
 

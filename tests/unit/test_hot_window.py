@@ -9,15 +9,15 @@ from typing import Any
 
 import pytest
 
-from shared.base.clock import FixedClock
-from shared.intake.inbound import receive
-from shared.runner import hot_window
-from shared.tools.registry import TOOLS
-from shared.tools.tool_context import ToolContext
-from shared.wire.models import InboundMessageParams
+from clawbus.shared.base.clock import FixedClock
+from clawbus.shared.intake.inbound import receive
+from clawbus.shared.runner import hot_window
+from clawbus.shared.tools.registry import TOOLS
+from clawbus.shared.tools.tool_context import ToolContext
+from clawbus.shared.wire.models import InboundMessageParams
+from clawbus.workers.testing import drain
 from tests.conftest import WorldFactory
 from tests.support.cold import blocked
-from workers.testing import drain
 
 SECRET = "sk-abcdefghijklmnopqrstuvwxyz0123456789ABCD"
 

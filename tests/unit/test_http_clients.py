@@ -8,7 +8,7 @@ import os
 import httpx
 import pytest
 
-from shared.adapters.http_clients import environment_proxy, process_client, process_transport
+from clawbus.shared.adapters.http_clients import environment_proxy, process_client, process_transport
 
 
 def test_the_same_name_gets_the_same_client_and_another_name_its_own() -> None:

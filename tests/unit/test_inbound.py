@@ -5,15 +5,15 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from shared.config import Config
-from shared.intake.inbound import receive
-from shared.store import Store
-from shared.tools.registry import TOOLS
-from shared.tools.tool_context import ToolContext, ToolError
-from shared.wire.list_schema import SessionsListResult
-from shared.wire.models import InboundMessageParams
-from shared.wire.send_schema import SendResult
-from workers.testing import InlineDispatcher, drain_runs
+from clawbus.shared.config import Config
+from clawbus.shared.intake.inbound import receive
+from clawbus.shared.store import Store
+from clawbus.shared.tools.registry import TOOLS
+from clawbus.shared.tools.tool_context import ToolContext, ToolError
+from clawbus.shared.wire.list_schema import SessionsListResult
+from clawbus.shared.wire.models import InboundMessageParams
+from clawbus.shared.wire.send_schema import SendResult
+from clawbus.workers.testing import InlineDispatcher, drain_runs
 
 
 def inbound(

@@ -14,27 +14,40 @@ from tests.support.processes import REPO
 
 # shared's layers, lowest first, each a folder (or a few): a module is in the layer of the folder it sits in.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("foundations", ("shared.base",)),
-    ("wire models", ("shared.wire",)),
-    ("configuration", ("shared.config",)),
-    ("values and pure rules", ("shared.domain",)),
-    ("ports", ("shared.ports",)),
-    ("the store adapter", ("shared.store",)),
-    ("adapters to the outside", ("shared.adapters",)),
+    ("foundations", ("clawbus.shared.base",)),
+    ("wire models", ("clawbus.shared.wire",)),
+    ("configuration", ("clawbus.shared.config",)),
+    ("values and pure rules", ("clawbus.shared.domain",)),
+    ("ports", ("clawbus.shared.ports",)),
+    ("the store adapter", ("clawbus.shared.store",)),
+    ("adapters to the outside", ("clawbus.shared.adapters",)),
     (
         "the application",
-        ("shared.runner", "shared.intake", "shared.flows", "shared.tools", "shared.commands", "shared.a2a"),
+        (
+            "clawbus.shared.runner",
+            "clawbus.shared.intake",
+            "clawbus.shared.flows",
+            "clawbus.shared.tools",
+            "clawbus.shared.commands",
+            "clawbus.shared.a2a",
+        ),
     ),
 ]
-PACKAGES = {"shared": 0, "workers": 1, "api": 2}
+# The three folders at the repository's top, each installed under the one namespace ``clawbus``.
+PACKAGES = {"clawbus.shared": 0, "clawbus.workers": 1, "clawbus.api": 2}
+
+
+def package(module: str) -> str:
+    return ".".join(module.split(".")[:2])
 
 
 def modules() -> dict[str, Path]:
     found = {}
-    for package in PACKAGES:
-        for path in (REPO / package).rglob("*.py"):
-            name = ".".join(path.relative_to(REPO).with_suffix("").parts)
-            found[name.removesuffix(".__init__")] = path
+    for name in PACKAGES:
+        folder = REPO / name.removeprefix("clawbus.")
+        for path in folder.rglob("*.py"):
+            module = ".".join(("clawbus", *path.relative_to(REPO).with_suffix("").parts))
+            found[module.removesuffix(".__init__")] = path
     return found
 
 
@@ -62,7 +75,7 @@ def graph() -> dict[str, set[str]]:
 def layer(module: str) -> int:
     """The layer of a module of ``shared``; ``len(LAYERS)`` for one outside every layer's folder (``shared``
     itself, an empty package, imports nothing: it counts as a foundation)."""
-    if module == "shared":
+    if module == "clawbus.shared":
         return 0
     return next(
         (
@@ -79,7 +92,7 @@ def test_packages_import_one_way() -> None:
         f"{source} -> {target}"
         for source, targets in graph().items()
         for target in targets
-        if PACKAGES[target.split(".")[0]] > PACKAGES[source.split(".")[0]]
+        if PACKAGES[package(target)] > PACKAGES[package(source)]
     ]
     assert upward == []
 
@@ -95,13 +108,26 @@ def test_the_shipped_packages_import_nothing_from_the_tests_or_the_benchmarks() 
     assert reaching == []
 
 
+def test_every_import_of_the_project_names_its_namespace() -> None:
+    """The folders install as ``clawbus.*`` only: a bare ``shared``, ``workers`` or ``api`` import would work
+    in the repository (its root is on the path) and fail in an installed wheel."""
+    bare = [
+        f"{path.relative_to(REPO)}: {name}"
+        for folder in ("shared", "workers", "api", "tests", "bench")
+        for path in (REPO / folder).rglob("*.py")
+        for name in imported(path)
+        if name.split(".")[0] in {"shared", "workers", "api"}
+    ]
+    assert bare == []
+
+
 def test_no_module_of_shared_imports_a_higher_layer() -> None:
     upward = [
         f"{source} ({LAYERS[layer(source)][0]}) -> {target} ({LAYERS[layer(target)][0]})"
         for source, targets in graph().items()
-        if source.startswith("shared")
+        if source.startswith("clawbus.shared")
         for target in targets
-        if target.startswith("shared") and layer(target) > layer(source)
+        if target.startswith("clawbus.shared") and layer(target) > layer(source)
     ]
     assert upward == []
 
@@ -111,20 +137,20 @@ def test_the_domain_takes_the_store_port_not_the_redis_adapter() -> None:
     reaching = [
         f"{source} -> {target}"
         for source, targets in graph().items()
-        if source.startswith("shared") and not source.startswith("shared.store")
+        if source.startswith("clawbus.shared") and not source.startswith("clawbus.shared.store")
         for target in targets
-        if target.startswith("shared.store")
+        if target.startswith("clawbus.shared.store")
     ]
     assert reaching == []
 
 
 def test_the_api_waits_on_the_live_port_and_only_its_composition_root_builds_the_store_behind_it() -> None:
     """Waits and streams know ``shared.ports.live``; ``api.services`` builds ``shared.store.live``'s."""
-    building = {"api.services"}
+    building = {"clawbus.api.services"}
     reaching = sorted(
         source
         for source, targets in graph().items()
-        if "shared.store.live" in targets and source not in building
+        if "clawbus.shared.store.live" in targets and source not in building
     )
     assert reaching == []
 
@@ -150,5 +176,7 @@ def test_no_import_goes_in_a_circle() -> None:
 
 
 def test_every_module_of_shared_sits_in_a_layer_folder() -> None:
-    outside = [module for module in graph() if module.startswith("shared") and layer(module) == len(LAYERS)]
+    outside = [
+        module for module in graph() if module.startswith("clawbus.shared") and layer(module) == len(LAYERS)
+    ]
     assert outside == []

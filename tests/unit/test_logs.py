@@ -18,9 +18,9 @@ import structlog
 from celery import Celery
 from opentelemetry.sdk.trace import TracerProvider
 
-from shared.config import Config, ConfigError, load_config
-from shared.domain import logs
-from workers import signals
+from clawbus.shared.config import Config, ConfigError, load_config
+from clawbus.shared.domain import logs
+from clawbus.workers import signals
 
 
 class Captured:

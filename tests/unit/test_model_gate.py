@@ -9,16 +9,23 @@ from typing import Any
 
 import pytest
 
-from shared.adapters.runtimes.openai import ModelRequestFailed, OpenAIRuntime
-from shared.adapters.runtimes.registry import runtime_for
-from shared.config import Config
-from shared.domain import budgets
-from shared.domain.budgets import BudgetExceeded, Override
-from shared.domain.traffic import CallLimits
-from shared.ports.runtime import StepRequest
-from shared.runner.model_gate import AwaitingCapacity, ModelGate, NoCapacity, duration_ms, learn, root_of
-from shared.store import Store
-from shared.wire.models import Message, Run, RunStatus, SessionEntry
+from clawbus.shared.adapters.runtimes.openai import ModelRequestFailed, OpenAIRuntime
+from clawbus.shared.adapters.runtimes.registry import runtime_for
+from clawbus.shared.config import Config
+from clawbus.shared.domain import budgets
+from clawbus.shared.domain.budgets import BudgetExceeded, Override
+from clawbus.shared.domain.traffic import CallLimits
+from clawbus.shared.ports.runtime import StepRequest
+from clawbus.shared.runner.model_gate import (
+    AwaitingCapacity,
+    ModelGate,
+    NoCapacity,
+    duration_ms,
+    learn,
+    root_of,
+)
+from clawbus.shared.store import Store
+from clawbus.shared.wire.models import Message, Run, RunStatus, SessionEntry
 from tests.conftest import WorldFactory
 from tests.support.fake_openai import FakeOpenAI, failure, fake_openai, text
 

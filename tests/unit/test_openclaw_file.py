@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from shared.config import ConfigError, Notice, load_config, validate_config
+from clawbus.shared.config import ConfigError, Notice, load_config, validate_config
 
 # The configuration a migrating user brings: `openclaw config validate --json` (2026.9.6) calls it valid.
 MIGRATING = """{

@@ -8,16 +8,16 @@ from typing import Any
 
 import pytest
 
-from shared.domain.runs import new_run
-from shared.intake.submit import submit
-from shared.runner.execution import Attempt
-from shared.tools.registry import TOOLS
-from shared.wire.models import RunStatus, ToolFailure
-from shared.wire.spawn_schema import SpawnResult
+from clawbus.shared.domain.runs import new_run
+from clawbus.shared.intake.submit import submit
+from clawbus.shared.runner.execution import Attempt
+from clawbus.shared.tools.registry import TOOLS
+from clawbus.shared.wire.models import RunStatus, ToolFailure
+from clawbus.shared.wire.spawn_schema import SpawnResult
+from clawbus.workers import lanes
+from clawbus.workers.services import WorkerContext
+from clawbus.workers.testing import World, world
 from tests.support.world_orchestra import MAIN, config, runs_of, spawn_orchestrator
-from workers import lanes
-from workers.services import WorkerContext
-from workers.testing import World, world
 
 
 def test_an_orchestrator_yields_is_woken_once_with_three_reports_and_reports_once() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from shared.domain.output_budget import TOO_LARGE, TRUNCATION_MARK, fit
+from clawbus.shared.domain.output_budget import TOO_LARGE, TRUNCATION_MARK, fit
 
 
 def size(messages: list[dict[str, object]]) -> int:

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from shared.domain import policy
-from shared.wire.models import SessionEntry
+from clawbus.shared.domain import policy
+from clawbus.shared.wire.models import SessionEntry
 from tests.conftest import make_config
 
 GROUP = "agent:main:discord:group:42"

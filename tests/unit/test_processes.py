@@ -6,8 +6,8 @@ import sys
 
 import pytest
 
-from api import processes
-from api.processes import run_as_main
+from clawbus.api import processes
+from clawbus.api.processes import run_as_main
 
 
 def test_a_module_runs_as_main_with_its_arguments(capsys: pytest.CaptureFixture[str]) -> None:

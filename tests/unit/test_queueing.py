@@ -7,14 +7,14 @@ from typing import Any
 
 import pytest
 
-from shared.domain.chains import Chain
-from shared.domain.sessions import SessionPatch
-from shared.intake.inbound import receive
-from shared.tools.registry import TOOLS
-from shared.wire.models import CommandReply, InboundMessageParams, RunStatus, ToolFailure
-from shared.wire.send_schema import SendResult
+from clawbus.shared.domain.chains import Chain
+from clawbus.shared.domain.sessions import SessionPatch
+from clawbus.shared.intake.inbound import receive
+from clawbus.shared.tools.registry import TOOLS
+from clawbus.shared.wire.models import CommandReply, InboundMessageParams, RunStatus, ToolFailure
+from clawbus.shared.wire.send_schema import SendResult
+from clawbus.workers.testing import World, world
 from tests.support.replies import reply_lost
-from workers.testing import World, world
 
 KEY = "agent:main:webchat:direct:ann"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from shared.domain.redaction import redact
+from clawbus.shared.domain.redaction import redact
 
 
 @pytest.mark.parametrize(

@@ -11,17 +11,17 @@ from typing import Any
 
 import pytest
 
-from shared.intake.inbound import receive
-from shared.store import scripts
-from shared.tools.registry import TOOLS
-from shared.wire.models import InboundMessageParams, RunStatus
-from shared.wire.send_schema import SendResult
-from shared.wire.spawn_schema import SpawnResult
+from clawbus.shared.intake.inbound import receive
+from clawbus.shared.store import scripts
+from clawbus.shared.tools.registry import TOOLS
+from clawbus.shared.wire.models import InboundMessageParams, RunStatus
+from clawbus.shared.wire.send_schema import SendResult
+from clawbus.shared.wire.spawn_schema import SpawnResult
+from clawbus.workers.testing import World, world
 from tests.support.replies import reply_lost
 from tests.support.sessions import open_sessions
 from tests.support.world_orchestra import MAIN, runs_of, spawn_orchestrator
 from tests.support.world_orchestra import config as orchestra_config
-from workers.testing import World, world
 
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 REQUESTER = "agent:main:webchat:direct:ann"

@@ -7,20 +7,20 @@ import threading
 
 import pytest
 
-from shared.config import Config
-from shared.domain.runs import CancelOutcome, ClaimOutcome
-from shared.ports.runtime import RunCancelled, StepRequest, StepResult
-from shared.runner import run_control
-from shared.runner.execution import Attempt, execute
-from shared.store import Store
-from shared.store.scripts import Scripts
-from shared.tools.registry import TOOLS
-from shared.tools.tool_context import ToolContext
-from shared.wire.models import RunStatus
-from shared.wire.send_schema import SendResult
+from clawbus.shared.config import Config
+from clawbus.shared.domain.runs import CancelOutcome, ClaimOutcome
+from clawbus.shared.ports.runtime import RunCancelled, StepRequest, StepResult
+from clawbus.shared.runner import run_control
+from clawbus.shared.runner.execution import Attempt, execute
+from clawbus.shared.store import Store
+from clawbus.shared.store.scripts import Scripts
+from clawbus.shared.tools.registry import TOOLS
+from clawbus.shared.tools.tool_context import ToolContext
+from clawbus.shared.wire.models import RunStatus
+from clawbus.shared.wire.send_schema import SendResult
+from clawbus.workers.testing import InlineDispatcher, drain, drain_runs
 from tests.support.replies import reply_lost
 from tests.support.sessions import open_sessions
-from workers.testing import InlineDispatcher, drain, drain_runs
 
 TARGET = "agent:research:cron:job"
 
@@ -138,7 +138,7 @@ def test_a_worker_stops_a_run_cancelled_mid_answer_and_commits_what_it_had(
             assert request.cancel.wait(5), "the listener never heard the cancel"
             raise RunCancelled("half an ans")
 
-    monkeypatch.setattr("shared.runner.execution.runtime_for", lambda *_: Talking())
+    monkeypatch.setattr("clawbus.shared.runner.execution.runtime_for", lambda *_: Talking())
     run_id = send(ctx, "talk").run_id
     result = execute(store, config, dispatcher, Attempt(run_id, TARGET, owner="w", attempt=0))
     assert result.status is RunStatus.ABORTED
@@ -165,7 +165,7 @@ def test_a_run_cancelled_before_its_attempt_starts_asks_no_model(
         def step(self, _request: StepRequest) -> StepResult:
             raise AssertionError("the model was asked")
 
-    monkeypatch.setattr("shared.runner.execution.runtime_for", lambda *_: Unreachable())
+    monkeypatch.setattr("clawbus.shared.runner.execution.runtime_for", lambda *_: Unreachable())
     run_id = send(ctx, "talk").run_id
     store.runs.claim(run_id, TARGET, owner="lost", attempt=0, lease_ms=1, max_attempts=3)
     run_control.cancel_run(config, store, dispatcher, run_id)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from shared.base import session_keys
-from shared.base.session_keys import SessionKeyError
+from clawbus.shared.base import session_keys
+from clawbus.shared.base.session_keys import SessionKeyError
 
 
 def canonical(

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from shared.domain.sessions import Route, new_entry, route_of
-from shared.wire.models import DeliveryContext
+from clawbus.shared.domain.sessions import Route, new_entry, route_of
+from clawbus.shared.wire.models import DeliveryContext
 from tests.conftest import make_config
 
 

@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from shared.config import Config
-from shared.domain.sessions import new_entry
-from shared.domain.subagents import ReportInputs, normalize, role_of, status_of, tool_set
-from shared.tools.registry import TOOLS
-from shared.wire.models import Run, RunStatus, SpawnRole, Usage
+from clawbus.shared.config import Config
+from clawbus.shared.domain.sessions import new_entry
+from clawbus.shared.domain.subagents import ReportInputs, normalize, role_of, status_of, tool_set
+from clawbus.shared.tools.registry import TOOLS
+from clawbus.shared.wire.models import Run, RunStatus, SpawnRole, Usage
 from tests.conftest import make_config
 
 CHILD = "agent:main:subagent:4f3c2a10-0000-4000-8000-000000000000"

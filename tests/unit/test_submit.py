@@ -4,8 +4,8 @@ the plain text."""
 
 from __future__ import annotations
 
-from shared.intake.submit import AwaitRun, send_outcome
-from shared.wire.models import RunStatus
+from clawbus.shared.intake.submit import AwaitRun, send_outcome
+from clawbus.shared.wire.models import RunStatus
 from tests.support.runs import a_run
 
 RUN = "5e1d0000-0000-4000-8000-000000000001"

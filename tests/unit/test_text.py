@@ -8,9 +8,9 @@ import re
 
 import pytest
 
-from api.routes.channels import Recipient
-from shared.base import session_keys
-from shared.base.text import CONTROL_CLASS, count, duration, has_control_characters, token_digest
+from clawbus.api.routes.channels import Recipient
+from clawbus.shared.base import session_keys
+from clawbus.shared.base.text import CONTROL_CLASS, count, duration, has_control_characters, token_digest
 
 
 @pytest.mark.parametrize("char", ["\x00", "\x1b", "\x1f", "\x7f", "\x80", "\x85", "\x9f"])

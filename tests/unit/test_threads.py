@@ -9,18 +9,18 @@ from typing import Any
 
 import pytest
 
-from shared.base.clock import FixedClock
-from shared.config import Config, load_config
-from shared.intake.inbound import receive
-from shared.store import Store
-from shared.tools.registry import TOOLS
-from shared.tools.tool_context import ToolContext
-from shared.wire.models import InboundMessageParams, ToolFailure
-from shared.wire.send_schema import SendResult
-from shared.wire.spawn_schema import SpawnResult
+from clawbus.shared.base.clock import FixedClock
+from clawbus.shared.config import Config, load_config
+from clawbus.shared.intake.inbound import receive
+from clawbus.shared.store import Store
+from clawbus.shared.tools.registry import TOOLS
+from clawbus.shared.tools.tool_context import ToolContext
+from clawbus.shared.wire.models import InboundMessageParams, ToolFailure
+from clawbus.shared.wire.send_schema import SendResult
+from clawbus.shared.wire.spawn_schema import SpawnResult
+from clawbus.workers.testing import InlineDispatcher, drain
 from tests.conftest import WorldFactory
 from tests.support.fake_http import FakeServer, fake_server
-from workers.testing import InlineDispatcher, drain
 
 CHANNEL = "agent:main:discord:channel:c1"  # the caller talks in Discord channel c1, in no thread
 THREAD_ID = "9001"

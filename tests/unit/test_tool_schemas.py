@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from shared.runner.tool_schemas import FORMATS, parameters, tool_schemas
-from shared.tools.registry import TOOLS
+from clawbus.shared.runner.tool_schemas import FORMATS, parameters, tool_schemas
+from clawbus.shared.tools.registry import TOOLS
 
 
 def walk(node: Any) -> list[dict[str, Any]]:

@@ -6,9 +6,9 @@ from __future__ import annotations
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 
-from shared.base import trace_context
-from shared.domain.runs import new_run
-from shared.wire.models import Message, SessionEntry
+from clawbus.shared.base import trace_context
+from clawbus.shared.domain.runs import new_run
+from clawbus.shared.wire.models import Message, SessionEntry
 
 TRACER = TracerProvider().get_tracer("test")
 

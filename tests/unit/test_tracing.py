@@ -7,8 +7,8 @@ import pytest
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.trace import StatusCode
 
-from shared.adapters import tracing
-from shared.config import Config
+from clawbus.shared.adapters import tracing
+from clawbus.shared.config import Config
 
 TRACER = TracerProvider().get_tracer("test")
 

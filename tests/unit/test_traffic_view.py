@@ -4,8 +4,8 @@ traffic that is no longer configured."""
 
 from __future__ import annotations
 
-from shared.domain.traffic import ModelTraffic
-from shared.domain.traffic_view import traffic_rows
+from clawbus.shared.domain.traffic import ModelTraffic
+from clawbus.shared.domain.traffic_view import traffic_rows
 from tests.conftest import make_config
 
 CONFIG = make_config(

@@ -17,21 +17,21 @@ from typing import Any
 import fakeredis
 import pytest
 
-from shared.base import session_keys
-from shared.base.clock import FixedClock
-from shared.config import Config
-from shared.domain.sessions import new_entry
-from shared.domain.visibility import refusal
-from shared.store import Store
-from shared.tools.registry import TOOLS
-from shared.tools.tool_context import ToolContext
-from shared.wire.history_schema import SessionsHistoryResult
-from shared.wire.list_schema import SessionsListResult
-from shared.wire.models import ToolFailure
-from shared.wire.send_schema import SendResult
-from shared.wire.spawn_schema import SpawnResult
+from clawbus.shared.base import session_keys
+from clawbus.shared.base.clock import FixedClock
+from clawbus.shared.config import Config
+from clawbus.shared.domain.sessions import new_entry
+from clawbus.shared.domain.visibility import refusal
+from clawbus.shared.store import Store
+from clawbus.shared.tools.registry import TOOLS
+from clawbus.shared.tools.tool_context import ToolContext
+from clawbus.shared.wire.history_schema import SessionsHistoryResult
+from clawbus.shared.wire.list_schema import SessionsListResult
+from clawbus.shared.wire.models import ToolFailure
+from clawbus.shared.wire.send_schema import SendResult
+from clawbus.shared.wire.spawn_schema import SpawnResult
+from clawbus.workers.testing import InlineDispatcher, drain_runs
 from tests.conftest import WorldFactory, make_config
-from workers.testing import InlineDispatcher, drain_runs
 
 VISIBILITIES = ("self", "tree", "agent", "all")
 A2A = ("off", "on")
@@ -61,8 +61,8 @@ def spawn(
 
 def touch(store: Store, config: Config, dispatcher: InlineDispatcher, key: str) -> None:
     """A session exists once someone wrote in it."""
-    from shared.intake.inbound import receive
-    from shared.wire.models import InboundMessageParams
+    from clawbus.shared.intake.inbound import receive
+    from clawbus.shared.wire.models import InboundMessageParams
 
     receive(
         ToolContext.for_caller(config, store, dispatcher, key),
@@ -230,7 +230,7 @@ def test_a_sandboxed_caller_resolves_ids_and_labels_only_to_its_children() -> No
     assert boxed.resolve(own.session_id) == own.key
     with pytest.raises(Exception, match=f"Session not found: {other.session_id}"):
         boxed.resolve(other.session_id)
-    from shared.domain.sessions import SessionPatch
+    from clawbus.shared.domain.sessions import SessionPatch
 
     world.store.sessions.patch(other, SessionPatch({"label": "theirs"}))
     refused = TOOLS["sessions_send"].invoke(boxed, {"label": "theirs", "message": "m"})

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from shared.runner.visible_text import visible
+from clawbus.shared.runner.visible_text import visible
 
 
 @pytest.mark.parametrize(

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from shared.domain.waterfall import RunRecords, Step, model_steps, row, rows
-from shared.wire.models import Message, Run, RunStatus
+from clawbus.shared.domain.waterfall import RunRecords, Step, model_steps, row, rows
+from clawbus.shared.wire.models import Message, Run, RunStatus
 
 RUN = "run-1"
 

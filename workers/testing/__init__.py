@@ -26,16 +26,16 @@ from typing import Any
 import fakeredis
 from redis import Redis
 
-from shared.base.clock import FixedClock
-from shared.config import Config
-from shared.domain.runs import Enqueue, LaneHead
-from shared.flows.engine import perform
-from shared.ports.dispatch import StepTask
-from shared.runner.execution import Attempt, AttemptResult
-from shared.store import Store
-from shared.tools.tool_context import ToolContext
-from workers import lanes
-from workers.services import WorkerContext
+from clawbus.shared.base.clock import FixedClock
+from clawbus.shared.config import Config
+from clawbus.shared.domain.runs import Enqueue, LaneHead
+from clawbus.shared.flows.engine import perform
+from clawbus.shared.ports.dispatch import StepTask
+from clawbus.shared.runner.execution import Attempt, AttemptResult
+from clawbus.shared.store import Store
+from clawbus.shared.tools.tool_context import ToolContext
+from clawbus.workers import lanes
+from clawbus.workers.services import WorkerContext
 
 OWNER = "inline"
 # The inline broker's queue: one list, so the runs of every kind come off it in the order they went on.

@@ -8,11 +8,23 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from shared.adapters.channels.http import DiscordAdapter, SlackAdapter, TelegramAdapter, WebhookAdapter
-from shared.adapters.channels.local import LogAdapter, WebchatAdapter
-from shared.config import ChatChannel, ChatPlatform, Config, LogChannel, WebchatChannel, WebhookChannel
-from shared.ports.channel import ChannelAdapter, DeliveryError
-from shared.ports.storage import Flows
+from clawbus.shared.adapters.channels.http import (
+    DiscordAdapter,
+    SlackAdapter,
+    TelegramAdapter,
+    WebhookAdapter,
+)
+from clawbus.shared.adapters.channels.local import LogAdapter, WebchatAdapter
+from clawbus.shared.config import (
+    ChatChannel,
+    ChatPlatform,
+    Config,
+    LogChannel,
+    WebchatChannel,
+    WebhookChannel,
+)
+from clawbus.shared.ports.channel import ChannelAdapter, DeliveryError
+from clawbus.shared.ports.storage import Flows
 
 __all__ = ["ChannelAdapter", "DeliveryError", "adapter_for", "is_local"]
 

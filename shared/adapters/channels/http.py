@@ -14,10 +14,10 @@ from typing import Any
 
 import httpx
 
-from shared.adapters.http_clients import process_client
-from shared.config import ChatChannel, WebhookChannel
-from shared.ports.channel import DeliveryError
-from shared.wire.models import Delivery
+from clawbus.shared.adapters.http_clients import process_client
+from clawbus.shared.config import ChatChannel, WebhookChannel
+from clawbus.shared.ports.channel import DeliveryError
+from clawbus.shared.wire.models import Delivery
 
 SIGNATURE_HEADER = "X-Clawbus-Signature"
 

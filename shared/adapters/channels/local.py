@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import logging
 
-from shared.domain.redaction import redact
-from shared.ports.storage import Flows
-from shared.wire.models import Delivery
+from clawbus.shared.domain.redaction import redact
+from clawbus.shared.ports.storage import Flows
+from clawbus.shared.wire.models import Delivery
 
 log = logging.getLogger("clawbus.delivery")
 

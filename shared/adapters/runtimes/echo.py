@@ -5,8 +5,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from shared.ports.runtime import SKIP_TOKENS, RunCancelled, RunTimedOut, StepRequest, StepResult
-from shared.wire.models import Usage
+from clawbus.shared.ports.runtime import SKIP_TOKENS, RunCancelled, RunTimedOut, StepRequest, StepResult
+from clawbus.shared.wire.models import Usage
 
 
 def estimate_tokens(text: str) -> int:

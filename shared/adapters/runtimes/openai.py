@@ -23,12 +23,12 @@ from typing import Any
 import httpx
 import orjson
 
-from shared.base.backoff import delay
-from shared.base.errors import ClawbusError
-from shared.config import OpenAIModel, OpenAIProvider
-from shared.domain import chains
-from shared.ports.runtime import CancelSignal, RunCancelled, RunTimedOut, StepRequest, StepResult
-from shared.wire.models import Message, Sampling, ToolCallBlock, Usage
+from clawbus.shared.base.backoff import delay
+from clawbus.shared.base.errors import ClawbusError
+from clawbus.shared.config import OpenAIModel, OpenAIProvider
+from clawbus.shared.domain import chains
+from clawbus.shared.ports.runtime import CancelSignal, RunCancelled, RunTimedOut, StepRequest, StepResult
+from clawbus.shared.wire.models import Message, Sampling, ToolCallBlock, Usage
 
 MAX_BACKOFF_SECONDS = 30.0
 # The headers every request carries; the provider's own and its key go beside them.

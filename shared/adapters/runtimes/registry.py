@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import httpx
 
-from shared.adapters.http_clients import process_transport
-from shared.adapters.runtimes import remote
-from shared.adapters.runtimes.echo import EchoRuntime
-from shared.adapters.runtimes.openai import OpenAIRuntime
-from shared.adapters.runtimes.script import ScriptRuntime
-from shared.config import Config, EchoProvider, OpenAIProvider
-from shared.ports.runtime import AgentRuntime
+from clawbus.shared.adapters.http_clients import process_transport
+from clawbus.shared.adapters.runtimes import remote
+from clawbus.shared.adapters.runtimes.echo import EchoRuntime
+from clawbus.shared.adapters.runtimes.openai import OpenAIRuntime
+from clawbus.shared.adapters.runtimes.script import ScriptRuntime
+from clawbus.shared.config import Config, EchoProvider, OpenAIProvider
+from clawbus.shared.ports.runtime import AgentRuntime
 
 
 def runtime_for(config: Config, model_ref: str) -> AgentRuntime:

@@ -32,11 +32,11 @@ from a2a.types import (
 )
 from a2a.utils.errors import A2AError
 
-from shared.adapters.runtimes.remote_cards import CARDS
-from shared.base.errors import ClawbusError
-from shared.config import A2ARemote, Config
-from shared.domain import chains
-from shared.ports.runtime import RunCancelled, RunTimedOut, StepRequest, StepResult
+from clawbus.shared.adapters.runtimes.remote_cards import CARDS
+from clawbus.shared.base.errors import ClawbusError
+from clawbus.shared.config import A2ARemote, Config
+from clawbus.shared.domain import chains
+from clawbus.shared.ports.runtime import RunCancelled, RunTimedOut, StepRequest, StepResult
 
 PREFIX = "a2a:"
 SESSION_KIND = "a2a-remote"

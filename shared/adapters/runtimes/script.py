@@ -10,11 +10,11 @@ import re
 import time
 from collections.abc import Callable
 
-from shared.adapters.runtimes.echo import EchoRuntime, estimate_tokens
-from shared.base.errors import ClawbusError
-from shared.config import ScriptRule
-from shared.ports.runtime import StepRequest, StepResult
-from shared.wire.models import ToolCallBlock
+from clawbus.shared.adapters.runtimes.echo import EchoRuntime, estimate_tokens
+from clawbus.shared.base.errors import ClawbusError
+from clawbus.shared.config import ScriptRule
+from clawbus.shared.ports.runtime import StepRequest, StepResult
+from clawbus.shared.wire.models import ToolCallBlock
 
 
 class ScriptedFailure(ClawbusError, RuntimeError):

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import fakeredis
 
-from shared.base.clock import FixedClock
-from shared.config import Config
-from shared.store import Store
+from clawbus.shared.base.clock import FixedClock
+from clawbus.shared.config import Config
+from clawbus.shared.store import Store
 
 HOUR_MS = 3_600_000
 

@@ -7,8 +7,8 @@ from typing import Any
 from a2a.types import AgentCard
 from google.protobuf.json_format import MessageToDict
 
-from api.a2a.cards import card_for, rpc_path
-from shared.config import Config
+from clawbus.api.a2a.cards import card_for, rpc_path
+from clawbus.shared.config import Config
 from tests.conftest import make_config
 
 BASE = "http://127.0.0.1:8787"

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from shared.config import A2ARemote, Config, ConfigError, load_config
-from shared.config.a2a import A2AConfig
-from shared.config.providers import UnknownModel
+from clawbus.shared.config import A2ARemote, Config, ConfigError, load_config
+from clawbus.shared.config.a2a import A2AConfig
+from clawbus.shared.config.providers import UnknownModel
 from tests.conftest import make_config
 
 INVALID_ID = '1-64 of a-z, 0-9, "_" and "-", starting alphanumeric'

@@ -16,21 +16,21 @@ from typing import Any
 import pytest
 from a2a.types import AuthenticationInfo, TaskPushNotificationConfig, TaskState
 
-from api.processes import free_port, wait_for
-from shared.a2a import push
-from shared.a2a.tasks import session_key
-from shared.base.clock import FixedClock
-from shared.config import Config
-from shared.intake.inbound import receive
-from shared.store import Store
-from shared.tools.tool_context import ToolContext
-from shared.wire.models import InboundMessageParams
-from shared.wire.send_schema import SendResult
+from clawbus.api.processes import free_port, wait_for
+from clawbus.shared.a2a import push
+from clawbus.shared.a2a.tasks import session_key
+from clawbus.shared.base.clock import FixedClock
+from clawbus.shared.config import Config
+from clawbus.shared.intake.inbound import receive
+from clawbus.shared.store import Store
+from clawbus.shared.tools.tool_context import ToolContext
+from clawbus.shared.wire.models import InboundMessageParams
+from clawbus.shared.wire.send_schema import SendResult
+from clawbus.workers import reaper
+from clawbus.workers.services import WorkerContext
+from clawbus.workers.testing import InlineDispatcher, drain
 from tests.conftest import WorldFactory
 from tests.support.fake_http import Request, fake_server
-from workers import reaper
-from workers.services import WorkerContext
-from workers.testing import InlineDispatcher, drain
 
 TOKEN = "s3cret-token"
 CONTEXT = "ctx-1"

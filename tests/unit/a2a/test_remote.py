@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from api.processes import free_port
-from shared.adapters.runtimes.remote import A2ARuntime, RemoteFailed, model_ref, target_key
-from shared.config import A2ARemote, Config
-from shared.ports.runtime import StepRequest
-from shared.wire.models import Message
+from clawbus.api.processes import free_port
+from clawbus.shared.adapters.runtimes.remote import A2ARuntime, RemoteFailed, model_ref, target_key
+from clawbus.shared.config import A2ARemote, Config
+from clawbus.shared.ports.runtime import StepRequest
+from clawbus.shared.wire.models import Message
 from tests.conftest import make_config
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from a2a.types import AgentCard
 
-from shared.adapters.runtimes.remote_cards import RemoteCards
+from clawbus.shared.adapters.runtimes.remote_cards import RemoteCards
 
 URL = "https://far.example"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from a2a.types import Artifact, Message, Role, TaskState
 
-from shared.a2a.tasks import (
+from clawbus.shared.a2a.tasks import (
     CONTEXT_ID,
     REPLY_ARTIFACT,
     STATES,
@@ -15,7 +15,7 @@ from shared.a2a.tasks import (
     task_of,
     text_event,
 )
-from shared.wire.models import Run, RunStatus
+from clawbus.shared.wire.models import Run, RunStatus
 from tests.support.runs import a_run
 
 CONTEXT = "ctx-1"

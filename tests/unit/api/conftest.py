@@ -8,15 +8,15 @@ import fakeredis
 import pytest
 from fastapi.testclient import TestClient
 
-from api.app import create_app
-from api.services import Services
-from api.waits import RunWaiter
-from shared.config import Config
-from shared.store import Store
-from shared.store.live import LiveStore
+from clawbus.api.app import create_app
+from clawbus.api.services import Services
+from clawbus.api.waits import RunWaiter
+from clawbus.shared.config import Config
+from clawbus.shared.store import Store
+from clawbus.shared.store.live import LiveStore
+from clawbus.workers.testing import InlineDispatcher
 from tests.conftest import make_config
 from tests.support.api_app import TOKEN
-from workers.testing import InlineDispatcher
 
 
 @pytest.fixture

@@ -8,16 +8,16 @@ from collections.abc import Callable
 import pytest
 from fastapi.testclient import TestClient
 
-from api import app as app_module
-from api.app import create_app
-from api.processes import wait_for
-from api.services import Services
-from shared.base.gc_pauses import FrozenHeap
-from shared.config import Config, ConfigError
-from shared.store import Store
+from clawbus.api import app as app_module
+from clawbus.api.app import create_app
+from clawbus.api.processes import wait_for
+from clawbus.api.services import Services
+from clawbus.shared.base.gc_pauses import FrozenHeap
+from clawbus.shared.config import Config, ConfigError
+from clawbus.shared.store import Store
+from clawbus.workers.testing import InlineDispatcher, drain
 from tests.conftest import make_config
 from tests.support.api_app import TOKEN
-from workers.testing import InlineDispatcher, drain
 
 
 def test_health_needs_no_token(http: TestClient) -> None:

@@ -10,8 +10,8 @@ import sys
 import pytest
 from fastapi.testclient import TestClient
 
-from api.auth import plain_text_tokens, principal_for
-from shared.config import Config, TokenSpec
+from clawbus.api.auth import plain_text_tokens, principal_for
+from clawbus.shared.config import Config, TokenSpec
 from tests.support.scoped_tokens import (  # noqa: F401 (fixtures)
     OPERATOR,
     OWNER,
@@ -131,7 +131,7 @@ def test_every_token_is_compared_in_constant_time(config: Config, monkeypatch: p
         calls.append((a, b))
         return real(a, b)
 
-    monkeypatch.setattr("api.auth.hmac.compare_digest", counting)
+    monkeypatch.setattr("clawbus.api.auth.hmac.compare_digest", counting)
     principal = principal_for(config, RESEARCH)
     assert principal is not None
     assert principal.name == "research-bot"
@@ -147,7 +147,7 @@ def test_token_create_prints_a_token_and_its_hashed_entry() -> None:
         [
             sys.executable,
             "-m",
-            "api.cli",
+            "clawbus.api.cli",
             "token",
             "create",
             "--name",

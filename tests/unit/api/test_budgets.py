@@ -8,9 +8,9 @@ import hashlib
 import pytest
 from fastapi.testclient import TestClient
 
-from shared.config import Config
-from shared.domain.budgets import UNLIMITED, Override, day_of
-from shared.store import Store
+from clawbus.shared.config import Config
+from clawbus.shared.domain.budgets import UNLIMITED, Override, day_of
+from clawbus.shared.store import Store
 from tests.conftest import make_config
 from tests.support.api_app import TOKEN
 from tests.support.budgets import spend

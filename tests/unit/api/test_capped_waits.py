@@ -16,14 +16,14 @@ from clawbus_client import Client
 from clawbus_client.models import RunStatus
 from fastapi.testclient import TestClient
 
-from api.routes import tools as tools_route
-from shared.config import Config
-from shared.domain.runs import Enqueue, LaneHead
-from shared.runner import run_control
-from shared.store import Store
+from clawbus.api.routes import tools as tools_route
+from clawbus.shared.config import Config
+from clawbus.shared.domain.runs import Enqueue, LaneHead
+from clawbus.shared.runner import run_control
+from clawbus.shared.store import Store
+from clawbus.workers.testing import InlineDispatcher, drain_runs
 from tests.conftest import make_config
 from tests.support.api_app import TOKEN
-from workers.testing import InlineDispatcher, drain_runs
 
 MAX_WAIT = 1
 # Long enough that every wait below ends before the run does, with room to spare on a busy machine.

@@ -13,7 +13,7 @@ import typer
 from rich.console import Console
 from typer.testing import CliRunner
 
-from api.cli import app, client_commands, roles
+from clawbus.api.cli import app, client_commands, roles
 
 COMMANDS = {"up", "api", "worker", "beat", "flower", "send", "mcp", "check-config", "status", "probe"}
 GROUPS = {"sessions", "runs", "flows", "token", "config", "subagents", "budgets"}
@@ -93,7 +93,7 @@ def test_a_worker_starts_without_mingle_and_gossip(monkeypatch: pytest.MonkeyPat
 def test_the_api_serves_the_app_that_may_tune_its_process(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CLAWBUS_API_TOKENS", "a-token")
     argv = _role_argv(monkeypatch, "api")
-    assert argv[argv.index("--factory") + 1] == "api.app:create_server_app"
+    assert argv[argv.index("--factory") + 1] == "clawbus.api.app:create_server_app"
 
 
 def test_an_unknown_loglevel_is_refused_naming_the_setting(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from clawbus_client.models import SendResult
 
-from api.client_sends import waited_send
+from clawbus.api.client_sends import waited_send
 
 
 def test_a_waited_send_not_ended_keeps_its_flow_and_its_watch() -> None:

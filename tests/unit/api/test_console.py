@@ -6,7 +6,7 @@ import re
 
 from fastapi.testclient import TestClient
 
-from api.routes.console import CONSOLE
+from clawbus.api.routes.console import CONSOLE
 
 
 def test_the_page_needs_no_token_and_links_flower_on_its_configured_port(http: TestClient) -> None:

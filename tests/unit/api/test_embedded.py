@@ -8,8 +8,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from api.embedded import Holder, ListenPort, bind_error, port_holder, ports_problem
-from api.processes import free_port
+from clawbus.api.embedded import Holder, ListenPort, bind_error, port_holder, ports_problem
+from clawbus.api.processes import free_port
 
 
 @contextmanager

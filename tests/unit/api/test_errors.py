@@ -6,9 +6,9 @@ from pathlib import Path
 
 from fastapi.testclient import TestClient
 
-from shared.store import Store
-from shared.store.cold import ColdTranscripts
-from shared.wire.models import Message
+from clawbus.shared.store import Store
+from clawbus.shared.store.cold import ColdTranscripts
+from clawbus.shared.wire.models import Message
 from tests.support.cold import blocked
 
 KEY = "agent:main:main"

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from fastapi.testclient import TestClient
 
-from shared.config import Config
-from shared.domain.traffic import CallLimits
-from shared.store import Store
+from clawbus.shared.config import Config
+from clawbus.shared.domain.traffic import CallLimits
+from clawbus.shared.store import Store
 from tests.conftest import make_config
 from tests.support.api_app import TOKEN
 

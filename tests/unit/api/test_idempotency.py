@@ -8,9 +8,9 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 
-from shared.config import Config
-from shared.store import Store
-from workers.testing import InlineDispatcher, drain_runs
+from clawbus.shared.config import Config
+from clawbus.shared.store import Store
+from clawbus.workers.testing import InlineDispatcher, drain_runs
 
 TARGET = "agent:main:cron:idem"
 WAIT_S = 2

@@ -12,11 +12,11 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from prometheus_client.openmetrics.parser import text_string_to_metric_families as text_string_to_openmetrics
 from prometheus_client.parser import text_string_to_metric_families
 
-from api.metrics import wait_buckets
-from shared.base.trace_context import exemplar as trace_exemplar
-from shared.config import Config
-from shared.domain.traffic import CallLimits
-from shared.store import Store
+from clawbus.api.metrics import wait_buckets
+from clawbus.shared.base.trace_context import exemplar as trace_exemplar
+from clawbus.shared.config import Config
+from clawbus.shared.domain.traffic import CallLimits
+from clawbus.shared.store import Store
 from tests.support.budgets import spend
 from tests.support.cold import refused_move
 from tests.support.runs import stalled

@@ -19,18 +19,18 @@ import fakeredis
 import pytest
 from fastapi.testclient import TestClient
 
-from api.app import create_app
-from api.openai_compat.replies import AppendOnlyText, Ended, Reply, follow
-from api.services import Services
-from api.waits import RunWaiter
-from shared.config import Config
-from shared.domain.runs import Enqueue, LaneHead
-from shared.runner import run_control
-from shared.store import Store
-from shared.store.live import LiveStore
-from shared.wire.models import RunStatus, Usage
+from clawbus.api.app import create_app
+from clawbus.api.openai_compat.replies import AppendOnlyText, Ended, Reply, follow
+from clawbus.api.services import Services
+from clawbus.api.waits import RunWaiter
+from clawbus.shared.config import Config
+from clawbus.shared.domain.runs import Enqueue, LaneHead
+from clawbus.shared.runner import run_control
+from clawbus.shared.store import Store
+from clawbus.shared.store.live import LiveStore
+from clawbus.shared.wire.models import RunStatus, Usage
+from clawbus.workers.testing import InlineDispatcher, drain_runs
 from tests.conftest import make_config
-from workers.testing import InlineDispatcher, drain_runs
 
 TOKEN = "openai-compat-token"
 RESEARCH_ONLY = "research-only-token-000"

@@ -10,7 +10,7 @@ from urllib.parse import quote
 import pytest
 from fastapi.testclient import TestClient
 
-from api.openapi_links import LINKS, add_links
+from clawbus.api.openapi_links import LINKS, add_links
 
 # What an operation a link leads to needs besides the id the link fills, to answer 200.
 NEEDS: dict[tuple[str, str], dict[str, Any]] = {

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from api.params import STREAM_ID_PATTERN
+from clawbus.api.params import STREAM_ID_PATTERN
 
 STREAMS = ["/v1/runs/{run_id}/stream", "/v1/channels/{channel}/{to}/events"]
 PAGES = ["/v1/runs/{run_id}/events", "/v1/channels/{channel}/{to}/messages"]

@@ -7,8 +7,8 @@ from collections.abc import Callable
 
 from fastapi.testclient import TestClient
 
-from api.app import create_app
-from api.services import Services
+from clawbus.api.app import create_app
+from clawbus.api.services import Services
 from tests.conftest import make_config
 from tests.support.api_app import TOKEN
 from tests.support.scoped_tokens import OWNER, RESEARCH, as_token, scoped_config, scoped_http  # noqa: F401 (fixtures)

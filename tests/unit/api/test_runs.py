@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from fastapi.testclient import TestClient
 
-from shared.config import Config
-from shared.store import Store
-from workers.testing import InlineDispatcher, drain_runs
+from clawbus.shared.config import Config
+from clawbus.shared.store import Store
+from clawbus.workers.testing import InlineDispatcher, drain_runs
 
 
 def test_a_runs_events_page_on_from_the_last_id_seen(

@@ -7,8 +7,8 @@ import asyncio
 import json
 from typing import Any
 
-from api import streams
-from shared.store.errors import StoreUnavailable
+from clawbus.api import streams
+from clawbus.shared.store.errors import StoreUnavailable
 
 
 class LosingLive:

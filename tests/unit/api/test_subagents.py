@@ -8,11 +8,11 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from shared.config import Config
-from shared.store import Store
-from shared.wire.models import RunStatus
+from clawbus.shared.config import Config
+from clawbus.shared.store import Store
+from clawbus.shared.wire.models import RunStatus
+from clawbus.workers.testing import InlineDispatcher, drain
 from tests.support.api_orchestra import MAIN, SCOPED_TOKEN, SECRET, orchestra_config, yielded_boss
-from workers.testing import InlineDispatcher, drain
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi.testclient import TestClient
 
-from shared.tools.registry import TOOLS
+from clawbus.shared.tools.registry import TOOLS
 
 
 def test_tools_come_in_the_openai_function_format_by_default(http: TestClient) -> None:

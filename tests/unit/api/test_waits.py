@@ -12,10 +12,10 @@ from opentelemetry.sdk.trace import TracerProvider
 from prometheus_client import CollectorRegistry
 from prometheus_client.openmetrics import exposition as openmetrics
 
-from api.waits import RunWaiter
-from shared.ports.live import Ended, Signal, SignalsLost, Subscribed
-from shared.store.live import LiveStore
-from shared.wire.models import Run, RunStatus
+from clawbus.api.waits import RunWaiter
+from clawbus.shared.ports.live import Ended, Signal, SignalsLost, Subscribed
+from clawbus.shared.store.live import LiveStore
+from clawbus.shared.wire.models import Run, RunStatus
 from tests.support.runs import a_run
 
 RUN = "3c2b1a00-0000-4000-8000-000000000001"

@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from shared.config import Config
-from shared.store import Store
+from clawbus.shared.config import Config
+from clawbus.shared.store import Store
+from clawbus.workers.testing import InlineDispatcher, drain
 from tests.support.api_orchestra import MAIN, SCOPED_TOKEN, orchestra_config, yielded_boss
-from workers.testing import InlineDispatcher, drain
 
 
 @pytest.fixture

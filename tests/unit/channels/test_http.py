@@ -8,10 +8,15 @@ import hmac
 
 import pytest
 
-from shared.adapters.channels.http import DiscordAdapter, SlackAdapter, TelegramAdapter, WebhookAdapter
-from shared.config import ChatChannel, WebhookChannel
-from shared.ports.channel import DeliveryError
-from shared.wire.models import Delivery
+from clawbus.shared.adapters.channels.http import (
+    DiscordAdapter,
+    SlackAdapter,
+    TelegramAdapter,
+    WebhookAdapter,
+)
+from clawbus.shared.config import ChatChannel, WebhookChannel
+from clawbus.shared.ports.channel import DeliveryError
+from clawbus.shared.wire.models import Delivery
 from tests.support.fake_http import fake_server
 
 SECRET = "s3cret-webhook-key"

@@ -13,9 +13,9 @@ import pytest
 from clawbus_client import models as client_models
 from pydantic import BaseModel
 
-from shared.wire import fleet as fleet_wire
-from shared.wire import history_schema, list_schema, send_schema, spawn_schema, subagents_schema
-from shared.wire import models as server_models
+from clawbus.shared.wire import fleet as fleet_wire
+from clawbus.shared.wire import history_schema, list_schema, send_schema, spawn_schema, subagents_schema
+from clawbus.shared.wire import models as server_models
 
 REPO = Path(__file__).resolve().parents[3]
 SERVER_SIDE = ("shared", "api", "workers", "json5", "celery", "fastapi", "redis", "mcp", "a2a")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from shared.commands.durations import binding_duration, iso, parse_duration_ms, stamped
+from clawbus.shared.commands.durations import binding_duration, iso, parse_duration_ms, stamped
 
 
 @pytest.mark.parametrize(

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from shared.wire.models import SessionEntry, ToolFailure
+from clawbus.shared.wire.models import SessionEntry, ToolFailure
+from clawbus.workers.testing import World, world
 from tests.support.commands import KEY, Chat
-from workers.testing import World, world
 
 OPTIONS = (
     "Options: modes steer, followup, collect, interrupt, reject; debounce:<ms|s|m>, cap:<n>, "

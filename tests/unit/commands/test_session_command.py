@@ -9,16 +9,16 @@ from dataclasses import dataclass
 
 import pytest
 
-from shared.commands.durations import iso
-from shared.commands.session import USAGE
-from shared.intake.inbound import receive
-from shared.tools.registry import TOOLS
-from shared.wire.models import CommandReply, InboundMessageParams
-from shared.wire.send_schema import SendResult
-from shared.wire.spawn_schema import SpawnResult
+from clawbus.shared.commands.durations import iso
+from clawbus.shared.commands.session import USAGE
+from clawbus.shared.intake.inbound import receive
+from clawbus.shared.tools.registry import TOOLS
+from clawbus.shared.wire.models import CommandReply, InboundMessageParams
+from clawbus.shared.wire.send_schema import SendResult
+from clawbus.shared.wire.spawn_schema import SpawnResult
+from clawbus.workers.testing import World, world
 from tests.conftest import make_config
 from tests.support.fake_http import FakeServer, fake_server
-from workers.testing import World, world
 
 CHANNEL = "agent:main:discord:channel:c1"  # the parent talks in Discord channel c1
 THREAD_ID = "9001"

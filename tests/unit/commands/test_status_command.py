@@ -6,10 +6,10 @@ import re
 
 import pytest
 
-from shared.tools.registry import TOOLS
-from shared.wire.subagents_schema import SessionStatusCard
+from clawbus.shared.tools.registry import TOOLS
+from clawbus.shared.wire.subagents_schema import SessionStatusCard
+from clawbus.workers.testing import world
 from tests.support.commands import Chat
-from workers.testing import world
 
 # The process's uptime is read when the card is written: two cards may differ there only.
 UPTIME = re.compile(r"^⏱️ Uptime: .*$", re.M)

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from shared.wire.models import RunStatus
+from clawbus.shared.wire.models import RunStatus
+from clawbus.workers.testing import world
 from tests.support.commands import KEY, Chat
-from workers.testing import world
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from shared.wire.spawn_schema import SpawnResult
+from clawbus.shared.wire.spawn_schema import SpawnResult
 from tests.support.commands import Chat, greeted_chat
 
 CONFIG: dict[str, Any] = {"agents": {"list": [{"id": "main", "default": True}]}}

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from shared.commands.durations import iso
-from shared.commands.subagents import HELP
-from shared.tools.registry import TOOLS
-from shared.wire.spawn_schema import SpawnResult
+from clawbus.shared.commands.durations import iso
+from clawbus.shared.commands.subagents import HELP
+from clawbus.shared.tools.registry import TOOLS
+from clawbus.shared.wire.spawn_schema import SpawnResult
 from tests.support.commands import Chat, greeted_chat
 
 WEATHER = "summarize the weather report for today"

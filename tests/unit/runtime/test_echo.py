@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from shared.adapters.runtimes.echo import EchoRuntime
-from shared.ports.runtime import StepRequest
-from shared.wire.models import Message, Role
+from clawbus.shared.adapters.runtimes.echo import EchoRuntime
+from clawbus.shared.ports.runtime import StepRequest
+from clawbus.shared.wire.models import Message, Role
 
 
 def request(*texts: str, role: Role = "user") -> StepRequest:

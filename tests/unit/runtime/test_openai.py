@@ -13,13 +13,13 @@ from typing import Any
 import httpx
 import pytest
 
-from shared.adapters.runtimes.openai import ModelRequestFailed, OpenAIRuntime, chat_messages, sse_data
-from shared.adapters.runtimes.registry import runtime_for
-from shared.config import Config, OpenAIProvider
-from shared.domain.chains import Chain
-from shared.ports.runtime import CancelSignal, RunCancelled, RunTimedOut, StepRequest
-from shared.runner.tool_schemas import tool_schemas
-from shared.wire.models import Message, Sampling, SessionEntry, TextBlock, ToolCallBlock
+from clawbus.shared.adapters.runtimes.openai import ModelRequestFailed, OpenAIRuntime, chat_messages, sse_data
+from clawbus.shared.adapters.runtimes.registry import runtime_for
+from clawbus.shared.config import Config, OpenAIProvider
+from clawbus.shared.domain.chains import Chain
+from clawbus.shared.ports.runtime import CancelSignal, RunCancelled, RunTimedOut, StepRequest
+from clawbus.shared.runner.tool_schemas import tool_schemas
+from clawbus.shared.wire.models import Message, Sampling, SessionEntry, TextBlock, ToolCallBlock
 from tests.support.fake_openai import FakeOpenAI, Reply, failure, fake_openai, paced, text, tool
 from tests.support.processes import wait_for
 

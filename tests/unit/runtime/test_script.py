@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from shared.adapters.runtimes.script import ScriptedFailure, ScriptRuntime
-from shared.config import ScriptRule
-from shared.ports.runtime import StepRequest
-from shared.wire.models import Message
+from clawbus.shared.adapters.runtimes.script import ScriptedFailure, ScriptRuntime
+from clawbus.shared.config import ScriptRule
+from clawbus.shared.ports.runtime import StepRequest
+from clawbus.shared.wire.models import Message
 
 
 def step(rules: list[ScriptRule], text: str) -> str:

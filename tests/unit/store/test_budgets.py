@@ -3,8 +3,8 @@ settling, holds a dead worker left, runtime budgets."""
 
 from __future__ import annotations
 
-from shared.domain.budgets import UNLIMITED, Limits, Override, Refusal, Spend
-from shared.store import Store
+from clawbus.shared.domain.budgets import UNLIMITED, Limits, Override, Refusal, Spend
+from clawbus.shared.store import Store
 
 DAY = "2026-11-27"
 NOW = 1_700_000_000_000

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from shared.store.codec import decode, encode
-from shared.wire.models import DeliveryContext, Run, RunStatus, SessionEntry, Usage
+from clawbus.shared.store.codec import decode, encode
+from clawbus.shared.wire.models import DeliveryContext, Run, RunStatus, SessionEntry, Usage
 
 
 def test_scalars_are_plain_strings_so_lua_can_read_them() -> None:

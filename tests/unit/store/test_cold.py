@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from shared.ports.storage import ColdStoreUnavailable
-from shared.store.cold import ColdTranscripts
+from clawbus.shared.ports.storage import ColdStoreUnavailable
+from clawbus.shared.store.cold import ColdTranscripts
 from tests.support.cold import blocked
 
 

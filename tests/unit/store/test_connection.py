@@ -10,9 +10,9 @@ from redis.asyncio.sentinel import SentinelConnectionPool as AsyncSentinelPool
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.sentinel import MasterNotFoundError, SentinelConnectionPool
 
-from shared.config import Config, RedisConfig
-from shared.store import connection
-from shared.store.clients import AsyncStoreClient, StoreClient
+from clawbus.shared.config import Config, RedisConfig
+from clawbus.shared.store import connection
+from clawbus.shared.store.clients import AsyncStoreClient, StoreClient
 
 SENTINEL = RedisConfig.model_validate(
     {"sentinel": {"hosts": ["10.0.0.1:26379", "10.0.0.2:26380"], "master": "prod", "password": "p@ss"}}

@@ -8,12 +8,12 @@ from functools import partial
 
 import pytest
 
-from shared.base.clock import FixedClock
-from shared.base.flow_ids import delivery_id
-from shared.config import Config
-from shared.store import Store
-from shared.store.flows import UPDATES_KEPT
-from shared.wire.models import Delivery, DeliveryClaim
+from clawbus.shared.base.clock import FixedClock
+from clawbus.shared.base.flow_ids import delivery_id
+from clawbus.shared.config import Config
+from clawbus.shared.store import Store
+from clawbus.shared.store.flows import UPDATES_KEPT
+from clawbus.shared.wire.models import Delivery, DeliveryClaim
 from tests.support.flows import stored_flow
 from tests.support.replies import reply_lost
 

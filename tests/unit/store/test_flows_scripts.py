@@ -8,9 +8,9 @@ from functools import partial
 
 import pytest
 
-from shared.config import Config
-from shared.store import Store
-from shared.store.scripts import REPEAT_WINDOW_MS
+from clawbus.shared.config import Config
+from clawbus.shared.store import Store
+from clawbus.shared.store.scripts import REPEAT_WINDOW_MS
 from tests.support.flows import stored_flow
 from tests.support.replies import reply_lost
 
@@ -31,7 +31,7 @@ def due_at(store: Store, flow_id: str) -> float | None:
 @pytest.fixture
 def named_pass(monkeypatch: pytest.MonkeyPatch) -> str:
     """Every call the flow store makes is named ``PASS``, so the test finds a reaper pass's kept reply."""
-    monkeypatch.setattr("shared.store.flows.call_id", lambda: PASS)
+    monkeypatch.setattr("clawbus.shared.store.flows.call_id", lambda: PASS)
     return PASS
 
 

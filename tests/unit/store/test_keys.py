@@ -6,7 +6,7 @@ import inspect
 import re
 from collections.abc import Iterator
 
-from shared.store.keys import RedisKeys
+from clawbus.shared.store.keys import RedisKeys
 from tests.support.processes import REPO
 
 

@@ -7,9 +7,9 @@ import threading
 
 import fakeredis
 
-from api.processes import wait_for
-from shared.store.leases import held_lease
-from shared.store.scripts import Scripts
+from clawbus.api.processes import wait_for
+from clawbus.shared.store.leases import held_lease
+from clawbus.shared.store.scripts import Scripts
 
 KEY = "lease:test"
 TTL_MS = 300

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from shared.store import Store
-from shared.store.leases import _renew
-from shared.store.scripts import Scripts
+from clawbus.shared.store import Store
+from clawbus.shared.store.leases import _renew
+from clawbus.shared.store.scripts import Scripts
 
 OWNER = "attempt-1"
 TTL_MS = 300

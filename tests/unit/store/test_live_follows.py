@@ -11,9 +11,9 @@ from typing import Any
 import fakeredis
 import pytest
 
-from shared.store.errors import StoreUnavailable
-from shared.store.keys import RedisKeys
-from shared.store.live import LiveStore
+from clawbus.shared.store.errors import StoreUnavailable
+from clawbus.shared.store.keys import RedisKeys
+from clawbus.shared.store.live import LiveStore
 
 BLOCK_MS = 50
 QUIET_S = 0.05

@@ -9,9 +9,9 @@ from typing import Any
 import fakeredis
 import pytest
 
-from shared.ports.live import SignalsLost
-from shared.store.keys import RedisKeys
-from shared.store.live import RunSignals
+from clawbus.shared.ports.live import SignalsLost
+from clawbus.shared.store.keys import RedisKeys
+from clawbus.shared.store.live import RunSignals
 
 QUIET_S = 0.01
 

@@ -3,11 +3,11 @@ settling in the traffic and the budgets in one; a run's memo beside either."""
 
 from __future__ import annotations
 
-from shared.domain.budgets import Charge, Limits, Refusal, Reservation, Spend
-from shared.domain.runs import Memo
-from shared.domain.traffic import Ask, CallClose, CallEnd, CallLimits
-from shared.store import Store
-from shared.wire.models import RunStatus
+from clawbus.shared.domain.budgets import Charge, Limits, Refusal, Reservation, Spend
+from clawbus.shared.domain.runs import Memo
+from clawbus.shared.domain.traffic import Ask, CallClose, CallEnd, CallLimits
+from clawbus.shared.store import Store
+from clawbus.shared.wire.models import RunStatus
 from tests.support.runs import a_run
 
 MODEL = "fake/m"

@@ -9,9 +9,9 @@ import json
 
 import pytest
 
-from shared.base.clock import FixedClock
-from shared.config import Config
-from shared.store import Store
+from clawbus.shared.base.clock import FixedClock
+from clawbus.shared.config import Config
+from clawbus.shared.store import Store
 from tests.support.replies import reply_lost
 from tests.support.runs import KEY, LEASE_MS, accept, claim, ok
 

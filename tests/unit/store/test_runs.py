@@ -9,9 +9,9 @@ from typing import Any
 import fakeredis
 import pytest
 
-from shared.base.clock import FixedClock
-from shared.config import Config
-from shared.domain.runs import (
+from clawbus.shared.base.clock import FixedClock
+from clawbus.shared.config import Config
+from clawbus.shared.domain.runs import (
     Accepted,
     CancelOutcome,
     ClaimOutcome,
@@ -21,10 +21,10 @@ from shared.domain.runs import (
     Outcome,
     SuspendOutcome,
 )
-from shared.domain.sessions import new_entry
-from shared.store import Store
-from shared.store import runs as store_runs
-from shared.wire.models import Message, RunStatus
+from clawbus.shared.domain.sessions import new_entry
+from clawbus.shared.store import Store
+from clawbus.shared.store import runs as store_runs
+from clawbus.shared.wire.models import Message, RunStatus
 from tests.support.replies import reply_lost
 from tests.support.runs import KEY, LEASE_MS, accept, claim, ok
 
@@ -433,7 +433,7 @@ def test_accepting_the_same_run_twice_queues_it_once(store: Store, config: Confi
 
 
 def test_the_accept_pushes_a_heads_task_message_itself_and_only_a_heads(store: Store, config: Config) -> None:
-    from shared.domain.runs import Enqueue
+    from clawbus.shared.domain.runs import Enqueue
 
     def accept_with(text: str, run_id: str | None = None) -> Accepted:
         run_id = run_id or str(uuid.uuid4())

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import fakeredis
 
-from shared.store.scripts import ReloadingScript, Scripts, run_pipelined, script_names
+from clawbus.shared.store.scripts import ReloadingScript, Scripts, run_pipelined, script_names
 
 SETTER = "return redis.call('SET', KEYS[1], ARGV[1]) and 1"
 

@@ -10,8 +10,8 @@ import fakeredis
 import pytest
 from redis import Redis
 
-from shared.store.errors import StoreUnavailable
-from shared.store.server_clock import RETRY_S, ServerClock
+from clawbus.shared.store.errors import StoreUnavailable
+from clawbus.shared.store.server_clock import RETRY_S, ServerClock
 
 REDIS_TIME = (1_800_000_000, 250_000)  # what TIME answers: seconds, microseconds
 REDIS_MS = 1_800_000_000_250

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from shared.base.clock import FixedClock
-from shared.config import Config
-from shared.domain.sessions import LabelTaken, SessionPatch, new_entry
-from shared.store import Store
-from shared.wire.models import SessionEntry
+from clawbus.shared.base.clock import FixedClock
+from clawbus.shared.config import Config
+from clawbus.shared.domain.sessions import LabelTaken, SessionPatch, new_entry
+from clawbus.shared.store import Store
+from clawbus.shared.wire.models import SessionEntry
 from tests.support.replies import reply_lost
 
 

@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
-from shared.base.clock import FixedClock
-from shared.config import Config
-from shared.domain.sessions import SessionPatch, new_entry
-from shared.store import Store
-from shared.store.codec import encode
-from shared.wire.models import SessionEntry
+from clawbus.shared.base.clock import FixedClock
+from clawbus.shared.config import Config
+from clawbus.shared.domain.sessions import SessionPatch, new_entry
+from clawbus.shared.store import Store
+from clawbus.shared.store.codec import encode
+from clawbus.shared.wire.models import SessionEntry
 from tests.support.replies import reply_lost
 
 PARENT = "agent:main:main"

@@ -3,8 +3,8 @@ cooldowns, settling."""
 
 from __future__ import annotations
 
-from shared.domain.traffic import CallLimits
-from shared.store import Store
+from clawbus.shared.domain.traffic import CallLimits
+from clawbus.shared.store import Store
 
 MODEL = "fake/m"
 

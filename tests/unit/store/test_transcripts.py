@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from shared.base.clock import FixedClock
-from shared.ports.storage import ColdStoreUnavailable
-from shared.store import Store
-from shared.store.cold import ColdTranscripts
-from shared.wire.models import Message, Role
+from clawbus.shared.base.clock import FixedClock
+from clawbus.shared.ports.storage import ColdStoreUnavailable
+from clawbus.shared.store import Store
+from clawbus.shared.store.cold import ColdTranscripts
+from clawbus.shared.wire.models import Message, Role
 from tests.support.cold import blocked
 
 KEY = "agent:main:main"

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from shared.tools.registry import TOOLS
-from shared.wire.agents_schema import AgentsListResult
-from workers.testing import world
+from clawbus.shared.tools.registry import TOOLS
+from clawbus.shared.wire.agents_schema import AgentsListResult
+from clawbus.workers.testing import world
 
 AGENTS = {
     "agents": {

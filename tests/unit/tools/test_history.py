@@ -5,16 +5,16 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from shared.config import Config
-from shared.domain.sessions import new_entry
-from shared.store import Store
-from shared.tools.registry import TOOLS
-from shared.tools.tool_context import ToolContext
-from shared.wire.history_schema import SessionsHistoryResult
-from shared.wire.models import Message, Role, TextBlock, ToolCallBlock, ToolFailure
+from clawbus.shared.config import Config
+from clawbus.shared.domain.sessions import new_entry
+from clawbus.shared.store import Store
+from clawbus.shared.tools.registry import TOOLS
+from clawbus.shared.tools.tool_context import ToolContext
+from clawbus.shared.wire.history_schema import SessionsHistoryResult
+from clawbus.shared.wire.models import Message, Role, TextBlock, ToolCallBlock, ToolFailure
+from clawbus.workers.testing import InlineDispatcher, drain_runs
 from tests.conftest import make_config
 from tests.support.runs import accept, claim
-from workers.testing import InlineDispatcher, drain_runs
 
 KEY = "agent:main:cron:job"
 

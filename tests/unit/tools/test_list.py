@@ -5,17 +5,17 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from shared.base.clock import FixedClock
-from shared.config import Config
-from shared.intake.inbound import receive
-from shared.runner.tool_schemas import parameters
-from shared.store import Store
-from shared.tools.history_view import text_of
-from shared.tools.registry import TOOLS
-from shared.tools.tool_context import ToolContext
-from shared.wire.list_schema import SessionsListResult
-from shared.wire.models import InboundMessageParams, ToolFailure
-from workers.testing import InlineDispatcher, drain, drain_runs
+from clawbus.shared.base.clock import FixedClock
+from clawbus.shared.config import Config
+from clawbus.shared.intake.inbound import receive
+from clawbus.shared.runner.tool_schemas import parameters
+from clawbus.shared.store import Store
+from clawbus.shared.tools.history_view import text_of
+from clawbus.shared.tools.registry import TOOLS
+from clawbus.shared.tools.tool_context import ToolContext
+from clawbus.shared.wire.list_schema import SessionsListResult
+from clawbus.shared.wire.models import InboundMessageParams, ToolFailure
+from clawbus.workers.testing import InlineDispatcher, drain, drain_runs
 
 
 def message(ctx: ToolContext, key: str, text: str = "hi", **route: str) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from shared.tools.registry import TOOLS
+from clawbus.shared.tools.registry import TOOLS
 
 HERE = Path(__file__).parent
 
@@ -15,5 +15,5 @@ HERE = Path(__file__).parent
 @pytest.mark.parametrize("name", sorted(TOOLS))
 def test_every_tool_has_its_own_test_module(name: str) -> None:
     module = TOOLS[name].run.__module__
-    assert module.startswith("shared.tools."), module
-    assert (HERE / f"test_{module.removeprefix('shared.tools.')}.py").is_file()
+    assert module.startswith("clawbus.shared.tools."), module
+    assert (HERE / f"test_{module.removeprefix('clawbus.shared.tools.')}.py").is_file()

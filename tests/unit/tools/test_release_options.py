@@ -8,18 +8,18 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from shared.config import Config
-from shared.flows.view import describe
-from shared.intake.inbound import receive
-from shared.runner.tool_schemas import parameters
-from shared.store import Store
-from shared.tools.registry import TOOLS
-from shared.tools.tool_context import ToolContext
-from shared.wire.models import InboundMessageParams, ToolFailure
-from shared.wire.spawn_schema import PRIVATE_NOTE, QUIET_NOTE, SpawnResult
-from shared.wire.subagents_schema import SubagentInfo, SubagentsList
+from clawbus.shared.config import Config
+from clawbus.shared.flows.view import describe
+from clawbus.shared.intake.inbound import receive
+from clawbus.shared.runner.tool_schemas import parameters
+from clawbus.shared.store import Store
+from clawbus.shared.tools.registry import TOOLS
+from clawbus.shared.tools.tool_context import ToolContext
+from clawbus.shared.wire.models import InboundMessageParams, ToolFailure
+from clawbus.shared.wire.spawn_schema import PRIVATE_NOTE, QUIET_NOTE, SpawnResult
+from clawbus.shared.wire.subagents_schema import SubagentInfo, SubagentsList
+from clawbus.workers.testing import InlineDispatcher, drain
 from tests.conftest import WorldFactory
-from workers.testing import InlineDispatcher, drain
 
 CALLER = "agent:main:webchat:direct:ann"
 ROUTE = ("webchat", "ann")

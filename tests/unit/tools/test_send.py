@@ -7,19 +7,19 @@ from dataclasses import replace
 import pytest
 from pydantic import ValidationError
 
-from shared.base.clock import FixedClock
-from shared.base.errors import tool_input_error
-from shared.config import Config
-from shared.domain.sessions import SessionPatch
-from shared.intake.submit import AwaitRun
-from shared.store import Store
-from shared.tools.registry import TOOLS
-from shared.tools.tool_context import ToolContext
-from shared.wire.models import Run, RunStatus, ToolFailure
-from shared.wire.send_schema import SendResult
+from clawbus.shared.base.clock import FixedClock
+from clawbus.shared.base.errors import tool_input_error
+from clawbus.shared.config import Config
+from clawbus.shared.domain.sessions import SessionPatch
+from clawbus.shared.intake.submit import AwaitRun
+from clawbus.shared.store import Store
+from clawbus.shared.tools.registry import TOOLS
+from clawbus.shared.tools.tool_context import ToolContext
+from clawbus.shared.wire.models import Run, RunStatus, ToolFailure
+from clawbus.shared.wire.send_schema import SendResult
+from clawbus.workers.testing import InlineDispatcher, drain_runs
 from tests.conftest import make_config
 from tests.support.sessions import open_sessions
-from workers.testing import InlineDispatcher, drain_runs
 
 TARGET = "agent:main:discord:group:42"
 

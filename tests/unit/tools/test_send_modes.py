@@ -8,17 +8,17 @@ from dataclasses import replace
 
 import pytest
 
-from shared.config import Config
-from shared.store import Store
-from shared.tools.registry import TOOLS
-from shared.tools.send_modes import MISSING_REFUSED, NOT_STEERED, THREAD_REFUSED
-from shared.tools.tool_context import ToolContext
-from shared.wire.models import RunStatus, ToolFailure
-from shared.wire.send_schema import NotifyResult, SendResult
-from shared.wire.spawn_schema import SpawnResult
+from clawbus.shared.config import Config
+from clawbus.shared.store import Store
+from clawbus.shared.tools.registry import TOOLS
+from clawbus.shared.tools.send_modes import MISSING_REFUSED, NOT_STEERED, THREAD_REFUSED
+from clawbus.shared.tools.tool_context import ToolContext
+from clawbus.shared.wire.models import RunStatus, ToolFailure
+from clawbus.shared.wire.send_schema import NotifyResult, SendResult
+from clawbus.shared.wire.spawn_schema import SpawnResult
+from clawbus.workers.testing import InlineDispatcher, drain, drain_runs
 from tests.support.runs import accept, claim, ok
 from tests.support.sessions import open_sessions
-from workers.testing import InlineDispatcher, drain, drain_runs
 
 TARGET = "agent:main:discord:group:42"
 

@@ -9,24 +9,24 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from shared.base import session_keys
-from shared.base.clock import FixedClock
-from shared.base.errors import tool_input_error
-from shared.base.flow_ids import relay_run_id
-from shared.config import Config
-from shared.domain.sessions import transcript_path
-from shared.flows.view import describe
-from shared.intake.inbound import receive
-from shared.ports.dispatch import StepTask
-from shared.ports.runtime import StepResult
-from shared.runner import archive
-from shared.store import Store
-from shared.tools.registry import TOOLS
-from shared.tools.tool_context import ToolContext
-from shared.wire.models import DeliveryContext, InboundMessageParams, ToolFailure
-from shared.wire.spawn_schema import SpawnResult
+from clawbus.shared.base import session_keys
+from clawbus.shared.base.clock import FixedClock
+from clawbus.shared.base.errors import tool_input_error
+from clawbus.shared.base.flow_ids import relay_run_id
+from clawbus.shared.config import Config
+from clawbus.shared.domain.sessions import transcript_path
+from clawbus.shared.flows.view import describe
+from clawbus.shared.intake.inbound import receive
+from clawbus.shared.ports.dispatch import StepTask
+from clawbus.shared.ports.runtime import StepResult
+from clawbus.shared.runner import archive
+from clawbus.shared.store import Store
+from clawbus.shared.tools.registry import TOOLS
+from clawbus.shared.tools.tool_context import ToolContext
+from clawbus.shared.wire.models import DeliveryContext, InboundMessageParams, ToolFailure
+from clawbus.shared.wire.spawn_schema import SpawnResult
+from clawbus.workers.testing import InlineDispatcher, drain, drain_runs
 from tests.conftest import WorldFactory
-from workers.testing import InlineDispatcher, drain, drain_runs
 
 CALLER = "agent:main:webchat:direct:ann"
 THREAD = "agent:main:discord:group:42:thread:7"
@@ -356,7 +356,7 @@ def test_a_failed_child_reports_error_with_its_error_in_the_notes(
         def step(self, request: Any) -> StepResult:
             raise RuntimeError("disk full")
 
-    monkeypatch.setattr("shared.runner.execution.runtime_for", lambda *_: Fails())
+    monkeypatch.setattr("clawbus.shared.runner.execution.runtime_for", lambda *_: Fails())
     result = spawn(config, store, dispatcher)
     assert isinstance(result, SpawnResult)
     drain(store, config, dispatcher)

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from shared.intake.inbound import receive
-from shared.tools.registry import TOOLS
-from shared.tools.tool_context import ToolContext
-from shared.wire.models import InboundMessageParams, ToolFailure
-from shared.wire.spawn_schema import SpawnResult
-from workers.testing import World, world
+from clawbus.shared.intake.inbound import receive
+from clawbus.shared.tools.registry import TOOLS
+from clawbus.shared.tools.tool_context import ToolContext
+from clawbus.shared.wire.models import InboundMessageParams, ToolFailure
+from clawbus.shared.wire.spawn_schema import SpawnResult
+from clawbus.workers.testing import World, world
 
 REQUESTER = "agent:main:webchat:direct:ann"
 

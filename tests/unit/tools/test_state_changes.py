@@ -9,18 +9,18 @@ from typing import Any
 
 import pytest
 
-from shared.base.clock import FixedClock
-from shared.domain import state_events
-from shared.domain.runs import new_run
-from shared.intake.inbound import receive
-from shared.store import Store
-from shared.tools.registry import TOOLS
-from shared.tools.tool_context import ToolContext
-from shared.wire.models import InboundMessageParams, RunStatus
-from shared.wire.send_schema import SendResult
-from shared.wire.spawn_schema import SpawnResult
-from shared.wire.subagents_schema import SessionStatusCard
-from workers.testing import InlineDispatcher, drain
+from clawbus.shared.base.clock import FixedClock
+from clawbus.shared.domain import state_events
+from clawbus.shared.domain.runs import new_run
+from clawbus.shared.intake.inbound import receive
+from clawbus.shared.store import Store
+from clawbus.shared.tools.registry import TOOLS
+from clawbus.shared.tools.tool_context import ToolContext
+from clawbus.shared.wire.models import InboundMessageParams, RunStatus
+from clawbus.shared.wire.send_schema import SendResult
+from clawbus.shared.wire.spawn_schema import SpawnResult
+from clawbus.shared.wire.subagents_schema import SessionStatusCard
+from clawbus.workers.testing import InlineDispatcher, drain
 
 EVENT_KEYS = {"sequence", "kind", "actorType", "occurredAt", "summary", "actorId", "runId", "payload"}
 

@@ -8,20 +8,20 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from shared.base.clock import FixedClock
-from shared.domain.budgets import Override
-from shared.intake.inbound import receive
-from shared.store import Store
-from shared.tools import status
-from shared.tools.registry import TOOLS
-from shared.tools.tool_context import ToolContext
-from shared.wire.models import InboundMessageParams, ToolFailure
-from shared.wire.send_schema import SendResult
-from shared.wire.spawn_schema import SpawnResult
-from shared.wire.subagents_schema import SessionStatusCard
+from clawbus.shared.base.clock import FixedClock
+from clawbus.shared.domain.budgets import Override
+from clawbus.shared.intake.inbound import receive
+from clawbus.shared.store import Store
+from clawbus.shared.tools import status
+from clawbus.shared.tools.registry import TOOLS
+from clawbus.shared.tools.tool_context import ToolContext
+from clawbus.shared.wire.models import InboundMessageParams, ToolFailure
+from clawbus.shared.wire.send_schema import SendResult
+from clawbus.shared.wire.spawn_schema import SpawnResult
+from clawbus.shared.wire.subagents_schema import SessionStatusCard
+from clawbus.workers.testing import InlineDispatcher, drain
 from tests.conftest import WorldFactory
 from tests.support.budgets import spend
-from workers.testing import InlineDispatcher, drain
 
 MODELS: dict[str, Any] = {
     "models": {

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from shared.tools.status_card import (
+from clawbus.shared.tools.status_card import (
     CardFacts,
     clock_lines,
     compact_duration,

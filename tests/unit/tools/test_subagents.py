@@ -8,14 +8,14 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from shared.base.clock import FixedClock
-from shared.store import Store
-from shared.tools.registry import TOOLS
-from shared.tools.tool_context import ToolContext
-from shared.wire.models import ToolFailure
-from shared.wire.spawn_schema import SpawnResult
-from shared.wire.subagents_schema import SubagentsList
-from workers.testing import InlineDispatcher, drain
+from clawbus.shared.base.clock import FixedClock
+from clawbus.shared.store import Store
+from clawbus.shared.tools.registry import TOOLS
+from clawbus.shared.tools.tool_context import ToolContext
+from clawbus.shared.wire.models import ToolFailure
+from clawbus.shared.wire.spawn_schema import SpawnResult
+from clawbus.shared.wire.subagents_schema import SubagentsList
+from clawbus.workers.testing import InlineDispatcher, drain
 
 RELEASE_KEYS = [
     "status",

@@ -9,18 +9,18 @@ from typing import Any
 
 import pytest
 
-from shared.base.clock import FixedClock
-from shared.commands.subagent_targets import children
-from shared.store import Store
-from shared.tools.registry import TOOLS
-from shared.tools.subagents_view import Child, FollowUp, follow_up_row
-from shared.tools.tool_context import ToolContext
-from shared.wire.models import Run, RunStatus, SessionEntry, ToolFailure
-from shared.wire.send_schema import SendResult
-from shared.wire.spawn_schema import SpawnResult
-from shared.wire.subagents_schema import SubagentsList, TaskCancelled
+from clawbus.shared.base.clock import FixedClock
+from clawbus.shared.commands.subagent_targets import children
+from clawbus.shared.store import Store
+from clawbus.shared.tools.registry import TOOLS
+from clawbus.shared.tools.subagents_view import Child, FollowUp, follow_up_row
+from clawbus.shared.tools.tool_context import ToolContext
+from clawbus.shared.wire.models import Run, RunStatus, SessionEntry, ToolFailure
+from clawbus.shared.wire.send_schema import SendResult
+from clawbus.shared.wire.spawn_schema import SpawnResult
+from clawbus.shared.wire.subagents_schema import SubagentsList, TaskCancelled
+from clawbus.workers.testing import InlineDispatcher, drain
 from tests.conftest import WorldFactory
-from workers.testing import InlineDispatcher, drain
 
 TASK = "Say hi and stop."
 

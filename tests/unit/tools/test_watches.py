@@ -7,17 +7,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from shared.domain import state_events
-from shared.intake.inbound import receive
-from shared.runner.tool_schemas import parameters
-from shared.store import Store
-from shared.tools.registry import TOOLS
-from shared.tools.tool_context import ToolContext
-from shared.wire.list_schema import SessionsListResult
-from shared.wire.models import InboundMessageParams
-from shared.wire.send_schema import SendResult
-from shared.wire.spawn_schema import SpawnResult
-from workers.testing import InlineDispatcher, drain
+from clawbus.shared.domain import state_events
+from clawbus.shared.intake.inbound import receive
+from clawbus.shared.runner.tool_schemas import parameters
+from clawbus.shared.store import Store
+from clawbus.shared.tools.registry import TOOLS
+from clawbus.shared.tools.tool_context import ToolContext
+from clawbus.shared.wire.list_schema import SessionsListResult
+from clawbus.shared.wire.models import InboundMessageParams
+from clawbus.shared.wire.send_schema import SendResult
+from clawbus.shared.wire.spawn_schema import SpawnResult
+from clawbus.workers.testing import InlineDispatcher, drain
 
 WATCHER = "agent:main:main"
 TARGET = "agent:main:other"

@@ -7,12 +7,12 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from shared.intake.submit import AwaitRun
-from shared.tools.registry import TOOLS
-from shared.wire.models import ToolFailure, Wire
-from shared.wire.yielding_schema import YieldResult
+from clawbus.shared.intake.submit import AwaitRun
+from clawbus.shared.tools.registry import TOOLS
+from clawbus.shared.wire.models import ToolFailure, Wire
+from clawbus.shared.wire.yielding_schema import YieldResult
+from clawbus.workers.testing import World, world
 from tests.support.sessions import open_sessions
-from workers.testing import World, world
 
 MAIN = "agent:main:main"
 AGENTS = {"agents": {"list": [{"id": "main", "default": True}]}}

@@ -9,7 +9,7 @@ import pytest
 from kombu.transport import redis as kombu_redis
 from redis.exceptions import ConnectionError as RedisConnectionError
 
-from workers import broker
+from clawbus.workers import broker
 
 
 class _Channel(broker._OnePublisher):

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from celery import Celery
 
-from shared.config import Config
-from workers import broker, queues
-from workers.celery_app import SOFT_SHUTDOWN_SECONDS, VISIBILITY_TIMEOUT_SECONDS, create_app
+from clawbus.shared.config import Config
+from clawbus.workers import broker, queues
+from clawbus.workers.celery_app import SOFT_SHUTDOWN_SECONDS, VISIBILITY_TIMEOUT_SECONDS, create_app
 
 
 def app() -> Celery:
-    return create_app(Config(), include=["workers.tasks"])
+    return create_app(Config(), include=["clawbus.workers.tasks"])
 
 
 def test_tasks_are_acknowledged_late_one_at_a_time_and_retried_when_their_worker_is_lost() -> None:
@@ -31,7 +31,7 @@ def test_events_are_on_for_flower() -> None:
 
 
 def test_the_worker_consumer_publishes_task_events_in_batches() -> None:
-    assert app().conf.worker_consumer == "workers.consumer:Consumer"
+    assert app().conf.worker_consumer == "clawbus.workers.consumer:Consumer"
 
 
 def test_the_broker_is_the_redis_transport_with_one_publishing_client_per_channel() -> None:

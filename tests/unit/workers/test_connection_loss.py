@@ -15,7 +15,7 @@ from kombu.message import Message
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 
-from workers.connection_loss import (
+from clawbus.workers.connection_loss import (
     CANCEL_FAILED,
     CONSUMER_LOGGER,
     REQUEST_LOGGER,

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from celery.worker.consumer.consumer import Consumer as CeleryConsumer
 
-from workers.consumer import EVENT_FLUSH_SECONDS, Consumer
+from clawbus.workers.consumer import EVENT_FLUSH_SECONDS, Consumer
 
 
 class _Hub:

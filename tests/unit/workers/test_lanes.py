@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
-from shared.config import Config
-from shared.intake.inbound import receive
-from shared.ports.dispatch import StepTask
-from shared.runner.execution import Attempt
-from shared.store import Store
-from shared.tools.registry import TOOLS
-from shared.tools.tool_context import ToolContext
-from shared.wire.models import InboundMessageParams, RunStatus
-from shared.wire.send_schema import SendResult
+from clawbus.shared.config import Config
+from clawbus.shared.intake.inbound import receive
+from clawbus.shared.ports.dispatch import StepTask
+from clawbus.shared.runner.execution import Attempt
+from clawbus.shared.store import Store
+from clawbus.shared.tools.registry import TOOLS
+from clawbus.shared.tools.tool_context import ToolContext
+from clawbus.shared.wire.models import InboundMessageParams, RunStatus
+from clawbus.shared.wire.send_schema import SendResult
+from clawbus.workers.lanes import execute_lane
+from clawbus.workers.services import WorkerContext
+from clawbus.workers.testing import InlineDispatcher
 from tests.support.sessions import open_sessions
-from workers.lanes import execute_lane
-from workers.services import WorkerContext
-from workers.testing import InlineDispatcher
 
 SESSION = "agent:main:cron:lane"
 

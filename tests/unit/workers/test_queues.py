@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import get_args
 
-from shared.wire.models import RunKind
-from workers import queues
+from clawbus.shared.wire.models import RunKind
+from clawbus.workers import queues
 
 
 def test_every_run_kind_has_a_queue() -> None:

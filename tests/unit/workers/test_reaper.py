@@ -8,14 +8,14 @@ import logging
 
 import pytest
 
-from shared.base.clock import FixedClock
-from shared.config import Config
-from shared.store import Store
+from clawbus.shared.base.clock import FixedClock
+from clawbus.shared.config import Config
+from clawbus.shared.store import Store
+from clawbus.workers import reaper
+from clawbus.workers.services import WorkerContext
+from clawbus.workers.testing import InlineDispatcher
 from tests.conftest import make_config
 from tests.support.runs import KEY, LEASE_MS, accept, claim, ok
-from workers import reaper
-from workers.services import WorkerContext
-from workers.testing import InlineDispatcher
 
 STALL_SECONDS = 10
 

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from shared.config import Config
-from workers import queues, tasks
-from workers.celery_app import create_app
-from workers.services import WorkerContext
-from workers.testing import World
+from clawbus.shared.config import Config
+from clawbus.workers import queues, tasks
+from clawbus.workers.celery_app import create_app
+from clawbus.workers.services import WorkerContext
+from clawbus.workers.testing import World
 
 
 def test_only_the_maintenance_tasks_send_no_task_events() -> None:
-    celery = create_app(Config(), include=["workers.tasks"])
+    celery = create_app(Config(), include=["clawbus.workers.tasks"])
     celery.loader.import_default_modules()
     ours = {name: task for name, task in celery.tasks.items() if name.startswith("clawbus.")}
     quiet = {name for name, task in ours.items() if not task.send_events}

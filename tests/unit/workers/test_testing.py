@@ -1,19 +1,19 @@
-"""workers.testing: the shipped in-process world runs the production accept and enqueue code, and its
+"""clawbus.workers.testing: the shipped in-process world runs the production accept and enqueue code, and its
 drain honours a delivery's retries."""
 
 from __future__ import annotations
 
 from redis import Redis
 
-from shared.domain.runs import LaneHead
-from shared.intake.inbound import receive
-from shared.tools.registry import TOOLS
-from shared.tools.tool_context import ToolContext
-from shared.wire.models import InboundMessageParams
-from shared.wire.send_schema import SendResult
+from clawbus.shared.domain.runs import LaneHead
+from clawbus.shared.intake.inbound import receive
+from clawbus.shared.tools.registry import TOOLS
+from clawbus.shared.tools.tool_context import ToolContext
+from clawbus.shared.wire.models import InboundMessageParams
+from clawbus.shared.wire.send_schema import SendResult
+from clawbus.workers.testing import InlineDispatcher, world
 from tests.support.fake_http import fake_server
 from tests.support.sessions import open_sessions
-from workers.testing import InlineDispatcher, world
 
 AGENTS = {"agents": {"list": [{"id": "main", "default": True}]}, "tools": {"sessions": {"visibility": "all"}}}
 

@@ -13,12 +13,12 @@ from clawbus_client import ClawbusError, Client
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner, Result
 
-from api.cli import app, budgets, operator
-from api.cli.budgets import limit_of
-from shared.config import Config
-from shared.domain.budgets import Override, day_of
-from shared.domain.traffic import CallLimits
-from shared.store import Store
+from clawbus.api.cli import app, budgets, operator
+from clawbus.api.cli.budgets import limit_of
+from clawbus.shared.config import Config
+from clawbus.shared.domain.budgets import Override, day_of
+from clawbus.shared.domain.traffic import CallLimits
+from clawbus.shared.store import Store
 from tests.conftest import make_config
 from tests.support.api_app import TOKEN, client_through
 from tests.support.budgets import spend

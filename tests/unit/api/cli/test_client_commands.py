@@ -13,9 +13,9 @@ from fastapi.testclient import TestClient
 from httpx import MockTransport
 from typer.testing import CliRunner, Result
 
-from api.cli import app, client_commands
-from api.cli.client_commands import age
-from shared.store import Store
+from clawbus.api.cli import app, client_commands
+from clawbus.api.cli.client_commands import age
+from clawbus.shared.store import Store
 from tests.support.api_app import client_through
 from tests.support.fake_api import FakeApi, steered
 

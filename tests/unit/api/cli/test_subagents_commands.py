@@ -12,12 +12,12 @@ from clawbus_client.models import SubagentRow
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner, Result
 
-from api.cli import app, orchestration
-from shared.config import Config
-from shared.store import Store
+from clawbus.api.cli import app, orchestration
+from clawbus.shared.config import Config
+from clawbus.shared.store import Store
+from clawbus.workers.testing import InlineDispatcher
 from tests.support.api_app import client_through
 from tests.support.api_orchestra import MAIN, orchestra_config, yielded_boss
-from workers.testing import InlineDispatcher
 
 
 @pytest.fixture

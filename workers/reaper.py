@@ -27,8 +27,8 @@ from celery.utils import uuid
 
 from clawbus.shared.a2a import push
 from clawbus.shared.domain import logs
+from clawbus.shared.flows import hot_window
 from clawbus.shared.flows.engine import advance
-from clawbus.shared.runner import hot_window
 from clawbus.workers import lanes, queues
 from clawbus.workers.services import WorkerContext
 

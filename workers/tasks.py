@@ -18,9 +18,9 @@ from celery import Task, shared_task
 
 from clawbus.shared.a2a import push
 from clawbus.shared.config import MAX_DELIVERY_ATTEMPTS
+from clawbus.shared.flows import archive
 from clawbus.shared.flows.engine import perform
 from clawbus.shared.ports.dispatch import StepTask
-from clawbus.shared.runner import archive
 from clawbus.shared.runner.execution import Attempt
 from clawbus.workers import lanes, queues, reaper
 from clawbus.workers.services import worker_context

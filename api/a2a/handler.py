@@ -64,10 +64,10 @@ from clawbus.shared.a2a.tasks import (
     task_of,
     text_event,
 )
+from clawbus.shared.commands.inbound import receive
 from clawbus.shared.domain import chains
 from clawbus.shared.domain.runs import CancelOutcome
-from clawbus.shared.intake.inbound import receive
-from clawbus.shared.runner import run_control
+from clawbus.shared.flows import run_control
 from clawbus.shared.tools.tool_context import ToolContext
 from clawbus.shared.wire.models import CommandReply, InboundMessageParams, Run, RunStatus, ToolFailure
 from clawbus.shared.wire.send_schema import SendResult

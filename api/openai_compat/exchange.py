@@ -27,10 +27,10 @@ from clawbus.api.openai_compat.prompts import Prompt
 from clawbus.api.openai_compat.replies import Ended, Failure, Outcome, Reply
 from clawbus.api.routes.resolve import acting_as
 from clawbus.api.services import Services
+from clawbus.shared.commands.inbound import receive
 from clawbus.shared.domain import chains, logs, policy
-from clawbus.shared.intake.inbound import receive
+from clawbus.shared.flows import run_control
 from clawbus.shared.intake.submit import AwaitRun
-from clawbus.shared.runner import run_control
 from clawbus.shared.wire.models import CommandReply, InboundMessageParams, Sampling, ToolFailure
 from clawbus.shared.wire.send_schema import SendResult
 

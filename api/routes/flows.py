@@ -15,8 +15,8 @@ from clawbus.api.errors import ErrorResponse, not_found
 from clawbus.api.services import Services
 from clawbus.shared.domain import logs
 from clawbus.shared.domain.redaction import scrubbed_flow
+from clawbus.shared.flows import run_control
 from clawbus.shared.flows.view import describe
-from clawbus.shared.runner import run_control
 from clawbus.shared.wire.models import Flow
 
 router = APIRouter(prefix="/v1/flows", tags=["flows"])

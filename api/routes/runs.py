@@ -19,7 +19,7 @@ from clawbus.api.services import Services
 from clawbus.shared.domain import logs
 from clawbus.shared.domain.redaction import scrub, scrubbed_run
 from clawbus.shared.domain.runs import CancelOutcome
-from clawbus.shared.runner import run_control
+from clawbus.shared.flows import run_control
 from clawbus.shared.wire.models import Run, RunStatus
 
 router = APIRouter(prefix="/v1/runs", tags=["runs"])

@@ -21,9 +21,9 @@ from clawbus.api.routes.tools import settle
 from clawbus.api.schemas import SessionPatchBody
 from clawbus.api.services import Services
 from clawbus.shared.base.session_keys import SessionKind
+from clawbus.shared.commands.inbound import receive
 from clawbus.shared.domain import logs
 from clawbus.shared.domain.sessions import LabelTaken, SessionPatch, new_entry
-from clawbus.shared.intake.inbound import receive
 from clawbus.shared.tools.list import every_session
 from clawbus.shared.wire.list_schema import SessionsListParams, SessionsListResult
 from clawbus.shared.wire.models import InboundMessageParams, SessionEntry

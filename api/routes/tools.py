@@ -25,8 +25,8 @@ from clawbus.shared.adapters import tracing
 from clawbus.shared.base import session_keys
 from clawbus.shared.base.errors import tool_input_error
 from clawbus.shared.domain import logs, subagents
+from clawbus.shared.flows import run_control
 from clawbus.shared.intake.submit import AwaitRun
-from clawbus.shared.runner import run_control
 from clawbus.shared.runner.tool_schemas import SchemaFormat, tool_schemas
 from clawbus.shared.tools.registry import TOOLS, Tool
 from clawbus.shared.tools.tool_context import ToolContext

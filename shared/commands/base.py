@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from clawbus.shared.base import session_keys
 from clawbus.shared.domain.sessions import new_entry
-from clawbus.shared.intake.queueing import QueueOptions
+from clawbus.shared.flows.queueing import QueueOptions
 from clawbus.shared.tools.tool_context import ToolContext
 from clawbus.shared.wire.models import CommandReply, InboundMessageParams, QueueMode, SessionEntry
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from clawbus.shared.commands.base import Call, Forward, Outcome
 from clawbus.shared.commands.durations import parse_duration_ms
 from clawbus.shared.domain.sessions import SessionPatch
-from clawbus.shared.intake import queueing
+from clawbus.shared.flows import queueing
 from clawbus.shared.wire.models import QueueDrop, QueueMode
 
 _MODES: dict[str, QueueMode] = {

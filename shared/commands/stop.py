@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from clawbus.shared.commands.base import Call, Outcome
-from clawbus.shared.runner import run_control
+from clawbus.shared.flows import run_control
 from clawbus.shared.wire.models import CommandReply
 
 

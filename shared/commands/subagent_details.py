@@ -11,12 +11,12 @@ import re
 
 from clawbus.shared.commands.base import Call, Outcome
 from clawbus.shared.commands.durations import stamped
-from clawbus.shared.commands.subagent_targets import Children, resolve, run_label
 from clawbus.shared.domain import subagents
 from clawbus.shared.domain.redaction import scrub
 from clawbus.shared.runner.visible_text import visible
 from clawbus.shared.tools.history_view import STEP_PROMPTS, shown
 from clawbus.shared.tools.status_card import compact_duration
+from clawbus.shared.tools.subagent_targets import Children, resolve, run_label
 from clawbus.shared.tools.subagents_view import Child, shown_status, task_row
 from clawbus.shared.wire.models import Message, TextBlock
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from clawbus.shared.commands.base import Call, Outcome
 from clawbus.shared.commands.subagent_details import info, log
-from clawbus.shared.commands.subagent_targets import RECENT_MINUTES, Children, children, resolve, run_label
+from clawbus.shared.flows import run_control
 from clawbus.shared.intake import threads
-from clawbus.shared.runner import run_control
+from clawbus.shared.tools.subagent_targets import RECENT_MINUTES, Children, children, resolve, run_label
 from clawbus.shared.tools.subagents_view import Child
 from clawbus.shared.wire.models import CommandReply
 

@@ -6,5 +6,8 @@
   announce step and report; ``outbound``: a flow's delivery record; ``deliveries``: one attempt at a
   delivery; ``cleanup``: a reported child;
 - ``flow_context``: what a step works with; ``view``: reading a flow. The derived ids that make every step
-  idempotent are ``shared.base.flow_ids``.
+  idempotent are ``shared.base.flow_ids``;
+- ``run_control``: cancelling a run, a flow, a tree of sub-agents, a session's work; ``queueing``: what a busy
+  session does with the next message (which may cancel its run); ``hot_window`` and ``archive``: a
+  transcript's hot window after a commit, ended sub-agents archived.
 """

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from clawbus.shared.domain import subagents
+from clawbus.shared.flows import archive
 from clawbus.shared.flows.flow_context import FlowContext
-from clawbus.shared.runner import archive
 from clawbus.shared.wire.models import Flow, SessionEntry
 
 

@@ -1,2 +1,3 @@
-"""Runs coming in: a tool's send accepted (``submit``), an inbound chat message (``inbound``), what a busy
-session does with the next one (``queueing``), and the chat threads bound to sub-agents (``threads``)."""
+"""Runs coming in, the application's lowest layer: a run accepted (``submit``) and the chat threads bound to
+sub-agents (``threads``). An inbound chat message, which may be a command, is ``shared.commands.inbound``;
+what a busy session does with the next message, which may cancel its run, is ``shared.flows.queueing``."""

@@ -36,10 +36,11 @@ from clawbus.shared.domain.runs import (
     SuspendOutcome,
 )
 from clawbus.shared.domain.traffic import CallClose
+from clawbus.shared.flows import hot_window
 from clawbus.shared.ports.dispatch import Dispatcher
 from clawbus.shared.ports.runtime import RunCancelled, RunTimedOut, StepRequest
 from clawbus.shared.ports.storage import Storage
-from clawbus.shared.runner import agent_loop, cancellation, hot_window, leases
+from clawbus.shared.runner import agent_loop, cancellation, leases
 from clawbus.shared.runner.agent_loop import LoopState, StepsExhausted
 from clawbus.shared.runner.leases import LeaseLost
 from clawbus.shared.runner.model_gate import AwaitingCapacity, ModelGate, NoCapacity, root_of

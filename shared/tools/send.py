@@ -10,8 +10,8 @@ from clawbus.shared.domain import chains, policy, state_events, visibility
 from clawbus.shared.domain.chains import ChainStopped
 from clawbus.shared.domain.runs import WhenBusy, inter_session_run
 from clawbus.shared.domain.sessions import channel_of, new_entry
+from clawbus.shared.flows import queueing
 from clawbus.shared.flows.create import new_flow
-from clawbus.shared.intake import queueing
 from clawbus.shared.intake.submit import AwaitRun, send_outcome, submit
 from clawbus.shared.tools import send_modes
 from clawbus.shared.tools.tool_context import ToolContext

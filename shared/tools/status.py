@@ -21,7 +21,7 @@ from clawbus.shared.domain import chains, state_events, subagents, visibility
 from clawbus.shared.domain.budget_view import agent_budget
 from clawbus.shared.domain.budgets import day_of
 from clawbus.shared.domain.sessions import SessionPatch, new_entry
-from clawbus.shared.intake import queueing
+from clawbus.shared.flows import queueing
 from clawbus.shared.tools.status_card import DEFAULT_CONTEXT_WINDOW, CardFacts, compact_duration, render
 from clawbus.shared.tools.subagents_view import (
     CardTask,

@@ -12,12 +12,12 @@ import time
 
 from clawbus.shared.base import session_keys
 from clawbus.shared.base.errors import ToolError
-from clawbus.shared.commands import subagent_targets
 from clawbus.shared.domain.redaction import scrub
 from clawbus.shared.domain.runs import CancelOutcome, new_run
+from clawbus.shared.flows import run_control
 from clawbus.shared.intake.submit import submit
 from clawbus.shared.ports.storage import Storage
-from clawbus.shared.runner import run_control
+from clawbus.shared.tools import subagent_targets
 from clawbus.shared.tools.subagents_view import (
     descendants,
     follow_ups,

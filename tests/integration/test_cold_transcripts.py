@@ -18,7 +18,7 @@ from clawbus_client.models import SendResult, SessionsHistoryResult
 from moto.server import ThreadedMotoServer
 
 from clawbus.shared.config import Config
-from clawbus.shared.runner.hot_window import slack
+from clawbus.shared.flows.hot_window import slack
 from clawbus.shared.store.keys import RedisKeys
 from clawbus.shared.tools.history_view import text_of
 from tests.support.processes import free_port, wait_for

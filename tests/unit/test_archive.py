@@ -1,4 +1,4 @@
-"""shared/runner/archive.py: ended run-mode sub-agents are archived archiveAfterMinutes later; 0 never."""
+"""shared/flows/archive.py: ended run-mode sub-agents are archived archiveAfterMinutes later; 0 never."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 from clawbus.shared.base.clock import FixedClock
 from clawbus.shared.config import Config
 from clawbus.shared.domain.sessions import transcript_path
-from clawbus.shared.runner import archive
+from clawbus.shared.flows import archive
 from clawbus.shared.store import Store
 from clawbus.shared.tools.registry import TOOLS
 from clawbus.shared.tools.tool_context import ToolContext

@@ -7,8 +7,8 @@ import pytest
 
 from clawbus.shared.commands import is_command
 from clawbus.shared.commands.base import Invocation, parse
+from clawbus.shared.commands.inbound import receive
 from clawbus.shared.config import Config
-from clawbus.shared.intake.inbound import receive
 from clawbus.shared.store import Store
 from clawbus.shared.tools.tool_context import ToolContext
 from clawbus.shared.wire.models import CommandReply, InboundMessageParams, ToolFailure

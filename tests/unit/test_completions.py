@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from clawbus.shared.commands.inbound import receive
 from clawbus.shared.flows.engine import advance
 from clawbus.shared.flows.flow_context import FlowContext
-from clawbus.shared.intake.inbound import receive
 from clawbus.shared.tools.registry import TOOLS
 from clawbus.shared.wire.models import InboundMessageParams, Message
 from clawbus.shared.wire.spawn_schema import SpawnResult

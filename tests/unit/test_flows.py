@@ -8,13 +8,13 @@ import pytest
 
 from clawbus.shared.base.clock import FixedClock
 from clawbus.shared.base.flow_ids import announce_run_id, delivery_id, turn_run_id
+from clawbus.shared.commands.inbound import receive
 from clawbus.shared.config import Config
 from clawbus.shared.domain.sessions import SessionPatch
 from clawbus.shared.flows.decide import Action, Finish, StartAnnounce, Wait
 from clawbus.shared.flows.engine import advance
 from clawbus.shared.flows.flow_context import FlowContext
 from clawbus.shared.flows.view import describe
-from clawbus.shared.intake.inbound import receive
 from clawbus.shared.intake.submit import AwaitRun
 from clawbus.shared.ports.dispatch import StepTask
 from clawbus.shared.store import Store

@@ -1,4 +1,4 @@
-"""shared/runner/hot_window.py: a worker keeps each transcript's hot window after its runs' commits, and the
+"""shared/flows/hot_window.py: a worker keeps each transcript's hot window after its runs' commits, and the
 reaper moves idle sessions' transcripts out whole; sessions_history reads one transcript either way."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from clawbus.shared.base.clock import FixedClock
-from clawbus.shared.intake.inbound import receive
-from clawbus.shared.runner import hot_window
+from clawbus.shared.commands.inbound import receive
+from clawbus.shared.flows import hot_window
 from clawbus.shared.tools.registry import TOOLS
 from clawbus.shared.tools.tool_context import ToolContext
 from clawbus.shared.wire.models import InboundMessageParams

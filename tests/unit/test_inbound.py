@@ -1,12 +1,12 @@
-"""shared/intake/inbound.py: a chat message creates its session, records its route and runs the agent."""
+"""shared/commands/inbound.py: a chat message creates its session, records its route and runs the agent."""
 
 from __future__ import annotations
 
 import pytest
 from pydantic import ValidationError
 
+from clawbus.shared.commands.inbound import receive
 from clawbus.shared.config import Config
-from clawbus.shared.intake.inbound import receive
 from clawbus.shared.store import Store
 from clawbus.shared.tools.registry import TOOLS
 from clawbus.shared.tools.tool_context import ToolContext, ToolError

@@ -21,17 +21,13 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("ports", ("clawbus.shared.ports",)),
     ("the store adapter", ("clawbus.shared.store",)),
     ("adapters to the outside", ("clawbus.shared.adapters",)),
-    (
-        "the application",
-        (
-            "clawbus.shared.runner",
-            "clawbus.shared.intake",
-            "clawbus.shared.flows",
-            "clawbus.shared.tools",
-            "clawbus.shared.commands",
-            "clawbus.shared.a2a",
-        ),
-    ),
+    # The application, five layers: runs coming in (and A2A's messages, which come in the same way), the
+    # flows between runs, the tools, the runner that runs an agent loop with them, the chat commands.
+    ("intake", ("clawbus.shared.intake", "clawbus.shared.a2a")),
+    ("flows", ("clawbus.shared.flows",)),
+    ("tools", ("clawbus.shared.tools",)),
+    ("runner", ("clawbus.shared.runner",)),
+    ("commands", ("clawbus.shared.commands",)),
 ]
 # The three folders at the repository's top, each installed under the one namespace ``clawbus``.
 PACKAGES = {"clawbus.shared": 0, "clawbus.workers": 1, "clawbus.api": 2}
@@ -180,3 +176,23 @@ def test_every_module_of_shared_sits_in_a_layer_folder() -> None:
         module for module in graph() if module.startswith("clawbus.shared") and layer(module) == len(LAYERS)
     ]
     assert outside == []
+
+
+def folder(module: str) -> str:
+    """The folder of ``shared`` a module sits in (``clawbus.shared.flows.engine`` -> ``flows``)."""
+    parts = module.split(".")
+    return parts[2] if len(parts) > 2 else ""
+
+
+def test_no_two_folders_of_shared_import_each_other() -> None:
+    """Modules may not loop, and neither may their folders: two folders that import each other are one
+    layer in all but name (the application's five layers were six folders in one, looping, before)."""
+    crossing = {
+        (folder(source), folder(target))
+        for source, targets in graph().items()
+        if source.startswith("clawbus.shared.")
+        for target in targets
+        if target.startswith("clawbus.shared.") and folder(source) != folder(target)
+    }
+    loops = sorted(f"{a} <-> {b}" for a, b in crossing if a < b and (b, a) in crossing)
+    assert loops == []

@@ -1,4 +1,4 @@
-"""shared/intake/queueing.py through inbound messages (workers.testing.world): each queue mode of a busy
+"""shared/flows/queueing.py through inbound messages (clawbus.workers.testing.world): each queue mode of a busy
 session, the cap and its drop policies, and where the mode comes from."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
+from clawbus.shared.commands.inbound import receive
 from clawbus.shared.domain.chains import Chain
 from clawbus.shared.domain.sessions import SessionPatch
-from clawbus.shared.intake.inbound import receive
 from clawbus.shared.tools.registry import TOOLS
 from clawbus.shared.wire.models import CommandReply, InboundMessageParams, RunStatus, ToolFailure
 from clawbus.shared.wire.send_schema import SendResult

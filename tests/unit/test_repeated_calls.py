@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from clawbus.shared.intake.inbound import receive
+from clawbus.shared.commands.inbound import receive
 from clawbus.shared.store import scripts
 from clawbus.shared.tools.registry import TOOLS
 from clawbus.shared.wire.models import InboundMessageParams, RunStatus

@@ -1,4 +1,4 @@
-"""shared/runner/run_control.py (with the cancel script and the worker's cancel listener): cancelling a run
+"""shared/flows/run_control.py (with the cancel script and the worker's cancel listener): cancelling a run
 wherever it is, a flow, a session's work."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import pytest
 
 from clawbus.shared.config import Config
 from clawbus.shared.domain.runs import CancelOutcome, ClaimOutcome
+from clawbus.shared.flows import run_control
 from clawbus.shared.ports.runtime import RunCancelled, StepRequest, StepResult
-from clawbus.shared.runner import run_control
 from clawbus.shared.runner.execution import Attempt, execute
 from clawbus.shared.store import Store
 from clawbus.shared.store.scripts import Scripts

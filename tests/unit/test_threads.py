@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from clawbus.shared.base.clock import FixedClock
+from clawbus.shared.commands.inbound import receive
 from clawbus.shared.config import Config, load_config
-from clawbus.shared.intake.inbound import receive
 from clawbus.shared.store import Store
 from clawbus.shared.tools.registry import TOOLS
 from clawbus.shared.tools.tool_context import ToolContext

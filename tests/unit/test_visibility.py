@@ -61,7 +61,7 @@ def spawn(
 
 def touch(store: Store, config: Config, dispatcher: InlineDispatcher, key: str) -> None:
     """A session exists once someone wrote in it."""
-    from clawbus.shared.intake.inbound import receive
+    from clawbus.shared.commands.inbound import receive
     from clawbus.shared.wire.models import InboundMessageParams
 
     receive(

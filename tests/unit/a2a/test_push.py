@@ -20,8 +20,8 @@ from clawbus.api.processes import free_port, wait_for
 from clawbus.shared.a2a import push
 from clawbus.shared.a2a.tasks import session_key
 from clawbus.shared.base.clock import FixedClock
+from clawbus.shared.commands.inbound import receive
 from clawbus.shared.config import Config
-from clawbus.shared.intake.inbound import receive
 from clawbus.shared.store import Store
 from clawbus.shared.tools.tool_context import ToolContext
 from clawbus.shared.wire.models import InboundMessageParams

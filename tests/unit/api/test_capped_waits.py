@@ -19,7 +19,7 @@ from fastapi.testclient import TestClient
 from clawbus.api.routes import tools as tools_route
 from clawbus.shared.config import Config
 from clawbus.shared.domain.runs import Enqueue, LaneHead
-from clawbus.shared.runner import run_control
+from clawbus.shared.flows import run_control
 from clawbus.shared.store import Store
 from clawbus.workers.testing import InlineDispatcher, drain_runs
 from tests.conftest import make_config

@@ -25,7 +25,7 @@ from clawbus.api.services import Services
 from clawbus.api.waits import RunWaiter
 from clawbus.shared.config import Config
 from clawbus.shared.domain.runs import Enqueue, LaneHead
-from clawbus.shared.runner import run_control
+from clawbus.shared.flows import run_control
 from clawbus.shared.store import Store
 from clawbus.shared.store.live import LiveStore
 from clawbus.shared.wire.models import RunStatus, Usage

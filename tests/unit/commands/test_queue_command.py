@@ -1,5 +1,5 @@
 """shared/commands/queue.py: `/queue` read and answered as the release's directive, its settings stored on
-the session, and shared/intake/queueing.py holding the session's messages to them."""
+the session, and shared/flows/queueing.py holding the session's messages to them."""
 
 from __future__ import annotations
 

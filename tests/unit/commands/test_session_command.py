@@ -10,8 +10,8 @@ from dataclasses import dataclass
 import pytest
 
 from clawbus.shared.commands.durations import iso
+from clawbus.shared.commands.inbound import receive
 from clawbus.shared.commands.session import USAGE
-from clawbus.shared.intake.inbound import receive
 from clawbus.shared.tools.registry import TOOLS
 from clawbus.shared.wire.models import CommandReply, InboundMessageParams
 from clawbus.shared.wire.send_schema import SendResult

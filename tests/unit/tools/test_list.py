@@ -6,8 +6,8 @@ import pytest
 from pydantic import ValidationError
 
 from clawbus.shared.base.clock import FixedClock
+from clawbus.shared.commands.inbound import receive
 from clawbus.shared.config import Config
-from clawbus.shared.intake.inbound import receive
 from clawbus.shared.runner.tool_schemas import parameters
 from clawbus.shared.store import Store
 from clawbus.shared.tools.history_view import text_of

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from clawbus.shared.commands.inbound import receive
 from clawbus.shared.config import Config
 from clawbus.shared.flows.view import describe
-from clawbus.shared.intake.inbound import receive
 from clawbus.shared.runner.tool_schemas import parameters
 from clawbus.shared.store import Store
 from clawbus.shared.tools.registry import TOOLS

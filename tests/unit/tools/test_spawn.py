@@ -13,13 +13,13 @@ from clawbus.shared.base import session_keys
 from clawbus.shared.base.clock import FixedClock
 from clawbus.shared.base.errors import tool_input_error
 from clawbus.shared.base.flow_ids import relay_run_id
+from clawbus.shared.commands.inbound import receive
 from clawbus.shared.config import Config
 from clawbus.shared.domain.sessions import transcript_path
+from clawbus.shared.flows import archive
 from clawbus.shared.flows.view import describe
-from clawbus.shared.intake.inbound import receive
 from clawbus.shared.ports.dispatch import StepTask
 from clawbus.shared.ports.runtime import StepResult
-from clawbus.shared.runner import archive
 from clawbus.shared.store import Store
 from clawbus.shared.tools.registry import TOOLS
 from clawbus.shared.tools.tool_context import ToolContext

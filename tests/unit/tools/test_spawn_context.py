@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from clawbus.shared.intake.inbound import receive
+from clawbus.shared.commands.inbound import receive
 from clawbus.shared.tools.registry import TOOLS
 from clawbus.shared.tools.tool_context import ToolContext
 from clawbus.shared.wire.models import InboundMessageParams, ToolFailure

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from clawbus.shared.base.clock import FixedClock
+from clawbus.shared.commands.inbound import receive
 from clawbus.shared.domain import state_events
 from clawbus.shared.domain.runs import new_run
-from clawbus.shared.intake.inbound import receive
 from clawbus.shared.store import Store
 from clawbus.shared.tools.registry import TOOLS
 from clawbus.shared.tools.tool_context import ToolContext

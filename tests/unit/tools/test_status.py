@@ -9,8 +9,8 @@ import pytest
 from pydantic import ValidationError
 
 from clawbus.shared.base.clock import FixedClock
+from clawbus.shared.commands.inbound import receive
 from clawbus.shared.domain.budgets import Override
-from clawbus.shared.intake.inbound import receive
 from clawbus.shared.store import Store
 from clawbus.shared.tools import status
 from clawbus.shared.tools.registry import TOOLS

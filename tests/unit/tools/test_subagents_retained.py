@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from clawbus.shared.base.clock import FixedClock
-from clawbus.shared.commands.subagent_targets import children
 from clawbus.shared.store import Store
 from clawbus.shared.tools.registry import TOOLS
+from clawbus.shared.tools.subagent_targets import children
 from clawbus.shared.tools.subagents_view import Child, FollowUp, follow_up_row
 from clawbus.shared.tools.tool_context import ToolContext
 from clawbus.shared.wire.models import Run, RunStatus, SessionEntry, ToolFailure

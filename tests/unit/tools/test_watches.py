@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from clawbus.shared.commands.inbound import receive
 from clawbus.shared.domain import state_events
-from clawbus.shared.intake.inbound import receive
 from clawbus.shared.runner.tool_schemas import parameters
 from clawbus.shared.store import Store
 from clawbus.shared.tools.registry import TOOLS

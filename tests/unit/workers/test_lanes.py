@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from clawbus.shared.commands.inbound import receive
 from clawbus.shared.config import Config
-from clawbus.shared.intake.inbound import receive
 from clawbus.shared.ports.dispatch import StepTask
 from clawbus.shared.runner.execution import Attempt
 from clawbus.shared.store import Store

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from redis import Redis
 
+from clawbus.shared.commands.inbound import receive
 from clawbus.shared.domain.runs import LaneHead
-from clawbus.shared.intake.inbound import receive
 from clawbus.shared.tools.registry import TOOLS
 from clawbus.shared.tools.tool_context import ToolContext
 from clawbus.shared.wire.models import InboundMessageParams

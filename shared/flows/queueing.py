@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 from clawbus.shared.config import Config
 from clawbus.shared.domain.runs import CancelOutcome, WhenBusy
+from clawbus.shared.flows.run_control import cancel_run
 from clawbus.shared.ports.dispatch import Dispatcher
 from clawbus.shared.ports.storage import Storage
-from clawbus.shared.runner.run_control import cancel_run
 from clawbus.shared.wire.models import QueueDrop, QueueMode, RunKind, SessionEntry
 from clawbus.shared.wire.send_schema import SendResult
 

@@ -1,4 +1,4 @@
-"""shared/commands/subagent_targets.py: a `/subagents` target may be a child's taskName, whole or a prefix,
+"""shared/tools/subagent_targets.py: a `/subagents` target may be a child's taskName, whole or a prefix,
 looked for among the listed children first, as the release resolves it."""
 
 from __future__ import annotations

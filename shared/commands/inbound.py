@@ -9,8 +9,9 @@ from clawbus.shared.domain import chains, idempotency, policy, state_events
 from clawbus.shared.domain.chains import Chain, ChainStopped
 from clawbus.shared.domain.runs import new_run
 from clawbus.shared.domain.sessions import new_entry
-from clawbus.shared.intake import queueing, threads
-from clawbus.shared.intake.queueing import QueueOptions
+from clawbus.shared.flows import queueing
+from clawbus.shared.flows.queueing import QueueOptions
+from clawbus.shared.intake import threads
 from clawbus.shared.intake.submit import AwaitRun, send_outcome, submit
 from clawbus.shared.tools.tool_context import ToolContext, require_agent
 from clawbus.shared.wire.models import (

@@ -12,8 +12,8 @@ import logging
 
 from clawbus.shared.config import Config
 from clawbus.shared.domain import attachments, subagents
+from clawbus.shared.flows import hot_window
 from clawbus.shared.ports.storage import Storage
-from clawbus.shared.runner import hot_window
 from clawbus.shared.wire.models import SessionEntry
 from clawbus.shared.wire.subagents_schema import MAX_RECENT_MINUTES
 

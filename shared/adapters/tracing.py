@@ -15,7 +15,8 @@ import logging
 import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any
+from importlib.metadata import entry_points
+from typing import TYPE_CHECKING, Any
 
 from opentelemetry import trace
 from opentelemetry.semconv.schemas import Schemas
@@ -27,10 +28,17 @@ from clawbus.shared.domain import output_budget
 from clawbus.shared.domain.redaction import redact
 from clawbus.shared.wire.models import Run, Usage
 
+if TYPE_CHECKING:
+    from opentelemetry.sdk.resources import Resource
+
 log = logging.getLogger(__name__)
 
 SCHEMA_URL = Schemas.V1_44_0.value
 TRACER = trace.get_tracer("clawbus", schema_url=SCHEMA_URL)
+# Where a span ran, beside ``clawbus.role``: the SDK's own detectors, by their entry-point names, give
+# ``process.pid`` (and the runtime), ``host.name`` and a ``service.instance.id`` per process, so one
+# worker's spans are told from another's on the same host and across hosts.
+WHERE_DETECTORS = ("process", "host", "service_instance")
 
 
 class _State:
@@ -49,7 +57,6 @@ def setup(config: Config, role: str) -> bool:
         return _State.enabled
     if not (from_env or settings.endpoint):
         return False
-    from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
     from opentelemetry.sdk.trace.sampling import ParentBased, TraceIdRatioBased
@@ -62,7 +69,7 @@ def setup(config: Config, role: str) -> bool:
         if os.environ.get("OTEL_TRACES_SAMPLER")
         else ParentBased(TraceIdRatioBased(settings.sample_ratio))
     )
-    provider = TracerProvider(resource=Resource.create(attributes), sampler=sampler)
+    provider = TracerProvider(resource=resource(attributes), sampler=sampler)
     provider.add_span_processor(BatchSpanProcessor(_exporter(settings, bool(from_env))))
     trace.set_tracer_provider(provider)
     from opentelemetry.instrumentation.httpx import HTTPXClientInstrumentor
@@ -72,6 +79,17 @@ def setup(config: Config, role: str) -> bool:
     _State.capture_content = settings.capture_content
     log.info("tracing to %s (%s)", from_env or settings.endpoint, _protocol(settings))
     return True
+
+
+def resource(attributes: Mapping[str, Any]) -> Resource:
+    """The process's resource: what the detectors of ``WHERE_DETECTORS`` find, then ``Resource.create``'s
+    (the SDK's defaults, ``OTEL_RESOURCE_ATTRIBUTES``, ``OTEL_SERVICE_NAME``) and ``attributes``: the last
+    of them win."""
+    from opentelemetry.sdk.resources import Resource, get_aggregated_resources
+
+    found = entry_points(group="opentelemetry_resource_detector")
+    detectors = [found[name].load()() for name in WHERE_DETECTORS if name in found.names]
+    return get_aggregated_resources(detectors).merge(Resource.create(dict(attributes)))
 
 
 def _protocol(settings: TracingConfig) -> str:

@@ -125,6 +125,13 @@ def test_a_waiting_send_is_one_trace_from_the_http_call_to_the_delivery(traced: 
     # captureContent is off: no text of the exchange is in any span.
     assert not any(SECRET in str(span.attributes) for span in receiver.spans)
     assert {span.resource["clawbus.role"] for span in spans} == {"api", "worker"}
+    # Each process says which it is: the API's spans and the worker's carry their own instance and pid.
+    where = {
+        (span.resource["clawbus.role"], span.resource["service.instance.id"], span.resource["process.pid"])
+        for span in spans
+    }
+    assert len(where) == 2
+    assert all(span.resource["host.name"] for span in spans)
     # The run and the flow name their trace (GET /v1/runs/{id}, GET /v1/flows/{id}).
     with Client(url, TOKEN) as client:
         assert client.get_run(result.run_id).trace_id == tool.trace_id

@@ -3,6 +3,9 @@ Spans come from a provider of the test's own (the process's global provider stay
 
 from __future__ import annotations
 
+import os
+import socket
+
 import pytest
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.trace import StatusCode
@@ -24,6 +27,21 @@ def test_otel_sdk_disabled_wins_over_an_endpoint(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setenv("OTEL_SDK_DISABLED", "true")
     config = Config.model_validate({"telemetry": {"tracing": {"endpoint": "http://127.0.0.1:9/v1/traces"}}})
     assert tracing.setup(config, "worker") is False
+
+
+def test_the_resource_says_which_process_on_which_host_the_spans_come_from(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OTEL_RESOURCE_ATTRIBUTES", "deployment.environment.name=staging")
+    first = tracing.resource({"clawbus.role": "worker", "service.name": "clawbus"}).attributes
+    again = tracing.resource({"clawbus.role": "worker", "service.name": "clawbus"}).attributes
+    assert first["process.pid"] == os.getpid()
+    assert first["host.name"] == socket.gethostname()
+    assert first["clawbus.role"] == "worker"
+    assert first["service.name"] == "clawbus"
+    assert first["deployment.environment.name"] == "staging"
+    # The instance is the process: its id stays (tests/integration/test_traces.py: two processes, two ids).
+    assert first["service.instance.id"] == again["service.instance.id"]
 
 
 def test_a_run_that_failed_ends_its_span_in_error_with_its_reason_redacted() -> None:

@@ -18,9 +18,9 @@ from pydantic import BaseModel, Field, ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from clawbus.api.waits import ShuttingDown
-from clawbus.shared.base.errors import ClawbusError, first_invalid
-from clawbus.shared.ports.storage import ColdStoreUnavailable
-from clawbus.shared.store.errors import NotReplicated, StoreFull, StoreUnavailable
+from clawbus.shared.base.errors import ClawbusError, Unavailable, first_invalid
+from clawbus.shared.ports.dispatch import DispatchUnavailable
+from clawbus.shared.ports.storage import ColdStoreUnavailable, NotReplicated, StoreFull
 
 log = logging.getLogger(__name__)
 
@@ -84,8 +84,10 @@ def not_found(message: str) -> ApiError:
     return ApiError(404, "not_found", message)
 
 
-def unavailable_message(exc: StoreUnavailable) -> str:
+def unavailable_message(exc: Unavailable) -> str:
     """What a client is told when Redis is away (every route answers it 503, with ``Retry-After``)."""
+    if isinstance(exc, DispatchUnavailable):
+        return "the queue is unavailable (the work may not have been queued); retry shortly"
     if isinstance(exc, NotReplicated):
         return f"the store's replicas did not confirm the write ({exc}); it may have been kept"
     if isinstance(exc, StoreFull):
@@ -163,8 +165,8 @@ def install(app: FastAPI) -> None:
     async def _stopping(_: Request, exc: ShuttingDown) -> JSONResponse:
         return error_response(503, "unavailable", str(exc), headers={"Retry-After": "1"}, run_id=exc.run_id)
 
-    @app.exception_handler(StoreUnavailable)
-    async def _redis_down(_: Request, exc: StoreUnavailable) -> JSONResponse:
+    @app.exception_handler(Unavailable)
+    async def _redis_down(_: Request, exc: Unavailable) -> JSONResponse:
         log.error("redis unavailable: %s", exc)
         return error_response(503, "unavailable", unavailable_message(exc), headers={"Retry-After": "1"})
 

@@ -20,7 +20,7 @@ from clawbus.api.auth import Principal
 from clawbus.api.errors import ApiError
 from clawbus.api.services import Services
 from clawbus.shared.domain.idempotency import HEADER, MAX_KEY_CHARS, KeyReused, fingerprint
-from clawbus.shared.store.errors import StoreUnavailable
+from clawbus.shared.ports.storage import StoreUnavailable
 
 log = logging.getLogger(__name__)
 

@@ -19,7 +19,7 @@ from typing import ParamSpec
 from clawbus.api.errors import unavailable_message
 from clawbus.shared.domain.redaction import scrub
 from clawbus.shared.ports.live import Live
-from clawbus.shared.store.errors import StoreUnavailable
+from clawbus.shared.ports.storage import StoreUnavailable
 
 KEEPALIVE_MS = 15_000
 # A lone comment line: no blank line after it, because a blank line ends an event, and some clients

@@ -35,7 +35,7 @@ from prometheus_client import Histogram
 from clawbus.shared.base import trace_context
 from clawbus.shared.base.errors import ClawbusError
 from clawbus.shared.ports.live import Ended, Live, Reconnected, Signal, Signals, SignalsLost, Subscribed
-from clawbus.shared.store.errors import StoreUnavailable
+from clawbus.shared.ports.storage import StoreUnavailable
 from clawbus.shared.wire.models import Run
 
 log = logging.getLogger(__name__)

@@ -19,9 +19,8 @@ from celery import Celery
 from kombu.exceptions import BatchPublishError, OperationalError
 
 from clawbus.shared.domain.runs import Enqueue, LaneHead
-from clawbus.shared.ports.dispatch import StepTask
+from clawbus.shared.ports.dispatch import DispatchUnavailable, StepTask
 from clawbus.shared.store.connection import RETRIES, RETRY_ON, Backoff
-from clawbus.shared.store.errors import StoreUnavailable
 from clawbus.workers import queues
 from clawbus.workers.messages import RunMessages
 
@@ -71,6 +70,6 @@ class CeleryDispatcher:
             except PUBLISH_FAILED as exc:
                 if retry > self._retries:
                     # As the store's commands fail when Redis is away: the API answers it with a 503.
-                    raise StoreUnavailable(f"enqueue of {name} failed: {exc}") from exc
+                    raise DispatchUnavailable(f"enqueue of {name} failed: {exc}") from exc
                 log.warning("sending %s %s failed (%s); sending it again", name, args, exc)
                 time.sleep(self._backoff.compute(retry))

@@ -188,8 +188,8 @@ def probe(
     ],
 ) -> None:
     """A liveness check for container probes: exit 0 if ``role`` is alive, 1 if not (reads Redis)."""
+    from clawbus.shared.ports.storage import StoreUnavailable
     from clawbus.shared.store import Store
-    from clawbus.shared.store.errors import StoreUnavailable
 
     config = load()
     store = Store.from_config(config)

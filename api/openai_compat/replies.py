@@ -20,7 +20,7 @@ from clawbus.api.openai_compat.errors import API_ERROR
 from clawbus.api.services import Services
 from clawbus.api.streams import KEEPALIVE_MS
 from clawbus.shared.domain.redaction import scrub
-from clawbus.shared.store.errors import StoreUnavailable
+from clawbus.shared.ports.storage import StoreUnavailable
 from clawbus.shared.wire.models import Run, RunStatus, Usage
 
 # What the release answers when a run ended well with nothing to say.

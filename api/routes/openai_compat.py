@@ -83,7 +83,7 @@ from clawbus.api.openai_compat.requests import (
 )
 from clawbus.api.services import Services
 from clawbus.api.waits import ShuttingDown
-from clawbus.shared.store.errors import StoreUnavailable
+from clawbus.shared.base.errors import Unavailable
 
 _CHAT, _RESPONSES, _MODELS = "/v1/chat/completions", "/v1/responses", "/v1/models"
 _OTHER_THAN_POST = ["GET", "PUT", "PATCH", "DELETE"]
@@ -122,7 +122,7 @@ def _translated(exc: Exception) -> OpenAIError | None:
         return OpenAIError(exc.status, exc.message, INVALID_REQUEST if exc.status < 500 else API_ERROR)
     if isinstance(exc, ShuttingDown):
         return OpenAIError(503, str(exc), API_ERROR, {"Retry-After": "1"})
-    if isinstance(exc, StoreUnavailable):
+    if isinstance(exc, Unavailable):
         return OpenAIError(503, unavailable_message(exc), API_ERROR, {"Retry-After": "1"})
     return None
 

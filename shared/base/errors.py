@@ -14,6 +14,12 @@ class ClawbusError(Exception):
     of a library's (docs/architecture.md, "Errors")."""
 
 
+class Unavailable(ClawbusError):
+    """A service behind a port cannot be reached after its client's own retries: the store
+    (``shared.ports.storage.StoreUnavailable``) or the broker (``shared.ports.dispatch.DispatchUnavailable``).
+    The call may or may not have taken effect; the API answers it with a 503 and ``Retry-After``."""
+
+
 class ToolError(ClawbusError):
     """A refusal with contract's text; tools turn it into ``{status, error}``, never into an exception."""
 

@@ -14,7 +14,7 @@ from pydantic import BaseModel
 from clawbus.shared.domain.chains import Window
 from clawbus.shared.domain.runs import Accepted, LaneHead, NewRun, WhenBusy
 from clawbus.shared.domain.state_events import StateEvent
-from clawbus.shared.ports.dispatch import Dispatcher
+from clawbus.shared.ports.dispatch import Dispatcher, DispatchUnavailable
 from clawbus.shared.ports.storage import Storage
 from clawbus.shared.wire.models import Flow, Run, SessionEntry
 from clawbus.shared.wire.send_schema import SendResult, accepted, result_of
@@ -108,7 +108,7 @@ def enqueue_accepted(dispatcher: Dispatcher, head: LaneHead) -> None:
     runs.dispatchGraceSeconds, so the run is late, not lost, and its caller goes on."""
     try:
         dispatcher.dispatch_run(head)
-    except Exception:
+    except DispatchUnavailable:
         log.exception("run %s accepted but not enqueued; the reaper will dispatch it", head.run_id)
 
 

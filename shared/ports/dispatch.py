@@ -5,6 +5,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Protocol
 
+from clawbus.shared.base.errors import Unavailable
 from clawbus.shared.domain.runs import Enqueue, LaneHead
 
 
@@ -14,6 +15,12 @@ class StepTask(StrEnum):
     REPLY_TURN = "reply_turn"
     ANNOUNCE = "announce"
     DELIVER = "deliver"
+
+
+class DispatchUnavailable(Unavailable):
+    """The broker did not take a message, after the dispatcher's own retries: the work was not queued, or
+    was and its confirmation was lost (a duplicate is harmless: every task claims before it acts). A run
+    already accepted is queued again by the reaper (``shared.intake.submit.enqueue_accepted``)."""
 
 
 class Dispatcher(Protocol):

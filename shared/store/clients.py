@@ -20,7 +20,8 @@ from redis.asyncio.client import PubSub as AsyncPubSub
 from redis.client import Pipeline, PubSub
 from redis.exceptions import ConnectionError, TimeoutError
 
-from clawbus.shared.store.errors import StoreUnavailable, out_of_memory
+from clawbus.shared.ports.storage import StoreUnavailable
+from clawbus.shared.store.errors import out_of_memory
 
 
 class _Translated:

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 
 from redis import Redis
 
-from clawbus.shared.store.errors import StoreUnavailable
+from clawbus.shared.ports.storage import StoreUnavailable
 from clawbus.shared.store.scripts import Scripts
 
 

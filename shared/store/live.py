@@ -31,9 +31,9 @@ from clawbus.shared.ports.live import (
     SignalsLost,
     Subscribed,
 )
+from clawbus.shared.ports.storage import StoreUnavailable
 from clawbus.shared.store.codec import decode
 from clawbus.shared.store.connection import RETRIES, RETRY_ON, Backoff, Budget, async_client
-from clawbus.shared.store.errors import StoreUnavailable
 from clawbus.shared.store.keys import RedisKeys
 from clawbus.shared.wire.models import Run
 

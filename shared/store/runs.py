@@ -46,8 +46,8 @@ from clawbus.shared.domain.runs import (
     WhenBusy,
 )
 from clawbus.shared.domain.state_events import StateEvent
+from clawbus.shared.ports.storage import NotReplicated, StoreUnavailable
 from clawbus.shared.store.codec import decode, encode, encode_values
-from clawbus.shared.store.errors import NotReplicated, StoreUnavailable
 from clawbus.shared.store.keys import RedisKeys
 from clawbus.shared.store.scripts import REPEAT_WINDOW_MS, ScriptCall, Scripts, call_id, run_pipelined
 from clawbus.shared.store.state_log import watch_arg

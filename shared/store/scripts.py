@@ -14,7 +14,8 @@ from redis import Redis
 from redis.commands.core import Script
 from redis.exceptions import NoScriptError, ReadOnlyError, ResponseError
 
-from clawbus.shared.store.errors import StoreUnavailable, out_of_memory
+from clawbus.shared.ports.storage import StoreUnavailable
+from clawbus.shared.store.errors import out_of_memory
 
 _LUA = resources.files("clawbus.shared.store") / "lua"
 _LIB = "_lib.lua"

@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 from redis import Redis
 
-from clawbus.shared.store.errors import StoreUnavailable
+from clawbus.shared.ports.storage import StoreUnavailable
 
 log = logging.getLogger(__name__)
 

@@ -13,8 +13,8 @@ from kombu import Connection
 
 from clawbus.shared.config import Config
 from clawbus.shared.domain.runs import LaneHead
+from clawbus.shared.ports.dispatch import DispatchUnavailable
 from clawbus.shared.store.connection import WORKER_RETRIES
-from clawbus.shared.store.errors import StoreUnavailable
 from clawbus.workers import broker, queues
 from clawbus.workers.celery_app import create_app
 from clawbus.workers.dispatch import CeleryDispatcher
@@ -95,14 +95,14 @@ def test_a_dispatch_made_while_redis_restarts_is_sent_once_redis_is_back(
         app.close()
 
 
-def test_a_dispatch_that_finds_redis_away_past_its_retries_fails_as_redis_unavailable(
+def test_a_dispatch_that_finds_redis_away_past_its_retries_fails_as_the_dispatch_ports_error(
     server: RedisServer,
 ) -> None:
     """What the API answers with a 503, as any call made while Redis is away; not kombu's own error."""
     app = create_app(Config.model_validate({"redis": {"url": server.url}}))
     try:
         server.stop()
-        with pytest.raises(StoreUnavailable):
+        with pytest.raises(DispatchUnavailable):
             CeleryDispatcher(app, retries=1).dispatch_run(LaneHead("run-1", "agent:main:main", "chat"))
     finally:
         app.close()

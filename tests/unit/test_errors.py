@@ -12,7 +12,7 @@ import clawbus.api as api
 import clawbus.shared as shared
 import clawbus.workers as workers
 from clawbus.shared.base.errors import ClawbusError
-from clawbus.shared.store.errors import NotReplicated, StoreUnavailable
+from clawbus.shared.ports.storage import NotReplicated, StoreUnavailable
 
 
 def exception_classes() -> Iterator[type[BaseException]]:

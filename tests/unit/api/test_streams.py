@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 from clawbus.api import streams
-from clawbus.shared.store.errors import StoreUnavailable
+from clawbus.shared.ports.storage import StoreUnavailable
 
 
 class LosingLive:

@@ -17,9 +17,9 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 from redis.retry import Retry
 
+from clawbus.shared.ports.storage import StoreUnavailable
 from clawbus.shared.store.clients import AsyncStoreClient, StoreClient
 from clawbus.shared.store.connection import RETRY_ON
-from clawbus.shared.store.errors import StoreUnavailable
 
 # What a case prepares on a fresh client, and the call that then finds Redis away.
 SyncCall = tuple[Callable[[StoreClient], Any], Callable[[Any], Any]]

@@ -11,7 +11,7 @@ from typing import Any
 import fakeredis
 import pytest
 
-from clawbus.shared.store.errors import StoreUnavailable
+from clawbus.shared.ports.storage import StoreUnavailable
 from clawbus.shared.store.keys import RedisKeys
 from clawbus.shared.store.live import LiveStore
 

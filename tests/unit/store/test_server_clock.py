@@ -10,7 +10,7 @@ import fakeredis
 import pytest
 from redis import Redis
 
-from clawbus.shared.store.errors import StoreUnavailable
+from clawbus.shared.ports.storage import StoreUnavailable
 from clawbus.shared.store.server_clock import RETRY_S, ServerClock
 
 REDIS_TIME = (1_800_000_000, 250_000)  # what TIME answers: seconds, microseconds

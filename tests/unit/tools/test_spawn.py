@@ -18,7 +18,7 @@ from clawbus.shared.config import Config
 from clawbus.shared.domain.sessions import transcript_path
 from clawbus.shared.flows import archive
 from clawbus.shared.flows.view import describe
-from clawbus.shared.ports.dispatch import StepTask
+from clawbus.shared.ports.dispatch import DispatchUnavailable, StepTask
 from clawbus.shared.ports.runtime import StepResult
 from clawbus.shared.store import Store
 from clawbus.shared.tools.registry import TOOLS
@@ -102,7 +102,7 @@ def test_a_child_whose_enqueue_fails_is_still_accepted_and_the_reaper_enqueues_i
     config, store, dispatcher = world()
 
     def redis_away(head: Any, delay_s: float = 0.0) -> None:
-        raise ConnectionError("Redis is away")
+        raise DispatchUnavailable("enqueue of clawbus.run failed: Redis is away")
 
     monkeypatch.setattr(dispatcher, "dispatch_run", redis_away)
     result = spawn(config, store, dispatcher)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Literal
 
+from clawbus_client import models as client
 from pydantic import Field
 
 from clawbus.shared.wire.models import Params, Wire
@@ -17,16 +18,11 @@ class AttachmentIn(Params):
     mime_type: str | None = Field(None, max_length=255)
 
 
-class AttachmentFile(Wire):
-    name: str
-    bytes: int
-    sha256: str
+class AttachmentFile(client.AttachmentFile, Wire):
+    pass
 
 
-class AttachmentReceipt(Wire):
+class AttachmentReceipt(client.AttachmentReceipt, Wire):
     """What was written for the child, as in ``.manifest.json``."""
 
-    rel_dir: str
-    count: int
-    total_bytes: int
     files: list[AttachmentFile]

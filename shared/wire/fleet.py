@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Literal
 
+from clawbus_client import models as client
 from pydantic import Field
 
 from clawbus.shared.wire.models import FleetStatus, Wire
@@ -13,26 +14,20 @@ from clawbus.shared.wire.models import FleetStatus, Wire
 BudgetSource = Literal["config", "runtime"]
 
 
-class AgentBudget(Wire):
+class AgentBudget(client.AgentBudget, Wire):
     """One agent's day: what it spent, its budget in force (None: not limited) and what is left of it."""
 
-    agent_id: str
-    spent_usd: float
-    spent_tokens: int
+    # Always written (null: not limited), though a null is left out on the wire.
     daily_usd: float | None
     daily_tokens: int | None
     left_usd: float | None
     left_tokens: int | None
-    # ``runtime``: an owner set a value at runtime (the other may still be the configuration's).
     source: BudgetSource
 
 
-class TreeBudget(Wire):
+class TreeBudget(client.TreeBudget, Wire):
     """One sub-agent tree (its root session): what its sub-agents spent, against ``maxTreeCostUsd``."""
 
-    root_key: str
-    spent_usd: float
-    spent_tokens: int
     max_tree_cost_usd: float | None
     left_usd: float | None
 
@@ -50,38 +45,23 @@ class ChainBudget(Wire):
     max_cycles: int
 
 
-class BudgetsView(Wire):
+class BudgetsView(client.BudgetsView, Wire):
     """``GET /v1/budgets``: every agent's spend on ``day`` (UTC), and every tree active in the last day."""
 
-    day: str
     agents: list[AgentBudget]
     trees: list[TreeBudget]
 
 
-class TrafficLimits(Wire):
+class TrafficLimits(client.TrafficLimits, Wire):
     """Per minute and at once; None: not limited (or not learned)."""
 
-    requests_per_minute: int | None = None
-    tokens_per_minute: int | None = None
-    concurrent: int | None = None
 
-
-class ModelTrafficRow(Wire):
-    model: str  # ``<provider>/<model>``
-    provider: str
-    model_id: str
+class ModelTrafficRow(client.ModelTrafficRow, Wire):
     limits: TrafficLimits
     learned: TrafficLimits
-    # Calls started in the last minute and their tokens, calls under way, calls waiting for capacity.
-    requests_in_window: int = 0
-    tokens_in_window: int = 0
-    in_flight: int = 0
-    waiting: int = 0
-    # What is left of the model's cooldown after a 429 (0: none).
-    cooldown_ms: int = 0
 
 
-class FleetView(FleetStatus):
+class FleetView(FleetStatus, client.FleetView, Wire):
     """``GET /v1/status``: the fleet's figures and its model traffic."""
 
     models: list[ModelTrafficRow] = Field(default_factory=list)

@@ -5,8 +5,9 @@ Kept apart from the tool's code, which needs the store: a thin client imports th
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
+from clawbus_client import models as client
 from pydantic import Field, model_validator
 
 from clawbus.shared.base.tool_args import (
@@ -54,28 +55,10 @@ class SessionsHistoryParams(Params):
         return self
 
 
-class PendingInputs(Wire):
+class PendingInputs(client.PendingInputs, Wire):
     """Messages accepted into the session that no run has taken in yet (queued behind its running run): one
     page of them, the newest first chosen and shown oldest first, as the release pages them."""
 
-    items: list[dict[str, Any]] = Field(default_factory=list)
-    # Every pending input, not only this page's.
-    total: int = 0
-    # Where the next (older) page starts: pass it back as ``pendingBefore``; absent on the oldest page.
-    next_before: int | None = None
 
-
-class SessionsHistoryResult(Wire):
-    session_key: str
-    messages: list[dict[str, Any]]
-    truncated: bool
-    dropped_messages: bool
-    content_truncated: bool
-    content_redacted: bool
-    bytes: int
+class SessionsHistoryResult(client.SessionsHistoryResult, Wire):
     pending_inputs: PendingInputs = Field(default_factory=PendingInputs)
-    # Paging, when an offset was asked for: where this page starts, where the next one does.
-    offset: int | None = None
-    next_offset: int | None = None
-    has_more: bool | None = None
-    total_messages: int | None = None

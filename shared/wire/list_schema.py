@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
+from clawbus_client import models as client
 from pydantic import BeforeValidator, Field, field_validator
 
 from clawbus.shared.base.session_keys import SessionKind
@@ -102,11 +103,10 @@ class SessionsListParams(Params):
         return None if kinds is None else [kind.lower() for kind in kinds]
 
 
-class Actor(Wire):
+class Actor(client.Actor, Wire):
     """Who made or owns a session, as the release writes it (an agent, for a spawned session)."""
 
     type: Literal["agent"] = "agent"
-    id: str
     identity: dict[str, str]
 
     @classmethod
@@ -114,66 +114,20 @@ class Actor(Wire):
         return cls(id=agent_id, identity={"type": "agent", "id": agent_id})
 
 
-class Owner(Wire):
+class Owner(client.Owner, Wire):
     actor: Actor
 
 
-class SessionRow(Wire):
+class SessionRow(client.SessionRow, Wire):
     """A ``sessions_list`` row: the release's fields (docs/contract.md §2), then clawbus's own."""
 
-    key: str
-    session_id: str
-    agent_id: str
     kind: SessionKind
-    channel: str
-    archived: bool = False
-    pinned: bool = False
-    label: str | None = None
     created_actor: Actor | None = None
     owner: Owner | None = None
-    spawned_workspace_dir: str | None = None
-    workspace_dir: str | None = None
-    display_name: str | None = None
-    parent_session_key: str | None = None
-    updated_at: int
-    # How many state changes the session has recorded (docs/contract.md §10), left out at 0 as the release
-    # leaves it out of a session with none.
-    state_version: int | None = None
-    # The bare model id (``gpt-4o-mini``), as the release shows it.
-    model: str | None = None
-    # The model's context window, and how much of it the latest context filled.
-    context_tokens: int | None = None
-    total_tokens: int | None = None
     status: Literal["queued", "running", "done", "failed", "killed", "timeout"] | None = None
-    aborted_last_run: bool | None = None
-    child_sessions: list[str] | None = None
-    derived_title: str | None = None
-    last_message_preview: str | None = None
-    messages: list[dict[str, Any]] | None = None
-    # clawbus's own, beyond the release's row (docs/contract.md, differences).
-    # The latest run: when it started, ended (unset while it runs) and how long it ran, or has run so far
-    # (what the release's gateway keeps on a session; its tool does not show them).
-    started_at: int | None = None
-    ended_at: int | None = None
-    runtime_ms: int | None = None
-    transcript_path: str | None = None
-    thinking_level: str | None = None
-    system_sent: bool | None = None
-    send_policy: str | None = None
-    queue_mode: str | None = None
-    last_channel: str | None = None
-    last_to: str | None = None
-    last_account_id: str | None = None
     delivery_context: DeliveryContext | None = None
-    spawned_by: str | None = None
-    spawn_depth: int | None = None
-    role: str | None = None
-    estimated_cost_usd: float | None = None
 
 
-class SessionsListResult(Wire):
-    count: int
+class SessionsListResult(client.SessionsListResult, Wire):
     sessions: list[SessionRow]
-    has_more: bool = False
-    next_offset: int | None = None
     limit_applied: int = 100

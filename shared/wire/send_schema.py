@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
+from clawbus_client import models as client
 from pydantic import AfterValidator, BeforeValidator, Field, model_validator
 
 from clawbus.shared.base.tool_args import optional_text, refused, required, required_text, whole_number
@@ -85,7 +86,7 @@ class SessionsSendParams(Params):
         return DEFAULT_TIMEOUT_SECONDS if self.timeout_seconds is None else self.timeout_seconds
 
 
-class AnnounceDelivery(Wire):
+class AnnounceDelivery(client.AnnounceDelivery, Wire):
     """What a send's result says of the announce's delivery (it is ``pending`` when the send returns)."""
 
     status: DeliveryState
@@ -96,24 +97,10 @@ class AnnounceDelivery(Wire):
 NO_REPLY_MESSAGE = "No visible reply or pending announcement. Continue or retry if needed."
 
 
-class SendResult(Wire):
-    run_id: str
-    # busy: a session whose queue mode is ``reject`` was running (runId: its running run); nothing queued.
+class SendResult(client.SendResult, Wire):
     status: Literal["accepted", "ok", "no_reply", "timeout", "error", "busy"]
-    session_key: str
-    # ``queued`` for a turn of its own, ``steered`` into the target's running turn.
     target_disposition: Literal["queued", "steered"] | None = None
     delivery: AnnounceDelivery | None = None
-    reply: str | None = None
-    message: str | None = None
-    error: str | None = None
-    # The run had started when it failed: the message did reach the target.
-    sent_before_error: bool | None = None
-    flow_id: str | None = None
-    # clawbus's own: a wait an HTTP request held shorter than asked (gateway.maxWaitSeconds), said so.
-    note: str | None = None
-    # Asked for with ``watch: true``: whether the caller now watches the target (the release's last field).
-    watched: bool | None = None
 
     @model_validator(mode="after")
     def _shape(self) -> SendResult:
@@ -161,14 +148,11 @@ def result_of(run_id: str, session_key: str, run: Run | None) -> SendResult:
     )
 
 
-class NotifyResult(Wire):
+class NotifyResult(client.NotifyResult, Wire):
     """``mode: "notify"``: the message is queued as context for the target's next turn; no run of the
     target's agent is started for it (docs/contract.md §4)."""
 
     status: Literal["queued"] = "queued"
-    session_key: str
-    # The note run that records it in the target's transcript, in turn (``GET /v1/runs/{id}``).
-    notification_id: str
     # The release's notification lives as long as its gateway process ("process"); clawbus's is an
     # accepted run in Redis, which outlives any process (docs/contract.md, differences: send-notify).
     durability: Literal["durable"] = "durable"

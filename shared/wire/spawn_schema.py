@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
+from clawbus_client import models as client
 from pydantic import AfterValidator, BeforeValidator, Field, model_validator
 
 from clawbus.shared.base.tool_args import (
@@ -172,19 +173,10 @@ PRIVATE_NOTE = (
 )
 
 
-class SpawnResult(Wire):
+class SpawnResult(client.SpawnResult, Wire):
     status: Literal["accepted"] = "accepted"
-    child_session_key: str
-    run_id: str
     mode: Literal["run", "session"]
-    expects_completion_message: bool = True
     completion_target: Literal["parent"] | None = None
     context: Literal["isolated", "fork"] = "isolated"
-    task_name: str | None = None
     note: str = NOTE
-    resolved_model: str | None = None
-    resolved_provider: str | None = None
-    model_applied: bool | None = None
     attachments: AttachmentReceipt | None = None
-    # The fan-out guard's warning: many reports of this session's children are unread.
-    warning: str | None = None

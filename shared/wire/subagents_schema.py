@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
+from clawbus_client import models as client
 from pydantic import BeforeValidator, Field, model_validator
 
 from clawbus.shared.base.tool_args import optional_text, refused, string_list, truthy, whole_number
@@ -88,24 +89,12 @@ class SubagentsParams(Params):
         return DEFAULT_RECENT_MINUTES if self.recent_minutes is None else self.recent_minutes
 
 
-class SubagentRow(Wire):
-    key: str
-    label: str | None = None
-    agent_id: str
-    depth: int
+class SubagentRow(client.SubagentRow, Wire):
     role: SpawnRole | None = None
-    spawned_by: str
     status: ChildStatus
-    runtime_ms: int
-    total_tokens: int | None = None
-    estimated_cost_usd: float | None = None
-    # Its report to its spawner is still to come.
-    pending_report: bool
-    # While it waits (sessions_yield): the children it still waits for.
-    waiting_for: int | None = None
 
 
-class Execution(Wire):
+class Execution(client.Execution, Wire):
     """What a sub-agent's run is doing now, as the release observes it: ``queued``, ``running``, ``waiting``
     (it yielded, for its children) or ``finished``."""
 
@@ -115,70 +104,31 @@ class Execution(Wire):
 TaskStatus = Literal["queued", "running", "completed", "failed", "timed_out", "cancelled"]
 
 
-class TaskRow(Wire):
+class TaskRow(client.TaskRow, Wire):
     """A task as the release's task registry shows it (``subagents`` list's ``tasks``): a spawn (runtime
     ``subagent``, one per spawned sub-agent of the tree, the task id being its spawn's flow id), or a run
     a spawner's ``sessions_send`` started in its child (runtime ``cli``, the task id being the run's)."""
 
-    task_id: str
     runtime: Literal["subagent", "cli"] = "subagent"
-    # ``pending`` until its report is delivered; ``delivered``; ``not_applicable`` (it reported nothing,
-    # ANNOUNCE_SKIP, or owes no report: expectsCompletionMessage false; a ``cli`` task delivers nothing);
-    # ``failed`` or ``blocked`` (the requester's send policy refused its channel).
-    delivery_status: str
     execution: Execution
     status: TaskStatus
-    label: str | None = None
-    # Its latest reply (a spawn's).
-    progress_summary: str | None = None
-    # How it ended, in a word (a ``cli`` task's): ``completed``, ``failed`` or ``aborted``.
-    terminal_summary: str | None = None
-    error: str | None = None
 
 
-class RunRow(Wire):
+class RunRow(client.RunRow, Wire):
     """One direct child, its latest run, as the release's ``active`` and ``recent`` rows show it."""
 
-    index: int
-    run_id: str
-    session_key: str
-    # The handle it was spawned with (``taskName``), when it has one.
-    task_name: str | None = None
-    label: str
-    task: str
-    # running, queued, done, failed, killed, timeout; ``waiting on N children`` (it yielded), ``active
-    # (waiting on N children)`` (its run ended, its children have not reported).
-    status: str
     execution: Execution
-    delivery_status: str | None = None
-    pending_descendants: int
-    runtime: str
-    runtime_ms: int
-    child_sessions: list[str] | None = None
-    model: str
-    # The size of its latest prompt (else its input and output tokens), as the release counts it.
-    total_tokens: int | None = None
-    started_at: int | None = None
-    ended_at: int | None = None
 
 
-class SubagentsList(Wire):
+class SubagentsList(client.SubagentsList, Wire):
     """The release's ``list`` result (its keys in its order), then clawbus's own rows: ``count`` and
     ``subagents`` (with ``recursive``, the whole tree), which its CLI, console and HTTP routes read."""
 
     status: Literal["ok"] = "ok"
     action: Literal["list"] = "list"
-    requester_session_key: str
-    caller_session_key: str
-    caller_is_subagent: bool
-    # Direct children the session has, ended or not (``recentMinutes`` does not bound it).
-    total: int
-    task_total: int
     tasks: list[TaskRow]
     active: list[RunRow]
     recent: list[RunRow]
-    text: str
-    count: int
     subagents: list[SubagentRow]
 
 
@@ -205,29 +155,18 @@ class TaskCancelled(Wire):
     reason: str | None = None
 
 
-class SubagentsKilled(Wire):
+class SubagentsKilled(client.SubagentsKilled, Wire):
     action: Literal["kill"] = "kill"
-    # The sessions stopped, the targets first, then what they spawned; each reports once, Status: killed.
-    killed: list[str]
 
 
-class SubagentSteered(Wire):
+class SubagentSteered(client.SubagentSteered, Wire):
     action: Literal["steer"] = "steer"
-    target: str
-    run_id: str
-    # ``next_step``: the running sub-agent takes the message in at its next model step; ``new_run``: it was
-    # not running, so the message starts a run of its own.
     delivered: Literal["next_step", "new_run"]
 
 
-class SubagentInfo(Wire):
+class SubagentInfo(client.SubagentInfo, Wire):
     action: Literal["info"] = "info"
     subagent: SubagentRow
-    created_at: int
-    updated_at: int
-    last_run_id: str | None = None
-    last_run_status: str | None = None
-    last_error: str | None = None
 
 
 def _model_arg(value: Any) -> str | None:
@@ -255,83 +194,40 @@ class SessionStatusParams(Params):
     )
 
 
-class StatusBudget(Wire):
+class StatusBudget(client.StatusBudget, Wire):
     """The card's agent's budget today (``shared.domain.budget_view``): a limit absent is no limit."""
 
-    daily_usd: float | None = None
-    daily_tokens: int | None = None
-    left_usd: float | None = None
-    left_tokens: int | None = None
-    # ``runtime``: an owner set it (PUT /v1/agents/{agentId}/budget); ``config``: the configuration's.
     source: Literal["config", "runtime"] = "config"
 
 
-class StateChanges(Wire):
+class StateChanges(client.StateChanges, Wire):
     """``session_status``'s ``stateChanges`` (with ``changesSince``), the release's shape: the events after
     the version asked for (at most 200: ``truncated`` when more follow), each ``{sequence, kind, actorType,
     occurredAt, summary, actorId?, runId?, payload?}``; the first event still kept; ``historyGap`` when
     some asked for are no longer kept (shared/domain/state_events.py)."""
 
-    events: list[dict[str, Any]]
-    truncated: bool
-    earliest_available_sequence: int
-    history_gap: bool
 
-
-class RunChain(Wire):
+class RunChain(client.RunChain, Wire):
     """A run's chain: its id, the run's hops on it and the sessions those hops reached."""
 
-    chain_id: str
-    hops: int
-    path: list[str]
 
-
-class SessionStatusCard(Wire):
+class SessionStatusCard(client.SessionStatusCard, Wire):
     """``session_status``'s details: the release's keys in its order, then clawbus's own (docs/contract.md
     §10). ``model``, ``modelProvider`` and ``modelOverride`` are there only when a ``model`` argument was
     given, as in the release; the session's model ref is always in ``modelRef``."""
 
+    # modelOverride is written out as null once a model argument was given (``wire``).
     ok: Literal[True] = True
-    session_key: str
-    agent_id: str
-    changed_model: bool = False
-    # How many state changes the session has recorded, and with ``changesSince`` those after it.
-    state_version: int = 0
     state_changes: StateChanges | None = None
-    # With a model argument: the model now in force (bare id), its provider, and the session's own
-    # override (None: cleared, the agent's model applies; written out as null).
-    model: str | None = None
-    model_provider: str | None = None
-    model_override: str | None = None
-    status_text: str
-    # A channel session's route: the channel its key names, and where its replies go.
-    origin: dict[str, str] | None = None
     delivery_context: DeliveryContext | None = None
-    # clawbus's own, beyond the release's details.
-    model_ref: str
     # ``session``: the session's own model (a PATCH, a spawn's model, this tool); ``agent``: its agent's.
     model_source: Literal["session", "agent"]
-    thinking: str | None = None
-    total_tokens: int | None = None
-    estimated_cost_usd: float | None = None
-    runs_queued: int
-    runs_running: int
     # What a message arriving now (on the session's last channel) does while the session is busy, and
     # whether that is the session's own mode or the configuration's (docs/contract.md §11).
     queue_mode: QueueMode
     queue_mode_source: Literal["session", "channel", "default"]
-    children_pending: int
-    # ``waiting for N children`` while it yields, ``waiting for model capacity`` while its run waits for
-    # its model's provider; else what its latest run did.
-    state: str
-    last_run_status: str | None = None
-    # Where the session's latest run is on its chain (docs/contract.md §4, "Chains").
     last_run_chain: RunChain | None = None
-    spawn_depth: int
     role: SpawnRole | None = None
-    # What the session's agent spent on model calls today (UTC), and its budget.
-    spent_usd: float | None = None
-    spent_tokens: int | None = None
     budget: StatusBudget | None = None
 
     def wire(self) -> dict[str, Any]:

@@ -1,5 +1,6 @@
 """clients/python: the thin client is a distribution of its own, versioned with the server, that loads
-nothing of the server side, and whose models read what the server's models write."""
+nothing of the server side, and whose models read what the server's models write: they are the server's
+models' bases, where the fields are declared once, read leniently."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ from pathlib import Path
 import clawbus_client
 import pytest
 from clawbus_client import models as client_models
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
+from clawbus.shared.wire import attachments as attachments_wire
 from clawbus.shared.wire import fleet as fleet_wire
 from clawbus.shared.wire import history_schema, list_schema, send_schema, spawn_schema, subagents_schema
 from clawbus.shared.wire import models as server_models
@@ -51,6 +53,7 @@ def test_the_client_depends_on_httpx_httpx_sse_and_pydantic_only() -> None:
 
 SERVER_MODULES = (
     server_models,
+    attachments_wire,
     fleet_wire,
     history_schema,
     list_schema,
@@ -90,3 +93,52 @@ def test_every_field_the_client_reads_is_one_the_server_writes(model: type[BaseM
 def test_every_field_the_server_writes_has_a_name_in_the_client(model: type[BaseModel]) -> None:
     """Not only kept as an extra: a field added to the server's model is added here too."""
     assert wire_names(server_model(model.__name__)) <= wire_names(model)
+
+
+@pytest.mark.parametrize("model", CLIENT_MODELS, ids=lambda model: model.__name__)
+def test_the_server_model_is_the_client_model_narrowed(model: type[BaseModel]) -> None:
+    """Its fields are declared once, in the client; the server's model keeps their order and its own
+    configuration (an unknown field ignored, not kept)."""
+    server = server_model(model.__name__)
+    assert issubclass(server, model)
+    assert list(server.model_fields)[: len(model.model_fields)] == list(model.model_fields)
+    assert server.model_config["extra"] == "ignore"
+    assert model.model_config["extra"] == "allow"
+
+
+def test_the_run_status_is_one_enum() -> None:
+    assert server_models.RunStatus is client_models.RunStatus
+
+
+def test_the_client_reads_a_newer_servers_answer() -> None:
+    """A value of a closed set it does not know is a string, a field it does not know is kept; the server's
+    own model refuses the one and ignores the other."""
+    written = {"runId": "r1", "status": "deferred", "sessionKey": "main", "queuePosition": 3}
+    read = client_models.SendResult.model_validate(written)
+    assert (read.status, read.model_extra) == ("deferred", {"queuePosition": 3})
+    assert read.wire() == written
+    with pytest.raises(ValidationError, match="status"):
+        send_schema.SendResult.model_validate(written)
+    kept = send_schema.SendResult.model_validate({**written, "status": "accepted"})
+    assert kept.model_extra in (None, {})
+    assert "queuePosition" not in kept.wire()
+
+
+def test_a_run_reads_back_as_the_server_wrote_it() -> None:
+    trace = "0af7651916cd43dd8448eb211c80319c"
+    run = server_models.Run(
+        run_id="r1",
+        session_key="agent:main:main",
+        agent_id="main",
+        kind="send",
+        status=server_models.RunStatus.OK,
+        seq=1,
+        created_at=1,
+        trace_parent=f"00-{trace}-b7ad6b7169203331-01",
+        sampling=server_models.Sampling(max_tokens=64),
+    )
+    read = client_models.Run.model_validate(run.wire())
+    assert (read.trace_id, run.trace_id) == (trace, trace)
+    assert read.status is client_models.RunStatus.OK
+    assert read.sampling == client_models.Sampling(max_tokens=64)
+    assert read.wire() == run.wire()

@@ -22,7 +22,7 @@ from typing import Any, Protocol
 
 import anyio
 import mcp_types as types
-from clawbus_client import ClawbusError, Client
+from clawbus_client import APIError, Client
 from clawbus_client.models import SendResult
 from fastapi.concurrency import run_in_threadpool
 from mcp.server.lowlevel import Server
@@ -210,7 +210,7 @@ class RemoteBackend:
             )
             if name == "sessions_send" and result.get("status") == "accepted":
                 result = await self._wait(result, arguments.get("timeoutSeconds", 30))
-        except ClawbusError as exc:
+        except APIError as exc:
             return ToolOutcome({"status": "error", "error": exc.message}, True)
         return ToolOutcome(result, _failed(result))
 
@@ -225,7 +225,7 @@ class RemoteBackend:
                 self._client.wait_run, sent.run_id, seconds, abandon_on_cancel=True
             )
         except anyio.get_cancelled_exc_class():
-            with anyio.CancelScope(shield=True), contextlib.suppress(ClawbusError):  # 409: it had ended
+            with anyio.CancelScope(shield=True), contextlib.suppress(APIError):  # 409: it had ended
                 await anyio.to_thread.run_sync(self._client.cancel_run, sent.run_id)
             raise
         return waited_send(sent, run).wire()

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from clawbus.api.waits import RunWaiter
 from clawbus.shared.config import Config
-from clawbus.shared.ports.dispatch import Dispatcher
+from clawbus.shared.ports.context import Context
 from clawbus.shared.ports.live import Live
 from clawbus.shared.store import Store
 from clawbus.shared.store.connection import Budget
@@ -17,11 +17,10 @@ from clawbus.workers.dispatch import CeleryDispatcher
 WAITS_CLIENT_NAME = "clawbus-api-waits"
 
 
-@dataclass
-class Services:
-    config: Config
+@dataclass(frozen=True)
+class Services(Context):
+    # The Redis adapter itself: the API process closes its connections at shutdown.
     store: Store
-    dispatcher: Dispatcher
     waiter: RunWaiter
     live: Live
 

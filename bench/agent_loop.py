@@ -42,6 +42,7 @@ from bench.stats import Latency
 from clawbus.shared.base.gc_pauses import FrozenHeap, freeze_started_heap
 from clawbus.shared.config import Config
 from clawbus.shared.domain.sessions import new_entry
+from clawbus.shared.ports.context import Context
 from clawbus.shared.runner.execution import Attempt, execute
 from clawbus.shared.runner.tool_schemas import tool_schemas
 from clawbus.shared.store import Store
@@ -174,7 +175,8 @@ def clawbus_steps(
     store = Store.from_config(config)
     # Collects what a tool call would enqueue: this benchmark executes the runs itself, in order.
     dispatcher = InlineDispatcher(store.redis)
-    operator = ToolContext.for_caller(config, store, dispatcher, "agent:main:webchat:direct:bench")
+    worker = Context(config, store, dispatcher)
+    operator = ToolContext.for_caller(worker, "agent:main:webchat:direct:bench")
     per_step: list[float] = []
     sessions = [f"agent:main:loop-{i}" for i in range(warmup + runs)]
     for session in sessions:  # opened as PUT /v1/sessions/{key} opens one (a send opens none), untimed
@@ -191,9 +193,7 @@ def clawbus_steps(
             if trips is not None:
                 trips.counting = i >= warmup
             started = time.perf_counter()
-            result = execute(
-                store, config, dispatcher, Attempt(head.run_id, head.session_key, owner="bench", attempt=0)
-            )
+            result = execute(worker, Attempt(head.run_id, head.session_key, owner="bench", attempt=0))
             elapsed = time.perf_counter() - started
             if trips is not None:
                 trips.counting = False

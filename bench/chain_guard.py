@@ -89,10 +89,10 @@ def run(stack: Stack, params: Params) -> Section:
         w = world(config, redis=client)
         for key in (CALLER, TARGET):
             w.store.sessions.create(new_entry(config, key, w.clock.now_ms()))
-        outside = ToolContext.for_caller(config, w.store, w.dispatcher, CALLER)
+        outside = ToolContext.for_caller(w, CALLER)
         first = _send(outside, TARGET)
         # Inside the run that send started (in b's session), sending back to a: hop 2, a on the path once.
-        inside = ToolContext.for_caller(config, w.store, w.dispatcher, TARGET, first.run_id)
+        inside = ToolContext.for_caller(w, TARGET, first.run_id)
         inside_cost, inside_s = _per_send(client, inside, CALLER, params.sends)
         outside_cost, outside_s = _per_send(client, outside, TARGET, params.sends)
         client.flushdb()

@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 import redis
 from celery import Celery
-from clawbus_client import ClawbusError, Client
+from clawbus_client import APIError, Client
 
 from bench import bare_celery
 from bench.stats import Latency, timed_calls
@@ -195,7 +195,7 @@ def api(env: dict[str, str], root: Path, processes: int = API_PROCESSES) -> Iter
         try:
             with Client(url, TOKEN) as client:
                 client.ready()
-        except (httpx.HTTPError, ClawbusError):
+        except (httpx.HTTPError, APIError):
             return False
         return True
 

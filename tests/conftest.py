@@ -27,7 +27,7 @@ BASE_CONFIG: dict[str, Any] = {
     "tools": {"sessions": {"visibility": "all"}, "agentToAgent": {"enabled": True}},
 }
 
-WorldFactory = Callable[..., tuple[Config, Store, InlineDispatcher]]
+WorldFactory = Callable[..., World]
 
 
 def merged(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
@@ -114,13 +114,12 @@ def ctx(inline: World) -> ToolContext:
 
 @pytest.fixture
 def world(clock: FixedClock) -> WorldFactory:
-    """For tests that need their own configuration: ``world(overrides, ...)`` gives the parts (config,
-    store, dispatcher) of another world, its config the overrides merged onto BASE_CONFIG in order, on a
-    fakeredis of its own and the test's ``clock``."""
+    """For tests that need their own configuration: ``world(overrides, ...)`` is another ``World``, its
+    config the overrides merged onto BASE_CONFIG in order, on a fakeredis of its own and the test's
+    ``clock``."""
 
-    def make(*overrides: dict[str, Any] | None) -> tuple[Config, Store, InlineDispatcher]:
-        made = world_of(make_config(*overrides), clock=clock)
-        return made.config, made.store, made.dispatcher
+    def make(*overrides: dict[str, Any] | None) -> World:
+        return world_of(make_config(*overrides), clock=clock)
 
     return make
 

@@ -22,7 +22,7 @@ def run_and_follow(ctx: WorkerContext, attempt: Attempt) -> AttemptResult:
     to an outside channel goes to its task. When the run's session has more runs waiting, the step goes
     to its task instead. A run task lost before it followed leaves the flow to the reaper, which advances
     it when it falls due."""
-    result = execute(ctx.store, ctx.config, ctx.dispatcher, attempt)
+    result = execute(ctx, attempt)
     if result.outcome is ClaimOutcome.EARLY:  # a collect run still gathering: back when its window closes
         head = LaneHead(attempt.run_id, attempt.session_key, "collect")
         ctx.dispatcher.dispatch_run(head, delay_s=result.retry_in_ms / 1000)

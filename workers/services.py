@@ -9,18 +9,15 @@ from dataclasses import dataclass
 
 from celery import current_app
 
-from clawbus.shared.config import Config, load_config
-from clawbus.shared.ports.dispatch import Dispatcher
+from clawbus.shared.config import load_config
+from clawbus.shared.ports.context import Context
 from clawbus.shared.store import Store
 from clawbus.shared.store.connection import WORKER_RETRIES
 from clawbus.workers.dispatch import CeleryDispatcher
 
 
 @dataclass(frozen=True, slots=True)
-class WorkerContext:
-    config: Config
-    store: Store
-    dispatcher: Dispatcher
+class WorkerContext(Context):
     # A run task performs its flow's next step itself (workers.lanes.run_and_follow). The inline test
     # harness may turn it off, to see each step go through its own task.
     follow_inline: bool = True

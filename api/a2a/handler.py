@@ -212,9 +212,7 @@ class ClawbusRequestHandler(RequestHandler):
         """Run control's cancel: queued at once, running as soon as its worker hears it (``canceled``)."""
         services = self._services
         run = await self._owned(caller_of(context), params.id)
-        cancelled = await run_in_threadpool(
-            run_control.cancel_cascading, services.config, services.store, services.dispatcher, run.run_id
-        )
+        cancelled = await run_in_threadpool(run_control.cancel_cascading, services, run.run_id)
         if cancelled.outcome is CancelOutcome.ENDED and cancelled.status is not RunStatus.ABORTED:
             raise TaskNotCancelableError(message=f"Task {run.run_id} already ended: {cancelled.status}")
         if cancelled.outcome is CancelOutcome.CANCELLING:
@@ -299,9 +297,7 @@ class ClawbusRequestHandler(RequestHandler):
             context_id = context_of(task.session_key) or context_id
             queue_mode = "steer"
         key = session_key(caller.agent_id, context_id)
-        ctx = ToolContext.for_caller(
-            services.config, services.store, services.dispatcher, key, owner=caller.principal.owner
-        )
+        ctx = ToolContext.for_caller(services, key, owner=caller.principal.owner)
         inbound = InboundMessageParams.model_validate(
             {
                 "message": text,

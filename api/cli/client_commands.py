@@ -12,7 +12,7 @@ from typing import Annotated, Any
 
 import httpx
 import typer
-from clawbus_client import ClawbusError, Client
+from clawbus_client import APIError, Client
 from clawbus_client.models import Flow, Model, NotifyResult, Run, RunStatus, SendResult, ToolFailure
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
@@ -40,7 +40,7 @@ def client_for(url: str | None, token: str | None) -> Client:
 def call(fn: Any, *args: Any, **kwargs: Any) -> Any:
     try:
         return fn(*args, **kwargs)
-    except ClawbusError as exc:
+    except APIError as exc:
         fail(f"{exc.status} {exc.type}: {exc.message}")
     except httpx.HTTPError as exc:
         fail(f"cannot reach the clawbus API: {exc} (is `clawbus up` running? set CLAWBUS_URL)")

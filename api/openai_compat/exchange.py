@@ -155,9 +155,7 @@ class Exchange:
             return
         services = self.services
         with anyio.CancelScope(shield=True):
-            await run_in_threadpool(
-                run_control.cancel_run, services.config, services.store, services.dispatcher, run_id
-            )
+            await run_in_threadpool(run_control.cancel_run, services, run_id)
 
 
 async def _disconnect(request: Request) -> None:

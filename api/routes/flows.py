@@ -58,5 +58,5 @@ async def cancel_flow(
 def _cancelled(services: Services, principal: Principal, flow_id: str) -> dict[str, Any]:
     with logs.bound(flow_id=flow_id):
         _flow_for(services, principal, flow_id)
-        run_control.cancel_flow(services.config, services.store, services.dispatcher, flow_id)
+        run_control.cancel_flow(services, flow_id)
         return scrubbed_flow(_flow_for(services, principal, flow_id)).wire()

@@ -36,9 +36,7 @@ def acting_as(
     token may not act for its agent (decided from the key alone), ``unknown_agent_status`` if its agent is
     not configured (404 in a path, 400 in a body)."""
     try:
-        ctx = ToolContext.for_caller(
-            services.config, services.store, services.dispatcher, session_key, run_id, owner=principal.owner
-        )
+        ctx = ToolContext.for_caller(services, session_key, run_id, owner=principal.owner)
     except session_keys.SessionKeyError as exc:
         raise bad_request(field, str(exc)) from None
     if not principal.may_act_as(ctx.caller_key):

@@ -134,9 +134,7 @@ async def cancel_run(
 async def _cancelled(services: Services, principal: Principal, run_id: str) -> dict[str, Any]:
     with logs.bound(run_id=run_id):
         await _run_for(services, principal, run_id)
-        cancelled = await run_in_threadpool(
-            run_control.cancel_cascading, services.config, services.store, services.dispatcher, run_id
-        )
+        cancelled = await run_in_threadpool(run_control.cancel_cascading, services, run_id)
         if cancelled.outcome is CancelOutcome.MISSING:
             raise not_found(f"Run not found: {run_id}")
         if cancelled.outcome is CancelOutcome.ENDED and cancelled.status is not RunStatus.ABORTED:

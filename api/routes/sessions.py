@@ -47,7 +47,7 @@ def list_sessions(
     if not principal.owner:
         raise forbidden("listing every session needs an owner token")
     params = SessionsListParams(kinds=kind, limit=limit, active_minutes=active_minutes)
-    return every_session(services.config, services.store, services.dispatcher, params)
+    return every_session(services, params)
 
 
 @router.get("/{key}", response_model=SessionEntry, response_model_exclude_none=True, responses=_errors)

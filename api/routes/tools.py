@@ -217,9 +217,7 @@ async def settle(
             with anyio.CancelScope(shield=True):
                 await run_in_threadpool(
                     run_control.cancel_run,
-                    services.config,
-                    services.store,
-                    services.dispatcher,
+                    services,
                     result.run_id,
                 )
         raise

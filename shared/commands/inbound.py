@@ -91,8 +91,8 @@ def receive(
     mode = queueing.mode_for(ctx.config, existing, inbound.channel, inbound.queue_mode)
     held = queueing.limits(ctx.config, existing, options, inbound.channel)
     if mode == "interrupt":
-        queueing.interrupt(ctx.config, ctx.store, ctx.dispatcher, session_key)
-    room = queueing.make_room(ctx.config, ctx.store, ctx.dispatcher, session_key, mode, held)
+        queueing.interrupt(ctx, session_key)
+    room = queueing.make_room(ctx, session_key, mode, held)
     if room.refused is not None:
         return ToolFailure(status="error", error=room.refused, run_id=run_id)
     text = inbound.message if room.summary is None else f"{room.summary}\n\n{inbound.message}"

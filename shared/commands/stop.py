@@ -10,10 +10,10 @@ from clawbus.shared.wire.models import CommandReply
 
 def stop(call: Call) -> Outcome:
     ctx = call.ctx
-    stopped = run_control.stop_session(ctx.config, ctx.store, ctx.dispatcher, ctx.caller_key)
+    stopped = run_control.stop_session(ctx, ctx.caller_key)
     # ... and everything the session spawned, down to the last grandchild.
     children = ctx.store.sessions.children(ctx.caller_key)
-    killed = run_control.kill_tree(ctx.config, ctx.store, ctx.dispatcher, children)
+    killed = run_control.kill_tree(ctx, children)
     return CommandReply(
         command="stop", status="ok", session_key=call.display, aborted=stopped, killed=killed or None
     )

@@ -71,13 +71,13 @@ def _kill(call: Call, seen: Children, words: list[str]) -> Outcome:
     ctx = call.ctx
     if words[0] in ("all", "*"):
         roots = ctx.store.sessions.children(ctx.caller_key)
-        killed = run_control.kill_tree(ctx.config, ctx.store, ctx.dispatcher, roots)
+        killed = run_control.kill_tree(ctx, roots)
         said = f"killed {_count(len(killed), 'subagent')}." if killed else "no running subagents to kill."
         return _killed(call, said, killed)
     found = resolve(seen, words[0])
     if isinstance(found, str):
         return call.failed(found)
-    killed = run_control.kill_tree(ctx.config, ctx.store, ctx.dispatcher, [found.entry.key])
+    killed = run_control.kill_tree(ctx, [found.entry.key])
     return _killed(call, _kill_text(found, killed), killed)
 
 

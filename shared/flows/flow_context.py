@@ -1,27 +1,27 @@
-"""What a flow step works with: the configuration, the store, the dispatcher, and whether it may run the
-step's run itself."""
+"""What a flow step works with: the configuration, the store, the dispatcher (a ``Context``), and whether
+it may run the step's run itself."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from clawbus.shared.config import Config
 from clawbus.shared.domain.runs import LaneHead, NewRun
 from clawbus.shared.intake.submit import submit
-from clawbus.shared.ports.dispatch import Dispatcher
-from clawbus.shared.ports.storage import Storage
+from clawbus.shared.ports.context import Context
 from clawbus.shared.wire.models import SessionEntry
 
 
 @dataclass(frozen=True, slots=True)
-class FlowContext:
-    config: Config
-    store: Storage
-    dispatcher: Dispatcher
+class FlowContext(Context):
     # Set by a step task that executes the step's run itself when the run may start at once (its lane is
     # free), saving a queue hop per step; otherwise runs are dispatched like any other.
     run_inline: Callable[[LaneHead], object] | None = None
+
+    @classmethod
+    def within(cls, ctx: Context) -> FlowContext:
+        """A flow step's context on ``ctx``'s ports, its runs dispatched (none run inline)."""
+        return cls(ctx.config, ctx.store, ctx.dispatcher)
 
     def start(self, session: SessionEntry, new: NewRun) -> None:
         accepted = submit(self.store, self.dispatcher, session, {}, new, dispatch=self.run_inline is None)

@@ -14,8 +14,7 @@ from dataclasses import dataclass
 from clawbus.shared.config import Config
 from clawbus.shared.domain.runs import CancelOutcome, WhenBusy
 from clawbus.shared.flows.run_control import cancel_run
-from clawbus.shared.ports.dispatch import Dispatcher
-from clawbus.shared.ports.storage import Storage
+from clawbus.shared.ports.context import Context
 from clawbus.shared.wire.models import QueueDrop, QueueMode, RunKind, SessionEntry
 from clawbus.shared.wire.send_schema import SendResult
 
@@ -105,16 +104,14 @@ def busy(session_key: str, running: str) -> SendResult:
     )
 
 
-def interrupt(config: Config, store: Storage, dispatcher: Dispatcher, session_key: str) -> list[str]:
+def interrupt(ctx: Context, session_key: str) -> list[str]:
     """``interrupt``: the running run is stopped (its text so far kept) and the queued messages dropped, so
     the new message runs next. Agent-to-agent runs in the lane go on. Returns the runs stopped."""
     stopped = []
-    for run_id in reversed(store.runs.lane(session_key)):  # the queued ones first: none becomes the head
-        run = store.runs.get(run_id)
+    for run_id in reversed(ctx.store.runs.lane(session_key)):  # the queued ones first: none becomes the head
+        run = ctx.store.runs.get(run_id)
         if run is not None and run.kind in PEOPLES and not run.status.terminal:
-            cancel_run(
-                config, store, dispatcher, run_id, "interrupted by a newer message (queue mode interrupt)"
-            )
+            cancel_run(ctx, run_id, "interrupted by a newer message (queue mode interrupt)")
             stopped.append(run_id)
     return stopped[::-1]
 
@@ -129,14 +126,7 @@ class Room:
     summary: str | None = None
 
 
-def make_room(
-    config: Config,
-    store: Storage,
-    dispatcher: Dispatcher,
-    session_key: str,
-    mode: QueueMode,
-    held: Limits,
-) -> Room:
+def make_room(ctx: Context, session_key: str, mode: QueueMode, held: Limits) -> Room:
     """The cap (``messages.queue.cap``, or the session's): the session's queued messages (not the running
     one) may not pass it; past it ``drop`` decides. Every drop is counted
     (``clawbus_messages_dropped_total``) and said on the dropped run or in the answer. Modes that add no
@@ -144,6 +134,7 @@ def make_room(
     or add nothing; ``collect``, whose messages fold into one run)."""
     if mode not in ("followup", "steer"):
         return Room()
+    store = ctx.store
     lane = store.runs.lane(session_key)
     queued = [
         run
@@ -163,9 +154,7 @@ def make_room(
     # Only what this message's cancels ended is dropped (counted, summarized): a run another client ended
     # meanwhile (a cancel, another message at the cap at the same time) was not dropped here.
     dropped = [
-        run
-        for run in queued[:over]
-        if cancel_run(config, store, dispatcher, run.run_id, reason).outcome is CancelOutcome.ABORTED
+        run for run in queued[:over] if cancel_run(ctx, run.run_id, reason).outcome is CancelOutcome.ABORTED
     ]
     if not dropped:
         return Room()

@@ -37,7 +37,7 @@ from clawbus.shared.domain.runs import (
 )
 from clawbus.shared.domain.traffic import CallClose
 from clawbus.shared.flows import hot_window
-from clawbus.shared.ports.dispatch import Dispatcher
+from clawbus.shared.ports.context import Context
 from clawbus.shared.ports.runtime import RunCancelled, RunTimedOut, StepRequest
 from clawbus.shared.ports.storage import Storage
 from clawbus.shared.runner import agent_loop, cancellation, leases
@@ -102,7 +102,8 @@ class _Left:
     repeatable: bool = False
 
 
-def execute(store: Storage, config: Config, dispatcher: Dispatcher, attempt: Attempt) -> AttemptResult:
+def execute(ctx: Context, attempt: Attempt) -> AttemptResult:
+    store, config = ctx.store, ctx.config
     # No flow until the run says which: the task may be another run's, or a flow step's.
     with logs.bound(run_id=attempt.run_id, session_key=attempt.session_key, flow_id=None):
         lease_ms = int(config.runs.lease_seconds * 1000)
@@ -124,7 +125,7 @@ def execute(store: Storage, config: Config, dispatcher: Dispatcher, attempt: Att
         ):
             if claim.attempts > 1:
                 tracing.taken_over(span, claim.attempts)
-            result = _claimed(store, config, dispatcher, attempt, claim, claim.state, lease_ms)
+            result = _claimed(ctx, attempt, claim, claim.state, lease_ms)
             _trace_outcome(span, result)
             return result
 
@@ -139,20 +140,15 @@ def _trace_outcome(span: Span, result: AttemptResult) -> None:
 
 
 def _claimed(
-    store: Storage,
-    config: Config,
-    dispatcher: Dispatcher,
-    attempt: Attempt,
-    claim: Claim,
-    state: ExecutionState,
-    lease_ms: int,
+    ctx: Context, attempt: Attempt, claim: Claim, state: ExecutionState, lease_ms: int
 ) -> AttemptResult:
+    store, config, dispatcher = ctx.store, ctx.config, ctx.dispatcher
     loop = LoopState.model_validate_json(state.memo) if state.memo else LoopState()
     with (
         leases.kept(store, attempt.session_key, claim.token, lease_ms) as lease,
         cancellation.watching(store, attempt.run_id, state.run.cancel_requested) as cancel,
     ):
-        finished = _run_agent(_Held(store, config, dispatcher, claim, state, lease, cancel), loop)
+        finished = _run_agent(_Held(config, store, dispatcher, claim, state, lease, cancel), loop)
     if isinstance(finished, _Parked):
         return AttemptResult(
             ClaimOutcome.CLAIMED, suspended=True, kind=state.run.kind, retry_in_ms=finished.due_in_ms
@@ -187,12 +183,9 @@ def _commit(store: Storage, state: ExecutionState, token: str, finished: _Finish
 
 
 @dataclass(frozen=True, slots=True)
-class _Held:
+class _Held(Context):
     """A claimed run, while this attempt holds its lease: what running its agent needs."""
 
-    store: Storage
-    config: Config
-    dispatcher: Dispatcher
     claim: Claim
     state: ExecutionState
     lease: leases.LeaseHandle

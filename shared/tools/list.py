@@ -10,8 +10,7 @@ from clawbus.shared.config import Config, Visibility
 from clawbus.shared.domain import visibility
 from clawbus.shared.domain.output_budget import clean
 from clawbus.shared.domain.sessions import channel_of, display_name, transcript_path
-from clawbus.shared.ports.dispatch import Dispatcher
-from clawbus.shared.ports.storage import Storage
+from clawbus.shared.ports.context import Context
 from clawbus.shared.tools.history_view import project, shown, transcript_source
 from clawbus.shared.tools.tool_context import ToolContext
 from clawbus.shared.wire.list_schema import Actor, Owner, SessionRow, SessionsListParams, SessionsListResult
@@ -212,10 +211,9 @@ def _indexed(
                 yield entry
 
 
-def every_session(
-    config: Config, store: Storage, dispatcher: Dispatcher, params: SessionsListParams
-) -> SessionsListResult:
+def every_session(ctx: Context, params: SessionsListParams) -> SessionsListResult:
     """The operator's listing: every session, as a caller that sees everything would."""
+    config = ctx.config
     tools = config.tools.model_copy(
         update={
             "sessions": config.tools.sessions.model_copy(update={"visibility": "all"}),
@@ -223,7 +221,7 @@ def every_session(
         }
     )
     seeing = config.model_copy(update={"tools": tools})
-    return _listing(ToolContext.for_caller(seeing, store, dispatcher, "main"), params)
+    return _listing(ToolContext.for_caller(Context(seeing, ctx.store, ctx.dispatcher), "main"), params)
 
 
 def _rows(ctx: ToolContext, entries: list[SessionEntry]) -> list[SessionRow]:

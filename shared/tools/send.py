@@ -128,7 +128,7 @@ def sessions_send(
     )
     # A busy target: the send's own queue mode (docs/contract.md §11); it never waits to be steered in.
     if params.queue_mode == "interrupt":
-        queueing.interrupt(ctx.config, ctx.store, ctx.dispatcher, target)
+        queueing.interrupt(ctx, target)
     when_busy = WhenBusy("reject") if params.queue_mode == "reject" else None
     window = ctx.chain_window()
     accepted = submit(ctx.store, ctx.dispatcher, entry, {}, new, flow, when_busy=when_busy, window=window)

@@ -153,7 +153,7 @@ def _cancel(ctx: ToolContext, task_id: str) -> TaskCancelled | ToolFailure:
         return _cancel_follow_up(ctx, task_id)
     if found.ended:
         return _terminal(task_id)
-    run_control.kill_tree(ctx.config, ctx.store, ctx.dispatcher, [found.entry.key])
+    run_control.kill_tree(ctx, [found.entry.key])
     return TaskCancelled(status="cancelled", task_id=task_id, found=True, cancelled=True)
 
 
@@ -168,7 +168,7 @@ def _cancel_follow_up(ctx: ToolContext, task_id: str) -> TaskCancelled | ToolFai
         return ToolFailure(status="forbidden", error=OUTSIDE)
     if follow.run.status.terminal:
         return _terminal(task_id)
-    cancelled = run_control.cancel_run(ctx.config, store, ctx.dispatcher, task_id, CANCEL_REASON)
+    cancelled = run_control.cancel_run(ctx, task_id, CANCEL_REASON)
     if cancelled.outcome not in (CancelOutcome.ABORTED, CancelOutcome.CANCELLING):
         # It ended (or went) between the look and the cancel.
         return _terminal(task_id)
@@ -235,7 +235,7 @@ def _kill(ctx: ToolContext, target: str) -> SubagentsKilled:
         roots = ctx.store.sessions.children(ctx.caller_key)
     else:
         roots = [_target(ctx, target).key]
-    return SubagentsKilled(killed=run_control.kill_tree(ctx.config, ctx.store, ctx.dispatcher, roots))
+    return SubagentsKilled(killed=run_control.kill_tree(ctx, roots))
 
 
 def _steer(ctx: ToolContext, child: SessionEntry, message: str) -> SubagentSteered:

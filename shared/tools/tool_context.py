@@ -9,15 +9,11 @@ from clawbus.shared.base import session_keys
 from clawbus.shared.base.errors import ToolError
 from clawbus.shared.config import Config
 from clawbus.shared.domain import chains, subagents
-from clawbus.shared.ports.dispatch import Dispatcher
-from clawbus.shared.ports.storage import Storage
+from clawbus.shared.ports.context import Context
 
 
 @dataclass(frozen=True, slots=True)
-class ToolContext:
-    config: Config
-    store: Storage
-    dispatcher: Dispatcher
+class ToolContext(Context):
     caller_key: str
     # The run this call is made from (an agent's tool call), for the agent-to-agent hop limit.
     origin_run_id: str | None = None
@@ -31,22 +27,18 @@ class ToolContext:
 
     @classmethod
     def for_caller(
-        cls,
-        config: Config,
-        store: Storage,
-        dispatcher: Dispatcher,
-        caller: str,
-        origin_run_id: str | None = None,
-        owner: bool = True,
+        cls, ctx: Context, caller: str, origin_run_id: str | None = None, owner: bool = True
     ) -> ToolContext:
-        """``caller`` as a client wrote it (``main`` by default); raises SessionKeyError if malformed."""
+        """A call on ``ctx``'s ports by ``caller`` as a client wrote it (``main`` by default); raises
+        SessionKeyError if malformed."""
+        config = ctx.config
         key = session_keys.canonical(
             caller,
             caller_agent=config.default_agent.id,
             main_key=config.session.main_key,
             global_scope=config.global_scope,
         )
-        return cls(config, store, dispatcher, key, origin_run_id, owner)
+        return cls(config, ctx.store, ctx.dispatcher, key, origin_run_id, owner)
 
     def new_run_id(self) -> str:
         if self.id_seed is None:

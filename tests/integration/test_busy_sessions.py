@@ -19,7 +19,7 @@ from typing import Any
 
 import httpx
 import pytest
-from clawbus_client import ClawbusError, Client
+from clawbus_client import APIError, Client
 from clawbus_client.models import CommandReply, Run, SendResult, ToolFailure
 
 from clawbus.shared.config import Config
@@ -247,7 +247,7 @@ def test_agent_to_agent_traffic_is_never_steered_into_nor_steers(busy: Busy) -> 
     assert isinstance(sent, SendResult)
     assert sent.status == "accepted"
     refusal = "queueMode: Input should be 'followup', 'reject' or 'interrupt'"
-    with pytest.raises(ClawbusError, match=re.escape(refusal)):
+    with pytest.raises(APIError, match=re.escape(refusal)):
         busy.a.sessions_send(key, "steer this", timeout_seconds=0, queue_mode="steer")
     assert busy.ended(first).reply == "heard: plan: steps=3 seconds=1.5"
     # It ran as a run of its own after the one that was running.

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from clawbus_client import ClawbusError, Client
+from clawbus_client import APIError, Client
 from clawbus_client.models import Run, SendResult, SessionsHistoryResult, SpawnResult
 
 from clawbus.shared.tools.history_view import text_of
@@ -291,7 +291,7 @@ def test_a_cancel_is_idempotent_and_an_ended_run_is_a_409_naming_its_status(
         done = client.wait_run(send(client, key()), timeout=30)
         assert done is not None
         assert done.status == "ok"
-        with pytest.raises(ClawbusError) as refused:
+        with pytest.raises(APIError) as refused:
             client.cancel_run(done.run_id)
         assert refused.value.status == 409
         assert refused.value.message == f"Run {done.run_id} already ended with status ok"
@@ -302,7 +302,7 @@ def test_a_cancel_is_idempotent_and_an_ended_run_is_a_409_naming_its_status(
         again = client.cancel_run(running)
         assert first.status == again.status == "aborted"
         assert again.ended_at == first.ended_at
-        with pytest.raises(ClawbusError) as missing:
+        with pytest.raises(APIError) as missing:
             client.cancel_run(str(uuid.uuid4()))
         assert missing.value.status == 404
 

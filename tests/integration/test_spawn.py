@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from clawbus_client import ClawbusError, Client
+from clawbus_client import APIError, Client
 from clawbus_client.models import SendResult, SessionsHistoryResult, SpawnResult
 
 from clawbus.shared.tools.history_view import text_of
@@ -110,7 +110,7 @@ def test_cleanup_delete_removes_the_child(client: Client) -> None:
     result = spawn(client, caller, cleanup="delete")
     finished(client, result.run_id)
     assert len(posted(client, peer)) == 1
-    with pytest.raises(ClawbusError) as caught:
+    with pytest.raises(APIError) as caught:
         client.get_session(result.child_session_key)
     assert caught.value.status == 404
 

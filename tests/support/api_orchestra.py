@@ -10,10 +10,9 @@ from fastapi.testclient import TestClient
 
 from clawbus.shared.config import Config
 from clawbus.shared.runner.execution import Attempt
-from clawbus.shared.store import Store
 from clawbus.workers import lanes
 from clawbus.workers.services import WorkerContext
-from clawbus.workers.testing import InlineDispatcher, drain
+from clawbus.workers.testing import World
 from tests.conftest import make_config
 from tests.support.api_app import TOKEN
 
@@ -60,19 +59,19 @@ def orchestra_config() -> Config:
     )
 
 
-def yielded_boss(http: TestClient, config: Config, store: Store, dispatcher: InlineDispatcher) -> str:
+def yielded_boss(http: TestClient, world: World) -> str:
     """Main (which has run once) spawned ``boss``, which spawned its three leaves and yielded; the leaves
     are queued, not run yet. Boss's session key."""
     http.post("/v1/sessions/main/messages", json={"message": "hello", "timeoutSeconds": 0})
-    drain(store, config, dispatcher)
+    world.drain()
     spawned = http.post(
         "/tools/invoke", json={"tool": "sessions_spawn", "args": {"task": "orchestrate", "label": "boss"}}
     ).json()["result"]["details"]
-    head = dispatcher.take_head()
+    head = world.dispatcher.take_head()
     assert head is not None
     assert head.run_id == spawned["runId"]
     # The worker's own code for this one run: the leaves it spawns stay queued.
-    worker = WorkerContext(config, store, dispatcher, follow_inline=False)
+    worker = WorkerContext(world.config, world.store, world.dispatcher, follow_inline=False)
     lanes.run_and_follow(worker, Attempt(head.run_id, head.session_key, owner="t", attempt=0))
     key: str = spawned["childSessionKey"]
     return key

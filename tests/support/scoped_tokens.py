@@ -15,9 +15,9 @@ from clawbus.api.app import create_app
 from clawbus.api.services import Services
 from clawbus.api.waits import RunWaiter
 from clawbus.shared.config import Config
-from clawbus.shared.store import Store
 from clawbus.shared.store.live import LiveStore
-from clawbus.workers.testing import InlineDispatcher
+from clawbus.shared.store.server_clock import ServerClock
+from clawbus.workers.testing import world
 from tests.conftest import make_config
 
 RESEARCH = "research-token-0123456789"
@@ -50,12 +50,13 @@ def scoped_config() -> Config:
 @pytest.fixture(name="http")
 def scoped_http(config: Config) -> Iterator[TestClient]:
     server = fakeredis.FakeServer()
-    store = Store(fakeredis.FakeRedis(server=server, decode_responses=True), config)
+    redis = fakeredis.FakeRedis(server=server, decode_responses=True)
+    w = world(config, clock=ServerClock(redis), redis=redis)
 
     def build(config: Config) -> Services:
         async_redis = fakeredis.FakeAsyncRedis(server=server, decode_responses=True)
-        live = LiveStore.on(async_redis, store.keys)
-        return Services(config, store, InlineDispatcher(store.redis), RunWaiter(live), live)
+        live = LiveStore.on(async_redis, w.store.keys)
+        return Services(config, w.store, w.dispatcher, RunWaiter(live), live)
 
     with TestClient(create_app(config, services=build)) as client:
         yield client

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from clawbus_client import ClawbusError, Client
+from clawbus_client import APIError, Client
 
 from clawbus.shared.config import Config
 from clawbus.shared.domain.sessions import new_entry
@@ -15,7 +15,7 @@ def first_run(client: Client, session_key: str) -> str | None:
     the input); None before that, or while the session does not exist."""
     try:
         result = client.sessions_history(session_key, include_tools=True, limit=10)
-    except ClawbusError:
+    except APIError:
         return None
     messages = getattr(result, "messages", [])  # a refusal (no such session yet) has none
     # A run's input is the message keyed by its run (``<runId>:user``), a person's or a forwarded one.

@@ -18,8 +18,8 @@ from clawbus.shared.tools.registry import TOOLS
 from clawbus.shared.tools.tool_context import ToolContext
 from clawbus.shared.wire.models import Message, RunStatus, ToolCallBlock
 from clawbus.shared.wire.send_schema import SendResult
-from clawbus.workers.testing import InlineDispatcher, drain, drain_runs
-from tests.conftest import BASE_CONFIG
+from clawbus.workers.testing import InlineDispatcher, World
+from tests.conftest import BASE_CONFIG, WorldFactory
 
 MAIN = "agent:main:main"
 RESEARCH = "agent:research:main"
@@ -64,8 +64,8 @@ def config() -> Config:
 
 
 @pytest.fixture
-def operator(config: Config, store: Store, dispatcher: InlineDispatcher) -> ToolContext:
-    return ToolContext.for_caller(config, store, dispatcher, "agent:main:webchat:direct:op")
+def operator(inline: World) -> ToolContext:
+    return inline.context("agent:main:webchat:direct:op")
 
 
 def tell_main(ctx: ToolContext, message: str) -> str:
@@ -74,13 +74,13 @@ def tell_main(ctx: ToolContext, message: str) -> str:
     return result.run_id
 
 
-def run_next(store: Store, config: Config, dispatcher: InlineDispatcher) -> AttemptResult:
-    head = dispatcher.take_head()
+def run_next(w: World) -> AttemptResult:
+    head = w.dispatcher.take_head()
     assert head is not None
-    result = execute(store, config, dispatcher, Attempt(head.run_id, head.session_key, owner="w", attempt=0))
+    result = execute(w, Attempt(head.run_id, head.session_key, owner="w", attempt=0))
     for woken in [result.next_head, *result.wake]:
         if woken is not None:
-            dispatcher.dispatch_run(woken)
+            w.dispatcher.dispatch_run(woken)
     return result
 
 
@@ -90,10 +90,10 @@ def tool_result(store: Store, session: str = MAIN) -> dict[str, Any]:
 
 
 def test_a_tool_call_is_answered_and_the_model_speaks_again(
-    operator: ToolContext, store: Store, config: Config, dispatcher: InlineDispatcher
+    operator: ToolContext, store: Store, inline: World
 ) -> None:
     run_id = tell_main(operator, "list please")
-    drain_runs(store, config, dispatcher)
+    inline.drain_runs()
     run = store.runs.get(run_id)
     assert run is not None
     assert run.status is RunStatus.OK
@@ -108,19 +108,19 @@ def test_a_tool_call_is_answered_and_the_model_speaks_again(
 
 
 def test_a_waiting_send_parks_the_run_and_the_reply_resumes_it(
-    operator: ToolContext, store: Store, config: Config, dispatcher: InlineDispatcher
+    operator: ToolContext, store: Store, dispatcher: InlineDispatcher, inline: World
 ) -> None:
     main_run = tell_main(operator, "ask research")
-    parked = run_next(store, config, dispatcher)
+    parked = run_next(inline)
     assert parked.suspended
     run = store.runs.get(main_run)
     assert run is not None
     assert run.status is RunStatus.RUNNING  # parked, not over, and holding no worker
     assert [h.session_key for h in dispatcher.heads] == [RESEARCH]
-    answered = run_next(store, config, dispatcher)
+    answered = run_next(inline)
     assert answered.status is RunStatus.OK
     assert [h.run_id for h in answered.wake] == [main_run]
-    resumed = run_next(store, config, dispatcher)
+    resumed = run_next(inline)
     assert resumed.status is RunStatus.OK
     run = store.runs.get(main_run)
     assert run is not None
@@ -133,17 +133,17 @@ def test_a_waiting_send_parks_the_run_and_the_reply_resumes_it(
 
 
 def test_a_wait_past_its_deadline_resumes_with_the_timeout_result(
-    operator: ToolContext, store: Store, config: Config, dispatcher: InlineDispatcher, clock: FixedClock
+    operator: ToolContext, store: Store, dispatcher: InlineDispatcher, clock: FixedClock, inline: World
 ) -> None:
     main_run = tell_main(operator, "ask research")
-    assert run_next(store, config, dispatcher).suspended
+    assert run_next(inline).suspended
     research_head = dispatcher.take_head()
     assert research_head is not None  # research never runs
     clock.advance(31)
     [stalled] = store.runs.reap()  # the parked run's lane is due at the wait's deadline
     assert stalled.run_id == main_run
     dispatcher.dispatch_run(stalled)
-    assert run_next(store, config, dispatcher).status is RunStatus.OK
+    assert run_next(inline).status is RunStatus.OK
     seen = tool_result(store)
     # The release's answer to a wait that ran out: the run is under way.
     assert (seen["status"], seen["targetDisposition"]) == ("accepted", "queued")
@@ -151,15 +151,15 @@ def test_a_wait_past_its_deadline_resumes_with_the_timeout_result(
 
 
 def test_a_wait_on_a_run_that_vanished_resumes_at_once_with_an_error(
-    operator: ToolContext, store: Store, config: Config, dispatcher: InlineDispatcher
+    operator: ToolContext, store: Store, dispatcher: InlineDispatcher, inline: World
 ) -> None:
     main_run = tell_main(operator, "ask research")
-    assert run_next(store, config, dispatcher).suspended
+    assert run_next(inline).suspended
     research_head = dispatcher.take_head()
     assert research_head is not None
     store.redis.delete(store.keys.run(research_head.run_id))  # its session was deleted meanwhile
     dispatcher.dispatch_run(LaneHead(main_run, MAIN, "send", main_run))  # the reaper, or any redelivery
-    assert run_next(store, config, dispatcher).status is RunStatus.OK  # not parked again, not spinning
+    assert run_next(inline).status is RunStatus.OK  # not parked again, not spinning
     seen = tool_result(store)
     assert seen["status"] == "error"
     assert (
@@ -169,12 +169,12 @@ def test_a_wait_on_a_run_that_vanished_resumes_at_once_with_an_error(
 
 
 def test_a_call_repeated_after_a_lost_worker_finds_its_ended_run_and_goes_on(
-    operator: ToolContext, store: Store, config: Config, dispatcher: InlineDispatcher
+    operator: ToolContext, store: Store, dispatcher: InlineDispatcher, inline: World
 ) -> None:
     main_run = tell_main(operator, "ask research")
-    assert run_next(store, config, dispatcher).suspended
+    assert run_next(inline).suspended
     research_run = dispatcher.heads[0].run_id
-    assert run_next(store, config, dispatcher).status is RunStatus.OK
+    assert run_next(inline).status is RunStatus.OK
     dispatcher.drop_heads()
     # As if the worker had died after the send but before the run parked: the memo knows of the call, not
     # of the wait, so the next attempt makes the call again.
@@ -183,17 +183,17 @@ def test_a_call_repeated_after_a_lost_worker_finds_its_ended_run_and_goes_on(
     store.redis.hset(store.keys.run(main_run), "memo", json.dumps(memo))
     store.redis.hset(store.keys.lease(MAIN), "owner", "lost-worker")
     store.redis.hset(store.keys.lease(MAIN), "expiresAt", 0)
-    result = execute(store, config, dispatcher, Attempt(main_run, MAIN, owner="w2", attempt=0))
+    result = execute(inline, Attempt(main_run, MAIN, owner="w2", attempt=0))
     assert result.status is RunStatus.OK  # the ended run answered at once: nothing parked
     assert tool_result(store)["runId"] == research_run
     assert store.runs.lane(RESEARCH) == []  # and no second send was queued
 
 
 def test_bad_arguments_come_back_to_the_model_naming_the_field(
-    operator: ToolContext, store: Store, config: Config, dispatcher: InlineDispatcher
+    operator: ToolContext, store: Store, inline: World
 ) -> None:
     tell_main(operator, "bad args")
-    drain_runs(store, config, dispatcher)
+    inline.drain_runs()
     seen = tool_result(store)
     assert seen["status"] == "error"
     assert seen["error"] == "message required"
@@ -201,10 +201,10 @@ def test_bad_arguments_come_back_to_the_model_naming_the_field(
 
 
 def test_an_unknown_tool_is_an_error_result_not_a_failed_run(
-    operator: ToolContext, store: Store, config: Config, dispatcher: InlineDispatcher
+    operator: ToolContext, store: Store, inline: World
 ) -> None:
     run_id = tell_main(operator, "unknown tool")
-    drain_runs(store, config, dispatcher)
+    inline.drain_runs()
     assert tool_result(store)["error"].startswith("Unknown tool: rm_rf (available: agents_list, ")
     run = store.runs.get(run_id)
     assert run is not None
@@ -212,10 +212,10 @@ def test_an_unknown_tool_is_an_error_result_not_a_failed_run(
 
 
 def test_a_model_that_keeps_calling_tools_is_stopped_at_max_steps(
-    operator: ToolContext, store: Store, config: Config, dispatcher: InlineDispatcher
+    operator: ToolContext, store: Store, inline: World
 ) -> None:
     run_id = tell_main(operator, "spin")
-    drain_runs(store, config, dispatcher)
+    inline.drain_runs()
     run = store.runs.get(run_id)
     assert run is not None
     assert run.status is RunStatus.ERROR
@@ -237,14 +237,10 @@ def test_a_repeated_tool_call_finds_the_run_the_first_one_made(
     assert store.runs.lane(RESEARCH) == [first.run_id]
 
 
-def test_a_sub_agent_calling_a_session_tool_is_refused_in_its_result(
-    store: Store, config: Config, dispatcher: InlineDispatcher
-) -> None:
-    spawned = TOOLS["sessions_spawn"].invoke(
-        ToolContext.for_caller(config, store, dispatcher, MAIN), {"task": "list please"}
-    )
+def test_a_sub_agent_calling_a_session_tool_is_refused_in_its_result(store: Store, inline: World) -> None:
+    spawned = TOOLS["sessions_spawn"].invoke(inline.context(MAIN), {"task": "list please"})
     child = spawned.wire()["childSessionKey"]
-    drain_runs(store, config, dispatcher)
+    inline.drain_runs()
     seen = tool_result(store, child)
     assert seen == {
         "status": "forbidden",
@@ -252,11 +248,9 @@ def test_a_sub_agent_calling_a_session_tool_is_refused_in_its_result(
     }
 
 
-def test_tool_turns_show_in_history_only_with_include_tools(
-    operator: ToolContext, store: Store, config: Config, dispatcher: InlineDispatcher
-) -> None:
+def test_tool_turns_show_in_history_only_with_include_tools(operator: ToolContext, inline: World) -> None:
     tell_main(operator, "list please")
-    drain_runs(store, config, dispatcher)
+    inline.drain_runs()
     history = TOOLS["sessions_history"]
     plain = history.invoke(operator, {"sessionKey": MAIN}).wire()["messages"]
     full = history.invoke(operator, {"sessionKey": MAIN, "includeTools": True}).wire()["messages"]
@@ -272,15 +266,14 @@ def test_tool_turns_show_in_history_only_with_include_tools(
 
 
 def test_a_sub_agent_allowed_sessions_send_is_still_refused_and_never_parks_on_a_send(
-    store: Store, dispatcher: InlineDispatcher
+    world: WorldFactory,
 ) -> None:
     """sessions_send is on the release's hard-deny list: tools.subagents.tools.allow cannot hand it to a
     sub-agent, so its call is refused in its result and its run ends without waiting on another session."""
-    config = Config.model_validate(
+    w = world(
         {
-            **BASE_CONFIG,
             "session": {"agentToAgent": {"maxPingPongTurns": 0}},
-            "tools": {**BASE_CONFIG["tools"], "subagents": {"tools": {"allow": ["sessions_send"]}}},
+            "tools": {"subagents": {"tools": {"allow": ["sessions_send"]}}},
             "agents": {
                 "list": [{"id": "main", "default": True, "model": "script/agent"}, {"id": "research"}]
             },
@@ -299,19 +292,19 @@ def test_a_sub_agent_allowed_sessions_send_is_still_refused_and_never_parks_on_a
             },
         }
     )
-    requester = ToolContext.for_caller(config, store, dispatcher, MAIN)
+    requester = w.context(MAIN)
     spawned = TOOLS["sessions_spawn"].invoke(requester, {"task": "ask research"}).wire()
-    done = drain(store, config, dispatcher)
+    done = w.drain()
     assert "run:send" not in done
-    assert tool_result(store, spawned["childSessionKey"]) == {
+    assert tool_result(w.store, spawned["childSessionKey"]) == {
         "status": "forbidden",
         "error": "sessions_send is not available in sub-agent sessions (tools.subagents.tools)",
     }
-    assert store.runs.lane(RESEARCH) == []
-    flow = store.flows.get(spawned["runId"])
+    assert w.store.runs.lane(RESEARCH) == []
+    flow = w.store.flows.get(spawned["runId"])
     assert flow is not None
     assert flow.status == "done"
-    child_run = store.runs.get(spawned["runId"])
+    child_run = w.store.runs.get(spawned["runId"])
     assert child_run is not None
     assert child_run.reply == "not mine to send"
 

@@ -10,22 +10,17 @@ import stat
 from pathlib import Path
 from typing import Any
 
-import fakeredis
 import pytest
 
-from clawbus.shared.base.clock import FixedClock
 from clawbus.shared.base.errors import ToolError
 from clawbus.shared.config import AttachmentsConfig
 from clawbus.shared.domain import attachments
-from clawbus.shared.store import Store
 from clawbus.shared.tools.registry import TOOLS
-from clawbus.shared.tools.tool_context import ToolContext
 from clawbus.shared.wire.attachments import AttachmentIn
 from clawbus.shared.wire.models import ToolFailure
 from clawbus.shared.wire.send_schema import SendResult
 from clawbus.shared.wire.spawn_schema import SpawnResult
-from clawbus.workers.testing import InlineDispatcher, drain
-from tests.conftest import make_config
+from tests.conftest import WorldFactory
 
 LIMITS = AttachmentsConfig(enabled=True, max_files=3, max_file_bytes=8, max_total_bytes=12)
 
@@ -217,15 +212,16 @@ def test_redacted_args_hide_every_content() -> None:
     assert args["attachments"][0]["content"] == "SECRET"
 
 
-def test_a_spawn_with_attachments_returns_the_receipt_and_stores_no_content(tmp_path: Path) -> None:
-    config = make_config(
+def test_a_spawn_with_attachments_returns_the_receipt_and_stores_no_content(
+    tmp_path: Path, world: WorldFactory
+) -> None:
+    w = world(
         {
             "agents": {"list": [{"id": "main", "default": True, "workspace": str(tmp_path)}]},
             "tools": {"sessions_spawn": {"attachments": {"enabled": True}}},
         }
     )
-    store = Store(fakeredis.FakeRedis(decode_responses=True), config, FixedClock())
-    ctx = ToolContext.for_caller(config, store, InlineDispatcher(store.redis), "main")
+    ctx = w.context("main")
     secret = "TOP-SECRET-ATTACHMENT-CONTENT"
     result = TOOLS["sessions_spawn"].invoke(
         ctx, {"task": "read it", "attachments": [{"name": "notes.txt", "content": secret}]}
@@ -234,35 +230,36 @@ def test_a_spawn_with_attachments_returns_the_receipt_and_stores_no_content(tmp_
     assert result.attachments is not None
     assert result.attachments.files[0].sha256 == hashlib.sha256(secret.encode()).hexdigest()
     assert (tmp_path / result.attachments.rel_dir / "notes.txt").read_text() == secret
-    for key in store.redis.keys("*"):
-        assert secret not in str(store.redis.dump(key))
-    run = store.runs.get(result.run_id)
+    for key in w.store.redis.keys("*"):
+        assert secret not in str(w.store.redis.dump(key))
+    run = w.store.runs.get(result.run_id)
     assert run is not None
     assert "Attachments: 1 file(s)" in (run.context or "")
 
 
-def test_a_refused_attachment_leaves_no_files_and_no_session(tmp_path: Path) -> None:
-    config = make_config(
+def test_a_refused_attachment_leaves_no_files_and_no_session(tmp_path: Path, world: WorldFactory) -> None:
+    w = world(
         {
             "agents": {"list": [{"id": "main", "default": True, "workspace": str(tmp_path)}]},
             "tools": {"sessions_spawn": {"attachments": {"enabled": True, "maxFiles": 1}}},
         }
     )
-    store = Store(fakeredis.FakeRedis(decode_responses=True), config, FixedClock())
-    ctx = ToolContext.for_caller(config, store, InlineDispatcher(store.redis), "main")
+    ctx = w.context("main")
     result = TOOLS["sessions_spawn"].invoke(
         ctx, {"task": "t", "attachments": [{"name": "a", "content": "x"}, {"name": "b", "content": "y"}]}
     )
     assert isinstance(result, ToolFailure)
     assert result.error == "attachments_file_count_exceeded (2 > 1)"
-    assert store.redis.keys("*") == []
+    assert w.store.redis.keys("*") == []
     assert not (tmp_path / ".openclaw").exists()
 
 
-def test_an_agents_spawn_call_is_stored_redacted_and_its_files_keep_the_content(tmp_path: Path) -> None:
+def test_an_agents_spawn_call_is_stored_redacted_and_its_files_keep_the_content(
+    tmp_path: Path, world: WorldFactory
+) -> None:
     secret = "TOP-SECRET-FROM-THE-MODEL"
     call = {"task": "read it", "attachments": [{"name": "notes.txt", "content": secret}]}
-    config = make_config(
+    w = world(
         {
             "session": {"agentToAgent": {"maxPingPongTurns": 0}},
             "agents": {
@@ -289,20 +286,18 @@ def test_an_agents_spawn_call_is_stored_redacted_and_its_files_keep_the_content(
             },
         }
     )
-    store = Store(fakeredis.FakeRedis(decode_responses=True), config, FixedClock())
-    dispatcher = InlineDispatcher(store.redis)
-    ctx = ToolContext.for_caller(config, store, dispatcher, "agent:main:webchat:direct:op")
+    ctx = w.context("agent:main:webchat:direct:op")
     sent = TOOLS["sessions_send"].invoke(
         ctx, {"sessionKey": "agent:main:main", "message": "spawn with a file", "timeoutSeconds": 0}
     )
     assert isinstance(sent, SendResult)
-    drain(store, config, dispatcher)
+    w.drain()
 
-    stored = [m for m in store.transcripts.last("agent:main:main", 20) if m.tool_calls]
+    stored = [m for m in w.store.transcripts.last("agent:main:main", 20) if m.tool_calls]
     [spawn_call] = stored[0].tool_calls
     assert spawn_call.arguments["attachments"][0]["content"] == attachments.REDACTED
-    assert "spawned" in [m.text for m in store.transcripts.last("agent:main:main", 20)]
-    for key in store.redis.keys("*"):
-        assert secret not in str(store.redis.dump(key)), key
+    assert "spawned" in [m.text for m in w.store.transcripts.last("agent:main:main", 20)]
+    for key in w.store.redis.keys("*"):
+        assert secret not in str(w.store.redis.dump(key)), key
     [written] = (tmp_path / ".openclaw" / "attachments").glob("*/notes.txt")
     assert written.read_text() == secret

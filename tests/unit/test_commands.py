@@ -13,8 +13,8 @@ from clawbus.shared.store import Store
 from clawbus.shared.tools.tool_context import ToolContext
 from clawbus.shared.wire.models import CommandReply, InboundMessageParams, ToolFailure
 from clawbus.shared.wire.send_schema import SendResult
-from clawbus.workers.testing import InlineDispatcher
-from tests.conftest import make_config
+from clawbus.workers.testing import InlineDispatcher, World
+from tests.conftest import WorldFactory, make_config
 
 KEY = "agent:main:telegram:direct:7"
 
@@ -24,8 +24,8 @@ def config() -> Config:
     return make_config({"commands": {"ownerAllowFrom": ["telegram:7"]}})
 
 
-def say(config: Config, store: Store, dispatcher: InlineDispatcher, text: str, sender: str = "7"):  # type: ignore[no-untyped-def]
-    ctx = ToolContext.for_caller(config, store, dispatcher, KEY)
+def say(w: World, text: str, sender: str = "7"):  # type: ignore[no-untyped-def]
+    ctx = w.context(KEY)
     return receive(
         ctx, InboundMessageParams(message=text, channel="telegram", sender_id=sender, timeout_seconds=0)
     )
@@ -41,9 +41,9 @@ def say(config: Config, store: Store, dispatcher: InlineDispatcher, text: str, s
     ],
 )
 def test_the_owner_sets_the_sessions_policy(
-    config: Config, store: Store, dispatcher: InlineDispatcher, command: str, stored: str, reply: str
+    store: Store, dispatcher: InlineDispatcher, command: str, stored: str, reply: str, inline: World
 ) -> None:
-    result = say(config, store, dispatcher, command)
+    result = say(inline, command)
     assert isinstance(result, CommandReply)
     assert (result.status, result.reply) == ("ok", reply)
     entry = store.sessions.get(KEY)
@@ -53,11 +53,9 @@ def test_the_owner_sets_the_sessions_policy(
 
 
 @pytest.mark.parametrize("word", ["inherit", "default", "reset"])
-def test_inherit_clears_the_override(
-    config: Config, store: Store, dispatcher: InlineDispatcher, word: str
-) -> None:
-    say(config, store, dispatcher, "/send off")
-    result = say(config, store, dispatcher, f"/send {word}")
+def test_inherit_clears_the_override(store: Store, word: str, inline: World) -> None:
+    say(inline, "/send off")
+    result = say(inline, f"/send {word}")
     assert isinstance(result, CommandReply)
     assert result.reply == "Send policy for this session: inherit (follows session.sendPolicy)."
     entry = store.sessions.get(KEY)
@@ -66,19 +64,15 @@ def test_inherit_clears_the_override(
 
 
 @pytest.mark.parametrize("text", ["/send", "/send maybe", "/send on now"])
-def test_no_or_a_bad_argument_gets_the_usage(
-    config: Config, store: Store, dispatcher: InlineDispatcher, text: str
-) -> None:
-    result = say(config, store, dispatcher, text)
+def test_no_or_a_bad_argument_gets_the_usage(text: str, inline: World) -> None:
+    result = say(inline, text)
     assert isinstance(result, CommandReply)
     assert result.reply == "Usage: /send on|off|inherit"
 
 
 @pytest.mark.parametrize("sender", ["8", None])
-def test_a_non_owner_is_refused_and_nothing_changes(
-    config: Config, store: Store, dispatcher: InlineDispatcher, sender: str | None
-) -> None:
-    ctx = ToolContext.for_caller(config, store, dispatcher, KEY)
+def test_a_non_owner_is_refused_and_nothing_changes(store: Store, sender: str | None, inline: World) -> None:
+    ctx = inline.context(KEY)
     result = receive(
         ctx,
         InboundMessageParams(message="/send off", channel="telegram", sender_id=sender, timeout_seconds=0),
@@ -88,48 +82,40 @@ def test_a_non_owner_is_refused_and_nothing_changes(
     assert store.sessions.get(KEY) is None
 
 
-def test_without_configured_owners_nobody_is_an_owner(store: Store, dispatcher: InlineDispatcher) -> None:
-    result = say(make_config(), store, dispatcher, "/send off")
+def test_without_configured_owners_nobody_is_an_owner(world: WorldFactory) -> None:
+    result = say(world(), "/send off")
     assert isinstance(result, CommandReply)
     assert result.status == "error"
 
 
-def test_a_denied_session_refuses_inbound_runs_until_turned_back_on(
-    config: Config, store: Store, dispatcher: InlineDispatcher
-) -> None:
-    say(config, store, dispatcher, "/send off")
-    refused = say(config, store, dispatcher, "hello")
+def test_a_denied_session_refuses_inbound_runs_until_turned_back_on(inline: World) -> None:
+    say(inline, "/send off")
+    refused = say(inline, "hello")
     assert isinstance(refused, ToolFailure)
     assert refused.error == "send blocked by session policy"
-    say(config, store, dispatcher, "/send on")
-    assert isinstance(say(config, store, dispatcher, "hello"), SendResult)
+    say(inline, "/send on")
+    assert isinstance(say(inline, "hello"), SendResult)
 
 
-def test_a_message_that_merely_mentions_the_command_is_a_normal_message(
-    config: Config, store: Store, dispatcher: InlineDispatcher
-) -> None:
-    assert isinstance(say(config, store, dispatcher, "how do I use /send off?"), SendResult)
+def test_a_message_that_merely_mentions_the_command_is_a_normal_message(inline: World) -> None:
+    assert isinstance(say(inline, "how do I use /send off?"), SendResult)
 
 
 @pytest.mark.parametrize("sender", ["7", "stranger-owner"])
-def test_stop_is_for_the_sessions_own_sender_and_owners(
-    store: Store, dispatcher: InlineDispatcher, sender: str
-) -> None:
-    config = make_config({"commands": {"ownerAllowFrom": ["telegram:stranger-owner"]}})
-    queued = say(config, store, dispatcher, "hello")
+def test_stop_is_for_the_sessions_own_sender_and_owners(world: WorldFactory, sender: str) -> None:
+    w = world({"commands": {"ownerAllowFrom": ["telegram:stranger-owner"]}})
+    queued = say(w, "hello")
     assert isinstance(queued, SendResult)
-    result = say(config, store, dispatcher, "/stop", sender=sender)
+    result = say(w, "/stop", sender=sender)
     assert isinstance(result, CommandReply)
     assert result.wire() == {"command": "stop", "status": "ok", "sessionKey": KEY, "aborted": [queued.run_id]}
-    assert store.runs.get(queued.run_id).status == "aborted"  # type: ignore[union-attr]
+    assert w.store.runs.get(queued.run_id).status == "aborted"  # type: ignore[union-attr]
 
 
-def test_stop_from_anyone_else_is_refused_and_stops_nothing(
-    config: Config, store: Store, dispatcher: InlineDispatcher
-) -> None:
-    queued = say(config, store, dispatcher, "hello")
+def test_stop_from_anyone_else_is_refused_and_stops_nothing(store: Store, inline: World) -> None:
+    queued = say(inline, "hello")
     assert isinstance(queued, SendResult)
-    result = say(config, store, dispatcher, "/stop", sender="8")
+    result = say(inline, "/stop", sender="8")
     assert isinstance(result, CommandReply)
     assert (result.status, result.error) == (
         "error",
@@ -175,9 +161,9 @@ def test_other_messages_are_not_commands(text: str) -> None:
     ["/status", "/queue", "/queue steer", "/subagents list", "/agents", "/session unbind", "/tell hi"],
 )
 def test_every_command_is_refused_to_anyone_but_owners_and_the_own_sender(
-    config: Config, store: Store, dispatcher: InlineDispatcher, command: str
+    dispatcher: InlineDispatcher, command: str, inline: World
 ) -> None:
-    result = say(config, store, dispatcher, command, sender="8")
+    result = say(inline, command, sender="8")
     assert isinstance(result, CommandReply)
     name = {"/tell": "/steer"}.get(command.split()[0], command.split()[0])
     assert (result.status, result.error) == (
@@ -187,18 +173,16 @@ def test_every_command_is_refused_to_anyone_but_owners_and_the_own_sender(
     assert dispatcher.heads == []
 
 
-def test_an_owner_writing_in_another_chat_may_run_them(store: Store, dispatcher: InlineDispatcher) -> None:
-    config = make_config({"commands": {"ownerAllowFrom": ["telegram:boss"]}})
-    result = say(config, store, dispatcher, "/status", sender="boss")
+def test_an_owner_writing_in_another_chat_may_run_them(world: WorldFactory) -> None:
+    w = world({"commands": {"ownerAllowFrom": ["telegram:boss"]}})
+    result = say(w, "/status", sender="boss")
     assert isinstance(result, CommandReply)
     assert result.status == "ok"
 
 
-def test_an_owner_sender_behind_a_token_that_is_no_owners_is_not_one(
-    store: Store, dispatcher: InlineDispatcher
-) -> None:
-    config = make_config({"commands": {"ownerAllowFrom": ["telegram:boss"]}})
-    ctx = ToolContext.for_caller(config, store, dispatcher, KEY, owner=False)
+def test_an_owner_sender_behind_a_token_that_is_no_owners_is_not_one(world: WorldFactory) -> None:
+    w = world({"commands": {"ownerAllowFrom": ["telegram:boss"]}})
+    ctx = ToolContext.for_caller(w, KEY, owner=False)
     result = receive(
         ctx, InboundMessageParams(message="/status", channel="telegram", sender_id="boss", timeout_seconds=0)
     )

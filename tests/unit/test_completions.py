@@ -105,7 +105,7 @@ def test_a_relay_that_fails_posts_the_report_itself() -> None:
 def test_the_relay_runs_once_however_often_the_flow_is_advanced() -> None:
     w = fleet()
     result = spawned(w)
-    ctx = FlowContext(w.config, w.store, w.dispatcher)
+    ctx = FlowContext.within(w)
     for _ in range(3):
         advance(ctx, result.run_id)
     w.drain()

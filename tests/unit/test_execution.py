@@ -24,7 +24,7 @@ from clawbus.shared.tools.registry import TOOLS
 from clawbus.shared.tools.tool_context import ToolContext
 from clawbus.shared.wire.models import Message, RunStatus
 from clawbus.shared.wire.send_schema import SendResult
-from clawbus.workers.testing import InlineDispatcher, drain_runs
+from clawbus.workers.testing import InlineDispatcher, World
 from tests.conftest import BrokenModel, WorldFactory
 from tests.support.fake_openai import FakeOpenAI, Reply, fake_openai, text, tool
 from tests.support.sessions import open_sessions
@@ -47,33 +47,27 @@ def send(ctx: ToolContext, message: str, target: str = TARGET) -> str:
 
 
 def test_runs_of_one_session_execute_one_at_a_time_in_acceptance_order(
-    ctx: ToolContext, store: Store, config: Config, dispatcher: InlineDispatcher
+    ctx: ToolContext, store: Store, dispatcher: InlineDispatcher, inline: World
 ) -> None:
     run_ids = [send(ctx, f"m{i}") for i in range(4)]
     assert [h.run_id for h in dispatcher.heads] == run_ids[:1]  # only the head is enqueued
-    drain_runs(store, config, dispatcher)
+    inline.drain_runs()
     texts = [m.text for m in store.transcripts.last(TARGET, 20)]
     assert texts == [t for i in range(4) for t in (f"m{i}", f"echo: m{i}")]
 
 
 def test_a_duplicate_delivery_of_a_finished_run_does_nothing(
-    ctx: ToolContext, store: Store, config: Config, dispatcher: InlineDispatcher
+    ctx: ToolContext, store: Store, inline: World
 ) -> None:
     run_id = send(ctx, "once")
-    drain_runs(store, config, dispatcher)
-    again = execute(
-        store, config, InlineDispatcher(store.redis), Attempt(run_id, TARGET, owner="late", attempt=0)
-    )
+    inline.drain_runs()
+    again = execute(inline, Attempt(run_id, TARGET, owner="late", attempt=0))
     assert again.outcome is ClaimOutcome.DONE
     assert store.transcripts.length(TARGET) == 2
 
 
 def test_a_retried_attempt_commits_the_memoized_reply_without_asking_the_model(
-    ctx: ToolContext,
-    store: Store,
-    config: Config,
-    dispatcher: InlineDispatcher,
-    monkeypatch: pytest.MonkeyPatch,
+    ctx: ToolContext, store: Store, monkeypatch: pytest.MonkeyPatch, inline: World
 ) -> None:
     run_id = send(ctx, "expensive")
     claim = store.runs.claim(run_id, TARGET, owner="t1", attempt=0, lease_ms=30_000, max_attempts=3)
@@ -87,9 +81,7 @@ def test_a_retried_attempt_commits_the_memoized_reply_without_asking_the_model(
         raise AssertionError("the model was asked twice")
 
     monkeypatch.setattr("clawbus.shared.runner.execution.runtime_for", no_model)
-    result = execute(
-        store, config, InlineDispatcher(store.redis), Attempt(run_id, TARGET, owner="t1", attempt=1)
-    )  # the retry after loss
+    result = execute(inline, Attempt(run_id, TARGET, owner="t1", attempt=1))  # the retry after loss
     assert result.status is RunStatus.OK
     run = store.runs.get(run_id)
     assert run is not None
@@ -98,15 +90,11 @@ def test_a_retried_attempt_commits_the_memoized_reply_without_asking_the_model(
 
 
 def test_a_failing_runtime_ends_the_run_in_error_and_the_lane_moves_on(
-    ctx: ToolContext,
-    store: Store,
-    config: Config,
-    dispatcher: InlineDispatcher,
-    monkeypatch: pytest.MonkeyPatch,
+    ctx: ToolContext, store: Store, monkeypatch: pytest.MonkeyPatch, inline: World
 ) -> None:
     monkeypatch.setattr("clawbus.shared.runner.execution.runtime_for", lambda *_: BrokenModel())
     failed, after = send(ctx, "one"), send(ctx, "two")
-    results = drain_runs(store, config, dispatcher)
+    results = inline.drain_runs()
     assert [r.status for r in results] == [RunStatus.ERROR, RunStatus.ERROR]
     run = store.runs.get(failed)
     assert run is not None
@@ -116,17 +104,12 @@ def test_a_failing_runtime_ends_the_run_in_error_and_the_lane_moves_on(
 
 
 def test_a_run_whose_worker_keeps_dying_ends_in_error(
-    ctx: ToolContext, store: Store, config: Config, dispatcher: InlineDispatcher
+    ctx: ToolContext, store: Store, config: Config, inline: World
 ) -> None:
     run_id = send(ctx, "poison")
     for attempt in range(config.runs.max_attempts):
         store.runs.claim(run_id, TARGET, owner="t", attempt=attempt, lease_ms=1, max_attempts=3)
-    result = execute(
-        store,
-        config,
-        InlineDispatcher(store.redis),
-        Attempt(run_id, TARGET, owner="t", attempt=config.runs.max_attempts),
-    )
+    result = execute(inline, Attempt(run_id, TARGET, owner="t", attempt=config.runs.max_attempts))
     assert result.status is RunStatus.ERROR
     run = store.runs.get(run_id)
     assert run is not None
@@ -134,22 +117,18 @@ def test_a_run_whose_worker_keeps_dying_ends_in_error(
 
 
 def test_a_busy_lane_is_left_to_the_lease_holder(
-    ctx: ToolContext, store: Store, config: Config, clock: FixedClock
+    ctx: ToolContext, store: Store, clock: FixedClock, inline: World
 ) -> None:
     run_id = send(ctx, "held")
     store.runs.claim(run_id, TARGET, owner="holder", attempt=0, lease_ms=30_000, max_attempts=3)
-    result = execute(
-        store, config, InlineDispatcher(store.redis), Attempt(run_id, TARGET, owner="someone-else", attempt=0)
-    )
+    result = execute(inline, Attempt(run_id, TARGET, owner="someone-else", attempt=0))
     assert result.outcome is ClaimOutcome.BUSY
     assert store.transcripts.length(TARGET) == 1
 
 
-def test_usage_lands_on_the_run_and_the_session(
-    ctx: ToolContext, store: Store, config: Config, dispatcher: InlineDispatcher
-) -> None:
+def test_usage_lands_on_the_run_and_the_session(ctx: ToolContext, store: Store, inline: World) -> None:
     run_id = send(ctx, "count me")
-    drain_runs(store, config, dispatcher)
+    inline.drain_runs()
     run = store.runs.get(run_id)
     entry = store.sessions.get(TARGET)
     assert run is not None
@@ -160,11 +139,7 @@ def test_usage_lands_on_the_run_and_the_session(
 
 
 def test_a_runtime_sees_as_much_history_as_it_asks_for(
-    ctx: ToolContext,
-    store: Store,
-    config: Config,
-    dispatcher: InlineDispatcher,
-    monkeypatch: pytest.MonkeyPatch,
+    ctx: ToolContext, monkeypatch: pytest.MonkeyPatch, inline: World
 ) -> None:
     seen: list[list[str]] = []
 
@@ -180,18 +155,18 @@ def test_a_runtime_sees_as_much_history_as_it_asks_for(
     for window in (1, 3):
         monkeypatch.setattr("clawbus.shared.runner.execution.runtime_for", lambda *_, w=window: Reader(w))
         send(ctx, f"w{window}")
-        drain_runs(store, config, dispatcher)
+        inline.drain_runs()
     assert seen == [["w1"], ["w1", "r", "w3"]]
 
 
 def test_a_session_whose_model_is_no_longer_configured_ends_its_run_with_a_clear_error(
-    ctx: ToolContext, store: Store, config: Config, dispatcher: InlineDispatcher
+    ctx: ToolContext, store: Store, config: Config, inline: World
 ) -> None:
     run_id = send(ctx, "hello")
     entry = store.sessions.get(TARGET)
     assert entry is not None
     store.sessions.patch(entry, SessionPatch({"model": "gone/model"}))  # set under an older config
-    drain_runs(store, config, dispatcher)
+    inline.drain_runs()
     run = store.runs.get(run_id)
     assert run is not None
     assert run.status is RunStatus.ERROR
@@ -200,17 +175,17 @@ def test_a_session_whose_model_is_no_longer_configured_ends_its_run_with_a_clear
 
 
 def test_a_runs_reply_is_the_models_prose_while_its_transcript_keeps_what_it_wrote(
-    ctx: ToolContext, store: Store, config: Config, dispatcher: InlineDispatcher
+    ctx: ToolContext, store: Store, inline: World
 ) -> None:
     run_id = send(ctx, "<think>weigh it</think>the answer<|im_end|>")
-    drain_runs(store, config, dispatcher)
+    inline.drain_runs()
     run = store.runs.get(run_id)
     assert run is not None
     assert run.reply == "echo: the answer"
     assert store.transcripts.last(TARGET, 1)[0].text == "echo: <think>weigh it</think>the answer<|im_end|>"
 
 
-def _on_the_model(world: WorldFactory, server: FakeOpenAI) -> tuple[Config, Store, InlineDispatcher]:
+def _on_the_model(world: WorldFactory, server: FakeOpenAI) -> World:
     """A world whose agent's model is the fake server's."""
     provider = {"type": "openai", "baseUrl": server.url, "models": ["m"]}
     return world(
@@ -237,13 +212,13 @@ def test_a_run_of_four_model_steps_whose_tools_only_read_makes_seven_round_trips
     says how long the transcript is: what a link between a worker and Redis costs a run (docs/capacity.md,
     figures 6 and 19)."""
     with fake_openai(default=_four_steps) as server:
-        config, store, dispatcher = _on_the_model(world, server)
-        open_sessions(store, config, TARGET)
-        ctx = ToolContext.for_caller(config, store, dispatcher, "agent:main:main")
+        w = _on_the_model(world, server)
+        open_sessions(w.store, w.config, TARGET)
+        ctx = w.context("agent:main:main")
         send(ctx, "first")
-        drain_runs(store, config, dispatcher)  # the scripts loaded, the client warm
+        w.drain_runs()  # the scripts loaded, the client warm
         run_id = send(ctx, "go")
-        head = dispatcher.take_head()
+        head = w.dispatcher.take_head()
         assert head is not None
         assert head.run_id == run_id
         trips: list[str] = []
@@ -266,7 +241,7 @@ def test_a_run_of_four_model_steps_whose_tools_only_read_makes_seven_round_trips
         monkeypatch.setattr("clawbus.shared.runner.execution._TextEvents.FLUSH_SECONDS", 3600.0)
         monkeypatch.setattr(Redis, "execute_command", counted_command)
         monkeypatch.setattr(Pipeline, "execute", counted_pipeline)
-        result = execute(store, config, dispatcher, Attempt(run_id, TARGET, owner="w", attempt=0))
+        result = execute(w, Attempt(run_id, TARGET, owner="w", attempt=0))
         monkeypatch.undo()
 
     assert result.status is RunStatus.OK
@@ -308,14 +283,14 @@ def test_a_tool_steps_memo_is_written_after_calls_that_only_read_and_before_any_
     memo goes with the next step's admission, its result in it. Any other call's step is memoized before
     the call runs, so a retried attempt finds the call and never makes it anew."""
     with fake_openai() as server:
-        config, store, dispatcher = _on_the_model(world, server)
-        open_sessions(store, config, TARGET, "agent:main:webchat:direct:bob")
+        w = _on_the_model(world, server)
+        open_sessions(w.store, w.config, TARGET, "agent:main:webchat:direct:bob")
         seen: list[str | None] = []
-        server.default = _memos_at_second_step(store, first, seen)
-        run_id = send(ToolContext.for_caller(config, store, dispatcher, "agent:main:main"), "go")
-        head = dispatcher.take_head()
+        server.default = _memos_at_second_step(w.store, first, seen)
+        run_id = send(w.context("agent:main:main"), "go")
+        head = w.dispatcher.take_head()
         assert head is not None
-        result = execute(store, config, dispatcher, Attempt(run_id, TARGET, owner="w", attempt=0))
+        result = execute(w, Attempt(run_id, TARGET, owner="w", attempt=0))
     assert result.status is RunStatus.OK
     memos = [json.loads(memo) for memo in seen if memo]
     assert len(memos) == 1
@@ -327,35 +302,35 @@ def test_a_lease_lost_before_a_deferred_memo_stops_the_attempt_and_frees_the_cal
     world: WorldFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with fake_openai(default=_four_steps) as server:
-        config, store, dispatcher = _on_the_model(world, server)
-        open_sessions(store, config, TARGET)
+        w = _on_the_model(world, server)
+        open_sessions(w.store, w.config, TARGET)
         listing = TOOLS["agents_list"]
 
         def taken_over(ctx: ToolContext, params: Any) -> Any:
-            store.redis.hset(store.keys.lease(TARGET), "token", "another attempt's")
+            w.store.redis.hset(w.store.keys.lease(TARGET), "token", "another attempt's")
             return listing.run(ctx, params)
 
         monkeypatch.setitem(TOOLS, "agents_list", dataclasses.replace(listing, run=taken_over))
-        run_id = send(ToolContext.for_caller(config, store, dispatcher, "agent:main:main"), "go")
-        assert dispatcher.take_head() is not None
-        result = execute(store, config, dispatcher, Attempt(run_id, TARGET, owner="w", attempt=0))
+        run_id = send(w.context("agent:main:main"), "go")
+        assert w.dispatcher.take_head() is not None
+        result = execute(w, Attempt(run_id, TARGET, owner="w", attempt=0))
     assert result.outcome is ClaimOutcome.BUSY  # the other attempt owns the run
     assert len(server.requests) == 1  # the second step's call was admitted, never sent
-    assert store.traffic.snapshot(["fake/m"])[0].in_flight == 0
-    assert store.redis.hget(store.keys.run(run_id), "memo") is None
+    assert w.store.traffic.snapshot(["fake/m"])[0].in_flight == 0
+    assert w.store.redis.hget(w.store.keys.run(run_id), "memo") is None
 
 
 def test_a_replys_streamed_text_reaches_the_runs_stream_with_its_commit_before_the_end(
     world: WorldFactory,
 ) -> None:
     with fake_openai(default=text("the whole reply")) as server:
-        config, store, dispatcher = _on_the_model(world, server)
-        open_sessions(store, config, TARGET)
-        run_id = send(ToolContext.for_caller(config, store, dispatcher, "agent:main:main"), "go")
-        assert dispatcher.take_head() is not None
-        result = execute(store, config, dispatcher, Attempt(run_id, TARGET, owner="w", attempt=0))
+        w = _on_the_model(world, server)
+        open_sessions(w.store, w.config, TARGET)
+        run_id = send(w.context("agent:main:main"), "go")
+        assert w.dispatcher.take_head() is not None
+        result = execute(w, Attempt(run_id, TARGET, owner="w", attempt=0))
     assert result.status is RunStatus.OK
-    events = store.runs.events(run_id)
+    events = w.store.runs.events(run_id)
     texts = [event["text"] for event in events if event.get("type") == "text"]
     assert "".join(texts) == "the whole reply"
     last_text = max(i for i, event in enumerate(events) if event.get("type") == "text")
@@ -370,18 +345,18 @@ def test_a_final_state_is_memoized_ahead_of_the_commit_only_where_asking_again_w
     """The memo in the commit's round trip spares a retried attempt a paid model call when the commit does
     not happen; the built-in runtimes answer the same again for nothing, and their runs send a script less."""
     with fake_openai(default=text("paid for")) as server:
-        config, store, dispatcher = _on_the_model(world, server) if paid else world()
-        open_sessions(store, config, TARGET)
+        w = _on_the_model(world, server) if paid else world()
+        open_sessions(w.store, w.config, TARGET)
         memos: list[str] = []
-        memoize_call = store.runs.memoize_call
+        memoize_call = w.store.runs.memoize_call
 
         def recorded(run: Any, token: str, memo: str) -> Any:
             memos.append(memo)
             return memoize_call(run, token, memo)
 
-        monkeypatch.setattr(store.runs, "memoize_call", recorded)
-        run_id = send(ToolContext.for_caller(config, store, dispatcher, "agent:main:main"), "go")
-        assert dispatcher.take_head() is not None
-        result = execute(store, config, dispatcher, Attempt(run_id, TARGET, owner="w", attempt=0))
+        monkeypatch.setattr(w.store.runs, "memoize_call", recorded)
+        run_id = send(w.context("agent:main:main"), "go")
+        assert w.dispatcher.take_head() is not None
+        result = execute(w, Attempt(run_id, TARGET, owner="w", attempt=0))
     assert result.status is RunStatus.OK
     assert len(memos) == memoized

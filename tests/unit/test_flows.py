@@ -9,7 +9,6 @@ import pytest
 from clawbus.shared.base.clock import FixedClock
 from clawbus.shared.base.flow_ids import announce_run_id, delivery_id, turn_run_id
 from clawbus.shared.commands.inbound import receive
-from clawbus.shared.config import Config
 from clawbus.shared.domain.sessions import SessionPatch
 from clawbus.shared.flows.decide import Action, Finish, StartAnnounce, Wait
 from clawbus.shared.flows.engine import advance
@@ -19,10 +18,9 @@ from clawbus.shared.intake.submit import AwaitRun
 from clawbus.shared.ports.dispatch import StepTask
 from clawbus.shared.store import Store
 from clawbus.shared.tools.registry import TOOLS
-from clawbus.shared.tools.tool_context import ToolContext
 from clawbus.shared.wire.models import Flow, InboundMessageParams
 from clawbus.shared.wire.send_schema import SendResult
-from clawbus.workers.testing import InlineDispatcher, drain, drain_runs
+from clawbus.workers.testing import World
 from tests.conftest import BrokenModel, WorldFactory
 from tests.support.sessions import open_sessions
 
@@ -54,29 +52,27 @@ def world(world: WorldFactory) -> WorldFactory:
     return lambda *overrides: world(turns(2), *overrides)
 
 
-def chat(config: Config, store: Store, dispatcher: InlineDispatcher, key: str, channel: str, to: str) -> None:
+def chat(w: World, key: str, channel: str, to: str) -> None:
     """The sessions exist (and have a route) because people wrote in them."""
-    ctx = ToolContext.for_caller(config, store, dispatcher, key)
+    ctx = w.context(key)
     receive(ctx, InboundMessageParams(message="hello", channel=channel, to=to, timeout_seconds=0))
-    drain(store, config, dispatcher)
+    w.drain()
 
 
 def exchange(
-    config: Config,
-    store: Store,
-    dispatcher: InlineDispatcher,
+    w: World,
     message: str = "ping",
     requester: str = REQUESTER,
     target: str = TARGET,
 ) -> tuple[Flow, list[str]]:
-    chat(config, store, dispatcher, requester, "webchat", "ann")
-    chat(config, store, dispatcher, target, "telegram", "bob")
-    ctx = ToolContext.for_caller(config, store, dispatcher, requester)
+    chat(w, requester, "webchat", "ann")
+    chat(w, target, "telegram", "bob")
+    ctx = w.context(requester)
     sent = TOOLS["sessions_send"].invoke(ctx, {"sessionKey": target, "message": message, "timeoutSeconds": 0})
     assert isinstance(sent, SendResult)
     assert sent.flow_id == sent.run_id
-    steps = drain(store, config, dispatcher)
-    flow = describe(store, sent.run_id)
+    steps = w.drain()
+    flow = describe(w.store, sent.run_id)
     assert flow is not None
     return flow, steps
 
@@ -86,8 +82,8 @@ def texts(store: Store, key: str) -> list[str]:
 
 
 def test_two_turns_then_announce_then_one_delivery(world: WorldFactory) -> None:
-    config, store, dispatcher = world()
-    flow, steps = exchange(config, store, dispatcher)
+    w = world()
+    flow, steps = exchange(w)
     assert steps == [
         "run:send",
         "reply_turn:1",
@@ -109,16 +105,16 @@ def test_two_turns_then_announce_then_one_delivery(world: WorldFactory) -> None:
     assert flow.delivery is not None
     assert (flow.delivery.channel, flow.delivery.to) == ("telegram", "bob")
     # Telegram is not configured here: its delivery went through the log adapter, into the session's outbox.
-    assert [fields["text"] for _id, fields in store.flows.read_outbox("log", TARGET)] == [
+    assert [fields["text"] for _id, fields in w.store.flows.read_outbox("log", TARGET)] == [
         "echo: Agent-to-agent announce step."
     ]
 
 
 def test_each_turn_is_a_run_in_its_speakers_session_with_provenance(world: WorldFactory) -> None:
-    config, store, dispatcher = world()
-    exchange(config, store, dispatcher)
-    assert texts(store, REQUESTER)[2:] == ["echo: ping", "echo: echo: ping"]
-    assert texts(store, TARGET)[2:] == [
+    w = world()
+    exchange(w)
+    assert texts(w.store, REQUESTER)[2:] == ["echo: ping", "echo: echo: ping"]
+    assert texts(w.store, TARGET)[2:] == [
         "ping",
         "echo: ping",
         "echo: echo: ping",
@@ -126,23 +122,23 @@ def test_each_turn_is_a_run_in_its_speakers_session_with_provenance(world: World
         "Agent-to-agent announce step.",
         "echo: Agent-to-agent announce step.",
     ]
-    turn_one = store.transcripts.last(REQUESTER, 100)[2]
+    turn_one = w.store.transcripts.last(REQUESTER, 100)[2]
     assert turn_one.provenance is not None
     assert (
         turn_one.provenance.kind,
         turn_one.provenance.source_session_key,
         turn_one.provenance.source_channel,
     ) == ("inter_session", TARGET, "telegram")
-    announce_input = store.transcripts.last(TARGET, 100)[6]
+    announce_input = w.store.transcripts.last(TARGET, 100)[6]
     assert announce_input.provenance is not None
     assert announce_input.provenance.source_session_key == REQUESTER
 
 
 def test_reply_turn_contexts_say_who_speaks_and_how_to_stop(world: WorldFactory) -> None:
-    config, store, dispatcher = world()
-    flow, _ = exchange(config, store, dispatcher)
-    first = store.runs.get(turn_run_id(flow.flow_id, 1))
-    second = store.runs.get(turn_run_id(flow.flow_id, 2))
+    w = world()
+    flow, _ = exchange(w)
+    first = w.store.runs.get(turn_run_id(flow.flow_id, 1))
+    second = w.store.runs.get(turn_run_id(flow.flow_id, 2))
     assert first is not None
     assert second is not None
     assert first.context == "\n".join(
@@ -162,9 +158,9 @@ def test_reply_turn_contexts_say_who_speaks_and_how_to_stop(world: WorldFactory)
 
 
 def test_the_announce_context_carries_the_exchange(world: WorldFactory) -> None:
-    config, store, dispatcher = world()
-    flow, _ = exchange(config, store, dispatcher)
-    announce = store.runs.get(announce_run_id(flow.flow_id))
+    w = world()
+    flow, _ = exchange(w)
+    announce = w.store.runs.get(announce_run_id(flow.flow_id))
     assert announce is not None
     assert announce.context is not None
     for line in [
@@ -179,19 +175,19 @@ def test_the_announce_context_carries_the_exchange(world: WorldFactory) -> None:
 
 
 def test_reply_skip_on_turn_two_stops_the_loop_and_the_announce_still_runs(world: WorldFactory) -> None:
-    config, store, dispatcher = world(SCRIPTED, turns(5))
-    flow, _ = exchange(config, store, dispatcher, message="stop-at-2")
+    w = world(SCRIPTED, turns(5))
+    flow, _ = exchange(w, message="stop-at-2")
     assert [s.step for s in flow.steps] == ["run", "reply_turn", "reply_turn", "announce"]
     assert flow.stop_reason == "REPLY_SKIP"
     assert flow.delivery_status == "skipped"  # the scripted target also stays silent at the announce
 
 
 def test_announce_skip_delivers_nothing(world: WorldFactory) -> None:
-    config, store, dispatcher = world(SCRIPTED, turns(0))
-    flow, _ = exchange(config, store, dispatcher)
+    w = world(SCRIPTED, turns(0))
+    flow, _ = exchange(w)
     assert flow.delivery_status == "skipped"
     assert flow.delivery is None
-    assert store.flows.read_outbox("log", TARGET) == []
+    assert w.store.flows.read_outbox("log", TARGET) == []
 
 
 @pytest.mark.parametrize(
@@ -204,16 +200,16 @@ def test_announce_skip_delivers_nothing(world: WorldFactory) -> None:
 def test_no_loop_goes_straight_to_the_announce(
     count: int, requester: str, reason: str, world: WorldFactory
 ) -> None:
-    config, store, dispatcher = world(turns(count))
-    chat(config, store, dispatcher, TARGET, "telegram", "bob")
+    w = world(turns(count))
+    chat(w, TARGET, "telegram", "bob")
     if requester == REQUESTER:
-        chat(config, store, dispatcher, REQUESTER, "webchat", "ann")
-    ctx = ToolContext.for_caller(config, store, dispatcher, requester)
+        chat(w, REQUESTER, "webchat", "ann")
+    ctx = w.context(requester)
     sent = TOOLS["sessions_send"].invoke(ctx, {"sessionKey": TARGET, "message": "hi", "timeoutSeconds": 0})
     assert isinstance(sent, SendResult)
-    steps = drain(store, config, dispatcher)
+    steps = w.drain()
     assert steps == ["run:send", "announce", "run:announce", "deliver"]
-    flow = describe(store, sent.run_id)
+    flow = describe(w.store, sent.run_id)
     assert flow is not None
     assert (flow.stop_reason, flow.delivery_status) == (reason, "delivered")
 
@@ -221,45 +217,45 @@ def test_no_loop_goes_straight_to_the_announce(
 def test_a_failed_primary_ends_the_flow_without_announce(
     monkeypatch: pytest.MonkeyPatch, world: WorldFactory
 ) -> None:
-    config, store, dispatcher = world()
-    chat(config, store, dispatcher, REQUESTER, "webchat", "ann")
-    open_sessions(store, config, TARGET)
+    w = world()
+    chat(w, REQUESTER, "webchat", "ann")
+    open_sessions(w.store, w.config, TARGET)
     monkeypatch.setattr("clawbus.shared.runner.execution.runtime_for", lambda *_: BrokenModel())
-    ctx = ToolContext.for_caller(config, store, dispatcher, REQUESTER)
+    ctx = w.context(REQUESTER)
     sent = TOOLS["sessions_send"].invoke(ctx, {"sessionKey": TARGET, "message": "hi", "timeoutSeconds": 0})
     assert isinstance(sent, SendResult)
-    assert drain(store, config, dispatcher) == ["run:send"]
-    flow = describe(store, sent.run_id)
+    assert w.drain() == ["run:send"]
+    flow = describe(w.store, sent.run_id)
     assert flow is not None
     assert (flow.status, flow.stop_reason) == ("done", "primary_failed")
     assert flow.error == "the primary run ended with status error"
 
 
 def test_a_step_repeated_by_a_redelivery_starts_nothing_twice(world: WorldFactory) -> None:
-    config, store, dispatcher = world()
-    flow, _ = exchange(config, store, dispatcher)
-    ctx = FlowContext(config, store, dispatcher)
+    w = world()
+    flow, _ = exchange(w)
+    ctx = FlowContext.within(w)
     for task in StepTask:
         advance(ctx, flow.flow_id, task)
-    assert dispatcher.heads == []
-    assert dispatcher.steps == []
-    assert len(texts(store, REQUESTER)) == 4
-    assert len(store.flows.read_outbox("log", TARGET)) == 1
+    assert w.dispatcher.heads == []
+    assert w.dispatcher.steps == []
+    assert len(texts(w.store, REQUESTER)) == 4
+    assert len(w.store.flows.read_outbox("log", TARGET)) == 1
 
 
 def test_a_denied_requester_session_blocks_its_reply_turn_and_the_announce_runs(world: WorldFactory) -> None:
-    config, store, dispatcher = world()
-    chat(config, store, dispatcher, REQUESTER, "webchat", "ann")
-    entry = store.sessions.get(REQUESTER)
+    w = world()
+    chat(w, REQUESTER, "webchat", "ann")
+    entry = w.store.sessions.get(REQUESTER)
     assert entry is not None
-    store.sessions.patch(entry, SessionPatch({"sendPolicy": "deny"}))
-    flow, steps = exchange(config, store, dispatcher)
+    w.store.sessions.patch(entry, SessionPatch({"sendPolicy": "deny"}))
+    flow, steps = exchange(w)
     assert "run:reply" not in steps
     assert (flow.stop_reason, flow.delivery_status) == ("send blocked by session policy", "delivered")
 
 
 def test_a_denied_route_blocks_the_delivery_but_not_the_runs(world: WorldFactory) -> None:
-    config, store, dispatcher = world(
+    w = world(
         {
             "session": {
                 "agentToAgent": {"maxPingPongTurns": 0},
@@ -268,22 +264,22 @@ def test_a_denied_route_blocks_the_delivery_but_not_the_runs(world: WorldFactory
         }
     )
     target = "agent:research:cron:report"  # no route of its own: its announce would go to the log channel
-    open_sessions(store, config, target)
-    ctx = ToolContext.for_caller(config, store, dispatcher, REQUESTER)
+    open_sessions(w.store, w.config, target)
+    ctx = w.context(REQUESTER)
     sent = TOOLS["sessions_send"].invoke(ctx, {"sessionKey": target, "message": "hi", "timeoutSeconds": 0})
     assert isinstance(sent, SendResult)
-    assert drain(store, config, dispatcher) == ["run:send", "announce", "run:announce", "deliver"]
-    flow = describe(store, sent.run_id)
+    assert w.drain() == ["run:send", "announce", "run:announce", "deliver"]
+    flow = describe(w.store, sent.run_id)
     assert flow is not None
     assert flow.delivery_status == "blocked"
-    assert store.flows.read_outbox("log", target) == []
+    assert w.store.flows.read_outbox("log", target) == []
 
 
-def _send(config: Config, store: Store, dispatcher: InlineDispatcher, timeout_seconds: float = 5) -> str:
+def _send(w: World, timeout_seconds: float = 5) -> str:
     """A send from the requester to the target that nobody has worked on yet."""
-    chat(config, store, dispatcher, REQUESTER, "webchat", "ann")
-    open_sessions(store, config, TARGET)
-    ctx = ToolContext.for_caller(config, store, dispatcher, REQUESTER)
+    chat(w, REQUESTER, "webchat", "ann")
+    open_sessions(w.store, w.config, TARGET)
+    ctx = w.context(REQUESTER)
     sent = TOOLS["sessions_send"].invoke(
         ctx, {"sessionKey": TARGET, "message": "hi", "timeoutSeconds": timeout_seconds}
     )
@@ -297,19 +293,19 @@ def _start(store: Store, run_id: str, session_key: str) -> None:
     assert claim.state is not None
 
 
-def _advance(config: Config, store: Store, dispatcher: InlineDispatcher, flow_id: str) -> Action:
-    return advance(FlowContext(config, store, dispatcher), flow_id)
+def _advance(w: World, flow_id: str) -> Action:
+    return advance(FlowContext.within(w), flow_id)
 
 
 def test_a_step_queued_longer_than_its_bound_is_waited_for_and_the_flow_completes(
     world: WorldFactory, clock: FixedClock
 ) -> None:
-    config, store, dispatcher = world()
-    flow_id = _send(config, store, dispatcher, timeout_seconds=5)
+    w = world()
+    flow_id = _send(w, timeout_seconds=5)
     clock.advance(120)
-    assert isinstance(_advance(config, store, dispatcher, flow_id), Wait)
-    drain(store, config, dispatcher)
-    flow = describe(store, flow_id)
+    assert isinstance(_advance(w, flow_id), Wait)
+    w.drain()
+    flow = describe(w.store, flow_id)
     assert flow is not None
     assert (flow.status, flow.delivery_status, flow.error) == ("done", "delivered", None)
 
@@ -317,48 +313,48 @@ def test_a_step_queued_longer_than_its_bound_is_waited_for_and_the_flow_complete
 def test_a_step_running_past_its_bound_ends_the_flow_as_step_timeout(
     world: WorldFactory, clock: FixedClock
 ) -> None:
-    config, store, dispatcher = world()
-    flow_id = _send(config, store, dispatcher, timeout_seconds=5)
+    w = world()
+    flow_id = _send(w, timeout_seconds=5)
     clock.advance(100)
-    _start(store, flow_id, TARGET)
+    _start(w.store, flow_id, TARGET)
     clock.advance(4)
-    assert isinstance(_advance(config, store, dispatcher, flow_id), Wait)
+    assert isinstance(_advance(w, flow_id), Wait)
     clock.advance(2)
-    action = _advance(config, store, dispatcher, flow_id)
+    action = _advance(w, flow_id)
     assert action == Finish("step_timeout", "the primary run did not end within 5s of starting")
-    flow = store.flows.get(flow_id)
+    flow = w.store.flows.get(flow_id)
     assert flow is not None
     assert (flow.status, flow.stop_reason, flow.error) == ("done", "step_timeout", action.error)
-    assert store.fleet.figures([]).flows_ended == {"step_timeout": 1}
+    assert w.store.fleet.figures([]).flows_ended == {"step_timeout": 1}
 
 
 def test_a_waiting_flow_is_looked_at_again_when_its_running_step_would_overrun(world: WorldFactory) -> None:
-    config, store, dispatcher = world()
-    flow_id = _send(config, store, dispatcher, timeout_seconds=5)
-    _start(store, flow_id, TARGET)
-    started = store.clock.now_ms()
-    _advance(config, store, dispatcher, flow_id)
-    assert store.redis.zscore(store.keys.flows_due(), flow_id) == started + 5_000 + 1
+    w = world()
+    flow_id = _send(w, timeout_seconds=5)
+    _start(w.store, flow_id, TARGET)
+    started = w.store.clock.now_ms()
+    _advance(w, flow_id)
+    assert w.store.redis.zscore(w.store.keys.flows_due(), flow_id) == started + 5_000 + 1
 
 
 def test_a_flow_past_flow_timeout_seconds_ends_as_flow_timeout(
     world: WorldFactory, clock: FixedClock
 ) -> None:
-    config, store, dispatcher = world({"session": {"agentToAgent": {"flowTimeoutSeconds": 300}}})
-    flow_id = _send(config, store, dispatcher)
+    w = world({"session": {"agentToAgent": {"flowTimeoutSeconds": 300}}})
+    flow_id = _send(w)
     clock.advance(299)
-    assert isinstance(_advance(config, store, dispatcher, flow_id), Wait)
+    assert isinstance(_advance(w, flow_id), Wait)
     clock.advance(2)
-    action = _advance(config, store, dispatcher, flow_id)
+    action = _advance(w, flow_id)
     assert action == Finish(
         "flow_timeout", "the flow did not end within 300s (session.agentToAgent.flowTimeoutSeconds)"
     )
-    flow = store.flows.get(flow_id)
+    flow = w.store.flows.get(flow_id)
     assert flow is not None
     assert (flow.status, flow.stop_reason) == ("done", "flow_timeout")
     # The primary run itself goes on; when it ends, the flow stays over.
-    drain(store, config, dispatcher)
-    assert store.runs.get(announce_run_id(flow_id)) is None
+    w.drain()
+    assert w.store.runs.get(announce_run_id(flow_id)) is None
 
 
 def test_a_failed_reply_turn_is_followed_by_the_announce(world: WorldFactory) -> None:
@@ -373,8 +369,8 @@ def test_a_failed_reply_turn_is_followed_by_the_announce(world: WorldFactory) ->
             }
         },
     }
-    config, store, dispatcher = world(failing, turns(5))
-    flow, steps = exchange(config, store, dispatcher, message="fail-turn")
+    w = world(failing, turns(5))
+    flow, steps = exchange(w, message="fail-turn")
     assert steps[-3:] == ["announce", "run:announce", "deliver"]
     assert [(s.step, s.turn, s.status) for s in flow.steps] == [
         ("run", None, "ok"),
@@ -384,7 +380,7 @@ def test_a_failed_reply_turn_is_followed_by_the_announce(world: WorldFactory) ->
         ("deliver", None, "delivered"),
     ]
     assert flow.stop_reason == "reply turn 2 ended with status error"
-    announce = store.runs.get(announce_run_id(flow.flow_id))
+    announce = w.store.runs.get(announce_run_id(flow.flow_id))
     assert announce is not None
     assert announce.context is not None
     assert "Latest reply: echo: echo: fail-turn" in announce.context
@@ -393,42 +389,42 @@ def test_a_failed_reply_turn_is_followed_by_the_announce(world: WorldFactory) ->
 def test_a_reply_turn_running_past_its_bound_stops_the_loop_and_the_announce_runs(
     world: WorldFactory, clock: FixedClock
 ) -> None:
-    config, store, dispatcher = world()
-    flow_id = _send(config, store, dispatcher, timeout_seconds=5)
-    drain_runs(store, config, dispatcher)  # the primary run
-    ctx = FlowContext(config, store, dispatcher)
+    w = world()
+    flow_id = _send(w, timeout_seconds=5)
+    w.drain_runs()  # the primary run
+    ctx = FlowContext.within(w)
     advance(ctx, flow_id, StepTask.REPLY_TURN)  # turn 1 accepted, in the requester's lane
-    dispatcher.drop_heads()
-    _start(store, turn_run_id(flow_id, 1), REQUESTER)
+    w.dispatcher.drop_heads()
+    _start(w.store, turn_run_id(flow_id, 1), REQUESTER)
     clock.advance(6)
     assert isinstance(advance(ctx, flow_id), StartAnnounce)
-    drain(store, config, dispatcher)
-    flow = describe(store, flow_id)
+    w.drain()
+    flow = describe(w.store, flow_id)
     assert flow is not None
     assert flow.stop_reason == "reply turn 1 did not end within 5s of starting"
     assert (flow.status, flow.delivery_status) == ("done", "delivered")
 
 
 def test_every_flow_end_is_counted_by_reason(monkeypatch: pytest.MonkeyPatch, world: WorldFactory) -> None:
-    config, store, dispatcher = world()
-    exchange(config, store, dispatcher)
-    exchange(config, store, dispatcher, message="again")
+    w = world()
+    exchange(w)
+    exchange(w, message="again")
     monkeypatch.setattr("clawbus.shared.runner.execution.runtime_for", lambda *_: BrokenModel())
-    ctx = ToolContext.for_caller(config, store, dispatcher, REQUESTER)
+    ctx = w.context(REQUESTER)
     TOOLS["sessions_send"].invoke(ctx, {"sessionKey": TARGET, "message": "x", "timeoutSeconds": 0})
-    drain(store, config, dispatcher)
-    assert store.fleet.figures([]).flows_ended == {"completed": 2, "primary_failed": 1}
+    w.drain()
+    assert w.store.fleet.figures([]).flows_ended == {"completed": 2, "primary_failed": 1}
 
 
 def test_an_early_end_is_logged_as_a_warning_with_its_flow_id(
     caplog: pytest.LogCaptureFixture, world: WorldFactory, clock: FixedClock
 ) -> None:
-    config, store, dispatcher = world({"session": {"agentToAgent": {"flowTimeoutSeconds": 1}}})
-    flow_id = _send(config, store, dispatcher)
+    w = world({"session": {"agentToAgent": {"flowTimeoutSeconds": 1}}})
+    flow_id = _send(w)
     clock.advance(2)
     with caplog.at_level("WARNING", logger="clawbus.shared.flows.engine"):
-        _advance(config, store, dispatcher, flow_id)
-        _advance(config, store, dispatcher, flow_id)  # a second look ends nothing and logs nothing
+        _advance(w, flow_id)
+        _advance(w, flow_id)  # a second look ends nothing and logs nothing
     assert [r.getMessage() for r in caplog.records] == [
         f"flow {flow_id} ended early (flow_timeout): the flow did not end within 1s "
         "(session.agentToAgent.flowTimeoutSeconds)"
@@ -441,14 +437,14 @@ def test_a_run_task_that_follows_its_flow_itself_ends_the_exchange_as_step_tasks
     """Workers perform a flow's next step in the run task (no queue hop between the runs of an exchange):
     the same turns, transcripts and one delivery, made in the same task (its channel, with no adapter
     configured, is delivered through ``log``, inside clawbus)."""
-    config, store, dispatcher = world()
-    chat(config, store, dispatcher, REQUESTER, "webchat", "ann")
-    chat(config, store, dispatcher, TARGET, "telegram", "bob")
-    ctx = ToolContext.for_caller(config, store, dispatcher, REQUESTER)
+    w = world()
+    chat(w, REQUESTER, "webchat", "ann")
+    chat(w, TARGET, "telegram", "bob")
+    ctx = w.context(REQUESTER)
     sent = TOOLS["sessions_send"].invoke(ctx, {"sessionKey": TARGET, "message": "ping", "timeoutSeconds": 0})
     assert isinstance(sent, SendResult)
-    assert drain(store, config, dispatcher, follow_inline=True) == ["run:send"]
-    flow = describe(store, sent.run_id)
+    assert w.drain(follow_inline=True) == ["run:send"]
+    flow = describe(w.store, sent.run_id)
     assert flow is not None
     assert [(s.step, s.turn, s.status) for s in flow.steps] == [
         ("run", None, "ok"),
@@ -458,7 +454,7 @@ def test_a_run_task_that_follows_its_flow_itself_ends_the_exchange_as_step_tasks
         ("deliver", None, "delivered"),
     ]
     assert (flow.status, flow.stop_reason, flow.delivery_status) == ("done", "max turns", "delivered")
-    assert texts(store, TARGET)[2:] == [
+    assert texts(w.store, TARGET)[2:] == [
         "ping",
         "echo: ping",
         "echo: echo: ping",
@@ -471,7 +467,7 @@ def test_a_run_task_that_follows_its_flow_itself_ends_the_exchange_as_step_tasks
 def test_a_delivery_to_an_outside_channel_goes_to_the_delivery_task(world: WorldFactory) -> None:
     """An HTTP channel may take seconds and back off between attempts: the run task creates the delivery
     and leaves the attempts to the delivery task."""
-    config, store, dispatcher = world(
+    w = world(
         {
             "channels": {
                 "telegram": {
@@ -483,15 +479,15 @@ def test_a_delivery_to_an_outside_channel_goes_to_the_delivery_task(world: World
             }
         }
     )
-    chat(config, store, dispatcher, REQUESTER, "webchat", "ann")
-    chat(config, store, dispatcher, TARGET, "telegram", "bob")
-    ctx = ToolContext.for_caller(config, store, dispatcher, REQUESTER)
+    chat(w, REQUESTER, "webchat", "ann")
+    chat(w, TARGET, "telegram", "bob")
+    ctx = w.context(REQUESTER)
     sent = TOOLS["sessions_send"].invoke(ctx, {"sessionKey": TARGET, "message": "ping", "timeoutSeconds": 0})
     assert isinstance(sent, SendResult)
     # Every attempt is the delivery task's (none by the run task), retried after its backoff until
     # delivery.maxAttempts: nothing listens on port 9.
-    assert drain(store, config, dispatcher, follow_inline=True) == ["run:send", *["deliver"] * 5]
-    delivery = store.flows.get_delivery(delivery_id(sent.run_id))
+    assert w.drain(follow_inline=True) == ["run:send", *["deliver"] * 5]
+    delivery = w.store.flows.get_delivery(delivery_id(sent.run_id))
     assert delivery is not None
     assert (delivery.channel, delivery.attempts, delivery.status) == ("telegram", 5, "failed")
 
@@ -499,29 +495,29 @@ def test_a_delivery_to_an_outside_channel_goes_to_the_delivery_task(world: World
 def test_a_requester_with_no_session_yet_gets_its_reply_turn_in_a_session_it_opens(
     world: WorldFactory,
 ) -> None:
-    config, store, dispatcher = world(turns(1))
-    chat(config, store, dispatcher, TARGET, "telegram", "bob")
+    w = world(turns(1))
+    chat(w, TARGET, "telegram", "bob")
     requester = "agent:main:cron:never-used"
-    ctx = ToolContext.for_caller(config, store, dispatcher, requester)
+    ctx = w.context(requester)
     sent = TOOLS["sessions_send"].invoke(ctx, {"sessionKey": TARGET, "message": "hi", "timeoutSeconds": 0})
     assert isinstance(sent, SendResult)
-    steps = drain(store, config, dispatcher)
+    steps = w.drain()
     assert steps[:3] == ["run:send", "reply_turn:1", "run:reply"]
-    assert store.sessions.exists(requester)
+    assert w.store.sessions.exists(requester)
 
 
 def test_a_send_to_main_from_main_runs_its_reply_turns_as_the_release_does(world: WorldFactory) -> None:
     """By its alias the main session is another to the release's self-check: it answers itself."""
-    config, store, dispatcher = world(turns(2))
-    main = ToolContext.for_caller(config, store, dispatcher, "main")
+    w = world(turns(2))
+    main = w.context("main")
     sent = TOOLS["sessions_send"].invoke(main, {"sessionKey": "main", "message": "hi", "timeoutSeconds": 0})
     assert isinstance(sent, SendResult)
-    steps = drain(store, config, dispatcher)
+    steps = w.drain()
     assert steps[:5] == ["run:send", "reply_turn:1", "run:reply", "reply_turn:2", "run:reply"]
     by_key = TOOLS["sessions_send"].invoke(
         main, {"sessionKey": "agent:main:main", "message": "hi", "timeoutSeconds": 0}
     )
     assert isinstance(by_key, SendResult)
-    flow = store.flows.get(by_key.run_id)
+    flow = w.store.flows.get(by_key.run_id)
     assert flow is not None
     assert flow.loop_skipped == "requester is the target"

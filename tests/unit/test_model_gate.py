@@ -53,10 +53,8 @@ def world_with(world: WorldFactory, server: FakeOpenAI, **extra: Any) -> tuple[C
         "models": [model],
         **extra.pop("provider", {}),
     }
-    config, store, _ = world(
-        {"models": {"providers": {"fake": provider}, **extra.pop("models", {})}}, extra or None
-    )
-    return config, store
+    w = world({"models": {"providers": {"fake": provider}, **extra.pop("models", {})}}, extra or None)
+    return w.config, w.store
 
 
 def run(kind: str = "chat", session_key: str = "agent:main:main") -> Run:

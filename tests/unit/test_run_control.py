@@ -18,7 +18,7 @@ from clawbus.shared.tools.registry import TOOLS
 from clawbus.shared.tools.tool_context import ToolContext
 from clawbus.shared.wire.models import RunStatus
 from clawbus.shared.wire.send_schema import SendResult
-from clawbus.workers.testing import InlineDispatcher, drain, drain_runs
+from clawbus.workers.testing import InlineDispatcher, World
 from tests.support.replies import reply_lost
 from tests.support.sessions import open_sessions
 
@@ -40,10 +40,10 @@ def send(ctx: ToolContext, message: str, target: str = TARGET) -> SendResult:
 
 
 def test_a_queued_head_ends_aborted_and_its_lane_moves_on(
-    ctx: ToolContext, store: Store, config: Config, dispatcher: InlineDispatcher
+    ctx: ToolContext, store: Store, inline: World
 ) -> None:
     first, second = send(ctx, "one").run_id, send(ctx, "two").run_id
-    cancelled = run_control.cancel_run(config, store, dispatcher, first)
+    cancelled = run_control.cancel_run(inline, first)
     assert (cancelled.outcome, cancelled.status) == (CancelOutcome.ABORTED, RunStatus.ABORTED)
     assert cancelled.next_head is not None
     assert cancelled.next_head.run_id == second
@@ -53,24 +53,24 @@ def test_a_queued_head_ends_aborted_and_its_lane_moves_on(
     assert store.runs.lane(TARGET) == [second]
     assert [e["type"] for e in store.runs.events(first)] == ["queued", "ended"]
     # Its own message, still queued, does nothing when it arrives; the next one runs.
-    results = drain_runs(store, config, dispatcher)
+    results = inline.drain_runs()
     assert results[0].outcome is ClaimOutcome.DONE
     assert store.runs.get(second).status is RunStatus.OK  # type: ignore[union-attr]
     assert [m.text for m in store.transcripts.last(TARGET, 10)] == ["two", "echo: two"]
 
 
 def test_a_run_behind_the_head_is_taken_out_without_touching_the_head(
-    ctx: ToolContext, store: Store, config: Config, dispatcher: InlineDispatcher
+    ctx: ToolContext, store: Store, inline: World
 ) -> None:
     first, second, third = (send(ctx, m).run_id for m in ("one", "two", "three"))
-    cancelled = run_control.cancel_run(config, store, dispatcher, second)
+    cancelled = run_control.cancel_run(inline, second)
     assert cancelled.outcome is CancelOutcome.ABORTED
     assert cancelled.next_head is None
     assert store.runs.lane(TARGET) == [first, third]
     entry = store.sessions.get(TARGET)
     assert entry is not None
     assert entry.aborted_last_run is True
-    drain_runs(store, config, dispatcher)
+    inline.drain_runs()
     assert [store.runs.get(r).status for r in (first, second, third)] == ["ok", "aborted", "ok"]  # type: ignore[union-attr]
     entry = store.sessions.get(TARGET)
     assert entry is not None
@@ -78,17 +78,17 @@ def test_a_run_behind_the_head_is_taken_out_without_touching_the_head(
 
 
 def test_an_ended_run_is_reported_with_its_status_and_a_missing_one_as_missing(
-    ctx: ToolContext, store: Store, config: Config, dispatcher: InlineDispatcher
+    ctx: ToolContext, inline: World
 ) -> None:
     run_id = send(ctx, "done").run_id
-    drain_runs(store, config, dispatcher)
-    ended = run_control.cancel_run(config, store, dispatcher, run_id)
+    inline.drain_runs()
+    ended = run_control.cancel_run(inline, run_id)
     assert (ended.outcome, ended.status) == (CancelOutcome.ENDED, RunStatus.OK)
-    assert run_control.cancel_run(config, store, dispatcher, "nope").outcome is CancelOutcome.MISSING
+    assert run_control.cancel_run(inline, "nope").outcome is CancelOutcome.MISSING
 
 
 def test_a_running_run_is_marked_and_announced_for_its_worker(
-    ctx: ToolContext, store: Store, config: Config, dispatcher: InlineDispatcher
+    ctx: ToolContext, store: Store, inline: World
 ) -> None:
     run_id = send(ctx, "long").run_id
     claim = store.runs.claim(run_id, TARGET, owner="w", attempt=0, lease_ms=30_000, max_attempts=3)
@@ -100,7 +100,7 @@ def test_a_running_run_is_marked_and_announced_for_its_worker(
     )
     listener.start()
     assert subscribed.wait(5)
-    cancelled = run_control.cancel_run(config, store, dispatcher, run_id)
+    cancelled = run_control.cancel_run(inline, run_id)
     assert cancelled.outcome is CancelOutcome.CANCELLING
     listener.join(5)
     assert heard == [run_id]
@@ -117,11 +117,7 @@ def _first_id(ids: object) -> list[str | None]:
 
 
 def test_a_worker_stops_a_run_cancelled_mid_answer_and_commits_what_it_had(
-    ctx: ToolContext,
-    store: Store,
-    config: Config,
-    dispatcher: InlineDispatcher,
-    monkeypatch: pytest.MonkeyPatch,
+    ctx: ToolContext, store: Store, monkeypatch: pytest.MonkeyPatch, inline: World
 ) -> None:
     """The cancel comes over the listener while the model is talking: the step ends with the text so far,
     and the run commits it marked aborted."""
@@ -131,16 +127,14 @@ def test_a_worker_stops_a_run_cancelled_mid_answer_and_commits_what_it_had(
         repeatable = False
 
         def step(self, request: StepRequest) -> StepResult:
-            assert (
-                run_control.cancel_run(config, store, dispatcher, run_id).outcome is CancelOutcome.CANCELLING
-            )
+            assert run_control.cancel_run(inline, run_id).outcome is CancelOutcome.CANCELLING
             assert request.cancel is not None
             assert request.cancel.wait(5), "the listener never heard the cancel"
             raise RunCancelled("half an ans")
 
     monkeypatch.setattr("clawbus.shared.runner.execution.runtime_for", lambda *_: Talking())
     run_id = send(ctx, "talk").run_id
-    result = execute(store, config, dispatcher, Attempt(run_id, TARGET, owner="w", attempt=0))
+    result = execute(inline, Attempt(run_id, TARGET, owner="w", attempt=0))
     assert result.status is RunStatus.ABORTED
     run = store.runs.get(run_id)
     assert run is not None
@@ -150,11 +144,7 @@ def test_a_worker_stops_a_run_cancelled_mid_answer_and_commits_what_it_had(
 
 
 def test_a_run_cancelled_before_its_attempt_starts_asks_no_model(
-    ctx: ToolContext,
-    store: Store,
-    config: Config,
-    dispatcher: InlineDispatcher,
-    monkeypatch: pytest.MonkeyPatch,
+    ctx: ToolContext, store: Store, monkeypatch: pytest.MonkeyPatch, inline: World
 ) -> None:
     """Cancelled while running, its worker lost: the next attempt reads the mark and stops at once."""
 
@@ -168,49 +158,45 @@ def test_a_run_cancelled_before_its_attempt_starts_asks_no_model(
     monkeypatch.setattr("clawbus.shared.runner.execution.runtime_for", lambda *_: Unreachable())
     run_id = send(ctx, "talk").run_id
     store.runs.claim(run_id, TARGET, owner="lost", attempt=0, lease_ms=1, max_attempts=3)
-    run_control.cancel_run(config, store, dispatcher, run_id)
+    run_control.cancel_run(inline, run_id)
     store.clock.advance(10)  # type: ignore[attr-defined]
-    result = execute(store, config, dispatcher, Attempt(run_id, TARGET, owner="next", attempt=0))
+    result = execute(inline, Attempt(run_id, TARGET, owner="next", attempt=0))
     assert result.status is RunStatus.ABORTED
 
 
 def test_stop_drops_the_queued_runs_from_the_back_and_marks_the_running_one(
-    ctx: ToolContext, store: Store, config: Config, dispatcher: InlineDispatcher
+    ctx: ToolContext, store: Store, dispatcher: InlineDispatcher, inline: World
 ) -> None:
     runs = [send(ctx, m).run_id for m in ("one", "two", "three")]
     store.runs.claim(runs[0], TARGET, owner="w", attempt=0, lease_ms=30_000, max_attempts=3)
     dispatched = len(dispatcher.heads)
-    assert run_control.stop_session(config, store, dispatcher, TARGET) == runs
+    assert run_control.stop_session(inline, TARGET) == runs
     assert len(dispatcher.heads) == dispatched  # nothing behind the running run was made its successor
     assert [store.runs.get(r).status for r in runs] == ["running", "aborted", "aborted"]  # type: ignore[union-attr]
     assert store.runs.cancel_requested(runs[0])
-    assert run_control.stop_session(config, store, dispatcher, "agent:main:cron:idle") == []
+    assert run_control.stop_session(inline, "agent:main:cron:idle") == []
 
 
 def test_a_cancelled_flow_ends_canceled_and_starts_no_further_step(
-    ctx: ToolContext, store: Store, config: Config, dispatcher: InlineDispatcher
+    ctx: ToolContext, store: Store, inline: World
 ) -> None:
     sent = send(ctx, "talk")
     assert sent.flow_id is not None
-    flow = run_control.cancel_flow(config, store, dispatcher, sent.flow_id)
+    flow = run_control.cancel_flow(inline, sent.flow_id)
     assert flow == run_control.FlowCancelled(ended_here=True, aborted=[sent.run_id])
-    done = drain(store, config, dispatcher)
+    done = inline.drain()
     assert "reply_turn:1" not in done
     assert "announce" not in done
     ended = store.flows.get(sent.flow_id)
     assert ended is not None
     assert (ended.status, ended.stop_reason, ended.error) == ("done", "canceled", "the flow was cancelled")
-    again = run_control.cancel_flow(config, store, dispatcher, sent.flow_id)
+    again = run_control.cancel_flow(inline, sent.flow_id)
     assert again == run_control.FlowCancelled(ended_here=False, aborted=[])
-    assert run_control.cancel_flow(config, store, dispatcher, "0" * 8 + "-0000-0000-0000-" + "0" * 12) is None
+    assert run_control.cancel_flow(inline, "0" * 8 + "-0000-0000-0000-" + "0" * 12) is None
 
 
 def test_a_flow_cancel_whose_end_was_sent_again_after_its_reply_was_lost_still_stops_the_flows_run(
-    ctx: ToolContext,
-    store: Store,
-    config: Config,
-    dispatcher: InlineDispatcher,
-    monkeypatch: pytest.MonkeyPatch,
+    ctx: ToolContext, store: Store, monkeypatch: pytest.MonkeyPatch, inline: World
 ) -> None:
     """The end's repeat answered that the flow had already ended, and the cancel, taking it for someone
     else's end, left the flow's run to go on."""
@@ -223,7 +209,7 @@ def test_a_flow_cancel_whose_end_was_sent_again_after_its_reply_was_lost_still_s
         return (lost if sha == end_flow else evalsha)(sha, *args)
 
     monkeypatch.setattr(store.redis, "evalsha", only_the_ends_reply_lost)
-    flow = run_control.cancel_flow(config, store, dispatcher, sent.flow_id)
+    flow = run_control.cancel_flow(inline, sent.flow_id)
     monkeypatch.undo()
     assert flow == run_control.FlowCancelled(ended_here=True, aborted=[sent.run_id])
     run = store.runs.get(sent.run_id)

@@ -11,14 +11,12 @@ import pytest
 
 from clawbus.shared.base.clock import FixedClock
 from clawbus.shared.commands.inbound import receive
-from clawbus.shared.config import Config, load_config
-from clawbus.shared.store import Store
+from clawbus.shared.config import load_config
 from clawbus.shared.tools.registry import TOOLS
-from clawbus.shared.tools.tool_context import ToolContext
 from clawbus.shared.wire.models import InboundMessageParams, ToolFailure
 from clawbus.shared.wire.send_schema import SendResult
 from clawbus.shared.wire.spawn_schema import SpawnResult
-from clawbus.workers.testing import InlineDispatcher, drain
+from clawbus.workers.testing import World
 from tests.conftest import WorldFactory
 from tests.support.fake_http import FakeServer, fake_server
 
@@ -40,13 +38,13 @@ def discord_config(server: FakeServer, **bindings: Any) -> dict[str, Any]:
     return {"channels": {"discord": channel}}
 
 
-def spawn(config: Config, store: Store, dispatcher: InlineDispatcher, caller: str, **args: Any) -> Any:
-    ctx = ToolContext.for_caller(config, store, dispatcher, caller)
+def spawn(w: World, caller: str, **args: Any) -> Any:
+    ctx = w.context(caller)
     return TOOLS["sessions_spawn"].invoke(ctx, {"task": "dig into the logs\nthen report", **args})
 
 
-def message(config: Config, store: Store, dispatcher: InlineDispatcher, key: str, text: str) -> SendResult:
-    ctx = ToolContext.for_caller(config, store, dispatcher, key)
+def message(w: World, key: str, text: str) -> SendResult:
+    ctx = w.context(key)
     result = receive(ctx, InboundMessageParams(message=text, channel="discord", to="c1", timeout_seconds=0))
     assert isinstance(result, SendResult), result
     return result
@@ -54,22 +52,22 @@ def message(config: Config, store: Store, dispatcher: InlineDispatcher, key: str
 
 def spawned_in_a_new_thread(
     world: WorldFactory, server: FakeServer, *overrides: dict[str, Any]
-) -> tuple[Config, Store, InlineDispatcher, str]:
-    config, store, dispatcher = world(discord_config(server), *overrides)
-    result = spawn(config, store, dispatcher, CHANNEL, thread=True, label="log digger")
+) -> tuple[World, str]:
+    w = world(discord_config(server), *overrides)
+    result = spawn(w, CHANNEL, thread=True, label="log digger")
     assert isinstance(result, SpawnResult), result
-    return config, store, dispatcher, result.child_session_key
+    return w, result.child_session_key
 
 
 def test_thread_true_outside_a_thread_opens_a_discord_thread_and_binds_the_child(
     world: WorldFactory, discord: FakeServer
 ) -> None:
-    _config, store, _dispatcher, child_key = spawned_in_a_new_thread(world, discord)
+    w, child_key = spawned_in_a_new_thread(world, discord)
     start = discord.requests[0]
     assert (start.method, start.path) == ("POST", "/channels/c1/threads")
     assert start.headers["Authorization"] == "Bot bot-token"
     assert start.json() == {"name": "log digger", "type": 11, "auto_archive_duration": 1440}
-    child = store.sessions.get(child_key)
+    child = w.store.sessions.get(child_key)
     assert child is not None
     assert child.mode == "session"
     assert child.delivery_context is not None
@@ -83,8 +81,8 @@ def test_thread_true_outside_a_thread_opens_a_discord_thread_and_binds_the_child
 def test_a_thread_is_named_from_the_tasks_first_line_without_a_label(
     world: WorldFactory, discord: FakeServer
 ) -> None:
-    config, store, dispatcher = world(discord_config(discord))
-    assert isinstance(spawn(config, store, dispatcher, CHANNEL, thread=True), SpawnResult)
+    w = world(discord_config(discord))
+    assert isinstance(spawn(w, CHANNEL, thread=True), SpawnResult)
     assert discord.requests[0].json()["name"] == "dig into the logs"
 
 
@@ -94,23 +92,23 @@ def test_a_thread_is_named_from_the_tasks_first_line_without_a_label(
 def test_messages_in_the_bound_thread_go_to_the_child(
     world: WorldFactory, discord: FakeServer, thread_key: str
 ) -> None:
-    config, store, dispatcher, child_key = spawned_in_a_new_thread(world, discord)
-    drain(store, config, dispatcher)
-    answer = message(config, store, dispatcher, thread_key, "also check the disk")
+    w, child_key = spawned_in_a_new_thread(world, discord)
+    w.drain()
+    answer = message(w, thread_key, "also check the disk")
     assert answer.session_key == child_key
-    drain(store, config, dispatcher)
-    texts = [m.text for m in store.transcripts.last(child_key, 10)]
+    w.drain()
+    texts = [m.text for m in w.store.transcripts.last(child_key, 10)]
     assert "also check the disk" in texts
-    assert store.sessions.get(thread_key) is None  # the thread got no session of its own
-    child = store.sessions.get(child_key)
+    assert w.store.sessions.get(thread_key) is None  # the thread got no session of its own
+    child = w.store.sessions.get(child_key)
     assert child is not None
     assert child.delivery_context is not None
     assert child.delivery_context.thread_id == THREAD_ID  # the message did not move the child's route
 
 
 def test_the_childs_report_is_posted_into_its_thread(world: WorldFactory, discord: FakeServer) -> None:
-    config, store, dispatcher, _child_key = spawned_in_a_new_thread(world, discord)
-    drain(store, config, dispatcher)
+    w, _child_key = spawned_in_a_new_thread(world, discord)
+    w.drain()
     posts = [r for r in discord.requests if r.path.endswith("/messages")]
     assert [r.path for r in posts] == [f"/channels/{THREAD_ID}/messages"]
     # The requester's relay of the report (the echo requester's words: "echo: <report>").
@@ -120,65 +118,63 @@ def test_the_childs_report_is_posted_into_its_thread(world: WorldFactory, discor
 def test_a_binding_idle_past_idle_hours_gives_the_thread_back_to_the_parent(
     world: WorldFactory, discord: FakeServer, clock: FixedClock
 ) -> None:
-    config, store, dispatcher, child_key = spawned_in_a_new_thread(world, discord)
+    w, child_key = spawned_in_a_new_thread(world, discord)
     thread_key = f"{CHANNEL}:thread:{THREAD_ID}"
     clock.advance(23 * 3600)
-    assert message(config, store, dispatcher, thread_key, "still there?").session_key == child_key
+    assert message(w, thread_key, "still there?").session_key == child_key
     clock.advance(23 * 3600)  # idle time counts from the last message: still bound
-    assert message(config, store, dispatcher, thread_key, "and now?").session_key == child_key
+    assert message(w, thread_key, "and now?").session_key == child_key
     clock.advance(24 * 3600 + 1)
-    assert message(config, store, dispatcher, thread_key, "hello?").session_key == CHANNEL
+    assert message(w, thread_key, "hello?").session_key == CHANNEL
     clock.advance(1)
-    assert message(config, store, dispatcher, thread_key, "anyone?").session_key == CHANNEL
+    assert message(w, thread_key, "anyone?").session_key == CHANNEL
 
 
 def test_a_binding_older_than_max_age_hours_is_released_however_busy(
     world: WorldFactory, discord: FakeServer, clock: FixedClock
 ) -> None:
-    config, store, dispatcher, child_key = spawned_in_a_new_thread(
+    w, child_key = spawned_in_a_new_thread(
         world, discord, {"session": {"threadBindings": {"maxAgeHours": 2}}}
     )
     thread_key = f"{CHANNEL}:thread:{THREAD_ID}"
     for _ in range(3):
         clock.advance(1800)
-        assert message(config, store, dispatcher, thread_key, "busy").session_key == child_key
+        assert message(w, thread_key, "busy").session_key == child_key
     clock.advance(1801)
-    assert message(config, store, dispatcher, thread_key, "busy").session_key == CHANNEL
+    assert message(w, thread_key, "busy").session_key == CHANNEL
 
 
 def test_discords_own_thread_bindings_override_the_sessions(
     world: WorldFactory, discord: FakeServer, clock: FixedClock
 ) -> None:
-    config, store, dispatcher = world(discord_config(discord, idleHours=1))
-    result = spawn(config, store, dispatcher, CHANNEL, thread=True)
+    w = world(discord_config(discord, idleHours=1))
+    result = spawn(w, CHANNEL, thread=True)
     assert isinstance(result, SpawnResult)
     clock.advance(3601)
-    assert message(config, store, dispatcher, f"{CHANNEL}:thread:{THREAD_ID}", "x").session_key == CHANNEL
+    assert message(w, f"{CHANNEL}:thread:{THREAD_ID}", "x").session_key == CHANNEL
 
 
 def test_a_thread_whose_child_was_archived_goes_back_to_the_parent(
     world: WorldFactory, discord: FakeServer
 ) -> None:
-    config, store, dispatcher, child_key = spawned_in_a_new_thread(world, discord)
-    child = store.sessions.get(child_key)
+    w, child_key = spawned_in_a_new_thread(world, discord)
+    child = w.store.sessions.get(child_key)
     assert child is not None
-    store.sessions.delete(child)
-    assert message(config, store, dispatcher, f"{CHANNEL}:thread:{THREAD_ID}", "x").session_key == CHANNEL
+    w.store.sessions.delete(child)
+    assert message(w, f"{CHANNEL}:thread:{THREAD_ID}", "x").session_key == CHANNEL
 
 
 def test_a_spawn_from_inside_a_discord_thread_binds_that_thread(
     world: WorldFactory, discord: FakeServer, clock: FixedClock
 ) -> None:
-    config, store, dispatcher = world(discord_config(discord))
+    w = world(discord_config(discord))
     in_thread = "agent:main:discord:channel:c1:thread:77"
-    result = spawn(config, store, dispatcher, in_thread, thread=True)
+    result = spawn(w, in_thread, thread=True)
     assert isinstance(result, SpawnResult)
     assert discord.requests == []  # no thread opened
-    assert (
-        message(config, store, dispatcher, in_thread, "to the child").session_key == result.child_session_key
-    )
+    assert message(w, in_thread, "to the child").session_key == result.child_session_key
     clock.advance(25 * 3600)
-    assert message(config, store, dispatcher, in_thread, "to me again").session_key == in_thread
+    assert message(w, in_thread, "to me again").session_key == in_thread
 
 
 @pytest.mark.parametrize(
@@ -192,8 +188,8 @@ def test_a_spawn_from_inside_a_discord_thread_binds_that_thread(
 def test_thread_true_outside_a_thread_is_refused_when_threads_may_not_be_opened(
     world: WorldFactory, discord: FakeServer, override: dict[str, Any]
 ) -> None:
-    config, store, dispatcher = world(discord_config(discord), override)
-    refused = spawn(config, store, dispatcher, CHANNEL, thread=True)
+    w = world(discord_config(discord), override)
+    refused = spawn(w, CHANNEL, thread=True)
     assert isinstance(refused, ToolFailure)
     assert refused.error.startswith(
         "thread=true opens a discord thread only with a discord channel configured"
@@ -203,12 +199,12 @@ def test_thread_true_outside_a_thread_is_refused_when_threads_may_not_be_opened(
 
 def test_a_thread_discord_refuses_to_open_is_an_error_and_no_child(world: WorldFactory) -> None:
     with fake_server((403, {"message": "Missing Permissions", "code": 50013})) as refusing:
-        config, store, dispatcher = world(discord_config(refusing))
-        refused = spawn(config, store, dispatcher, CHANNEL, thread=True)
+        w = world(discord_config(refusing))
+        refused = spawn(w, CHANNEL, thread=True)
     assert isinstance(refused, ToolFailure)
     assert refused.status == "error"
     assert refused.error.startswith("thread=true: discord did not open a thread: HTTP 403")
-    assert store.sessions.children(CHANNEL) == []
+    assert w.store.sessions.children(CHANNEL) == []
 
 
 def test_both_thread_binding_settings_load_from_a_file(tmp_path: Any) -> None:
@@ -227,14 +223,14 @@ def test_both_thread_binding_settings_load_from_a_file(tmp_path: Any) -> None:
 def test_a_telegram_forum_topic_is_bound_to_the_sub_agent_spawned_from_it(world: WorldFactory) -> None:
     """A spawn from inside a topic binds that topic, as a Discord thread is bound: the topic's next
     message goes to the child."""
-    config, store, dispatcher = world({"channels": {"telegram": {"botToken": "123:abc"}}})
+    w = world({"channels": {"telegram": {"botToken": "123:abc"}}})
     topic = "agent:main:telegram:group:-100200:topic:7"
-    requester = ToolContext.for_caller(config, store, dispatcher, topic)
+    requester = w.context(topic)
     receive(
         requester, InboundMessageParams(message="hi", channel="telegram", to="-100200", timeout_seconds=0)
     )
-    drain(store, config, dispatcher)
-    spawned = spawn(config, store, dispatcher, topic, thread=True)
+    w.drain()
+    spawned = spawn(w, topic, thread=True)
     assert isinstance(spawned, SpawnResult), spawned
     assert spawned.mode == "session"
     answer = receive(

@@ -14,23 +14,20 @@ import itertools
 from dataclasses import dataclass
 from typing import Any
 
-import fakeredis
 import pytest
 
 from clawbus.shared.base import session_keys
-from clawbus.shared.base.clock import FixedClock
 from clawbus.shared.config import Config
 from clawbus.shared.domain.sessions import new_entry
 from clawbus.shared.domain.visibility import refusal
-from clawbus.shared.store import Store
 from clawbus.shared.tools.registry import TOOLS
-from clawbus.shared.tools.tool_context import ToolContext
 from clawbus.shared.wire.history_schema import SessionsHistoryResult
 from clawbus.shared.wire.list_schema import SessionsListResult
 from clawbus.shared.wire.models import ToolFailure
 from clawbus.shared.wire.send_schema import SendResult
 from clawbus.shared.wire.spawn_schema import SpawnResult
-from clawbus.workers.testing import InlineDispatcher, drain_runs
+from clawbus.workers.testing import World
+from clawbus.workers.testing import world as world_of
 from tests.conftest import WorldFactory, make_config
 
 VISIBILITIES = ("self", "tree", "agent", "all")
@@ -41,36 +38,33 @@ CALLERS = ("main", "other agent", "sandboxed", "subagent")
 RANK = {"self": 0, "tree": 1, "agent": 2, "all": 3}
 
 
-@dataclass
-class World:
-    config: Config
-    store: Store
-    dispatcher: InlineDispatcher
+@dataclass(frozen=True)
+class MatrixWorld(World):
+    """A world (``build``) with the matrix's sessions in it."""
+
     sessions: dict[tuple[str, str], str]  # (caller, target role) -> session key
     agents: dict[str, str]  # caller -> its agent
 
 
-def spawn(
-    store: Store, config: Config, dispatcher: InlineDispatcher, parent: str, agent_id: str | None = None
-) -> str:
+def spawn(w: World, parent: str, agent_id: str | None = None) -> str:
     args = {"task": "t"} | ({"agentId": agent_id} if agent_id else {})
-    result = TOOLS["sessions_spawn"].invoke(ToolContext.for_caller(config, store, dispatcher, parent), args)
+    result = TOOLS["sessions_spawn"].invoke(w.context(parent), args)
     assert isinstance(result, SpawnResult), result
     return result.child_session_key
 
 
-def touch(store: Store, config: Config, dispatcher: InlineDispatcher, key: str) -> None:
+def touch(w: World, key: str) -> None:
     """A session exists once someone wrote in it."""
     from clawbus.shared.commands.inbound import receive
     from clawbus.shared.wire.models import InboundMessageParams
 
     receive(
-        ToolContext.for_caller(config, store, dispatcher, key),
+        w.context(key),
         InboundMessageParams(message="hi", timeout_seconds=0),
     )
 
 
-def build(visibility: str, a2a: str, clamp: str) -> World:
+def build(visibility: str, a2a: str, clamp: str) -> MatrixWorld:
     tools: dict[str, Any] = {"sessions": {"visibility": visibility}, "agentToAgent": {"enabled": False}}
     if a2a == "on":
         tools["agentToAgent"] = {"enabled": True, "allow": ["main", "o*"]}  # boxed is not in the list
@@ -87,8 +81,8 @@ def build(visibility: str, a2a: str, clamp: str) -> World:
             },
         }
     )
-    store = Store(fakeredis.FakeRedis(decode_responses=True), config, FixedClock())
-    dispatcher = InlineDispatcher(store.redis)
+    # Built once per module (the ``worlds`` fixture), so not on the per-test ``world`` fixture.
+    w = world_of(config)
     for key in (
         "agent:main:main",
         "agent:main:cron:other",
@@ -97,7 +91,7 @@ def build(visibility: str, a2a: str, clamp: str) -> World:
         "agent:boxed:main",
         "agent:boxed:cron:other",
     ):
-        touch(store, config, dispatcher, key)
+        touch(w, key)
     tops = {"main": "agent:main:main", "other agent": "agent:ops:main", "sandboxed": "agent:boxed:main"}
     others = {
         "main": "agent:main:cron:other",
@@ -108,22 +102,20 @@ def build(visibility: str, a2a: str, clamp: str) -> World:
     sessions: dict[tuple[str, str], str] = {}
     for caller, top in tops.items():
         sessions[(caller, "self")] = top
-        sessions[(caller, "own child")] = spawn(store, config, dispatcher, top)
+        sessions[(caller, "own child")] = spawn(w, top)
         if caller != "sandboxed":  # a sandboxed session spawns only sandboxed children: boxed ones
-            sessions[(caller, "foreign child")] = spawn(
-                store, config, dispatcher, top, session_keys.parse(foreign[caller]).agent_id
-            )
-        sessions[(caller, "sibling")] = spawn(store, config, dispatcher, others[caller])
+            sessions[(caller, "foreign child")] = spawn(w, top, session_keys.parse(foreign[caller]).agent_id)
+        sessions[(caller, "sibling")] = spawn(w, others[caller])
         sessions[(caller, "same-agent other")] = others[caller]
         sessions[(caller, "other agent")] = foreign[caller]
     sub = sessions[("main", "own child")]
     sessions[("subagent", "self")] = sub
-    sessions[("subagent", "sibling")] = spawn(store, config, dispatcher, "agent:main:main")
+    sessions[("subagent", "sibling")] = spawn(w, "agent:main:main")
     sessions[("subagent", "same-agent other")] = "agent:main:cron:other"
     sessions[("subagent", "other agent")] = "agent:ops:main"
-    drain_runs(store, config, dispatcher)
+    w.drain_runs()
     agents = {"main": "main", "other agent": "ops", "sandboxed": "boxed", "subagent": "main"}
-    return World(config, store, dispatcher, sessions, agents)
+    return MatrixWorld(w.config, w.store, w.dispatcher, w.clock, sessions, agents)
 
 
 def expected(caller: str, target: str, visibility: str, a2a: str, clamp: str, noun: str) -> str | None:
@@ -185,18 +177,23 @@ def test_the_matrix_has_every_cell() -> None:
 
 
 @pytest.fixture(scope="module")
-def worlds() -> dict[tuple[str, str, str], World]:
+def worlds() -> dict[tuple[str, str, str], MatrixWorld]:
     return {(v, a, c): build(v, a, c) for v, a, c in itertools.product(VISIBILITIES, A2A, CLAMPS)}
 
 
 @pytest.mark.parametrize(("caller", "target", "visibility", "a2a", "clamp"), CELLS)
 def test_cell(
-    worlds: dict[tuple[str, str, str], World], caller: str, target: str, visibility: str, a2a: str, clamp: str
+    worlds: dict[tuple[str, str, str], MatrixWorld],
+    caller: str,
+    target: str,
+    visibility: str,
+    a2a: str,
+    clamp: str,
 ) -> None:
     world = worlds[(visibility, a2a, clamp)]
     caller_key = world.sessions[(caller, "self")]
     target_key = world.sessions[(caller, target)]
-    ctx = ToolContext.for_caller(world.config, world.store, world.dispatcher, caller_key)
+    ctx = world.context(caller_key)
 
     listed = TOOLS["sessions_list"].invoke(ctx, {"limit": 200})
     assert isinstance(listed, SessionsListResult)
@@ -222,7 +219,7 @@ def test_cell(
 
 def test_a_sandboxed_caller_resolves_ids_and_labels_only_to_its_children() -> None:
     world = build("all", "on", "all")
-    boxed = ToolContext.for_caller(world.config, world.store, world.dispatcher, "agent:boxed:main")
+    boxed = world.context("agent:boxed:main")
     own = world.store.sessions.get(world.sessions[("sandboxed", "own child")])
     other = world.store.sessions.get("agent:boxed:cron:other")
     assert own is not None
@@ -307,7 +304,7 @@ def test_a_sub_agent_spawned_under_another_agent_is_reached_without_agent_to_age
 
 
 def test_the_main_sessions_tree_is_listed_page_by_page_each_session_once(world: WorldFactory) -> None:
-    config, store, dispatcher = world(
+    w = world(
         TREE,
         {
             "agents": {
@@ -319,19 +316,19 @@ def test_the_main_sessions_tree_is_listed_page_by_page_each_session_once(world: 
         },
     )
     for key in ("agent:main:main", "agent:main:cron:x", "agent:research:cron:y"):
-        touch(store, config, dispatcher, key)
+        touch(w, key)
     spawned = [
-        spawn(store, config, dispatcher, "agent:main:main"),
-        spawn(store, config, dispatcher, "agent:main:main", "research"),
-        spawn(store, config, dispatcher, "agent:main:cron:x"),
+        spawn(w, "agent:main:main"),
+        spawn(w, "agent:main:main", "research"),
+        spawn(w, "agent:main:cron:x"),
     ]
-    drain_runs(store, config, dispatcher)
-    ctx = ToolContext.for_caller(config, store, dispatcher, "agent:main:main")
+    w.drain_runs()
+    ctx = w.context("agent:main:main")
     seen: list[str] = []
     offset: int | None = 0
     while offset is not None:
         page = TOOLS["sessions_list"].invoke(ctx, {"limit": 2, "offset": offset})
         assert isinstance(page, SessionsListResult)
-        seen += [str(store.sessions.key_for_session_id(row.session_id)) for row in page.sessions]
+        seen += [str(w.store.sessions.key_for_session_id(row.session_id)) for row in page.sessions]
         offset = page.next_offset
     assert sorted(seen) == sorted(["agent:main:main", "agent:main:cron:x", *spawned])

@@ -26,10 +26,11 @@ from typing import Any
 import fakeredis
 from redis import Redis
 
-from clawbus.shared.base.clock import FixedClock
+from clawbus.shared.base.clock import Clock, FixedClock
 from clawbus.shared.config import Config
 from clawbus.shared.domain.runs import Enqueue, LaneHead
 from clawbus.shared.flows.engine import perform
+from clawbus.shared.ports.context import Context
 from clawbus.shared.ports.dispatch import StepTask
 from clawbus.shared.runner.execution import Attempt, AttemptResult
 from clawbus.shared.store import Store
@@ -94,53 +95,54 @@ def _head(message: str) -> LaneHead:
     return LaneHead(run_id, session_key, kind, flow_id)
 
 
-@dataclass
-class World:
-    """A clawbus in one process (``world``)."""
+@dataclass(frozen=True)
+class World(Context):
+    """A clawbus in one process (``world``): a ``Context`` on the in-memory Redis, with the adapter, the
+    inline dispatcher and the clock as themselves, so a test reaches their test-only parts."""
 
-    config: Config
     store: Store
     dispatcher: InlineDispatcher
-    clock: FixedClock
+    # A FixedClock, moved only when told to, unless the world was built on another (an API's waits need
+    # time to pass).
+    clock: Clock
 
     def context(self, caller: str = "main") -> ToolContext:
         """A tool call's context as ``caller`` (a session key as a client writes it) makes it."""
-        return ToolContext.for_caller(self.config, self.store, self.dispatcher, caller)
+        return ToolContext.for_caller(self, caller)
 
     def drain(self, follow_inline: bool = False) -> list[str]:
-        return drain(self.store, self.config, self.dispatcher, follow_inline)
+        return drain(self, follow_inline)
 
     def drain_runs(self) -> list[AttemptResult]:
-        return drain_runs(self.store, self.config, self.dispatcher)
+        return drain_runs(self)
 
 
 def world(
     config: Config | Mapping[str, Any] | None = None,
     *,
-    clock: FixedClock | None = None,
+    clock: Clock | None = None,
     redis: Redis | None = None,
 ) -> World:
     """A clawbus on an in-memory Redis of its own (``redis``: one a test shares with an API), with a clock
-    that moves only when told to. ``config`` is a ``Config`` or the data of a configuration file."""
+    that moves only when told to (``clock``: another). ``config`` is a ``Config`` or the data of a
+    configuration file."""
     settings = config if isinstance(config, Config) else Config.model_validate(dict(config or {}))
     client = redis if redis is not None else fakeredis.FakeRedis(decode_responses=True)
     moved_by_hand = clock or FixedClock()
     return World(settings, Store(client, settings, moved_by_hand), InlineDispatcher(client), moved_by_hand)
 
 
-def drain_runs(store: Store, config: Config, dispatcher: InlineDispatcher) -> list[AttemptResult]:
+def drain_runs(world: World) -> list[AttemptResult]:
     """Execute the runs dispatched, and the runs they dispatch, in order; flow steps are left queued (a
     run task's own following of its flow is off here: ``drain(..., follow_inline=True)`` has it)."""
-    ctx = WorkerContext(config, store, dispatcher, follow_inline=False)
+    ctx = WorkerContext(world.config, world.store, world.dispatcher, follow_inline=False)
     results = []
-    while (head := dispatcher.take_head()) is not None:
+    while (head := world.dispatcher.take_head()) is not None:
         results.append(_run(ctx, head))
     return results
 
 
-def drain(
-    store: Store, config: Config, dispatcher: InlineDispatcher, follow_inline: bool = False
-) -> list[str]:
+def drain(world: World, follow_inline: bool = False) -> list[str]:
     """Everything a worker fleet would do, until nothing is left: runs first, then flow steps, each as its
     task would do it. Returns what ran, in order (``run:<kind>``, ``<step>`` or ``reply_turn:<turn>``).
 
@@ -148,7 +150,8 @@ def drain(
     task performs its flow's next step itself, as workers do (the runs it starts then run inside it and
     are not listed). A delivery attempt that asks for a retry is queued again, as its task retries with a
     countdown; on a ``FixedClock`` the clock moves on by the backoff first."""
-    ctx = WorkerContext(config, store, dispatcher, follow_inline=follow_inline)
+    dispatcher = world.dispatcher
+    ctx = WorkerContext(world.config, world.store, dispatcher, follow_inline=follow_inline)
     done: list[str] = []
     while True:
         head = dispatcher.take_head()
@@ -162,8 +165,8 @@ def drain(
         done.append(task.value if turn is None else f"{task.value}:{turn}")
         retry_in = perform(lanes.flow_context(ctx), task, flow_id, OWNER).retry_in
         if retry_in is not None:
-            if isinstance(store.clock, FixedClock):
-                store.clock.advance(retry_in)
+            if isinstance(world.clock, FixedClock):
+                world.clock.advance(retry_in)
             dispatcher.step(task, flow_id, turn)
 
 

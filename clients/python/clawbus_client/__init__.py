@@ -7,8 +7,8 @@ second run.
 
 from clawbus_client.aio import AsyncClient
 from clawbus_client.calls import IDEMPOTENT_ATTEMPTS, WORK_TOOLS, Call
-from clawbus_client.errors import ClawbusError
+from clawbus_client.errors import APIError
 from clawbus_client.sync import Client
 
-__all__ = ["IDEMPOTENT_ATTEMPTS", "WORK_TOOLS", "AsyncClient", "Call", "ClawbusError", "Client"]
+__all__ = ["IDEMPOTENT_ATTEMPTS", "WORK_TOOLS", "APIError", "AsyncClient", "Call", "Client"]
 __version__ = "0.1.0"

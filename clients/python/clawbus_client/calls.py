@@ -12,7 +12,7 @@ from urllib.parse import quote
 
 import httpx
 
-from clawbus_client.errors import ClawbusError, refusal
+from clawbus_client.errors import APIError, refusal
 from clawbus_client.models import (
     AgentBudget,
     BudgetsView,
@@ -76,13 +76,13 @@ class Call(Generic[T]):
 
 
 def decoded(response: httpx.Response) -> Any:
-    """The answer's JSON; a ``ClawbusError`` for a refusal or an answer that is no JSON."""
+    """The answer's JSON; a ``APIError`` for a refusal or an answer that is no JSON."""
     if response.status_code >= 400:
         raise refusal(response)
     try:
         return response.json()
     except ValueError:
-        raise ClawbusError(response.status_code, "bad_response", response.text[:200]) from None
+        raise APIError(response.status_code, "bad_response", response.text[:200]) from None
 
 
 def retry_pause(attempt: int, failure: Exception) -> float | None:
@@ -93,7 +93,7 @@ def retry_pause(attempt: int, failure: Exception) -> float | None:
     backoff = random.uniform(0.5, 1.0) * min(2.0, 0.1 * 2.0 ** (attempt - 1))
     if isinstance(failure, httpx.TransportError):
         return backoff
-    if isinstance(failure, ClawbusError) and failure.status == 503:
+    if isinstance(failure, APIError) and failure.status == 503:
         return max(failure.retry_after or 0.0, backoff)
     return None
 
@@ -306,7 +306,7 @@ def subagent_info(session_key: str, target: str) -> Call[SubagentInfo]:
 
 def kill_subagent(session_key: str, target: str) -> Call[SubagentsKilled]:
     """Stop ``target`` (or ``"all"`` the session's children) and everything it spawned; ``killed`` names
-    the sessions stopped, the targets first (``ClawbusError`` 404 if no sub-agent matches)."""
+    the sessions stopped, the targets first (``APIError`` 404 if no sub-agent matches)."""
     path = f"/v1/sessions/{segment(session_key)}/subagents/{segment(target)}/kill"
     return Call("POST", path, SubagentsKilled.model_validate, creates_work=True)
 
@@ -338,7 +338,7 @@ def run_events(run_id: str, after: str | None = None) -> Call[list[dict[str, Any
 
 
 def cancel_run(run_id: str) -> Call[Run]:
-    """End the run ``aborted`` wherever it is; the run as it is then (``ClawbusError`` 409 if it had
+    """End the run ``aborted`` wherever it is; the run as it is then (``APIError`` 409 if it had
     already ended otherwise)."""
     path = f"/v1/runs/{segment(run_id)}/cancel"
     return Call("POST", path, Run.model_validate, wait_seconds=5, creates_work=True)

@@ -19,7 +19,7 @@ from httpx_sse import connect_sse
 
 from clawbus_client import calls
 from clawbus_client.calls import HEADER, Call
-from clawbus_client.errors import ClawbusError, refusal
+from clawbus_client.errors import APIError, refusal
 from clawbus_client.models import Run
 from clawbus_client.settings import default_token, default_url
 
@@ -71,7 +71,7 @@ class Client:
         while True:
             try:
                 return call.read(self._answer(call, headers))
-            except (httpx.TransportError, ClawbusError) as failure:
+            except (httpx.TransportError, APIError) as failure:
                 pause = calls.retry_pause(attempt, failure)
                 if pause is None:
                     raise

@@ -6,10 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from clawbus.shared.wire.models import (
-    FleetFigures,
-    InFlight,
-)
+from clawbus.shared.wire.models import FleetFigures, InFlight
 
 
 class Fleet(Protocol):
@@ -34,5 +31,9 @@ class Fleet(Protocol):
         """Whether the Redis server answering is another one (or another start of it) than the one this
         was last asked of. The first ask records it and says no (nothing came before it); only one of
         several askers at once hears the change."""
+
+    def take_turn(self, task: str, for_ms: int) -> bool:
+        """Whether this pass of a maintenance ``task`` is the one to run: no other took its turn in the
+        last ``for_ms``, by the store's clock."""
 
     def reaper_ran_at(self) -> int | None: ...

@@ -21,14 +21,11 @@ from clawbus.shared.a2a import push
 from clawbus.shared.a2a.tasks import session_key
 from clawbus.shared.base.clock import FixedClock
 from clawbus.shared.commands.inbound import receive
-from clawbus.shared.config import Config
-from clawbus.shared.store import Store
-from clawbus.shared.tools.tool_context import ToolContext
 from clawbus.shared.wire.models import InboundMessageParams
 from clawbus.shared.wire.send_schema import SendResult
 from clawbus.workers import reaper
 from clawbus.workers.services import WorkerContext
-from clawbus.workers.testing import InlineDispatcher, drain
+from clawbus.workers.testing import World
 from tests.conftest import WorldFactory
 from tests.support.fake_http import Request, fake_server
 
@@ -36,8 +33,6 @@ TOKEN = "s3cret-token"
 CONTEXT = "ctx-1"
 # Three attempts at most, the first retry about a second after the first failure.
 SETTINGS = {"delivery": {"maxAttempts": 3, "backoffSeconds": 1, "maxBackoffSeconds": 60}}
-
-World = tuple[Config, Store, InlineDispatcher]
 
 
 @pytest.fixture
@@ -47,8 +42,7 @@ def a2a(world: WorldFactory) -> World:
 
 def accepted_task(w: World, text: str = "hello", context: str = CONTEXT) -> str:
     """An A2A client's message to ``main`` in ``context``, as the API takes it: a run, not yet run."""
-    config, store, dispatcher = w
-    ctx = ToolContext.for_caller(config, store, dispatcher, session_key("main", context))
+    ctx = w.context(session_key("main", context))
     params = {"message": text, "channel": "a2a", "senderId": "alice", "timeoutSeconds": 0}
     result = receive(ctx, InboundMessageParams.model_validate(params))
     assert isinstance(result, SendResult)
@@ -57,14 +51,13 @@ def accepted_task(w: World, text: str = "hello", context: str = CONTEXT) -> str:
 
 
 def run_all(w: World) -> None:
-    config, store, dispatcher = w
-    drain(store, config, dispatcher)
+    w.drain()
 
 
 def ended_task(w: World, text: str = "hello") -> str:
     run_id = accepted_task(w, text)
     run_all(w)
-    run = w[1].runs.get(run_id)
+    run = w.store.runs.get(run_id)
     assert run is not None
     assert run.status.terminal
     return run_id
@@ -81,17 +74,16 @@ def header(request: Request, name: str) -> str | None:
 
 
 def deliver(w: World, run_id: str) -> push.Outcome:
-    config, store, _dispatcher = w
-    return push.deliver(store, config, run_id)
+    return push.deliver(w.store, w.config, run_id)
 
 
 def due_now(w: World) -> list[str]:
-    store = w[1]
+    store = w.store
     return store.a2a.pushes_due(store.clock.now_ms(), 100)
 
 
 def due_ever(w: World) -> list[str]:
-    store = w[1]
+    store = w.store
     return store.a2a.pushes_due(store.clock.now_ms() + 10**12, 100)
 
 
@@ -124,45 +116,41 @@ def test_a_push_url_to_an_http_host_is_accepted(url: str) -> None:
 
 
 def test_a_config_on_a_task_still_running_is_kept_and_looked_at_later(a2a: World) -> None:
-    _config, store, dispatcher = a2a
     run_id = accepted_task(a2a)
-    push.register(store, dispatcher, hook(run_id, "http://127.0.0.1:9/hook"))
-    assert dispatcher.notified == []
-    assert store.a2a.push_configs(run_id)["hook"]["url"] == "http://127.0.0.1:9/hook"
+    push.register(a2a.store, a2a.dispatcher, hook(run_id, "http://127.0.0.1:9/hook"))
+    assert a2a.dispatcher.notified == []
+    assert a2a.store.a2a.push_configs(run_id)["hook"]["url"] == "http://127.0.0.1:9/hook"
     assert due_now(a2a) == []
-    assert store.a2a.pushes_due(store.clock.now_ms() + push.RECHECK_MS, 10) == [run_id]
+    assert a2a.store.a2a.pushes_due(a2a.store.clock.now_ms() + push.RECHECK_MS, 10) == [run_id]
 
 
 def test_the_end_of_a_task_with_a_config_asks_for_its_notifications_at_once(a2a: World) -> None:
-    _config, store, dispatcher = a2a
     run_id = accepted_task(a2a)
-    push.register(store, dispatcher, hook(run_id, "http://127.0.0.1:9/hook"))
+    push.register(a2a.store, a2a.dispatcher, hook(run_id, "http://127.0.0.1:9/hook"))
     run_all(a2a)
-    assert dispatcher.notified == [run_id]
+    assert a2a.dispatcher.notified == [run_id]
     assert due_now(a2a) == [run_id]
 
 
 def test_a_config_on_a_task_already_ended_asks_for_its_notification_at_once(a2a: World) -> None:
-    _config, store, dispatcher = a2a
     run_id = ended_task(a2a)
-    assert dispatcher.notified == []
-    push.register(store, dispatcher, hook(run_id, "http://127.0.0.1:9/hook"))
-    assert dispatcher.notified == [run_id]
+    assert a2a.dispatcher.notified == []
+    push.register(a2a.store, a2a.dispatcher, hook(run_id, "http://127.0.0.1:9/hook"))
+    assert a2a.dispatcher.notified == [run_id]
     assert due_now(a2a) == [run_id]
 
 
 def test_the_end_of_a_task_without_configs_asks_for_nothing(a2a: World) -> None:
     ended_task(a2a)
-    assert a2a[2].notified == []
+    assert a2a.dispatcher.notified == []
     assert due_ever(a2a) == []
 
 
 def test_the_end_of_a_run_outside_an_a2a_context_asks_for_nothing(a2a: World) -> None:
-    _config, store, dispatcher = a2a
-    store.a2a.put_push("run-1", "hook", {"url": "http://127.0.0.1:9/hook"}, due_at_ms=10**15)
-    push.run_ended(store, dispatcher, "run-1", "agent:main:main")
-    push.run_ended(store, dispatcher, "run-1", "agent:main:a2a-remote:far")
-    assert dispatcher.notified == []
+    a2a.store.a2a.put_push("run-1", "hook", {"url": "http://127.0.0.1:9/hook"}, due_at_ms=10**15)
+    push.run_ended(a2a.store, a2a.dispatcher, "run-1", "agent:main:main")
+    push.run_ended(a2a.store, a2a.dispatcher, "run-1", "agent:main:a2a-remote:far")
+    assert a2a.dispatcher.notified == []
     assert due_now(a2a) == []
 
 
@@ -170,10 +158,10 @@ def test_the_end_of_a_run_outside_an_a2a_context_asks_for_nothing(a2a: World) ->
 
 
 def test_a_notification_is_the_task_signed_with_the_token_and_named_by_its_delivery(a2a: World) -> None:
-    store = a2a[1]
+    store = a2a.store
     run_id = ended_task(a2a, "hello")
     with fake_server((200, {"ok": True})) as server:
-        push.register(store, a2a[2], hook(run_id, f"{server.url}/notify"))
+        push.register(store, a2a.dispatcher, hook(run_id, f"{server.url}/notify"))
         outcome = deliver(a2a, run_id)
     assert outcome == push.Outcome(delivered=1, failed=0, retry_in=None)
     [request] = server.requests
@@ -198,7 +186,7 @@ def test_a_config_without_a_token_is_sent_unsigned_with_its_authentication(a2a: 
     run_id = ended_task(a2a)
     auth = AuthenticationInfo(scheme="Bearer", credentials="receiver-key")
     with fake_server() as server:
-        push.register(a2a[1], a2a[2], hook(run_id, server.url, token="", authentication=auth))
+        push.register(a2a.store, a2a.dispatcher, hook(run_id, server.url, token="", authentication=auth))
         assert deliver(a2a, run_id).delivered == 1
     [request] = server.requests
     assert header(request, "X-A2A-Notification-Token") is None
@@ -208,10 +196,10 @@ def test_a_config_without_a_token_is_sent_unsigned_with_its_authentication(a2a: 
 
 
 def test_a_push_that_fails_twice_is_delivered_on_the_third_attempt(a2a: World) -> None:
-    store = a2a[1]
+    store = a2a.store
     run_id = ended_task(a2a)
     with fake_server((500, {"error": "busy"}), (500, {"error": "busy"}), (200, {"ok": True})) as server:
-        push.register(store, a2a[2], hook(run_id, server.url))
+        push.register(store, a2a.dispatcher, hook(run_id, server.url))
         first = deliver(a2a, run_id)
         assert store.a2a.push_states(run_id)["hook"]["status"] == "pending"
         assert store.a2a.push_states(run_id)["hook"]["attempts"] == 1
@@ -234,10 +222,10 @@ def test_a_push_that_fails_twice_is_delivered_on_the_third_attempt(a2a: World) -
 
 
 def test_a_push_that_always_fails_is_given_up_after_max_attempts(a2a: World) -> None:
-    store = a2a[1]
+    store = a2a.store
     run_id = ended_task(a2a)
     with fake_server((500, {"error": "down"})) as server:
-        push.register(store, a2a[2], hook(run_id, server.url))
+        push.register(store, a2a.dispatcher, hook(run_id, server.url))
         outcomes = [deliver(a2a, run_id) for _ in range(3)]
         after = deliver(a2a, run_id)
     assert [o.retry_in is not None for o in outcomes] == [True, True, False]
@@ -251,10 +239,10 @@ def test_a_push_that_always_fails_is_given_up_after_max_attempts(a2a: World) -> 
 
 
 def test_a_webhook_that_refuses_with_a_4xx_is_not_tried_again(a2a: World) -> None:
-    store = a2a[1]
+    store = a2a.store
     run_id = ended_task(a2a)
     with fake_server((404, {"error": "no such hook"})) as server:
-        push.register(store, a2a[2], hook(run_id, server.url))
+        push.register(store, a2a.dispatcher, hook(run_id, server.url))
         outcome = deliver(a2a, run_id)
         deliver(a2a, run_id)
     assert outcome == push.Outcome(delivered=0, failed=1, retry_in=None)
@@ -265,9 +253,9 @@ def test_a_webhook_that_refuses_with_a_4xx_is_not_tried_again(a2a: World) -> Non
 
 
 def test_a_webhook_nobody_listens_on_is_tried_again(a2a: World) -> None:
-    store = a2a[1]
+    store = a2a.store
     run_id = ended_task(a2a)
-    push.register(store, a2a[2], hook(run_id, f"http://127.0.0.1:{free_port()}/hook"))
+    push.register(store, a2a.dispatcher, hook(run_id, f"http://127.0.0.1:{free_port()}/hook"))
     outcome = deliver(a2a, run_id)
     assert outcome.retry_in is not None
     state = store.a2a.push_states(run_id)["hook"]
@@ -276,11 +264,11 @@ def test_a_webhook_nobody_listens_on_is_tried_again(a2a: World) -> None:
 
 
 def test_a_delivered_config_is_not_sent_again_while_another_is_retried(a2a: World) -> None:
-    store = a2a[1]
+    store = a2a.store
     run_id = ended_task(a2a)
     with fake_server() as good, fake_server((500, {}), (200, {})) as flaky:
-        push.register(store, a2a[2], hook(run_id, good.url, config_id="good"))
-        push.register(store, a2a[2], hook(run_id, flaky.url, config_id="flaky"))
+        push.register(store, a2a.dispatcher, hook(run_id, good.url, config_id="good"))
+        push.register(store, a2a.dispatcher, hook(run_id, flaky.url, config_id="flaky"))
         first = deliver(a2a, run_id)
         second = deliver(a2a, run_id)
     assert (first.delivered, first.retry_in is not None) == (1, True)
@@ -296,14 +284,14 @@ def test_a_delivered_config_is_not_sent_again_while_another_is_retried(a2a: Worl
 def test_a_task_that_has_not_ended_sends_nothing_yet(a2a: World) -> None:
     run_id = accepted_task(a2a)
     with fake_server() as server:
-        push.register(a2a[1], a2a[2], hook(run_id, server.url))
+        push.register(a2a.store, a2a.dispatcher, hook(run_id, server.url))
         assert deliver(a2a, run_id) == push.Outcome()
     assert server.requests == []
-    assert a2a[1].a2a.push_states(run_id) == {}
+    assert a2a.store.a2a.push_states(run_id) == {}
 
 
 def test_a_task_whose_run_is_gone_sends_nothing(a2a: World) -> None:
-    a2a[1].a2a.put_push("gone", "hook", {"url": "http://127.0.0.1:9/hook"}, due_at_ms=0)
+    a2a.store.a2a.put_push("gone", "hook", {"url": "http://127.0.0.1:9/hook"}, due_at_ms=0)
     assert deliver(a2a, "gone") == push.Outcome()
 
 
@@ -311,10 +299,10 @@ def test_a_task_whose_run_is_gone_sends_nothing(a2a: World) -> None:
 
 
 def test_an_attempt_holding_the_lease_keeps_another_from_sending(a2a: World) -> None:
-    store = a2a[1]
+    store = a2a.store
     run_id = ended_task(a2a)
     with fake_server() as server:
-        push.register(store, a2a[2], hook(run_id, server.url))
+        push.register(store, a2a.dispatcher, hook(run_id, server.url))
         assert store.a2a.claim_push(run_id, "another-worker", push.ATTEMPT_LEASE_MS)
         held = deliver(a2a, run_id)
         sent_while_held = len(server.requests)
@@ -358,10 +346,10 @@ def held_webhook() -> Iterator[tuple[str, list[str], threading.Event]]:
 
 
 def test_two_attempts_at_once_send_a_notification_once(a2a: World) -> None:
-    store = a2a[1]
+    store = a2a.store
     run_id = ended_task(a2a)
     with held_webhook() as (url, got, release):
-        push.register(store, a2a[2], hook(run_id, f"{url}/hook"))
+        push.register(store, a2a.dispatcher, hook(run_id, f"{url}/hook"))
         outcomes: list[push.Outcome] = []
         first = threading.Thread(target=lambda: outcomes.append(deliver(a2a, run_id)))
         first.start()
@@ -380,84 +368,78 @@ def test_two_attempts_at_once_send_a_notification_once(a2a: World) -> None:
 
 
 def test_the_sweep_sends_an_ended_task_whose_notice_was_lost(a2a: World) -> None:
-    _config, store, dispatcher = a2a
     run_id = accepted_task(a2a)
-    push.register(store, dispatcher, hook(run_id, "http://127.0.0.1:9/hook"))
+    push.register(a2a.store, a2a.dispatcher, hook(run_id, "http://127.0.0.1:9/hook"))
     run_all(a2a)
-    dispatcher.notified.clear()  # the notify message went nowhere
-    assert push.sweep(store, dispatcher, 100) == 1
-    assert dispatcher.notified == [run_id]
+    a2a.dispatcher.notified.clear()  # the notify message went nowhere
+    assert push.sweep(a2a.store, a2a.dispatcher, 100) == 1
+    assert a2a.dispatcher.notified == [run_id]
     # Not again on the next pass while that attempt may be under way; again once its lease could lapse.
-    assert push.sweep(store, dispatcher, 100) == 0
-    assert store.a2a.pushes_due(store.clock.now_ms() + push.ATTEMPT_LEASE_MS, 10) == [run_id]
+    assert push.sweep(a2a.store, a2a.dispatcher, 100) == 0
+    assert a2a.store.a2a.pushes_due(a2a.store.clock.now_ms() + push.ATTEMPT_LEASE_MS, 10) == [run_id]
 
 
 def test_the_reaper_sends_a_task_whose_end_never_asked_for_its_notification(
     a2a: World, clock: FixedClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    config, store, dispatcher = a2a
     run_id = accepted_task(a2a)
     with fake_server() as server:
-        push.register(store, dispatcher, hook(run_id, server.url))
+        push.register(a2a.store, a2a.dispatcher, hook(run_id, server.url))
         with monkeypatch.context() as lost:  # the worker died between the run's commit and its hook
             lost.setattr(push, "run_ended", lambda *_args: None)
             run_all(a2a)
-        assert dispatcher.notified == []
-        monkeypatch.setattr(store.fleet, "server_changed", lambda: False)  # fakeredis has no INFO
-        ctx = WorkerContext(config, store, dispatcher, follow_inline=False)
+        assert a2a.dispatcher.notified == []
+        monkeypatch.setattr(a2a.store.fleet, "server_changed", lambda: False)  # fakeredis has no INFO
+        ctx = WorkerContext(a2a.config, a2a.store, a2a.dispatcher, follow_inline=False)
         assert reaper.reap(ctx) == 0  # not due yet: the config's recheck time
         clock.advance(push.RECHECK_MS / 1000)
         assert reaper.reap(ctx) == 1
-        assert dispatcher.notified == [run_id]
+        assert a2a.dispatcher.notified == [run_id]
         assert deliver(a2a, run_id).delivered == 1
     assert len(server.requests) == 1
     assert due_ever(a2a) == []
     assert reaper.reap(ctx) == 0
-    assert dispatcher.notified == [run_id]
+    assert a2a.dispatcher.notified == [run_id]
 
 
 def test_the_sweep_looks_again_later_at_a_task_still_running(a2a: World, clock: FixedClock) -> None:
-    _config, store, dispatcher = a2a
     run_id = accepted_task(a2a)
-    push.register(store, dispatcher, hook(run_id, "http://127.0.0.1:9/hook"))
+    push.register(a2a.store, a2a.dispatcher, hook(run_id, "http://127.0.0.1:9/hook"))
     clock.advance(push.RECHECK_MS / 1000)
-    assert push.sweep(store, dispatcher, 100) == 0
-    assert dispatcher.notified == []
+    assert push.sweep(a2a.store, a2a.dispatcher, 100) == 0
+    assert a2a.dispatcher.notified == []
     assert due_now(a2a) == []
-    assert store.a2a.pushes_due(clock.now_ms() + push.RECHECK_MS, 10) == [run_id]
+    assert a2a.store.a2a.pushes_due(clock.now_ms() + push.RECHECK_MS, 10) == [run_id]
 
 
 def test_the_sweep_forgets_a_task_whose_run_is_gone(a2a: World) -> None:
-    _config, store, dispatcher = a2a
-    store.a2a.put_push("gone", "hook", {"url": "http://127.0.0.1:9/hook"}, due_at_ms=0)
-    assert push.sweep(store, dispatcher, 100) == 0
-    assert dispatcher.notified == []
+    a2a.store.a2a.put_push("gone", "hook", {"url": "http://127.0.0.1:9/hook"}, due_at_ms=0)
+    assert push.sweep(a2a.store, a2a.dispatcher, 100) == 0
+    assert a2a.dispatcher.notified == []
     assert due_ever(a2a) == []
 
 
 def test_the_sweep_takes_at_most_its_limit_per_pass(a2a: World) -> None:
-    _config, store, dispatcher = a2a
     runs = [ended_task(a2a, f"message {i}") for i in range(3)]
     for run_id in runs:
-        store.a2a.put_push(run_id, "hook", {"url": "http://127.0.0.1:9/hook"}, due_at_ms=0)
-    assert push.sweep(store, dispatcher, 2) == 2
-    assert push.sweep(store, dispatcher, 2) == 1
-    assert sorted(dispatcher.notified) == sorted(runs)
+        a2a.store.a2a.put_push(run_id, "hook", {"url": "http://127.0.0.1:9/hook"}, due_at_ms=0)
+    assert push.sweep(a2a.store, a2a.dispatcher, 2) == 2
+    assert push.sweep(a2a.store, a2a.dispatcher, 2) == 1
+    assert sorted(a2a.dispatcher.notified) == sorted(runs)
 
 
 def test_a_lost_retry_is_sent_by_the_sweep_after_its_backoff(a2a: World, clock: FixedClock) -> None:
-    _config, store, dispatcher = a2a
     run_id = ended_task(a2a)
     with fake_server((500, {}), (200, {})) as server:
-        push.register(store, dispatcher, hook(run_id, server.url))
-        dispatcher.notified.clear()
+        push.register(a2a.store, a2a.dispatcher, hook(run_id, server.url))
+        a2a.dispatcher.notified.clear()
         outcome = deliver(a2a, run_id)  # fails; its retry message is then lost with the worker
         assert outcome.retry_in is not None
-        assert push.sweep(store, dispatcher, 100) == 0  # the retry's own time, and its lease, first
+        assert push.sweep(a2a.store, a2a.dispatcher, 100) == 0  # the retry's own time, and its lease, first
         clock.advance(outcome.retry_in + push.ATTEMPT_LEASE_MS / 1000 + 1)
-        assert push.sweep(store, dispatcher, 100) == 1
+        assert push.sweep(a2a.store, a2a.dispatcher, 100) == 1
         assert deliver(a2a, run_id).delivered == 1
-    assert dispatcher.notified == [run_id]
+    assert a2a.dispatcher.notified == [run_id]
     assert len(server.requests) == 2
     assert json.loads(server.requests[1].body)["task"]["id"] == run_id
 
@@ -471,11 +453,11 @@ def test_a_push_url_that_cannot_be_parsed_is_refused_with_a_reason(url: str) -> 
 
 
 def test_a_config_whose_url_cannot_be_used_fails_alone_and_the_others_still_go(a2a: World) -> None:
-    store = a2a[1]
+    store = a2a.store
     run_id = ended_task(a2a)
     with fake_server() as server:
-        push.register(store, a2a[2], hook(run_id, "http://127.0.0.1:port/hook", config_id="a-bad"))
-        push.register(store, a2a[2], hook(run_id, server.url, config_id="b-good"))
+        push.register(store, a2a.dispatcher, hook(run_id, "http://127.0.0.1:port/hook", config_id="a-bad"))
+        push.register(store, a2a.dispatcher, hook(run_id, server.url, config_id="b-good"))
         outcome = deliver(a2a, run_id)
     assert outcome == push.Outcome(delivered=1, failed=1)
     assert len(server.requests) == 1

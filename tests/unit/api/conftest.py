@@ -1,4 +1,5 @@
-"""The FastAPI app in-process over fakeredis, with a dispatcher that records instead of Celery."""
+"""The FastAPI app in-process over the test world (``clawbus.workers.testing.world``): its fakeredis, its store
+and its inline dispatcher, which records instead of Celery; on Redis's clock, which the API's waits need."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ from clawbus.api.waits import RunWaiter
 from clawbus.shared.config import Config
 from clawbus.shared.store import Store
 from clawbus.shared.store.live import LiveStore
-from clawbus.workers.testing import InlineDispatcher
+from clawbus.shared.store.server_clock import ServerClock
+from clawbus.workers.testing import InlineDispatcher, World, world
 from tests.conftest import make_config
 from tests.support.api_app import TOKEN
 
@@ -27,18 +29,24 @@ def api_config() -> Config:
 
 
 @pytest.fixture
-def recorded(server: fakeredis.FakeServer) -> InlineDispatcher:
-    return InlineDispatcher(fakeredis.FakeRedis(server=server, decode_responses=True))
-
-
-@pytest.fixture
 def server() -> fakeredis.FakeServer:
     return fakeredis.FakeServer()
 
 
 @pytest.fixture
-def api_store(server: fakeredis.FakeServer, api_config: Config) -> Store:
-    return Store(fakeredis.FakeRedis(server=server, decode_responses=True), api_config)
+def api_world(server: fakeredis.FakeServer, api_config: Config) -> World:
+    client = fakeredis.FakeRedis(server=server, decode_responses=True)
+    return world(api_config, clock=ServerClock(client), redis=client)
+
+
+@pytest.fixture
+def recorded(api_world: World) -> InlineDispatcher:
+    return api_world.dispatcher
+
+
+@pytest.fixture
+def api_store(api_world: World) -> Store:
+    return api_world.store
 
 
 @pytest.fixture

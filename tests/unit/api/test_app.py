@@ -15,7 +15,7 @@ from clawbus.api.services import Services
 from clawbus.shared.base.gc_pauses import FrozenHeap
 from clawbus.shared.config import Config, ConfigError
 from clawbus.shared.store import Store
-from clawbus.workers.testing import InlineDispatcher, drain
+from clawbus.workers.testing import InlineDispatcher, World
 from tests.conftest import make_config
 from tests.support.api_app import TOKEN
 
@@ -270,9 +270,7 @@ def test_an_api_without_tokens_refuses_to_start() -> None:
         create_app(make_config())
 
 
-def test_runs_and_flows_come_back_with_secrets_redacted(
-    http: TestClient, api_store: Store, api_config: Config, recorded: InlineDispatcher
-) -> None:
+def test_runs_and_flows_come_back_with_secrets_redacted(http: TestClient, api_world: World) -> None:
     secret = "sk-abcdefghijklmnopqrstuvwx1234"
     http.put("/v1/sessions/cron:keys").raise_for_status()
     sent = http.post(
@@ -282,7 +280,7 @@ def test_runs_and_flows_come_back_with_secrets_redacted(
             "args": {"sessionKey": "cron:keys", "message": f"my key is {secret}", "timeoutSeconds": 0},
         },
     ).json()["result"]["details"]
-    drain(api_store, api_config, recorded)
+    api_world.drain()
     run = http.get(f"/v1/runs/{sent['runId']}").json()
     flow = http.get(f"/v1/flows/{sent['flowId']}").json()
     assert run["reply"] == "echo: my key is sk-abc…1234"

@@ -4,6 +4,7 @@ request waits, and still ending ok after the request gave up."""
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections.abc import Iterator
@@ -21,7 +22,7 @@ from clawbus.shared.config import Config
 from clawbus.shared.domain.runs import Enqueue, LaneHead
 from clawbus.shared.flows import run_control
 from clawbus.shared.store import Store
-from clawbus.workers.testing import InlineDispatcher, drain_runs
+from clawbus.workers.testing import InlineDispatcher, World, drain_runs
 from tests.conftest import make_config
 from tests.support.api_app import TOKEN
 
@@ -35,10 +36,9 @@ CAPPED = "(gateway.maxWaitSeconds=1 caps a wait over HTTP; 10s were asked for)"
 class BackgroundWorker(InlineDispatcher):
     """Runs each dispatched run at once on its own thread, as a worker would while the API waits."""
 
-    def __init__(self, store: Store, config: Config) -> None:
-        super().__init__(store.redis)
-        self.store = store
-        self.config = config
+    def __init__(self, world: World) -> None:
+        super().__init__(world.store.redis)
+        self.world = dataclasses.replace(world, dispatcher=self)  # the world's runs dispatched here
         self.threads: list[threading.Thread] = []
         self.dispatched: list[LaneHead] = []
 
@@ -48,7 +48,7 @@ class BackgroundWorker(InlineDispatcher):
     def dispatch_run(self, head: LaneHead, delay_s: float = 0.0) -> None:
         super().dispatch_run(head, delay_s)
         self.dispatched.append(head)
-        thread = threading.Thread(target=drain_runs, args=(self.store, self.config, self), daemon=True)
+        thread = threading.Thread(target=drain_runs, args=(self.world,), daemon=True)
         self.threads.append(thread)
         thread.start()
 
@@ -70,12 +70,12 @@ def api_config() -> Config:
 
 
 @pytest.fixture
-def recorded(api_store: Store, api_config: Config) -> Iterator[BackgroundWorker]:
-    worker = BackgroundWorker(api_store, api_config)
+def recorded(api_world: World) -> Iterator[BackgroundWorker]:
+    worker = BackgroundWorker(api_world)
     yield worker
     # The runs are not this test's concern any more: stopped, they end within a second, not DELAY_MS.
     for head in list(worker.dispatched):
-        run_control.cancel_run(api_config, api_store, worker, head.run_id)
+        run_control.cancel_run(worker.world, head.run_id)
     worker.join(time.monotonic() + DELAY_MS / 1000 + 10)
 
 

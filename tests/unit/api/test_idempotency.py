@@ -8,9 +8,8 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 
-from clawbus.shared.config import Config
 from clawbus.shared.store import Store
-from clawbus.workers.testing import InlineDispatcher, drain_runs
+from clawbus.workers.testing import World
 
 TARGET = "agent:main:cron:idem"
 WAIT_S = 2
@@ -167,7 +166,7 @@ def test_keys_are_the_tokens_own(http: TestClient, api_store: Store) -> None:
 
 
 def test_a_waiting_send_repeated_before_its_answer_was_kept_reads_its_ended_run(
-    http: TestClient, api_store: Store, api_config: Config, recorded: InlineDispatcher
+    http: TestClient, api_store: Store, api_world: World
 ) -> None:
     """The answer is kept after it is sent: a repeat that comes first runs beside it, on the first one's
     run, which may have ended already. It reads that run rather than wait until its deadline for an end
@@ -178,7 +177,7 @@ def test_a_waiting_send_repeated_before_its_answer_was_kept_reads_its_ended_run(
     body = {"tool": "sessions_send", "args": args}
     first = http.post("/tools/invoke", json=body, headers=headers).json()["result"]["details"]
     assert first["status"] == "accepted"  # nothing ran it within its wait
-    drain_runs(api_store, api_config, recorded)
+    api_world.drain_runs()
     # As if the first's answer were not kept yet.
     assert api_store.redis.delete(*api_store.redis.keys(api_store.keys.idempotency_answer("*", "*"))) == 1
 

@@ -5,6 +5,7 @@ own thread as a worker would while the request waits: the release's shapes, text
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import threading
@@ -28,8 +29,9 @@ from clawbus.shared.domain.runs import Enqueue, LaneHead
 from clawbus.shared.flows import run_control
 from clawbus.shared.store import Store
 from clawbus.shared.store.live import LiveStore
+from clawbus.shared.store.server_clock import ServerClock
 from clawbus.shared.wire.models import RunStatus, Usage
-from clawbus.workers.testing import InlineDispatcher, drain_runs
+from clawbus.workers.testing import InlineDispatcher, World, drain_runs, world
 from tests.conftest import make_config
 
 TOKEN = "openai-compat-token"
@@ -77,9 +79,9 @@ def config_with(**gateway: Any) -> Config:
 class BackgroundWorker(InlineDispatcher):
     """Runs each dispatched run at once on its own thread, as a worker would while the API waits."""
 
-    def __init__(self, store: Store, config: Config) -> None:
-        super().__init__(store.redis)
-        self.store, self.config = store, config
+    def __init__(self, world: World) -> None:
+        super().__init__(world.store.redis)
+        self.world = dataclasses.replace(world, dispatcher=self)  # the world's runs dispatched here
         self.threads: list[threading.Thread] = []
         self.dispatched: list[LaneHead] = []
 
@@ -89,14 +91,14 @@ class BackgroundWorker(InlineDispatcher):
     def dispatch_run(self, head: LaneHead, delay_s: float = 0.0) -> None:
         super().dispatch_run(head, delay_s)
         self.dispatched.append(head)
-        thread = threading.Thread(target=drain_runs, args=(self.store, self.config, self), daemon=True)
+        thread = threading.Thread(target=drain_runs, args=(self.world,), daemon=True)
         self.threads.append(thread)
         thread.start()
 
     def stop(self) -> None:
         """Cancel what still runs (a slow run a test stopped waiting for) and wait for every thread."""
         for head in list(self.dispatched):
-            run_control.cancel_run(self.config, self.store, self, head.run_id)
+            run_control.cancel_run(self.world, head.run_id)
         deadline = time.monotonic() + 15
         for thread in self.threads:
             thread.join(max(deadline - time.monotonic(), 0))
@@ -120,8 +122,9 @@ class App:
 @contextmanager
 def app_for(config: Config) -> Iterator[App]:
     server = fakeredis.FakeServer()
-    store = Store(fakeredis.FakeRedis(server=server, decode_responses=True), config)
-    worker = BackgroundWorker(store, config)
+    client = fakeredis.FakeRedis(server=server, decode_responses=True)
+    worker = BackgroundWorker(world(config, clock=ServerClock(client), redis=client))
+    store = worker.world.store
 
     def services(cfg: Config) -> Services:
         live = LiveStore.on(fakeredis.FakeAsyncRedis(server=server, decode_responses=True), store.keys)

@@ -4,14 +4,11 @@ from __future__ import annotations
 
 from fastapi.testclient import TestClient
 
-from clawbus.shared.config import Config
 from clawbus.shared.store import Store
-from clawbus.workers.testing import InlineDispatcher, drain_runs
+from clawbus.workers.testing import World
 
 
-def test_a_runs_events_page_on_from_the_last_id_seen(
-    http: TestClient, api_store: Store, api_config: Config, recorded: InlineDispatcher
-) -> None:
+def test_a_runs_events_page_on_from_the_last_id_seen(http: TestClient, api_world: World) -> None:
     http.put("/v1/sessions/cron:ev").raise_for_status()  # a send opens no session
     sent = http.post(
         "/tools/invoke",
@@ -20,7 +17,7 @@ def test_a_runs_events_page_on_from_the_last_id_seen(
             "args": {"sessionKey": "cron:ev", "message": "hi", "timeoutSeconds": 0},
         },
     ).json()["result"]["details"]
-    drain_runs(api_store, api_config, recorded)
+    api_world.drain_runs()
     events = http.get(f"/v1/runs/{sent['runId']}/events").json()["events"]
     assert [e["type"] for e in events] == ["queued", "started", "ended"]
     rest = http.get(f"/v1/runs/{sent['runId']}/events", params={"after": events[0]["id"]}).json()

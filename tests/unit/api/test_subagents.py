@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 from clawbus.shared.config import Config
 from clawbus.shared.store import Store
 from clawbus.shared.wire.models import RunStatus
-from clawbus.workers.testing import InlineDispatcher, drain
+from clawbus.workers.testing import World
 from tests.support.api_orchestra import MAIN, SCOPED_TOKEN, SECRET, orchestra_config, yielded_boss
 
 
@@ -21,8 +21,8 @@ def api_config() -> Config:
 
 
 @pytest.fixture
-def boss(http: TestClient, api_config: Config, api_store: Store, recorded: InlineDispatcher) -> str:
-    return yielded_boss(http, api_config, api_store, recorded)
+def boss(http: TestClient, api_world: World) -> str:
+    return yielded_boss(http, api_world)
 
 
 def rows(http: TestClient, session: str, **params: Any) -> list[dict[str, Any]]:
@@ -74,12 +74,10 @@ def test_info_on_a_subagent_by_label_gives_its_row_and_latest_run(
     assert info["createdAt"] <= info["updatedAt"]
 
 
-def test_info_shows_a_subagents_last_error_redacted(
-    http: TestClient, api_store: Store, api_config: Config, recorded: InlineDispatcher
-) -> None:
+def test_info_shows_a_subagents_last_error_redacted(http: TestClient, api_world: World) -> None:
     http.post("/v1/sessions/main/messages", json={"message": "hello", "timeoutSeconds": 0})
     http.post("/tools/invoke", json={"tool": "sessions_spawn", "args": {"task": "leak", "label": "leaky"}})
-    drain(api_store, api_config, recorded, follow_inline=True)
+    api_world.drain(follow_inline=True)
     info = http.get("/v1/sessions/main/subagents/leaky").json()
     assert info["lastRunStatus"] == "error"
     assert "sk-abc…1234" in info["lastError"]
@@ -87,14 +85,14 @@ def test_info_shows_a_subagents_last_error_redacted(
 
 
 def test_killing_by_label_stops_the_whole_subtree_and_answers_the_killed(
-    http: TestClient, boss: str, api_store: Store, api_config: Config, recorded: InlineDispatcher
+    http: TestClient, boss: str, api_store: Store, api_world: World
 ) -> None:
     response = http.post("/v1/sessions/main/subagents/boss/kill")
     assert response.status_code == 200, response.text
     killed = response.json()["killed"]
     assert killed[0] == boss  # the target first, then what it spawned
     assert sorted(killed[1:]) == sorted(api_store.sessions.children(boss))
-    drain(api_store, api_config, recorded, follow_inline=True)
+    api_world.drain(follow_inline=True)
     assert {r["status"] for r in rows(http, "main", recursive="true")} == {"killed"}
     leaves = [api_store.sessions.get(key) for key in api_store.sessions.children(boss)]
     leaf_runs = [api_store.runs.get(leaf.spawn_flow_id) for leaf in leaves if leaf and leaf.spawn_flow_id]

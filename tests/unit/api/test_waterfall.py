@@ -9,8 +9,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from clawbus.shared.config import Config
-from clawbus.shared.store import Store
-from clawbus.workers.testing import InlineDispatcher, drain
+from clawbus.workers.testing import World
 from tests.support.api_orchestra import MAIN, SCOPED_TOKEN, orchestra_config, yielded_boss
 
 
@@ -26,9 +25,7 @@ def waterfall(http: TestClient, path: str, **headers: str) -> dict[str, Any]:
     return body
 
 
-def test_a_flows_waterfall_has_a_row_per_run_the_flow_names(
-    http: TestClient, api_store: Store, api_config: Config, recorded: InlineDispatcher
-) -> None:
+def test_a_flows_waterfall_has_a_row_per_run_the_flow_names(http: TestClient, api_world: World) -> None:
     http.post("/v1/sessions/main/messages", json={"message": "hello", "timeoutSeconds": 0})
     http.put("/v1/sessions/cron:peer").raise_for_status()
     sent = http.post(
@@ -38,7 +35,7 @@ def test_a_flows_waterfall_has_a_row_per_run_the_flow_names(
             "args": {"sessionKey": "cron:peer", "message": "ping", "timeoutSeconds": 0},
         },
     ).json()["result"]["details"]
-    drain(api_store, api_config, recorded)
+    api_world.drain()
     flow = http.get(f"/v1/flows/{sent['flowId']}").json()
     body = waterfall(http, f"/v1/flows/{sent['flowId']}/waterfall")
     rows = body["rows"]
@@ -59,9 +56,9 @@ def test_a_flows_waterfall_has_a_row_per_run_the_flow_names(
 
 
 def test_a_sessions_waterfall_has_the_runs_of_its_whole_tree_by_depth(
-    http: TestClient, api_store: Store, api_config: Config, recorded: InlineDispatcher
+    http: TestClient, api_world: World
 ) -> None:
-    boss = yielded_boss(http, api_config, api_store, recorded)
+    boss = yielded_boss(http, api_world)
     # Mid-way: the leaves are queued, not started; the orchestrator's first run ended after two model steps
     # (one spawned the leaves, one yielded; the yield's closing message is no step).
     rows = waterfall(http, "/v1/sessions/main/waterfall")["rows"]
@@ -75,7 +72,7 @@ def test_a_sessions_waterfall_has_the_runs_of_its_whole_tree_by_depth(
     assert spawning["status"] == "ok"
     assert len(spawning["steps"]) == 2
 
-    drain(api_store, api_config, recorded)
+    api_world.drain()
     rows = waterfall(http, "/v1/sessions/main/waterfall")["rows"]
     assert [r["createdAt"] for r in rows] == sorted(r["createdAt"] for r in rows)
     assert all(r["status"] == "ok" for r in rows)
@@ -95,9 +92,7 @@ def test_a_session_with_no_runs_has_an_empty_waterfall(http: TestClient) -> None
     assert waterfall(http, "/v1/sessions/cron:quiet/waterfall")["rows"] == []
 
 
-def test_a_token_that_may_not_see_them_learns_nothing(
-    http: TestClient, api_store: Store, api_config: Config, recorded: InlineDispatcher
-) -> None:
+def test_a_token_that_may_not_see_them_learns_nothing(http: TestClient, api_world: World) -> None:
     http.put("/v1/sessions/cron:peer").raise_for_status()
     sent = http.post(
         "/tools/invoke",
@@ -106,7 +101,7 @@ def test_a_token_that_may_not_see_them_learns_nothing(
             "args": {"sessionKey": "cron:peer", "message": "ping", "timeoutSeconds": 0},
         },
     ).json()["result"]["details"]
-    drain(api_store, api_config, recorded)
+    api_world.drain()
     scoped = {"Authorization": f"Bearer {SCOPED_TOKEN}"}
     real = http.get(f"/v1/flows/{sent['flowId']}/waterfall", headers=scoped)
     made_up = http.get("/v1/flows/00000000-0000-4000-8000-000000000000/waterfall", headers=scoped)

@@ -6,12 +6,12 @@ from __future__ import annotations
 import httpx
 import pytest
 from clawbus_client import calls
-from clawbus_client.errors import ClawbusError
+from clawbus_client.errors import APIError
 from clawbus_client.models import NotifyResult, SendResult, ToolFailure
 
 
-def refused(status: int, retry_after: float | None = None) -> ClawbusError:
-    error = ClawbusError(status, "unavailable", "try again")
+def refused(status: int, retry_after: float | None = None) -> APIError:
+    error = APIError(status, "unavailable", "try again")
     error.retry_after = retry_after
     return error
 

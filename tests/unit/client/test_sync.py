@@ -7,7 +7,7 @@ import json
 
 import httpx
 import pytest
-from clawbus_client import ClawbusError, Client
+from clawbus_client import APIError, Client
 from clawbus_client.models import NotifyResult, SendResult
 
 from tests.support.fake_api import FakeApi, accepted, lost, notified, steered, unavailable
@@ -45,7 +45,7 @@ def test_the_callers_own_key_is_the_one_sent(api: FakeApi) -> None:
 
 def test_a_read_carries_no_key_and_is_not_sent_again(api: FakeApi) -> None:
     api.answers = [unavailable]
-    with pytest.raises(ClawbusError) as refused:
+    with pytest.raises(APIError) as refused:
         client(api).get_session("x")
     assert refused.value.status == 503
     assert api.keys() == [None]
@@ -54,7 +54,7 @@ def test_a_read_carries_no_key_and_is_not_sent_again(api: FakeApi) -> None:
 def test_a_refusal_is_raised_with_its_type_field_and_message(api: FakeApi) -> None:
     error = {"type": "invalid_request", "message": "Idempotency-Key k was used for another request"}
     api.answers = [lambda _r: httpx.Response(422, json={"error": {**error, "field": "Idempotency-Key"}})]
-    with pytest.raises(ClawbusError) as refused:
+    with pytest.raises(APIError) as refused:
         client(api).cancel_run("run-1")
     assert (refused.value.status, refused.value.type, refused.value.field) == (
         422,

@@ -5,14 +5,13 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from clawbus.shared.config import Config
 from clawbus.shared.domain.sessions import new_entry
 from clawbus.shared.store import Store
 from clawbus.shared.tools.registry import TOOLS
 from clawbus.shared.tools.tool_context import ToolContext
 from clawbus.shared.wire.history_schema import SessionsHistoryResult
 from clawbus.shared.wire.models import Message, Role, TextBlock, ToolCallBlock, ToolFailure
-from clawbus.workers.testing import InlineDispatcher, drain_runs
+from clawbus.workers.testing import World
 from tests.conftest import make_config
 from tests.support.runs import accept, claim
 
@@ -100,11 +99,11 @@ def test_secrets_are_redacted(ctx: ToolContext, store: Store) -> None:
 
 
 def test_a_forwarded_message_shows_as_the_releases_with_who_forwarded_it(
-    ctx: ToolContext, store: Store, config: Config, dispatcher: InlineDispatcher
+    ctx: ToolContext, store: Store, inline: World
 ) -> None:
     put(store, "user", "first")
     TOOLS["sessions_send"].invoke(ctx, {"sessionKey": KEY, "message": "hello", "timeoutSeconds": 0})
-    drain_runs(store, config, dispatcher)
+    inline.drain_runs()
     forwarded, reply = history(ctx).messages[1:3]
     assert forwarded["role"] == "assistant"
     assert forwarded["content"] == "hello"
@@ -198,13 +197,13 @@ def test_an_offset_pages_back_from_the_newest_message(ctx: ToolContext, store: S
 
 
 def test_a_page_with_a_model_reply_says_its_content_was_cut_as_the_release_does(
-    ctx: ToolContext, store: Store, config: Config, dispatcher: InlineDispatcher
+    ctx: ToolContext, store: Store, inline: World
 ) -> None:
     """The release drops each model reply's usage from a history and counts that as cutting it."""
     put(store, "user", "only a person")
     assert (history(ctx).content_truncated, history(ctx).truncated) == (False, False)
     TOOLS["sessions_send"].invoke(ctx, {"sessionKey": KEY, "message": "hello", "timeoutSeconds": 0})
-    drain_runs(store, config, dispatcher)
+    inline.drain_runs()
     result = history(ctx)
     assert (result.content_truncated, result.truncated) == (True, True)
     assert all("usage" not in m for m in result.messages)

@@ -15,11 +15,11 @@ from clawbus.shared.tools.registry import TOOLS
 from clawbus.shared.tools.tool_context import ToolContext
 from clawbus.shared.wire.list_schema import SessionsListResult
 from clawbus.shared.wire.models import InboundMessageParams, ToolFailure
-from clawbus.workers.testing import InlineDispatcher, drain, drain_runs
+from clawbus.workers.testing import InlineDispatcher, World
 
 
 def message(ctx: ToolContext, key: str, text: str = "hi", **route: str) -> None:
-    session = ToolContext.for_caller(ctx.config, ctx.store, ctx.dispatcher, key)
+    session = ToolContext.for_caller(ctx, key)
     receive(session, InboundMessageParams(message=text, timeout_seconds=0, **route))  # type: ignore[arg-type]
 
 
@@ -135,11 +135,11 @@ def test_rows_carry_delivery_context_and_transcript_path(ctx: ToolContext, confi
 
 
 def test_message_limit_attaches_the_last_messages_without_tool_results(
-    ctx: ToolContext, store: Store, config: Config, dispatcher: InlineDispatcher
+    ctx: ToolContext, inline: World
 ) -> None:
     message(ctx, "cron:a", "one")
     message(ctx, "cron:a", "two")
-    drain_runs(store, config, dispatcher)
+    inline.drain_runs()
     row = listing(ctx, messageLimit=3).sessions[0]
     assert [text_of(m) for m in row.messages or []] == ["echo: one", "two", "echo: two"]
     # Shown as history shows them, with the usage of the step that wrote an assistant's.
@@ -159,11 +159,9 @@ def test_an_index_entry_whose_session_vanished_is_skipped(ctx: ToolContext, stor
     assert [r.key for r in listing(ctx, limit=1).sessions] == ["agent:main:cron:a"]
 
 
-def test_listed_messages_are_redacted_and_cut_as_history_is(
-    ctx: ToolContext, store: Store, config: Config, dispatcher: InlineDispatcher
-) -> None:
+def test_listed_messages_are_redacted_and_cut_as_history_is(ctx: ToolContext, inline: World) -> None:
     message(ctx, "cron:a", "use sk-abcdefghijklmnopqrstuvwxyz1234 " + "x" * 5000)
-    drain_runs(store, config, dispatcher)
+    inline.drain_runs()
     row = listing(ctx, messageLimit=2).sessions[0]
     listed, _reply = row.messages or []
     text = text_of(listed)
@@ -173,12 +171,12 @@ def test_listed_messages_are_redacted_and_cut_as_history_is(
 
 
 def test_rows_carry_the_releases_fields_for_a_main_session_and_its_child(
-    ctx: ToolContext, store: Store, config: Config, dispatcher: InlineDispatcher
+    ctx: ToolContext, config: Config, inline: World
 ) -> None:
     message(ctx, "main", "hello")
-    drain_runs(store, config, dispatcher)
+    inline.drain_runs()
     spawned = TOOLS["sessions_spawn"].invoke(ctx, {"task": "count", "label": "counter"}).wire()
-    drain_runs(store, config, dispatcher)
+    inline.drain_runs()
     rows = {row.key: row.wire() for row in listing(ctx).sessions}
     main, child = rows["agent:main:main"], rows[spawned["childSessionKey"]]
     assert {k: main[k] for k in ("agentId", "kind", "archived", "pinned", "displayName", "status")} == {
@@ -206,7 +204,7 @@ def test_rows_carry_the_releases_fields_for_a_main_session_and_its_child(
     TOOLS["sessions_send"].invoke(
         ctx, {"sessionKey": spawned["childSessionKey"], "message": "hi", "timeoutSeconds": 0}
     )
-    drain_runs(store, config, dispatcher)
+    inline.drain_runs()
     child = {row.key: row.wire() for row in listing(ctx).sessions}[spawned["childSessionKey"]]
     assert child["abortedLastRun"] is False
 
@@ -223,12 +221,10 @@ def test_label_and_agent_id_keep_only_the_sessions_asked_for(
     assert listing(ctx, label="nobody").count == 0
 
 
-def test_search_active_only_and_exclude_subagents_narrow_the_listing(
-    ctx: ToolContext, store: Store, config: Config, dispatcher: InlineDispatcher
-) -> None:
+def test_search_active_only_and_exclude_subagents_narrow_the_listing(ctx: ToolContext, inline: World) -> None:
     message(ctx, "discord:group:ops-room")
     message(ctx, "cron:nightly")
-    drain_runs(store, config, dispatcher)
+    inline.drain_runs()
     spawned = TOOLS["sessions_spawn"].invoke(ctx, {"task": "count", "label": "counter"}).wire()
     assert [row.key for row in listing(ctx, search="OPS").sessions] == ["agent:main:discord:group:ops-room"]
     assert [row.key for row in listing(ctx, activeOnly=True).sessions] == [spawned["childSessionKey"]]
@@ -237,11 +233,11 @@ def test_search_active_only_and_exclude_subagents_narrow_the_listing(
 
 
 def test_archived_sessions_are_listed_only_when_asked_for(
-    ctx: ToolContext, store: Store, config: Config, dispatcher: InlineDispatcher, clock: FixedClock
+    ctx: ToolContext, store: Store, clock: FixedClock, inline: World
 ) -> None:
     message(ctx, "cron:kept")
     child = TOOLS["sessions_spawn"].invoke(ctx, {"task": "count"}).wire()["childSessionKey"]
-    drain(store, config, dispatcher)
+    inline.drain()
     entry = store.sessions.get(child)
     assert entry is not None
     store.sessions.archive(entry, clock.now_ms())
@@ -251,11 +247,9 @@ def test_archived_sessions_are_listed_only_when_asked_for(
     assert {child, "agent:main:cron:kept"} <= {row.key for row in listing(ctx, archived="all").sessions}
 
 
-def test_titles_and_last_message_previews_on_request(
-    ctx: ToolContext, store: Store, config: Config, dispatcher: InlineDispatcher
-) -> None:
+def test_titles_and_last_message_previews_on_request(ctx: ToolContext, inline: World) -> None:
     message(ctx, "cron:titled", "write the weekly report about the fleet and its workers please " * 2)
-    drain_runs(store, config, dispatcher)
+    inline.drain_runs()
     plain = listing(ctx).sessions[0]
     assert (plain.derived_title, plain.last_message_preview) == (None, None)
     row = listing(ctx, includeDerivedTitles=True, includeLastMessage=True).sessions[0]
@@ -263,17 +257,17 @@ def test_titles_and_last_message_previews_on_request(
     assert row.last_message_preview is not None
     assert row.last_message_preview.startswith("echo: write the weekly report")
     message(ctx, "main", "hello")
-    drain_runs(store, config, dispatcher)
+    inline.drain_runs()
     titles = {r.key: r.derived_title for r in listing(ctx, includeDerivedTitles=True).sessions}
     assert titles["agent:main:main"] == "main"  # its displayName, as the release titles it
 
 
 def test_rows_say_when_the_latest_run_started_ended_and_how_long_it_ran(
-    ctx: ToolContext, store: Store, config: Config, dispatcher: InlineDispatcher, clock: FixedClock
+    ctx: ToolContext, clock: FixedClock, inline: World
 ) -> None:
     message(ctx, "cron:first")
     first_at = clock.now_ms()
-    drain_runs(store, config, dispatcher)
+    inline.drain_runs()
     clock.advance(5)
     message(ctx, "cron:second")
     [second, first] = [row.wire() for row in listing(ctx).sessions]
@@ -283,13 +277,13 @@ def test_rows_say_when_the_latest_run_started_ended_and_how_long_it_ran(
 
 
 def test_owner_creator_and_workspace_keep_the_sessions_a_spawner_made(
-    ctx: ToolContext, store: Store, config: Config, dispatcher: InlineDispatcher
+    ctx: ToolContext, config: Config, inline: World
 ) -> None:
     message(ctx, "cron:a")
     mine = TOOLS["sessions_spawn"].invoke(ctx, {"task": "count", "label": "mine"}).wire()["childSessionKey"]
-    research = ToolContext.for_caller(config, store, dispatcher, "agent:research:main")
+    research = inline.context("agent:research:main")
     theirs = TOOLS["sessions_spawn"].invoke(research, {"task": "count", "label": "theirs"}).wire()
-    drain_runs(store, config, dispatcher)
+    inline.drain_runs()
 
     def keys(**args: object) -> list[str]:
         return sorted(row.key for row in listing(ctx, **args).sessions)

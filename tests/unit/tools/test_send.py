@@ -17,8 +17,8 @@ from clawbus.shared.tools.registry import TOOLS
 from clawbus.shared.tools.tool_context import ToolContext
 from clawbus.shared.wire.models import Run, RunStatus, ToolFailure
 from clawbus.shared.wire.send_schema import SendResult
-from clawbus.workers.testing import InlineDispatcher, drain_runs
-from tests.conftest import make_config
+from clawbus.workers.testing import InlineDispatcher, World
+from tests.conftest import WorldFactory
 from tests.support.sessions import open_sessions
 
 TARGET = "agent:main:discord:group:42"
@@ -32,9 +32,9 @@ def ctx(ctx: ToolContext, store: Store, config: Config) -> ToolContext:
 
 
 @pytest.fixture
-def unopened(config: Config, store: Store, dispatcher: InlineDispatcher) -> ToolContext:
+def unopened(inline: World) -> ToolContext:
     """main's context where no session has been opened."""
-    return ToolContext.for_caller(config, store, dispatcher, "main")
+    return inline.context("main")
 
 
 def send(ctx: ToolContext, **args: object) -> SendResult | ToolFailure | AwaitRun:
@@ -68,12 +68,10 @@ def test_waits_are_capped_at_the_gateway_maximum(ctx: ToolContext, config: Confi
     assert result.wait_seconds == config.gateway.max_wait_seconds
 
 
-def test_finishing_a_wait_gives_ok_with_the_reply(
-    ctx: ToolContext, store: Store, config: Config, dispatcher: InlineDispatcher
-) -> None:
+def test_finishing_a_wait_gives_ok_with_the_reply(ctx: ToolContext, store: Store, inline: World) -> None:
     pending = send(ctx, sessionKey=TARGET, message="ping", timeoutSeconds=5)
     assert isinstance(pending, AwaitRun)
-    drain_runs(store, config, dispatcher)
+    inline.drain_runs()
     done = pending.finish(store.runs.get(pending.run_id))
     assert done.wire() == {
         "runId": pending.run_id,
@@ -137,11 +135,9 @@ def test_a_run_that_ended_without_a_visible_reply_is_no_reply(ctx: ToolContext, 
     }
 
 
-def test_the_message_carries_inter_session_provenance(
-    ctx: ToolContext, store: Store, config: Config, dispatcher: InlineDispatcher
-) -> None:
+def test_the_message_carries_inter_session_provenance(ctx: ToolContext, store: Store, inline: World) -> None:
     send(ctx, sessionKey=TARGET, message="from main", timeoutSeconds=0)
-    drain_runs(store, config, dispatcher)
+    inline.drain_runs()
     first = store.transcripts.last(TARGET, 5)[0]
     assert first.provenance is not None
     assert first.provenance.wire() == {
@@ -181,10 +177,10 @@ def test_the_target_gets_the_agent_to_agent_context(ctx: ToolContext, store: Sto
 
 
 def test_the_requester_channel_is_its_last_inbound_channel(
-    config: Config, store: Store, dispatcher: InlineDispatcher
+    config: Config, store: Store, inline: World
 ) -> None:
     open_sessions(store, config, TARGET)
-    caller = ToolContext.for_caller(config, store, dispatcher, "agent:main:telegram:group:7")
+    caller = inline.context("agent:main:telegram:group:7")
     result = send(caller, sessionKey=TARGET, message="x", timeoutSeconds=0)
     assert isinstance(result, SendResult)
     run = store.runs.get(result.run_id)
@@ -365,24 +361,22 @@ def test_a_send_to_a_denied_session_is_refused(
     assert (result.status, result.error) == ("error", "send blocked by session policy")
 
 
-def test_sends_from_inside_runs_carry_the_chain_and_stop_at_the_hop_limit(
-    store: Store, dispatcher: InlineDispatcher
-) -> None:
-    config = make_config({"session": {"agentToAgent": {"maxHops": 2}}})
-    open_sessions(store, config, *(f"agent:main:cron:{hop}" for hop in range(3)))
+def test_sends_from_inside_runs_carry_the_chain_and_stop_at_the_hop_limit(world: WorldFactory) -> None:
+    w = world({"session": {"agentToAgent": {"maxHops": 2}}})
+    open_sessions(w.store, w.config, *(f"agent:main:cron:{hop}" for hop in range(3)))
     origin: str | None = None
     chain: list[tuple[str | None, int]] = []
     for hop in range(2):
-        caller = ToolContext.for_caller(config, store, dispatcher, f"agent:main:cron:{hop}", origin)
+        caller = ToolContext.for_caller(w, f"agent:main:cron:{hop}", origin)
         result = send(caller, sessionKey=f"agent:main:cron:{hop + 1}", message="pass it on", timeoutSeconds=0)
         assert isinstance(result, SendResult)
-        run = store.runs.get(result.run_id)
+        run = w.store.runs.get(result.run_id)
         assert run is not None
         chain.append((run.chain_id, run.hops))
         origin = result.run_id
     assert [hops for _, hops in chain] == [1, 2]  # a send is a hop: two sends make a chain of two
     assert len({chain_id for chain_id, _ in chain}) == 1
-    caller = ToolContext.for_caller(config, store, dispatcher, "agent:main:cron:2", origin)
+    caller = ToolContext.for_caller(w, "agent:main:cron:2", origin)
     refused = send(caller, sessionKey="agent:main:cron:0", message="and around", timeoutSeconds=0)
     assert isinstance(refused, ToolFailure)
     path = ["agent:main:cron:0", "agent:main:cron:1", "agent:main:cron:2", "agent:main:cron:0"]
@@ -393,20 +387,18 @@ def test_sends_from_inside_runs_carry_the_chain_and_stop_at_the_hop_limit(
     )
 
 
-def test_a_send_that_would_close_a_cycle_once_too_often_is_refused_with_its_path(
-    store: Store, dispatcher: InlineDispatcher
-) -> None:
-    config = make_config({"session": {"agentToAgent": {"maxCycles": 1}}})
+def test_a_send_that_would_close_a_cycle_once_too_often_is_refused_with_its_path(world: WorldFactory) -> None:
+    w = world({"session": {"agentToAgent": {"maxCycles": 1}}})
     ring = [f"agent:main:cron:{i}" for i in range(3)]
-    open_sessions(store, config, *ring)
+    open_sessions(w.store, w.config, *ring)
     origin: str | None = None
     hops = 0
     for hop in range(6):  # around the ring twice: each session comes back once, which maxCycles allows
-        caller = ToolContext.for_caller(config, store, dispatcher, ring[hop % 3], origin)
+        caller = ToolContext.for_caller(w, ring[hop % 3], origin)
         result = send(caller, sessionKey=ring[(hop + 1) % 3], message="pass it on", timeoutSeconds=0)
         if isinstance(result, ToolFailure):
             break
-        run = store.runs.get(result.run_id)
+        run = w.store.runs.get(result.run_id)
         assert run is not None
         origin, hops = result.run_id, run.hops
     assert isinstance(result, ToolFailure)
@@ -415,15 +407,13 @@ def test_a_send_that_would_close_a_cycle_once_too_often_is_refused_with_its_path
     assert "it would come back to agent:main:cron:0, already on its path 2 times" in result.error
 
 
-def test_a_chain_past_its_window_of_sends_is_refused_and_queues_nothing(
-    store: Store, dispatcher: InlineDispatcher
-) -> None:
-    config = make_config({"session": {"agentToAgent": {"maxChainSends": 2, "maxCycles": 8}}})
-    open_sessions(store, config, "agent:main:cron:0", "agent:main:cron:1")
-    outside = ToolContext.for_caller(config, store, dispatcher, "agent:main:cron:0")
+def test_a_chain_past_its_window_of_sends_is_refused_and_queues_nothing(world: WorldFactory) -> None:
+    w = world({"session": {"agentToAgent": {"maxChainSends": 2, "maxCycles": 8}}})
+    open_sessions(w.store, w.config, "agent:main:cron:0", "agent:main:cron:1")
+    outside = w.context("agent:main:cron:0")
     first = send(outside, sessionKey="agent:main:cron:1", message="one", timeoutSeconds=0)
     assert isinstance(first, SendResult)  # the chain's first send opens its window
-    inside = ToolContext.for_caller(config, store, dispatcher, "agent:main:cron:1", first.run_id)
+    inside = ToolContext.for_caller(w, "agent:main:cron:1", first.run_id)
     second = send(inside, sessionKey="agent:main:cron:0", message="two", timeoutSeconds=0)
     assert isinstance(second, SendResult)
     third = send(inside, sessionKey="agent:main:cron:0", message="three", timeoutSeconds=0)
@@ -434,7 +424,7 @@ def test_a_chain_past_its_window_of_sends_is_refused_and_queues_nothing(
         "(session.agentToAgent.maxChainSends is 2)"
     )
     assert third.run_id is not None
-    assert store.runs.get(third.run_id) is None  # nothing was queued
+    assert w.store.runs.get(third.run_id) is None  # nothing was queued
     # Another chain has a window of its own.
     assert isinstance(
         send(outside, sessionKey="agent:main:cron:1", message="anew", timeoutSeconds=0), SendResult

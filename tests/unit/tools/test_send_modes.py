@@ -16,7 +16,7 @@ from clawbus.shared.tools.tool_context import ToolContext
 from clawbus.shared.wire.models import RunStatus, ToolFailure
 from clawbus.shared.wire.send_schema import NotifyResult, SendResult
 from clawbus.shared.wire.spawn_schema import SpawnResult
-from clawbus.workers.testing import InlineDispatcher, drain, drain_runs
+from clawbus.workers.testing import InlineDispatcher, World
 from tests.support.runs import accept, claim, ok
 from tests.support.sessions import open_sessions
 
@@ -81,7 +81,7 @@ def test_the_running_run_takes_a_steered_message_in_at_its_next_step_with_its_pr
 
 
 def test_a_steer_the_running_run_ends_before_taking_in_runs_as_a_run_of_its_own(
-    ctx: ToolContext, store: Store, config: Config, dispatcher: InlineDispatcher
+    ctx: ToolContext, store: Store, config: Config, dispatcher: InlineDispatcher, inline: World
 ) -> None:
     running, token = running_chat(store, config)
     result = send(ctx, message="one more thing", mode="steer")
@@ -89,7 +89,7 @@ def test_a_steer_the_running_run_ends_before_taking_in_runs_as_a_run_of_its_own(
     committed = ok(store, running, token)
     assert committed.next_head is not None
     dispatcher.dispatch_run(committed.next_head)
-    drain_runs(store, config, dispatcher)
+    inline.drain_runs()
     ran = store.runs.get(result.run_id)
     assert ran is not None
     assert (ran.status, ran.steered_into, ran.reply) == (RunStatus.OK, None, "echo: one more thing")
@@ -129,10 +129,10 @@ def test_a_steer_is_refused_while_an_agent_to_agent_run_is_running(ctx: ToolCont
 
 
 def test_a_steer_names_the_stored_key_when_refused_and_the_alias_when_accepted(
-    store: Store, config: Config, dispatcher: InlineDispatcher
+    store: Store, config: Config, inline: World
 ) -> None:
     open_sessions(store, config, "agent:main:main")
-    ctx = ToolContext.for_caller(config, store, dispatcher, "agent:main:discord:group:7")
+    ctx = inline.context("agent:main:discord:group:7")
     refused = TOOLS["sessions_send"].invoke(ctx, {"sessionKey": "main", "message": "x", "mode": "steer"})
     assert isinstance(refused, ToolFailure)
     assert refused.session_key == "agent:main:main"
@@ -153,11 +153,11 @@ def test_a_steer_waits_for_nothing_whatever_timeout_it_asks(
 
 
 def test_a_session_may_steer_its_own_running_run_by_its_key(
-    store: Store, config: Config, dispatcher: InlineDispatcher
+    store: Store, config: Config, inline: World
 ) -> None:
     """The release's self-check refuses only a send that waits, and a steer never waits."""
     running, _ = running_chat(store, config)
-    own = ToolContext.for_caller(config, store, dispatcher, TARGET)
+    own = inline.context(TARGET)
     result = TOOLS["sessions_send"].invoke(
         own, {"sessionKey": TARGET, "message": "note to self", "mode": "steer"}
     )
@@ -169,7 +169,7 @@ def test_a_session_may_steer_its_own_running_run_by_its_key(
 
 
 def test_a_notification_is_queued_without_starting_a_run_of_the_target(
-    ctx: ToolContext, store: Store, config: Config, dispatcher: InlineDispatcher
+    ctx: ToolContext, store: Store, inline: World
 ) -> None:
     result = send(ctx, message="the build is green", mode="notify")
     assert isinstance(result, NotifyResult)
@@ -181,7 +181,7 @@ def test_a_notification_is_queued_without_starting_a_run_of_the_target(
         "runStarted": False,
     }
     assert store.flows.get(result.notification_id) is None
-    drain_runs(store, config, dispatcher)
+    inline.drain_runs()
     note = store.runs.get(result.notification_id)
     assert note is not None
     assert (note.kind, note.status, note.usage.input_tokens) == ("note", RunStatus.OK, None)
@@ -193,7 +193,7 @@ def test_a_notification_is_queued_without_starting_a_run_of_the_target(
 
 
 def test_a_notification_to_a_busy_session_is_recorded_after_its_running_turn(
-    ctx: ToolContext, store: Store, config: Config, dispatcher: InlineDispatcher
+    ctx: ToolContext, store: Store, config: Config, dispatcher: InlineDispatcher, inline: World
 ) -> None:
     running, token = running_chat(store, config)
     result = send(ctx, message="fyi: deploy at noon", mode="notify")
@@ -201,27 +201,25 @@ def test_a_notification_to_a_busy_session_is_recorded_after_its_running_turn(
     committed = ok(store, running, token, reply="trip planned")
     assert committed.next_head is not None
     dispatcher.dispatch_run(committed.next_head)
-    drain_runs(store, config, dispatcher)
+    inline.drain_runs()
     said = [(m.role, m.text) for m in store.transcripts.all(TARGET)]
     assert said == [("user", "plan the trip"), ("assistant", "trip planned"), ("user", "fyi: deploy at noon")]
 
 
 def test_a_notification_to_the_callers_own_session_is_refused_as_a_waited_send_is(
-    store: Store, config: Config, dispatcher: InlineDispatcher
+    store: Store, config: Config, inline: World
 ) -> None:
     open_sessions(store, config, TARGET)
-    own = ToolContext.for_caller(config, store, dispatcher, TARGET)
+    own = inline.context(TARGET)
     result = TOOLS["sessions_send"].invoke(own, {"sessionKey": TARGET, "message": "x", "mode": "notify"})
     assert isinstance(result, ToolFailure)
     assert result.error == "sessions_send cannot target the calling session; use your own reply instead"
 
 
 @pytest.mark.parametrize("mode", ["steer", "notify"])
-def test_steer_and_notify_need_the_session_to_exist(
-    mode: str, config: Config, store: Store, dispatcher: InlineDispatcher
-) -> None:
+def test_steer_and_notify_need_the_session_to_exist(mode: str, store: Store, inline: World) -> None:
     """An agent's main session takes a send before its first message, but only a turn of its own."""
-    ctx = ToolContext.for_caller(config, store, dispatcher, "agent:main:discord:group:7")
+    ctx = inline.context("agent:main:discord:group:7")
     result = TOOLS["sessions_send"].invoke(ctx, {"agentId": "research", "message": "x", "mode": mode})
     assert isinstance(result, ToolFailure)
     assert (result.status, result.error, result.session_key) == (
@@ -271,49 +269,41 @@ def test_the_parent_channel_session_of_a_thread_takes_sends(ctx: ToolContext) ->
 # --- sub-agent coordination -----------------------------------------------------------------------------
 
 
-def spawned(ctx: ToolContext, store: Store, config: Config, dispatcher: InlineDispatcher) -> str:
+def spawned(ctx: ToolContext, w: World) -> str:
     """A child of main whose task and report are over."""
     result = TOOLS["sessions_spawn"].invoke(ctx, {"task": "find out"})
     assert isinstance(result, SpawnResult)
-    drain(store, config, dispatcher)
+    w.drain()
     return result.child_session_key
 
 
-def exchange_of(
-    ctx: ToolContext, target: str, store: Store, config: Config, dispatcher: InlineDispatcher
-) -> list[str]:
+def exchange_of(ctx: ToolContext, target: str, w: World) -> list[str]:
     """A send from ``ctx`` to ``target`` run to its end: what ran, and why its loop stopped."""
     sent = TOOLS["sessions_send"].invoke(
         ctx, {"sessionKey": target, "message": "status?", "timeoutSeconds": 0}
     )
     assert isinstance(sent, SendResult)
-    ran = drain(store, config, dispatcher)
-    flow = store.flows.get(sent.run_id)
+    ran = w.drain()
+    flow = w.store.flows.get(sent.run_id)
     assert flow is not None
     return [*ran, f"stop: {flow.stop_reason}"]
 
 
-def test_a_send_to_a_sub_agent_runs_no_reply_turns(
-    ctx: ToolContext, store: Store, config: Config, dispatcher: InlineDispatcher
-) -> None:
-    child = spawned(ctx, store, config, dispatcher)
-    ran = exchange_of(ctx, child, store, config, dispatcher)
+def test_a_send_to_a_sub_agent_runs_no_reply_turns(ctx: ToolContext, inline: World) -> None:
+    child = spawned(ctx, inline)
+    ran = exchange_of(ctx, child, inline)
     assert not [step for step in ran if step.startswith("reply_turn")]
     assert ran[-1] == "stop: target is a sub-agent"
 
 
-def test_a_send_from_a_sub_agent_runs_no_reply_turns(
-    ctx: ToolContext, store: Store, config: Config, dispatcher: InlineDispatcher
-) -> None:
-    child = spawned(ctx, store, config, dispatcher)
-    as_child = ToolContext.for_caller(config, store, dispatcher, child)
-    ran = exchange_of(as_child, TARGET, store, config, dispatcher)
+def test_a_send_from_a_sub_agent_runs_no_reply_turns(ctx: ToolContext, inline: World) -> None:
+    child = spawned(ctx, inline)
+    as_child = inline.context(child)
+    ran = exchange_of(as_child, TARGET, inline)
     assert not [step for step in ran if step.startswith("reply_turn")]
     assert ran[-1] == "stop: requester is a sub-agent"
 
 
-def test_a_send_between_two_peer_sessions_still_runs_its_reply_turns(
-    ctx: ToolContext, store: Store, config: Config, dispatcher: InlineDispatcher
-) -> None:
-    ran = exchange_of(ctx, TARGET, store, config, dispatcher)
+def test_a_send_between_two_peer_sessions_still_runs_its_reply_turns(ctx: ToolContext, inline: World) -> None:
+    ran = exchange_of(ctx, TARGET, inline)
     assert [step for step in ran if step.startswith("reply_turn")]

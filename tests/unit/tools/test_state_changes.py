@@ -20,7 +20,7 @@ from clawbus.shared.wire.models import InboundMessageParams, RunStatus
 from clawbus.shared.wire.send_schema import SendResult
 from clawbus.shared.wire.spawn_schema import SpawnResult
 from clawbus.shared.wire.subagents_schema import SessionStatusCard
-from clawbus.workers.testing import InlineDispatcher, drain
+from clawbus.workers.testing import World
 
 EVENT_KEYS = {"sequence", "kind", "actorType", "occurredAt", "summary", "actorId", "runId", "payload"}
 
@@ -51,7 +51,7 @@ def send(ctx: ToolContext, key: str, text: str = "ping") -> str:
 
 
 def human(ctx: ToolContext, key: str, channel: str | None = None) -> None:
-    session = ToolContext.for_caller(ctx.config, ctx.store, ctx.dispatcher, key)
+    session = ToolContext.for_caller(ctx, key)
     receive(session, InboundMessageParams(message="hello", channel=channel, timeout_seconds=0))
 
 
@@ -86,10 +86,10 @@ def test_a_spawn_records_child_spawned_on_the_child_by_its_requester(
 
 
 def test_a_childs_task_ending_records_run_completed_and_its_announce_step_nothing(
-    ctx: ToolContext, store: Store, dispatcher: InlineDispatcher
+    ctx: ToolContext, inline: World
 ) -> None:
     child = spawn(ctx)
-    drain(store, ctx.config, dispatcher, follow_inline=True)
+    inline.drain(follow_inline=True)
     found = changes(ctx, child.child_session_key, 1)
     assert kinds(found) == [(2, "run_completed")]
     [event] = found["events"]
@@ -159,14 +159,12 @@ def test_a_persons_message_to_a_spawned_session_records_human_direct_message_wit
     ]
 
 
-def test_a_session_nobody_spawned_records_neither_messages_nor_sends(
-    ctx: ToolContext, store: Store, dispatcher: InlineDispatcher
-) -> None:
+def test_a_session_nobody_spawned_records_neither_messages_nor_sends(ctx: ToolContext, inline: World) -> None:
     human(ctx, "agent:main:main", channel="webchat")
-    research = ToolContext.for_caller(ctx.config, ctx.store, ctx.dispatcher, "agent:main:other")
+    research = ToolContext.for_caller(ctx, "agent:main:other")
     human(research, "agent:main:other")
     send(research, "agent:main:main")
-    drain(store, ctx.config, dispatcher, follow_inline=True)
+    inline.drain(follow_inline=True)
     found = changes(ctx, "agent:main:main", 0)
     assert found == {
         "stateVersion": 0,
@@ -198,7 +196,7 @@ def test_changes_since_lists_only_the_later_ones_and_says_them_in_the_status_tex
 
 
 def test_a_repeated_accept_or_commit_records_its_change_once(
-    ctx: ToolContext, store: Store, dispatcher: InlineDispatcher
+    ctx: ToolContext, store: Store, inline: World
 ) -> None:
     child = spawn(ctx)
     entry = store.sessions.get(child.child_session_key)
@@ -208,7 +206,7 @@ def test_a_repeated_accept_or_commit_records_its_change_once(
     store.runs.accept(
         entry, {}, again, state_event=state_events.child_spawned("agent:main:main", child.run_id)
     )
-    drain(store, ctx.config, dispatcher, follow_inline=True)
+    inline.drain(follow_inline=True)
     assert kinds(changes(ctx, child.child_session_key, 0)) == [(1, "child_spawned"), (2, "run_completed")]
 
 

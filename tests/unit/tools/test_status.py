@@ -19,7 +19,7 @@ from clawbus.shared.wire.models import InboundMessageParams, ToolFailure
 from clawbus.shared.wire.send_schema import SendResult
 from clawbus.shared.wire.spawn_schema import SpawnResult
 from clawbus.shared.wire.subagents_schema import SessionStatusCard
-from clawbus.workers.testing import InlineDispatcher, drain
+from clawbus.workers.testing import World
 from tests.conftest import WorldFactory
 from tests.support.budgets import spend
 
@@ -58,7 +58,7 @@ def refusal(ctx: ToolContext, **args: Any) -> tuple[str, str]:
 
 
 def message(ctx: ToolContext, key: str, text: str = "hi") -> None:
-    session = ToolContext.for_caller(ctx.config, ctx.store, ctx.dispatcher, key)
+    session = ToolContext.for_caller(ctx, key)
     receive(session, InboundMessageParams(message=text, timeout_seconds=0))
 
 
@@ -148,8 +148,8 @@ def test_an_unknown_session_is_an_error_result_not_a_failed_call(ctx: ToolContex
 
 
 def test_a_session_the_caller_may_not_see_is_forbidden_in_the_releases_words(world: WorldFactory) -> None:
-    config, store, dispatcher = world({"tools": {"sessions": {"visibility": "self"}}})
-    ctx = ToolContext.for_caller(config, store, dispatcher, "main")
+    w = world({"tools": {"sessions": {"visibility": "self"}}})
+    ctx = w.context("main")
     message(ctx, "cron:nightly")
     assert refusal(ctx, sessionKey="cron:nightly") == (
         "forbidden",
@@ -158,8 +158,8 @@ def test_a_session_the_caller_may_not_see_is_forbidden_in_the_releases_words(wor
 
 
 def test_model_default_clears_the_override_and_says_null(world: WorldFactory) -> None:
-    config, store, dispatcher = world(MODELS)
-    ctx = ToolContext.for_caller(config, store, dispatcher, "main")
+    w = world(MODELS)
+    ctx = w.context("main")
     pinned = card(ctx, model="gpt-4")  # a bare id is one of the agent's model's provider
     assert (pinned.model, pinned.model_provider, pinned.model_override) == ("gpt-4", "fake", "fake/gpt-4")
     assert "🧠 Model: fake/gpt-4 · pinned session; config primary fake/fake-model · clear /model default" in (
@@ -179,16 +179,16 @@ def test_model_default_clears_the_override_and_says_null(world: WorldFactory) ->
 
 
 def test_choosing_the_agents_own_model_clears_the_override_too(world: WorldFactory) -> None:
-    config, store, dispatcher = world(MODELS)
-    ctx = ToolContext.for_caller(config, store, dispatcher, "main")
+    w = world(MODELS)
+    ctx = w.context("main")
     card(ctx, model="fake/gpt-4")
     again = card(ctx, model="fake/fake-model")
     assert (again.changed_model, again.model_override, again.model_source) == (True, None, "agent")
 
 
 def test_an_unconfigured_model_is_an_error_and_a_blank_one_changes_nothing(world: WorldFactory) -> None:
-    config, store, dispatcher = world(MODELS)
-    ctx = ToolContext.for_caller(config, store, dispatcher, "main")
+    w = world(MODELS)
+    ctx = w.context("main")
     status_, error = refusal(ctx, model="nope/none")
     assert (status_, error.split(" (")[0]) == ("error", "unknown model: nope/none")
     unchanged = card(ctx, model="  ")
@@ -227,10 +227,10 @@ def test_a_running_childs_parent_card_has_its_subagents_and_tasks_lines(
 
 
 def test_a_finished_childs_card_has_its_usage_and_its_own_task(
-    ctx: ToolContext, clock: FixedClock, store: Store, dispatcher: InlineDispatcher
+    ctx: ToolContext, clock: FixedClock, inline: World
 ) -> None:
     child = spawn(ctx)
-    drain(store, ctx.config, dispatcher, follow_inline=True)
+    inline.drain(follow_inline=True)
     clock.advance(6)
     shown = card(ctx, sessionKey=child.child_session_key)
     entry = ctx.store.sessions.get(child.child_session_key)
@@ -265,13 +265,13 @@ def test_a_run_waiting_for_its_models_capacity_is_said_in_the_state_and_a_line_o
 
 
 def test_the_card_has_the_agents_spend_today_and_what_is_left_of_its_budget(world: WorldFactory) -> None:
-    config, store, dispatcher = world({"agents": {"defaults": {"budget": {"dailyUsd": 2.0}}}})
-    ctx = ToolContext.for_caller(config, store, dispatcher, "main")
-    spend(store, "main", 500_000, 40)
+    w = world({"agents": {"defaults": {"budget": {"dailyUsd": 2.0}}}})
+    ctx = w.context("main")
+    spend(w.store, "main", 500_000, 40)
     details = card(ctx).wire()
     assert (details["spentUsd"], details["spentTokens"]) == (0.5, 40)
     assert details["budget"] == {"dailyUsd": 2.0, "leftUsd": 1.5, "source": "config"}
-    store.budgets.set_override("main", Override(daily_usd_micros=None, daily_tokens=100))
+    w.store.budgets.set_override("main", Override(daily_usd_micros=None, daily_tokens=100))
     assert card(ctx).wire()["budget"] == {
         "dailyUsd": 2.0,
         "dailyTokens": 100,
@@ -294,10 +294,10 @@ def send(ctx: ToolContext, label: str) -> str:
 
 
 def test_a_child_deleted_at_its_cleanup_still_counts_as_done_in_the_subagents_line(
-    ctx: ToolContext, clock: FixedClock, store: Store, dispatcher: InlineDispatcher
+    ctx: ToolContext, clock: FixedClock, store: Store, inline: World
 ) -> None:
     TOOLS["sessions_spawn"].invoke(ctx, {"task": "Say hi and stop.", "label": "gone", "cleanup": "delete"})
-    drain(store, ctx.config, dispatcher, follow_inline=True)
+    inline.drain(follow_inline=True)
     running = spawn(ctx, "busy")
     store.runs.claim(
         running.run_id, running.child_session_key, owner="t", attempt=0, lease_ms=60_000, max_attempts=3
@@ -307,25 +307,23 @@ def test_a_child_deleted_at_its_cleanup_still_counts_as_done_in_the_subagents_li
 
 
 def test_a_follow_up_into_a_child_is_a_cli_task_of_the_spawners_card_and_the_childs(
-    ctx: ToolContext, clock: FixedClock, store: Store, dispatcher: InlineDispatcher
+    ctx: ToolContext, clock: FixedClock, inline: World
 ) -> None:
     child = spawn(ctx)
-    drain(store, ctx.config, dispatcher, follow_inline=True)
+    inline.drain(follow_inline=True)
     clock.advance(1)
     send(ctx, "probe-child")
     assert "📌 Tasks: 1 active · cli · probe-child" in card(ctx).status_text.splitlines()
-    drain(store, ctx.config, dispatcher, follow_inline=True)
+    inline.drain(follow_inline=True)
     # The newest ended leads, with its one-word summary.
     for key in ("main", child.child_session_key):
         lines = card(ctx, sessionKey=key).status_text.splitlines()
         assert "📌 Tasks: latest succeeded · cli · probe-child · completed" in lines
 
 
-def test_a_card_counts_only_the_tasks_its_caller_owns(
-    ctx: ToolContext, store: Store, dispatcher: InlineDispatcher
-) -> None:
+def test_a_card_counts_only_the_tasks_its_caller_owns(ctx: ToolContext, inline: World) -> None:
     child = spawn(ctx)
-    drain(store, ctx.config, dispatcher, follow_inline=True)
+    inline.drain(follow_inline=True)
     # The child's own spawn is its spawner's task, not the child's.
-    itself = ToolContext.for_caller(ctx.config, store, dispatcher, child.child_session_key)
+    itself = inline.context(child.child_session_key)
     assert "📌 Tasks:" not in card(itself).status_text

@@ -15,7 +15,7 @@ from clawbus.shared.tools.tool_context import ToolContext
 from clawbus.shared.wire.models import ToolFailure
 from clawbus.shared.wire.spawn_schema import SpawnResult
 from clawbus.shared.wire.subagents_schema import SubagentsList
-from clawbus.workers.testing import InlineDispatcher, drain
+from clawbus.workers.testing import World
 
 RELEASE_KEYS = [
     "status",
@@ -151,13 +151,13 @@ def test_a_queued_child_is_active_with_no_runtime_yet(ctx: ToolContext) -> None:
 
 
 def test_a_finished_child_is_recent_with_its_tokens_and_its_task_completed(
-    ctx: ToolContext, clock: FixedClock, store: Store, dispatcher: InlineDispatcher
+    ctx: ToolContext, clock: FixedClock, inline: World
 ) -> None:
     child = spawn(ctx)
     clock.advance(1)
     start(ctx, child, lease_ms=1)
     clock.advance(5)
-    drain(store, ctx.config, dispatcher, follow_inline=True)
+    inline.drain(follow_inline=True)
     entry = ctx.store.sessions.get(child.child_session_key)
     assert entry is not None
     assert entry.input_tokens
@@ -191,10 +191,10 @@ def test_a_finished_child_is_recent_with_its_tokens_and_its_task_completed(
 
 
 def test_past_recent_minutes_a_finished_child_still_counts_but_is_not_listed(
-    ctx: ToolContext, clock: FixedClock, store: Store, dispatcher: InlineDispatcher
+    ctx: ToolContext, clock: FixedClock, inline: World
 ) -> None:
     spawn(ctx)
-    drain(store, ctx.config, dispatcher, follow_inline=True)
+    inline.drain(follow_inline=True)
     clock.advance(6 * 60)
     assert len(listing(ctx, recentMinutes=10).recent) == 1
     later = listing(ctx, recentMinutes=5)
@@ -214,12 +214,12 @@ def test_the_label_is_the_task_when_there_is_none_and_long_texts_are_cut(
 
 
 def test_a_killed_child_is_killed_and_its_task_cancelled_with_its_error(
-    ctx: ToolContext, store: Store, dispatcher: InlineDispatcher
+    ctx: ToolContext, inline: World
 ) -> None:
     spawn(ctx)
     killed = TOOLS["subagents"].invoke(ctx, {"action": "kill", "target": "probe-child"})
     assert killed.wire()["killed"]  # type: ignore[union-attr]
-    drain(store, ctx.config, dispatcher, follow_inline=True)
+    inline.drain(follow_inline=True)
     listed = listing(ctx)
     assert listed.recent[0].status == "killed"
     assert listed.text.splitlines()[-1].endswith(") killed - Say hi and stop.")
@@ -246,13 +246,13 @@ def waited(ctx: ToolContext, **args: Any) -> dict[str, Any]:
 
 
 def test_wait_answers_at_its_timeout_while_a_task_runs_and_at_once_once_one_ended(
-    ctx: ToolContext, store: Store, dispatcher: InlineDispatcher
+    ctx: ToolContext, inline: World
 ) -> None:
     child = spawn(ctx)
     running = waited(ctx, taskIds=[child.run_id], timeoutSeconds=0)
     assert (running["status"], running["reason"], running["completed"]) == ("ok", "timeout", [])
     assert [task["taskId"] for task in running["tasks"]] == [child.run_id]
-    drain(store, ctx.config, dispatcher)
+    inline.drain()
     done = waited(ctx, taskIds=child.run_id)  # one id as a text, as the release reads a list
     assert (done["reason"], done["completed"], done["attention"]) == ("completed", [child.run_id], [])
     assert done["tasks"][0]["status"] == "completed"
@@ -288,7 +288,7 @@ def test_wait_and_cancel_refuse_bad_arguments_in_the_releases_words(
 
 
 def test_cancel_stops_a_running_task_and_says_so_once_it_ended(
-    ctx: ToolContext, store: Store, dispatcher: InlineDispatcher
+    ctx: ToolContext, store: Store, inline: World
 ) -> None:
     child = spawn(ctx)
     stopped = TOOLS["subagents"].invoke(ctx, {"action": "cancel", "taskId": child.run_id}).wire()
@@ -296,7 +296,7 @@ def test_cancel_stops_a_running_task_and_says_so_once_it_ended(
     entry = store.sessions.get(child.child_session_key)
     assert entry is not None
     assert entry.killed_at is not None
-    drain(store, ctx.config, dispatcher)
+    inline.drain()
     again = TOOLS["subagents"].invoke(ctx, {"action": "cancel", "taskId": child.run_id}).wire()
     assert again == {
         "status": "error",

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from clawbus.shared.base.clock import FixedClock
+from clawbus.shared.ports.context import Context
 from clawbus.shared.store import Store
 from clawbus.shared.tools.registry import TOOLS
 from clawbus.shared.tools.subagent_targets import children
@@ -19,7 +20,7 @@ from clawbus.shared.wire.models import Run, RunStatus, SessionEntry, ToolFailure
 from clawbus.shared.wire.send_schema import SendResult
 from clawbus.shared.wire.spawn_schema import SpawnResult
 from clawbus.shared.wire.subagents_schema import SubagentsList, TaskCancelled
-from clawbus.workers.testing import InlineDispatcher, drain
+from clawbus.workers.testing import World
 from tests.conftest import WorldFactory
 
 TASK = "Say hi and stop."
@@ -44,7 +45,7 @@ def send(ctx: ToolContext, label: str, message: str = "one more thing") -> SendR
     return sent
 
 
-def start(ctx: ToolContext, child: SpawnResult, lease_ms: int = 1) -> None:
+def start(ctx: Context, child: SpawnResult, lease_ms: int = 1) -> None:
     """The child's run taken by a worker now; with a short lease, the worker is lost, and the next one to
     take the run (``drain_all``) finishes it."""
     ctx.store.runs.claim(
@@ -52,31 +53,32 @@ def start(ctx: ToolContext, child: SpawnResult, lease_ms: int = 1) -> None:
     )
 
 
-def drain_all(ctx: ToolContext, after: float = 0) -> None:
+def drain_all(w: World, after: float = 0) -> None:
     """Everything that is due done, ``after`` seconds from now."""
-    clock = ctx.store.clock
+    clock = w.clock
     assert isinstance(clock, FixedClock)
     clock.advance(after)
-    assert isinstance(ctx.store, Store)
-    assert isinstance(ctx.dispatcher, InlineDispatcher)
-    drain(ctx.store, ctx.config, ctx.dispatcher, follow_inline=True)
+    w.drain(follow_inline=True)
 
 
-def finish(ctx: ToolContext, child: SpawnResult, seconds: float) -> None:
+def finish(w: World, child: SpawnResult, seconds: float) -> None:
     """The child's run taken by a worker now, ended ``seconds`` later, and all that follows done."""
-    start(ctx, child)
-    drain_all(ctx, after=seconds)
+    start(w, child)
+    drain_all(w, after=seconds)
 
 
-def deleted_child(ctx: ToolContext, label: str = "gone-child") -> SpawnResult:
-    child = spawn(ctx, label, cleanup="delete")
-    finish(ctx, child, 2)
-    assert ctx.store.sessions.get(child.child_session_key) is None
+def deleted_child(w: World, label: str = "gone-child") -> SpawnResult:
+    """A child of the main session deleted at its cleanup."""
+    child = spawn(w.context("main"), label, cleanup="delete")
+    finish(w, child, 2)
+    assert w.store.sessions.get(child.child_session_key) is None
     return child
 
 
-def test_a_child_deleted_at_its_cleanup_keeps_its_row_and_task_but_not_its_tokens(ctx: ToolContext) -> None:
-    child = deleted_child(ctx)
+def test_a_child_deleted_at_its_cleanup_keeps_its_row_and_task_but_not_its_tokens(
+    ctx: ToolContext, inline: World
+) -> None:
+    child = deleted_child(inline)
     listed = listing(ctx)
     assert (listed.total, listed.task_total, listed.active) == (1, 1, [])
     [row] = listed.recent
@@ -107,8 +109,8 @@ def test_a_child_deleted_at_its_cleanup_keeps_its_row_and_task_but_not_its_token
     )
 
 
-def test_a_deleted_child_has_no_row_of_clawbuss_own_it_is_no_session(ctx: ToolContext) -> None:
-    deleted_child(ctx)
+def test_a_deleted_child_has_no_row_of_clawbuss_own_it_is_no_session(ctx: ToolContext, inline: World) -> None:
+    deleted_child(inline)
     listed = listing(ctx, recursive=True)
     assert (listed.count, listed.subagents) == (0, [])
 
@@ -116,9 +118,9 @@ def test_a_deleted_child_has_no_row_of_clawbuss_own_it_is_no_session(ctx: ToolCo
 def test_a_deleted_childs_row_lapses_archive_after_minutes_after_it_and_its_task_a_day_after(
     world: WorldFactory, clock: FixedClock
 ) -> None:
-    config, store, dispatcher = world({"agents": {"defaults": {"subagents": {"archiveAfterMinutes": 45}}}})
-    ctx = ToolContext.for_caller(config, store, dispatcher, "main")
-    deleted_child(ctx)
+    w = world({"agents": {"defaults": {"subagents": {"archiveAfterMinutes": 45}}}})
+    ctx = w.context("main")
+    deleted_child(w)
     clock.advance(45 * 60 - 1)
     kept = listing(ctx, recentMinutes=60)
     assert (kept.total, len(kept.recent), kept.task_total) == (1, 1, 1)
@@ -132,31 +134,33 @@ def test_a_deleted_childs_row_lapses_archive_after_minutes_after_it_and_its_task
 def test_with_archiving_off_a_deleted_childs_row_stays_five_minutes(
     world: WorldFactory, clock: FixedClock
 ) -> None:
-    config, store, dispatcher = world({"agents": {"defaults": {"subagents": {"archiveAfterMinutes": 0}}}})
-    ctx = ToolContext.for_caller(config, store, dispatcher, "main")
-    deleted_child(ctx)
+    w = world({"agents": {"defaults": {"subagents": {"archiveAfterMinutes": 0}}}})
+    ctx = w.context("main")
+    deleted_child(w)
     clock.advance(5 * 60 - 1)
     assert listing(ctx).total == 1
     clock.advance(1)
     assert listing(ctx).total == 0
 
 
-def test_a_deleted_child_is_among_the_numbered_children_a_command_targets(ctx: ToolContext) -> None:
-    child = deleted_child(ctx)
+def test_a_deleted_child_is_among_the_numbered_children_a_command_targets(
+    ctx: ToolContext, inline: World
+) -> None:
+    child = deleted_child(inline)
     assert [each.entry.key for each in children(ctx).numbered] == [child.child_session_key]
 
 
 def test_a_send_from_the_spawner_into_its_child_is_a_cli_task_labelled_as_the_child(
-    ctx: ToolContext, clock: FixedClock
+    ctx: ToolContext, clock: FixedClock, inline: World
 ) -> None:
     child = spawn(ctx, "kept-child")
-    finish(ctx, child, 1)
+    finish(inline, child, 1)
     clock.advance(1)
     first = send(ctx, "kept-child", "first")
-    drain_all(ctx)
+    drain_all(inline)
     clock.advance(1)
     second = send(ctx, "kept-child", "second")
-    drain_all(ctx)
+    drain_all(inline)
     listed = listing(ctx)
     follow = [task for task in listed.tasks if task.runtime == "cli"]
     # The latest ended first, as the release orders tasks.
@@ -174,13 +178,13 @@ def test_a_send_from_the_spawner_into_its_child_is_a_cli_task_labelled_as_the_ch
 
 
 def test_a_send_into_a_child_from_another_session_is_no_task(world: WorldFactory) -> None:
-    config, store, dispatcher = world()
-    main = ToolContext.for_caller(config, store, dispatcher, "main")
+    w = world()
+    main = w.context("main")
     child = spawn(main, "kept-child")
-    finish(main, child, 1)
-    peer = ToolContext.for_caller(config, store, dispatcher, "agent:research:main")
+    finish(w, child, 1)
+    peer = w.context("agent:research:main")
     send(peer, "kept-child")
-    drain_all(main)
+    drain_all(w)
     assert [task.runtime for task in listing(main).tasks] == ["subagent"]
 
 
@@ -197,11 +201,11 @@ def test_a_send_waiting_behind_the_childs_run_is_a_running_task_still_queued(ctx
     )
 
 
-def test_a_deleted_childs_follow_ups_stay_with_it(ctx: ToolContext, store: Store) -> None:
+def test_a_deleted_childs_follow_ups_stay_with_it(ctx: ToolContext, store: Store, inline: World) -> None:
     child = spawn(ctx, "gone-child", cleanup="delete")
     start(ctx, child)
     sent = send(ctx, "gone-child")
-    drain_all(ctx, after=1)
+    drain_all(inline, after=1)
     assert store.sessions.get(child.child_session_key) is None
     listed = listing(ctx)
     assert [(task.task_id, task.runtime) for task in listed.tasks if task.runtime == "cli"] == [
@@ -284,9 +288,11 @@ def test_cancelling_a_queued_follow_up_aborts_its_run_alone_in_the_releases_word
     assert tasks["subagent"].status == "running"
 
 
-def test_cancelling_a_running_follow_up_asks_its_worker_to_stop_it(ctx: ToolContext, store: Store) -> None:
+def test_cancelling_a_running_follow_up_asks_its_worker_to_stop_it(
+    ctx: ToolContext, store: Store, inline: World
+) -> None:
     child = spawn(ctx, "kept-child")
-    finish(ctx, child, 1)
+    finish(inline, child, 1)
     sent = send(ctx, "kept-child")
     store.runs.claim(
         sent.run_id, child.child_session_key, owner="t", attempt=0, lease_ms=60_000, max_attempts=3
@@ -297,21 +303,23 @@ def test_cancelling_a_running_follow_up_asks_its_worker_to_stop_it(ctx: ToolCont
     assert store.runs.cancel_requested(sent.run_id)
 
 
-def test_cancelling_an_ended_follow_up_says_it_is_already_terminal(ctx: ToolContext) -> None:
+def test_cancelling_an_ended_follow_up_says_it_is_already_terminal(ctx: ToolContext, inline: World) -> None:
     child = spawn(ctx, "kept-child")
-    finish(ctx, child, 1)
+    finish(inline, child, 1)
     sent = send(ctx, "kept-child")
-    drain_all(ctx)
+    drain_all(inline)
     assert cancel(ctx, sent.run_id) == TaskCancelled(
         status="error", task_id=sent.run_id, found=True, cancelled=False, reason="Task is already terminal."
     )
 
 
-def test_a_deleted_childs_ended_follow_up_is_still_a_task_of_the_tree(ctx: ToolContext, store: Store) -> None:
+def test_a_deleted_childs_ended_follow_up_is_still_a_task_of_the_tree(
+    ctx: ToolContext, store: Store, inline: World
+) -> None:
     child = spawn(ctx, "gone-child", cleanup="delete")
     start(ctx, child)
     sent = send(ctx, "gone-child")
-    drain_all(ctx, after=1)
+    drain_all(inline, after=1)
     assert store.sessions.get(child.child_session_key) is None
     result = cancel(ctx, sent.run_id)
     assert isinstance(result, TaskCancelled)
@@ -321,13 +329,13 @@ def test_a_deleted_childs_ended_follow_up_is_still_a_task_of_the_tree(ctx: ToolC
 def test_a_send_into_a_child_from_another_session_cannot_be_cancelled_as_a_task(
     world: WorldFactory,
 ) -> None:
-    config, store, dispatcher = world()
-    main = ToolContext.for_caller(config, store, dispatcher, "main")
+    w = world()
+    main = w.context("main")
     child = spawn(main, "busy-child")
     start(main, child, lease_ms=60_000)
-    peer = ToolContext.for_caller(config, store, dispatcher, "agent:research:main")
+    peer = w.context("agent:research:main")
     sent = send(peer, "busy-child")
     assert cancel(main, sent.run_id) == ToolFailure(status="forbidden", error="Task outside session tree.")
-    run = store.runs.get(sent.run_id)
+    run = w.store.runs.get(sent.run_id)
     assert run is not None
     assert run.status == RunStatus.QUEUED

@@ -3,12 +3,13 @@ drain honours a delivery's retries."""
 
 from __future__ import annotations
 
+import dataclasses
+
 from redis import Redis
 
 from clawbus.shared.commands.inbound import receive
 from clawbus.shared.domain.runs import LaneHead
 from clawbus.shared.tools.registry import TOOLS
-from clawbus.shared.tools.tool_context import ToolContext
 from clawbus.shared.wire.models import InboundMessageParams
 from clawbus.shared.wire.send_schema import SendResult
 from clawbus.workers.testing import InlineDispatcher, world
@@ -31,7 +32,8 @@ class Counting(InlineDispatcher):
 def test_the_accept_script_itself_enqueues_a_lane_head_and_only_the_head() -> None:
     w = world(AGENTS)
     dispatcher = Counting(w.store.redis)
-    ctx = ToolContext.for_caller(w.config, w.store, dispatcher, "agent:main:webchat:direct:op")
+    w = dataclasses.replace(w, dispatcher=dispatcher)
+    ctx = w.context("agent:main:webchat:direct:op")
     open_sessions(w.store, w.config, "agent:main:cron:x")  # a send opens no session
     first, second = (
         TOOLS["sessions_send"].invoke(ctx, {"sessionKey": "cron:x", "message": m, "timeoutSeconds": 0})
@@ -42,7 +44,6 @@ def test_the_accept_script_itself_enqueues_a_lane_head_and_only_the_head() -> No
     # The first run was its lane's head: the accept pushed it. The second waits in the lane, not the queue.
     assert [head.run_id for head in dispatcher.heads] == [first.run_id]
     assert dispatcher.dispatched == []
-    w.dispatcher = dispatcher
     w.drain()
     # The commit made the second the head, and the worker enqueued it: both ran, in order.
     assert [head.run_id for head in dispatcher.dispatched] == [second.run_id]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import typer
-from clawbus_client import ClawbusError, Client
+from clawbus_client import APIError, Client
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner, Result
 
@@ -139,7 +139,7 @@ def test_the_client_sends_only_the_values_given(http: TestClient, api_store: Sto
     row = client.set_budget("main", daily_tokens=None)
     assert (row.daily_tokens, row.daily_usd, row.source) == (None, 2.0, "runtime")
     assert api_store.budgets.override("main") == Override(None, -1)
-    with pytest.raises(ClawbusError) as refused:
+    with pytest.raises(APIError) as refused:
         client.set_budget("main", daily_usd=-2)
     assert (refused.value.status, refused.value.field) == (400, "dailyUsd")
 

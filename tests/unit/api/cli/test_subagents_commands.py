@@ -7,15 +7,14 @@ import json
 import re
 
 import pytest
-from clawbus_client import ClawbusError, Client
+from clawbus_client import APIError, Client
 from clawbus_client.models import SubagentRow
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner, Result
 
 from clawbus.api.cli import app, orchestration
 from clawbus.shared.config import Config
-from clawbus.shared.store import Store
-from clawbus.workers.testing import InlineDispatcher
+from clawbus.workers.testing import World
 from tests.support.api_app import client_through
 from tests.support.api_orchestra import MAIN, orchestra_config, yielded_boss
 
@@ -26,8 +25,8 @@ def api_config() -> Config:
 
 
 @pytest.fixture
-def boss(http: TestClient, api_config: Config, api_store: Store, recorded: InlineDispatcher) -> str:
-    return yielded_boss(http, api_config, api_store, recorded)
+def boss(http: TestClient, api_world: World) -> str:
+    return yielded_boss(http, api_world)
 
 
 @pytest.fixture
@@ -71,13 +70,13 @@ def test_the_client_steers_and_kills_by_key_and_label(client: Client, boss: str)
 
 
 def test_the_client_raises_the_apis_404_for_an_unknown_target(client: Client, boss: str) -> None:
-    with pytest.raises(ClawbusError) as raised:
+    with pytest.raises(APIError) as raised:
         client.kill_subagent("main", "nobody")
     assert (raised.value.status, raised.value.type, raised.value.field) == (404, "not_found", "target")
 
 
 def test_a_label_with_spaces_reaches_the_api_whole(client: Client, boss: str) -> None:
-    with pytest.raises(ClawbusError) as raised:
+    with pytest.raises(APIError) as raised:
         client.subagent_info("main", "the boss")
     assert "'the boss'" in raised.value.message
 

@@ -2,7 +2,7 @@
 
 Scalars are stored as plain strings (so Lua scripts can read ``status`` or compare ``token``), nested values
 as JSON. Decoding keeps only the fields the model declares: hashes also hold internal bookkeeping (``runSeq``,
-``memo``, ``dispatchedAt``) that is not part of the public shape.
+``memo``, ``stalled``, ``awaited``) that is not part of the public shape.
 """
 
 from __future__ import annotations

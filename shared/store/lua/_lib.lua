@@ -77,14 +77,14 @@ local function publish_ended(run_key, channel)
   return signal_ended(hash_table(redis.call('HGETALL', run_key)), channel)
 end
 
--- A lane's new head (nil for none), after it lost its head: mark it dispatched and keep the lane on the due
--- schedule, or take the lane off when empty. Returns {tag, next run id, its kind, its flowId} ('' for none).
+-- A lane's new head (nil for none), after it lost its head: keep the lane on the due schedule (the reaper
+-- dispatches its head again if no claim came within the grace), or take the lane off when empty. Returns
+-- {tag, next run id, its kind, its flowId} ('' for none).
 local function dispatch_next(tag, next_run, lanes_due, run_prefix, session_key, now, grace_ms)
   if not next_run then
     redis.call('ZREM', lanes_due, session_key)
     return {tag, '', '', ''}
   end
-  redis.call('HSET', run_prefix .. next_run, 'dispatchedAt', now)
   redis.call('ZADD', lanes_due, now + grace_ms, session_key)
   local next_fields = redis.call('HMGET', run_prefix .. next_run, 'kind', 'flowId')
   return {tag, next_run, next_fields[1], next_fields[2] or ''}
@@ -167,17 +167,29 @@ local function keep_reply(key, reply, ms)
   return reply
 end
 
+-- A run the watchdog recorded stalled says so on its own hash (``stalled``), which the scripts on its hot
+-- path read anyway: only such a run's record is deleted there, not every run's on every step. ``marked``:
+-- the hash's ``stalled``, or nil for a caller that did not read it (the record is deleted then).
+local function unstalled(stalled, run_key, run_id, marked)
+  if marked ~= false then
+    redis.call('HDEL', stalled, run_id)
+  end
+  if marked then
+    redis.call('HDEL', run_key, 'stalled')
+  end
+end
+
 -- The run made progress now (claimed, an event, a memoized step): the stall watchdog's clock restarts, and
 -- a run it reported stalled is not any more (docs/architecture.md, "The stall watchdog").
-local function made_progress(progress, stalled, now, run_id)
+local function made_progress(progress, stalled, now, run_id, run_key, marked)
   redis.call('ZADD', progress, now, run_id)
-  redis.call('HDEL', stalled, run_id)
+  unstalled(stalled, run_key, run_id, marked)
 end
 
 -- The run ended (or was never going to be watched): the watchdog forgets it.
-local function left_watch(progress, stalled, run_id)
+local function left_watch(progress, stalled, run_id, run_key, marked)
   redis.call('ZREM', progress, run_id)
-  redis.call('HDEL', stalled, run_id)
+  unstalled(stalled, run_key, run_id, marked)
 end
 
 -- Watches and notices (docs/contract.md §10, "Watches and notices"), as the release keeps them: a watcher's

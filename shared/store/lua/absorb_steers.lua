@@ -15,7 +15,6 @@ for _, queued in ipairs(redis.call('LRANGE', KEYS[1], 1, -1)) do
     redis.call('LREM', KEYS[1], 1, queued)
     redis.call('HSET', key, 'status', 'ok', 'endedAt', ARGV[3], 'steeredInto', ARGV[1],
       'reply', 'taken in by run ' .. ARGV[1] .. ' at its next step')
-    redis.call('HDEL', key, 'dispatchedAt')
     redis.call('EXPIRE', key, ARGV[4])
     redis.call('XADD', ARGV[6] .. queued, '*', 'type', 'ended', 'status', 'ok', 'at', ARGV[3])
     redis.call('EXPIRE', ARGV[6] .. queued, ARGV[4])

@@ -110,7 +110,6 @@ redis.call('XADD', KEYS[13], 'MAXLEN', '~', 1000, '*', 'runId', ARGV[2])
 local position = redis.call('RPUSH', KEYS[6], ARGV[2])
 local pushed = 0
 if position == 1 then
-  run['dispatchedAt'] = now
   redis.call('ZADD', KEYS[9], now + tonumber(ARGV[7]), ARGV[3])
   if ARGV[11] ~= '' then
     redis.call('LPUSH', KEYS[14], ARGV[11])

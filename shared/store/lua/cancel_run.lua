@@ -34,7 +34,7 @@ if status == 'running' and not parked then
   return {'cancelling'}
 end
 redis.call('HSET', KEYS[1], 'status', 'aborted', 'endedAt', now, 'error', ARGV[9])
-redis.call('HDEL', KEYS[1], 'memo', 'dispatchedAt')
+redis.call('HDEL', KEYS[1], 'memo')
 redis.call('XADD', KEYS[5], '*', 'type', 'ended', 'status', 'aborted', 'at', now)
 redis.call('EXPIRE', KEYS[1], ARGV[3])
 redis.call('EXPIRE', KEYS[5], ARGV[3])

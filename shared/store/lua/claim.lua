@@ -154,5 +154,5 @@ if run['inputAppended'] ~= '1' then
   end
   changed['inputAppended'] = '1'
 end
-made_progress(KEYS[11], KEYS[12], ARGV[4], ARGV[1])
+made_progress(KEYS[11], KEYS[12], ARGV[4], ARGV[1], KEYS[1], run['stalled'] or false)
 return {'claimed', tostring(token), tostring(attempts), write_run(), flat_fields(session)}

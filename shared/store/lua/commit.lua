@@ -40,7 +40,7 @@ ended_fields['endedAt'] = ARGV[3]
 for field, value in pairs(ended_fields) do
   run[field] = value
 end
-hdel_held(KEYS[1], run, {'memo', 'dispatchedAt'})
+hdel_held(KEYS[1], run, {'memo'})
 redis.call('XADD', KEYS[6], '*', 'type', 'ended', 'status', ARGV[4], 'at', now)
 redis.call('EXPIRE', KEYS[1], ARGV[7])
 redis.call('EXPIRE', KEYS[6], ARGV[7])
@@ -52,7 +52,7 @@ if heads[1] == ARGV[1] then
   next_run = heads[2]
 end
 redis.call('DEL', KEYS[2])
-left_watch(KEYS[16], KEYS[17], ARGV[1])
+left_watch(KEYS[16], KEYS[17], ARGV[1], KEYS[1], run['stalled'] or false)
 local session = hash_table(redis.call('HGETALL', KEYS[4]))
 if next(session) ~= nil then
   local kind = run['kind']
@@ -100,7 +100,9 @@ local result = dispatch_next('committed', next_run, KEYS[7], ARGV[10], ARGV[11],
 if run['kind'] == 'subagent' or run['kind'] == 'report' then
   result = leave_gate(result, KEYS[14], KEYS[15], ARGV[10], ARGV[1])
 end
-result = take_waiters(result, KEYS[12], ARGV[10])
+if run['awaited'] then
+  result = take_waiters(result, KEYS[12], ARGV[10])
+end
 table.insert(result, redis.call('XLEN', KEYS[5]))
 -- The run's end and the commit's record (its id and reply, for a repeat of this call) in one write.
 ended_fields['committedBy'] = ARGV[15]

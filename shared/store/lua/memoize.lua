@@ -7,5 +7,5 @@ if redis.call('HGET', KEYS[2], 'token') ~= ARGV[1] then
   return 0
 end
 redis.call('HSET', KEYS[1], 'memo', ARGV[2])
-made_progress(KEYS[3], KEYS[4], ARGV[3], ARGV[4])
+made_progress(KEYS[3], KEYS[4], ARGV[3], ARGV[4], KEYS[1])
 return 1

@@ -26,7 +26,6 @@ for _, session_key in ipairs(due) do
     if expires > now then
       redis.call('ZADD', KEYS[1], expires, session_key)
     else
-      redis.call('HSET', ARGV[6] .. head, 'dispatchedAt', now)
       redis.call('ZADD', KEYS[1], now + tonumber(ARGV[3]), session_key)
       stalled[#stalled + 1] = head
       stalled[#stalled + 1] = session_key

@@ -26,5 +26,8 @@ redis.call('HSET', KEYS[1], 'suspendedBy', ARGV[6])
 redis.call('ZADD', KEYS[3], ARGV[3], ARGV[4])
 if awaits then
   redis.call('SADD', KEYS[4], ARGV[5])
+  -- Said on the awaited run's hash too, which its commit reads anyway: a run nobody waits for (nearly
+  -- every run) is committed without a look at its waiters.
+  redis.call('HSET', KEYS[5], 'awaited', '1')
 end
 return 'suspended'

@@ -13,6 +13,13 @@ local mark = ARGV[3] == '1'
 if not mark then
   redis.call('DEL', KEYS[2])
 end
+-- A record whose run the watchdog no longer follows (it ended or was forgotten by a script that found no
+-- ``stalled`` on its hash: one recorded before the hash said so) goes: the records are few, usually none.
+for _, run_id in ipairs(redis.call('HKEYS', KEYS[2])) do
+  if not redis.call('ZSCORE', KEYS[1], run_id) then
+    redis.call('HDEL', KEYS[2], run_id)
+  end
+end
 -- The runs stalled already are the oldest of the candidates: each pass looks at them again, and a batch more.
 local limit = redis.call('HLEN', KEYS[2]) + tonumber(ARGV[4])
 -- Silent for longer than the bound: its last progress strictly before now - bound.
@@ -34,6 +41,8 @@ for i = 1, #found, 2 do
       attempt = tonumber(run[3] or '1'),
     })
     redis.call('HSET', KEYS[2], run_id, record)
+    -- Said on the run's hash too: the scripts of its hot path delete the record only where it is.
+    redis.call('HSET', ARGV[5] .. run_id, 'stalled', '1')
     redis.call('INCR', KEYS[3])
     result[#result + 1] = run_id
     result[#result + 1] = record

@@ -93,6 +93,36 @@ def test_a_stalled_run_that_ends_leaves_the_record_and_the_watch(
     assert stalls_counted(store) == 1
 
 
+@pytest.mark.parametrize("progress", ["event", "claim", "commit"])
+def test_a_stall_is_said_on_the_runs_hash_until_the_run_moves(
+    store: Store, config: Config, clock: FixedClock, progress: str
+) -> None:
+    """The hot path's scripts read the run's hash anyway: they delete a record only where it says so."""
+    run_id, token = stalled_run(store, config, clock)
+    assert store.redis.hget(store.keys.run(run_id), "stalled") == "1"
+    if progress == "event":
+        store.runs.add_event(run_id, {"type": "text", "text": "at last"})
+    elif progress == "claim":
+        clock.advance(LEASE_MS / 1000 + 1)  # the lease lapses: another attempt claims the run
+        claim(store, run_id, owner="task-2", attempt=1)
+    else:
+        assert ok(store, run_id, token).committed
+    assert store.runs.stalled() == []
+    assert store.redis.hget(store.keys.run(run_id), "stalled") is None
+
+
+def test_a_record_of_a_run_no_longer_followed_goes_at_the_next_pass(
+    store: Store, config: Config, clock: FixedClock
+) -> None:
+    """One recorded before the run's hash said so, and left by a commit that found no mark."""
+    run_id, token = stalled_run(store, config, clock)
+    store.redis.hdel(store.keys.run(run_id), "stalled")
+    assert ok(store, run_id, token).committed
+    assert [run.run_id for run in store.runs.stalled()] == [run_id]
+    assert store.runs.watch_stalls(BOUND_MS).now == 0
+    assert store.runs.stalled() == []
+
+
 def test_a_run_whose_lease_lapsed_is_not_stalled_and_is_followed_again_from_its_next_renewal(
     store: Store, config: Config, clock: FixedClock
 ) -> None:

@@ -155,6 +155,25 @@ def test_a_suspend_sent_again_after_the_awaited_run_ended_meanwhile_still_parks(
     assert [w.run_id for w in woken[0].waiters] == [waiting.run_id]  # the resume is the woken one's
 
 
+def test_a_commit_wakes_the_runs_parked_on_it_and_only_a_run_awaited_says_so(
+    store: Store, config: Config
+) -> None:
+    """The commit reads its run's hash anyway: ``awaited`` there is what sends it to the waiters' set, so
+    a run nobody waits for (nearly every run) is committed without a look at it."""
+    waiting = accept(store, config, "wait for it")
+    awaited = accept(store, config, "slow", key=OTHER)
+    token = claim(store, waiting.run_id).token
+    awaited_token = claim(store, awaited.run_id, key=OTHER).token
+    run = store.runs.get(waiting.run_id)
+    assert run is not None
+    assert store.redis.hget(store.keys.run(awaited.run_id), "awaited") is None
+    parked = store.runs.suspend(run, token, "{}", awaited.run_id, store.clock.now_ms() + 60_000)
+    assert parked is SuspendOutcome.SUSPENDED
+    assert store.redis.hget(store.keys.run(awaited.run_id), "awaited") == "1"
+    assert store.redis.hget(store.keys.run(waiting.run_id), "awaited") is None
+    assert [w.run_id for w in ok(store, awaited.run_id, awaited_token).waiters] == [waiting.run_id]
+
+
 def test_a_cancel_sent_again_after_its_reply_was_lost_still_hands_on_the_next_head(
     store: Store, config: Config, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -24,7 +24,7 @@ from clawbus.shared.domain.runs import (
 from clawbus.shared.domain.sessions import new_entry
 from clawbus.shared.store import Store
 from clawbus.shared.store import runs as store_runs
-from clawbus.shared.wire.models import Message, RunStatus
+from clawbus.shared.wire.models import Message, Run, RunStatus
 from tests.support.replies import reply_lost
 from tests.support.runs import KEY, LEASE_MS, accept, claim, ok
 
@@ -129,17 +129,23 @@ def test_a_commit_sent_again_after_its_reply_was_lost_still_hands_on_the_next_he
     assert not ok(store, first.run_id, token, "again").committed
 
 
-def test_a_suspend_sent_again_after_the_awaited_run_ended_meanwhile_still_parks(
-    store: Store, config: Config, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The awaited run ends between the call and its repeat (waking the parked run): the repeat must not
-    answer ``ready``, or the attempt goes on beside the resumed one."""
+def one_claimed_run_awaiting_another(store: Store, config: Config) -> tuple[Run, str, Accepted, str]:
+    """A run of KEY (and its token) about to wait for a run of OTHER (and its token), both claimed."""
     waiting = accept(store, config, "wait for it")
     awaited = accept(store, config, "slow", key=OTHER)
     token = claim(store, waiting.run_id).token
     awaited_token = claim(store, awaited.run_id, key=OTHER).token
     run = store.runs.get(waiting.run_id)
     assert run is not None
+    return run, token, awaited, awaited_token
+
+
+def test_a_suspend_sent_again_after_the_awaited_run_ended_meanwhile_still_parks(
+    store: Store, config: Config, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The awaited run ends between the call and its repeat (waking the parked run): the repeat must not
+    answer ``ready``, or the attempt goes on beside the resumed one."""
+    run, token, awaited, awaited_token = one_claimed_run_awaiting_another(store, config)
     woken: list[Committed] = []
     first_call = store.redis.evalsha
 
@@ -152,7 +158,7 @@ def test_a_suspend_sent_again_after_the_awaited_run_ended_meanwhile_still_parks(
     parked = store.runs.suspend(run, token, "{}", awaited.run_id, store.clock.now_ms() + 60_000)
     monkeypatch.undo()
     assert parked is SuspendOutcome.SUSPENDED
-    assert [w.run_id for w in woken[0].waiters] == [waiting.run_id]  # the resume is the woken one's
+    assert [w.run_id for w in woken[0].waiters] == [run.run_id]  # the resume is the woken one's
 
 
 def test_a_commit_wakes_the_runs_parked_on_it_and_only_a_run_awaited_says_so(
@@ -160,18 +166,13 @@ def test_a_commit_wakes_the_runs_parked_on_it_and_only_a_run_awaited_says_so(
 ) -> None:
     """The commit reads its run's hash anyway: ``awaited`` there is what sends it to the waiters' set, so
     a run nobody waits for (nearly every run) is committed without a look at it."""
-    waiting = accept(store, config, "wait for it")
-    awaited = accept(store, config, "slow", key=OTHER)
-    token = claim(store, waiting.run_id).token
-    awaited_token = claim(store, awaited.run_id, key=OTHER).token
-    run = store.runs.get(waiting.run_id)
-    assert run is not None
+    run, token, awaited, awaited_token = one_claimed_run_awaiting_another(store, config)
     assert store.redis.hget(store.keys.run(awaited.run_id), "awaited") is None
     parked = store.runs.suspend(run, token, "{}", awaited.run_id, store.clock.now_ms() + 60_000)
     assert parked is SuspendOutcome.SUSPENDED
     assert store.redis.hget(store.keys.run(awaited.run_id), "awaited") == "1"
-    assert store.redis.hget(store.keys.run(waiting.run_id), "awaited") is None
-    assert [w.run_id for w in ok(store, awaited.run_id, awaited_token).waiters] == [waiting.run_id]
+    assert store.redis.hget(store.keys.run(run.run_id), "awaited") is None
+    assert [w.run_id for w in ok(store, awaited.run_id, awaited_token).waiters] == [run.run_id]
 
 
 def test_a_cancel_sent_again_after_its_reply_was_lost_still_hands_on_the_next_head(

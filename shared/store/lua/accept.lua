@@ -23,9 +23,12 @@
 -- or ''} when a steer finds no running run that takes steers; {'chain_full'} when the run's chain made its
 -- window's sends and spawns already (nothing is written).
 local now = tonumber(ARGV[1])
-local folded = redis.call('GET', KEYS[15])
-if folded then
-  return {'folded', folded}
+-- Only a collect call folds (below), so only its repeat can find its fold.
+if ARGV[14] == 'collect' then
+  local folded = redis.call('GET', KEYS[15])
+  if folded then
+    return {'folded', folded}
+  end
 end
 -- A retried call (the reply to the first one was lost) must not queue the run twice.
 if redis.call('EXISTS', KEYS[7]) == 1 then

@@ -41,7 +41,7 @@ def flow_waterfall(flow_id: FlowId, services: ServicesDep, principal: PrincipalD
     """The flow's runs (primary run, reply-back turns, announce, a spawn's later runs and relay), the
     requester's session at depth 0 and the target's at 1."""
     with logs.bound(flow_id=flow_id):
-        snap = snapshot(services.store, flow_id)
+        snap = snapshot(services.store.flows, flow_id)
         flow = snap.flow if snap else None
         if (
             snap is None

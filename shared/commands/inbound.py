@@ -109,7 +109,7 @@ def receive(
     # A person's message to a spawned session is a change its spawner may want to know of.
     human = state_events.human_message(new.kind, inbound.channel, run_id)
     accepted = submit(
-        ctx.store,
+        ctx.store.runs,
         ctx.dispatcher,
         seed,
         updates,

@@ -33,7 +33,7 @@ def discard(config: Config, store: Storage, entry: SessionEntry) -> None:
     release keeps a deleted session's (moved out of Redis whole first: a crash before the delete leaves the
     session, which a repeat deletes), its attachments removed. Its spawner keeps its row for ``subagents
     list`` a while (``departed_for_ms``)."""
-    hot_window.move(store, entry, 0)
+    hot_window.move(store.transcripts, entry, 0)
     _remove_attachments(config, entry)
     if entry.spawned_by is not None:
         shown = departed_for_ms(config, entry.agent_id)
@@ -60,7 +60,7 @@ def sweep(config: Config, store: Storage, now_ms: int | None = None) -> list[str
         entry = store.sessions.get(key)
         if entry is None or entry.mode == "session":  # thread-bound sessions stay open
             continue
-        hot_window.move(store, entry, 0)
+        hot_window.move(store.transcripts, entry, 0)
         if not config.tools.sessions_spawn.attachments.retain_on_session_keep:
             _remove_attachments(config, entry)
         if store.sessions.archive(entry, now):

@@ -14,6 +14,7 @@ from clawbus.shared.base import backoff, flow_ids
 from clawbus.shared.config import Config
 from clawbus.shared.domain import logs, policy
 from clawbus.shared.ports.storage import Storage
+from clawbus.shared.ports.storage.runs import Runs
 from clawbus.shared.wire.models import DeliveryClaim
 
 log = logging.getLogger(__name__)
@@ -33,11 +34,11 @@ def attempt(store: Storage, config: Config, flow_id: str, owner: str) -> Attempt
         return _attempt(store, config, flow_id, owner)
 
 
-def _trace_of(store: Storage, flow_id: str) -> str | None:
+def _trace_of(runs: Runs, flow_id: str) -> str | None:
     """The exchange's trace (its primary run's), read only when traces are sent."""
     if not tracing.enabled():
         return None
-    primary = store.runs.get(flow_id)
+    primary = runs.get(flow_id)
     return primary.trace_parent if primary else None
 
 
@@ -54,7 +55,7 @@ def _attempt(store: Storage, config: Config, flow_id: str, owner: str) -> Attemp
         store.flows.finish_delivery(delivery, "blocked", policy.BLOCKED)
         return AttemptOutcome()
     try:
-        with tracing.delivery(delivery.channel, flow_id, attempts, _trace_of(store, flow_id)):
+        with tracing.delivery(delivery.channel, flow_id, attempts, _trace_of(store.runs, flow_id)):
             adapter_for(config, store.flows, delivery.channel).send(delivery)
     except DeliveryError as exc:
         settings = config.delivery

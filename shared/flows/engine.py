@@ -93,7 +93,7 @@ def perform(ctx: FlowContext, task: StepTask, flow_id: str, owner: str) -> StepD
 
 
 def _advance(ctx: FlowContext, flow_id: str, performs: tuple[type[Action], ...]) -> Action:
-    snap = snapshot(ctx.store, flow_id)
+    snap = snapshot(ctx.store.flows, flow_id)
     if snap is None:
         return Finish("gone", "the flow is gone")
     # The runs a step starts belong to the trace of the flow's primary run (the send or the spawn).

@@ -24,6 +24,8 @@ class FlowContext(Context):
         return cls(ctx.config, ctx.store, ctx.dispatcher)
 
     def start(self, session: SessionEntry, new: NewRun) -> None:
-        accepted = submit(self.store, self.dispatcher, session, {}, new, dispatch=self.run_inline is None)
+        accepted = submit(
+            self.store.runs, self.dispatcher, session, {}, new, dispatch=self.run_inline is None
+        )
         if accepted.is_head and self.run_inline is not None:
             self.run_inline(LaneHead(new.run_id, session.key, new.kind, new.flow_id))

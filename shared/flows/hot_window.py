@@ -9,6 +9,7 @@ import logging
 
 from clawbus.shared.config import Config
 from clawbus.shared.ports.storage import ColdStoreUnavailable, Storage
+from clawbus.shared.ports.storage.transcripts import Transcripts
 from clawbus.shared.wire.models import SessionEntry
 
 log = logging.getLogger(__name__)
@@ -29,14 +30,14 @@ def after_commit(config: Config, store: Storage, session: SessionEntry | None, h
     keep = config.session.hot_messages
     if hot_length <= keep + slack(keep):
         return 0
-    return move(store, session, keep)
+    return move(store.transcripts, session, keep)
 
 
-def move(store: Storage, session: SessionEntry, keep: int) -> int:
+def move(transcripts: Transcripts, session: SessionEntry, keep: int) -> int:
     """How many moved; 0 when the cold store refused: the messages stay hot (the window grows) and the
     store has put the session's next move off, so a store that is down costs a warning, not a traceback."""
     try:
-        moved = store.transcripts.move(session.key, session.agent_id, session.session_id, keep)
+        moved = transcripts.move(session.key, session.agent_id, session.session_id, keep)
     except ColdStoreUnavailable as exc:
         log.warning(
             "%s's older messages stay in Redis for now, the move is tried again later: %s", session.key, exc
@@ -59,7 +60,7 @@ def sweep_idle(config: Config, store: Storage, limit: int) -> int:
     for key, updated_at in store.sessions.idle(cursor, before, limit):
         entry = store.sessions.get(key)
         if entry is not None and store.transcripts.hot_length(key):
-            move(store, entry, 0)
+            move(store.transcripts, entry, 0)
             swept += 1
         cursor = updated_at
     store.transcripts.set_idle_cursor(cursor)

@@ -203,7 +203,7 @@ def _report_inside(
     repeated report starts nothing twice."""
     store, now = ctx.store, ctx.store.clock.now_ms()
     if recorded.killed:
-        submit(store, ctx.dispatcher, requester, {}, _note(flow, requester, text, now))
+        submit(store.runs, ctx.dispatcher, requester, {}, _note(flow, requester, text, now))
         return
     if recorded.awaited is None:
         if post_single:

@@ -50,11 +50,15 @@ def cancel_flow(ctx: Context, flow_id: str) -> FlowCancelled | None:
     runs. None: there is no such flow."""
     fields = {"stopReason": CANCELED, "error": "the flow was cancelled"}
     if not ctx.store.flows.end(flow_id, CANCELED, fields):
-        return None if snapshot(ctx.store, flow_id) is None else FlowCancelled(ended_here=False, aborted=[])
+        return (
+            None
+            if snapshot(ctx.store.flows, flow_id) is None
+            else FlowCancelled(ended_here=False, aborted=[])
+        )
     # Read after the end, so a run a step created as the flow ended is stopped too. (A step that read the
     # flow just before the end and creates its run after this read still runs that one run; its end then
     # finds the flow ended, and nothing follows it.)
-    snap = snapshot(ctx.store, flow_id)
+    snap = snapshot(ctx.store.flows, flow_id)
     if snap is None:  # deleted meanwhile
         return FlowCancelled(ended_here=True, aborted=[])
     runs = [snap.primary, *snap.turns, snap.announce]

@@ -7,19 +7,20 @@ from typing import Literal
 from clawbus.shared.base.flow_ids import announce_run_id, delivery_id, relay_run_id, turn_run_id
 from clawbus.shared.flows.decide import MAX_TURNS
 from clawbus.shared.ports.storage import Storage
+from clawbus.shared.ports.storage.flows import Flows
 from clawbus.shared.wire.models import Flow, FlowStep, Run, Snapshot
 
 
-def snapshot(store: Storage, flow_id: str) -> Snapshot | None:
+def snapshot(flows: Flows, flow_id: str) -> Snapshot | None:
     turn_ids = [turn_run_id(flow_id, t) for t in range(1, MAX_TURNS + 1)]
-    return store.flows.snapshot(
+    return flows.snapshot(
         flow_id, turn_ids, announce_run_id(flow_id), delivery_id(flow_id), relay_run_id(flow_id)
     )
 
 
 def describe(store: Storage, flow_id: str) -> Flow | None:
     """The flow as ``GET /v1/flows/{id}`` shows it: each step with its run, and the delivery."""
-    snap = snapshot(store, flow_id)
+    snap = snapshot(store.flows, flow_id)
     if snap is None:
         return None
     steps = [_step("run", snap.primary)]

@@ -15,7 +15,7 @@ from clawbus.shared.domain.chains import Window
 from clawbus.shared.domain.runs import Accepted, LaneHead, NewRun, WhenBusy
 from clawbus.shared.domain.state_events import StateEvent
 from clawbus.shared.ports.dispatch import Dispatcher, DispatchUnavailable
-from clawbus.shared.ports.storage import Storage
+from clawbus.shared.ports.storage.runs import Runs
 from clawbus.shared.wire.models import Flow, Run, SessionEntry
 from clawbus.shared.wire.send_schema import SendResult, accepted, result_of
 
@@ -79,7 +79,7 @@ class AwaitRun(BaseModel):
 
 
 def submit(
-    store: Storage,
+    runs: Runs,
     dispatcher: Dispatcher,
     session: SessionEntry,
     updates: dict[str, Any],
@@ -96,7 +96,7 @@ def submit(
     limit, counted by the accept (``Accepted.chain_full`` when past it: nothing was queued)."""
     head = LaneHead(new.run_id, session.key, new.kind, new.flow_id)
     enqueue = dispatcher.render_run(head) if dispatch else None
-    accepted = store.runs.accept(session, updates, new, flow, enqueue, when_busy, state_event, window)
+    accepted = runs.accept(session, updates, new, flow, enqueue, when_busy, state_event, window)
     if accepted.is_head and dispatch and not accepted.enqueued:
         enqueue_accepted(dispatcher, head)
     return accepted

@@ -19,6 +19,7 @@ from clawbus.shared.config import ChatChannel, Config, DiscordThreadBindings
 from clawbus.shared.domain.sessions import Route
 from clawbus.shared.ports.channel import DeliveryError
 from clawbus.shared.ports.storage import Storage
+from clawbus.shared.ports.storage.sessions import Sessions
 from clawbus.shared.wire.models import ThreadBinding
 
 # Discord's threads and Telegram's forum topics bind to sub-agents; Discord also opens one for a spawn.
@@ -139,7 +140,9 @@ def inbound_target(store: Storage, config: Config, session_key: str) -> str:
     if binding is None:
         return session_key
     now = store.clock.now_ms()
-    if not binding.released and (found.expired(binding, now) or not _alive(store, binding.session_key)):
+    if not binding.released and (
+        found.expired(binding, now) or not _alive(store.sessions, binding.session_key)
+    ):
         binding = binding.model_copy(update={"released": True})
         store.threads.release(binding, now)
     else:
@@ -159,6 +162,6 @@ def _discord(config: Config, channel: str) -> ChatChannel | None:
     return spec if isinstance(spec, ChatChannel) and spec.type == "discord" else None
 
 
-def _alive(store: Storage, session_key: str) -> bool:
-    entry = store.sessions.get(session_key)
+def _alive(sessions: Sessions, session_key: str) -> bool:
+    entry = sessions.get(session_key)
     return entry is not None and entry.archived_at is None

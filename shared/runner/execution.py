@@ -40,6 +40,7 @@ from clawbus.shared.flows import hot_window
 from clawbus.shared.ports.context import Context
 from clawbus.shared.ports.runtime import RunCancelled, RunTimedOut, StepRequest
 from clawbus.shared.ports.storage import Storage
+from clawbus.shared.ports.storage.transcripts import Transcripts
 from clawbus.shared.runner import agent_loop, cancellation, leases
 from clawbus.shared.runner.agent_loop import LoopState, StepsExhausted
 from clawbus.shared.runner.leases import LeaseLost
@@ -333,7 +334,7 @@ def _loop_env(held: _Held) -> agent_loop.LoopEnv:
         agent_id=run.agent_id,
         model=model,
         session=state.session,
-        messages=_history(store, state, runtime.history_window),
+        messages=_history(store.transcripts, state, runtime.history_window),
         context=run.context,
         tool_schemas=tool_schemas("openai", tools),
         thinking=(state.session.thinking_level if state.session else None)
@@ -379,7 +380,7 @@ def _gate(held: _Held, model: str) -> ModelGate | None:
     if not isinstance(provider, OpenAIProvider):
         return None
     run = state.run
-    root = root_of(store, state.session) if session_keys.is_subagent(run.session_key) else None
+    root = root_of(store.sessions, state.session) if session_keys.is_subagent(run.session_key) else None
     return ModelGate(
         store,
         held.config,
@@ -445,8 +446,8 @@ def _tools(config: Config, session_key: str, session: SessionEntry | None) -> li
     return sorted(TOOLS)
 
 
-def _history(store: Storage, state: ExecutionState, window: int) -> list[Message]:
+def _history(transcripts: Transcripts, state: ExecutionState, window: int) -> list[Message]:
     """The input is on the run; only a runtime that reads further back costs a transcript read."""
     if window <= 1 and state.input is not None:
         return [state.input]
-    return store.transcripts.last(state.run.session_key, max(window, 1))
+    return transcripts.last(state.run.session_key, max(window, 1))

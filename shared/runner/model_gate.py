@@ -36,6 +36,7 @@ from clawbus.shared.domain.traffic import (
 )
 from clawbus.shared.ports.runtime import CallTicket, RunCancelled, RunTimedOut
 from clawbus.shared.ports.storage import Storage
+from clawbus.shared.ports.storage.sessions import Sessions
 from clawbus.shared.runner.leases import LeaseLost
 from clawbus.shared.wire.models import Run, SessionEntry, Usage
 
@@ -310,12 +311,12 @@ class ModelGate:
         return budgets.Charge(self._run.agent_id, day, self._root, usd_micros, tokens, self._chain)
 
 
-def root_of(store: Storage, session: SessionEntry | None) -> str | None:
+def root_of(sessions: Sessions, session: SessionEntry | None) -> str | None:
     """The root session of a sub-agent's tree (the first session up its spawners that nobody spawned)."""
     seen: set[str] = set()
     while session is not None and session.spawned_by and session.spawned_by not in seen:
         seen.add(session.key)
-        parent = store.sessions.get(session.spawned_by)
+        parent = sessions.get(session.spawned_by)
         if parent is None:
             return session.spawned_by
         session = parent

@@ -131,7 +131,9 @@ def sessions_send(
         queueing.interrupt(ctx, target)
     when_busy = WhenBusy("reject") if params.queue_mode == "reject" else None
     window = ctx.chain_window()
-    accepted = submit(ctx.store, ctx.dispatcher, entry, {}, new, flow, when_busy=when_busy, window=window)
+    accepted = submit(
+        ctx.store.runs, ctx.dispatcher, entry, {}, new, flow, when_busy=when_busy, window=window
+    )
     if accepted.chain_full and window is not None:
         return chains.refusal(chains.over_window(chain, window), run_id)
     if accepted.busy_with is not None:

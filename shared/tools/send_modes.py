@@ -92,7 +92,9 @@ def steer(
         **chains.fields(sent.chain),
     )
     window = ctx.chain_window()
-    accepted = submit(ctx.store, ctx.dispatcher, target, {}, new, when_busy=WhenBusy.steer(), window=window)
+    accepted = submit(
+        ctx.store.runs, ctx.dispatcher, target, {}, new, when_busy=WhenBusy.steer(), window=window
+    )
     if accepted.chain_full and window is not None:
         return chains.refusal(chains.over_window(sent.chain, window), sent.run_id)
     if accepted.not_steered:
@@ -116,5 +118,5 @@ def notify(
     it. The release queues a system event its next turn takes in; the effect on that turn is the same,
     and the note, an accepted run, survives a restart."""
     new = new_run(target, "note", message, run_id=sent.run_id, now=sent.now, provenance=source)
-    submit(ctx.store, ctx.dispatcher, target, {}, new)
+    submit(ctx.store.runs, ctx.dispatcher, target, {}, new)
     return NotifyResult(session_key=sent.shown, notification_id=sent.run_id)

@@ -392,7 +392,7 @@ def _start(
     spawned = state_events.child_spawned(ctx.caller_key, run_id)
     window = ctx.chain_window()
     accepted = submit(
-        store, ctx.dispatcher, child, {}, new, flow, dispatch=False, state_event=spawned, window=window
+        store.runs, ctx.dispatcher, child, {}, new, flow, dispatch=False, state_event=spawned, window=window
     )
     if accepted.chain_full and window is not None:
         raise chains.over_window(chain, window)  # nothing was written: the caller removes what it made

@@ -290,7 +290,7 @@ def _card_tasks(ctx: ToolContext, entry: SessionEntry) -> list[CardTask]:
     else:
         return []
     spawns = [spawn_card_task(child) for child in mine if child.flow is not None]
-    return [*spawns, *(follow_up_card_task(each) for each in follow_ups(store, mine))]
+    return [*spawns, *(follow_up_card_task(each) for each in follow_ups(store.runs, mine))]
 
 
 def _route(key: str, entry: SessionEntry) -> dict[str, Any]:

@@ -92,7 +92,7 @@ def _list(ctx: ToolContext, params: SubagentsParams) -> SubagentsList:
     everyone = [child for child in with_tasks if child.shown]
     children = [child for child in everyone if child.entry.spawned_by == caller]
     cutoff = now - params.window_minutes * 60_000
-    tasks = listed_tasks(with_tasks, follow_ups(store, with_tasks), cutoff)
+    tasks = listed_tasks(with_tasks, follow_ups(store.runs, with_tasks), cutoff)
     view = run_rows(ctx.config, everyone, caller, now, cutoff)
     own_rows = [child for child in (everyone if params.recursive else children) if not child.gone]
     return SubagentsList(
@@ -162,7 +162,7 @@ def _cancel_follow_up(ctx: ToolContext, task_id: str) -> TaskCancelled | ToolFai
     child's tasks): its run ends ``aborted`` with the release's reason, ``Cancelled by operator.``, and the
     child's next run starts; the child itself goes on."""
     store = ctx.store
-    listed = follow_ups(store, tree(store, ctx.caller_key, lapsed_rows=True))
+    listed = follow_ups(store.runs, tree(store, ctx.caller_key, lapsed_rows=True))
     follow = next((each for each in listed if each.run.run_id == task_id), None)
     if follow is None:
         return ToolFailure(status="forbidden", error=OUTSIDE)
@@ -183,7 +183,7 @@ def _terminal(task_id: str) -> TaskCancelled:
 
 def row(store: Storage, entry: SessionEntry) -> SubagentRow:
     now = store.clock.now_ms()
-    current = status(store, entry)
+    current = status(store.runs, entry)
     flow = store.flows.get(entry.spawn_flow_id) if entry.spawn_flow_id else None
     ended = current in ("done", "error", "timeout", "killed")
     return SubagentRow(
@@ -243,7 +243,7 @@ def _steer(ctx: ToolContext, child: SessionEntry, message: str) -> SubagentSteer
     else it runs when its turn comes."""
     if child.killed_at is not None:
         raise ToolError(f"{child.key} was killed: there is no one to steer", "forbidden")
-    running = status(ctx.store, child) == "running"
+    running = status(ctx.store.runs, child) == "running"
     run_id = ctx.new_run_id()
     provenance = Provenance(
         kind="inter_session",
@@ -253,7 +253,7 @@ def _steer(ctx: ToolContext, child: SessionEntry, message: str) -> SubagentSteer
     )
     now = ctx.store.clock.now_ms()
     submit(
-        ctx.store,
+        ctx.store.runs,
         ctx.dispatcher,
         child,
         {},

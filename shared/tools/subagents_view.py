@@ -20,6 +20,8 @@ from clawbus.shared.config import Config
 from clawbus.shared.domain.redaction import scrub
 from clawbus.shared.domain.sessions import Departed
 from clawbus.shared.ports.storage import Storage
+from clawbus.shared.ports.storage.runs import Runs
+from clawbus.shared.ports.storage.sessions import Sessions
 from clawbus.shared.tools.status_card import compact_duration, short_tokens
 from clawbus.shared.wire.models import Flow, Message, Run, RunStatus, SessionEntry
 from clawbus.shared.wire.subagents_schema import ChildStatus, Execution, RunRow, TaskRow, TaskStatus
@@ -74,27 +76,27 @@ def descendants(store: Storage, parent_key: str, recursive: bool) -> Iterator[Se
     """The sessions ``parent_key`` spawned (and theirs, with ``recursive``), parents before children."""
     frontier = [parent_key]
     while frontier:
-        for child in _spawned(store, frontier.pop(0)):
+        for child in _spawned(store.sessions, frontier.pop(0)):
             yield child
             if recursive:
                 frontier.append(child.key)
 
 
-def _spawned(store: Storage, parent_key: str) -> list[SessionEntry]:
+def _spawned(sessions: Sessions, parent_key: str) -> list[SessionEntry]:
     """The sessions ``parent_key`` spawned that are there, the oldest first."""
-    children = [e for e in store.sessions.get_many(store.sessions.children(parent_key)) if e]
+    children = [e for e in sessions.get_many(sessions.children(parent_key)) if e]
     return sorted(children, key=lambda e: e.created_at)
 
 
-def status(store: Storage, entry: SessionEntry) -> ChildStatus:
+def status(runs: Runs, entry: SessionEntry) -> ChildStatus:
     """What a sub-agent is doing: ended (how), waiting for its own children, running, or queued (its run
     waits for its turn: the fleet's maxConcurrent, a busy worker pool)."""
     if entry.status in _ENDED:
         return _ENDED[entry.status]
     if entry.waiting is not None:
         return "waiting"
-    lane = store.runs.lane(entry.key)
-    head = store.runs.get(lane[0]) if lane else None
+    lane = runs.lane(entry.key)
+    head = runs.get(lane[0]) if lane else None
     if head is None:
         return "waiting" if entry.pending_children else "running"
     return "running" if head.status.value == "running" else "queued"
@@ -170,7 +172,7 @@ def observe(store: Storage, entry: SessionEntry) -> Child:
     flow = store.flows.get(entry.spawn_flow_id) if entry.spawn_flow_id else None
     first = store.runs.get(flow.flow_id) if flow else None
     latest = store.runs.get(flow.last_run_id) if flow and flow.last_run_id else first
-    return Child(entry, status(store, entry), flow, first, latest)
+    return Child(entry, status(store.runs, entry), flow, first, latest)
 
 
 def _observe_departed(store: Storage, departed: Departed, now: int) -> Child:
@@ -188,7 +190,7 @@ def tree(store: Storage, parent_key: str, *, lapsed_rows: bool = False) -> list[
     frontier = [parent_key]
     while frontier:
         parent = frontier.pop(0)
-        there = [observe(store, entry) for entry in _spawned(store, parent)]
+        there = [observe(store, entry) for entry in _spawned(store.sessions, parent)]
         keys = {child.entry.key for child in there}
         # A deletion cut short leaves the session there, and it is shown as it is.
         gone = [
@@ -222,19 +224,19 @@ class FollowUp:
         return self.run.ended_at or self.run.started_at or self.run.created_at
 
 
-def follow_ups(store: Storage, children: list[Child]) -> list[FollowUp]:
+def follow_ups(runs: Runs, children: list[Child]) -> list[FollowUp]:
     """Every follow-up of these sub-agents: among each one's newest runs (a deleted one's, as kept)."""
     there = [child for child in children if not child.gone]
-    sends = store.runs.accepted([child.entry.key for child in there], "send", _SENDS_READ)
+    sends = runs.accepted([child.entry.key for child in there], "send", _SENDS_READ)
     candidates = [
         *((child, run_id) for child, found in zip(there, sends, strict=True) for run_id in found),
         *((child, run_id) for child in children if child.gone for run_id in child.run_ids),
     ]
     run_ids = [run_id for _, run_id in candidates]
-    runs, inputs = store.runs.get_many(run_ids), store.runs.inputs(run_ids)
+    found, inputs = runs.get_many(run_ids), runs.inputs(run_ids)
     return [
         FollowUp(child, run, message.text.strip() if message is not None else "")
-        for (child, _), run, message in zip(candidates, runs, inputs, strict=True)
+        for (child, _), run, message in zip(candidates, found, inputs, strict=True)
         if run is not None and run.kind == "send" and _from_spawner(child.entry, message)
     ]
 

@@ -62,7 +62,7 @@ def test_history_across_hot_and_cold_is_the_all_hot_history(tmp_path: Path, worl
     before = [history(w, "main", **ask) for ask in asks]
     entry = w.store.sessions.get("agent:main:main")
     assert entry is not None
-    assert hot_window.move(w.store, entry, 20) == 40
+    assert hot_window.move(w.store.transcripts, entry, 20) == 40
     assert w.store.transcripts.hot_length("agent:main:main") == 20
     after = [history(w, "main", **ask) for ask in asks]
     assert after == before

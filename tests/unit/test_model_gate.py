@@ -261,8 +261,8 @@ def test_the_root_of_a_tree_is_the_first_session_up_its_spawners_that_nobody_spa
         "agent:main:main": entry("agent:main:main", None),
         "agent:main:subagent:a": entry("agent:main:subagent:a", "agent:main:main"),
     }
-    store = SimpleNamespace(sessions=SimpleNamespace(get=sessions.get))
+    found = SimpleNamespace(get=sessions.get)
     leaf = entry("agent:main:subagent:b", "agent:main:subagent:a")
-    assert root_of(store, leaf) == "agent:main:main"  # type: ignore[arg-type]
+    assert root_of(found, leaf) == "agent:main:main"  # type: ignore[arg-type]
     orphan = entry("agent:main:subagent:c", "agent:main:gone")
-    assert root_of(store, orphan) == "agent:main:gone"  # type: ignore[arg-type]
+    assert root_of(found, orphan) == "agent:main:gone"  # type: ignore[arg-type]

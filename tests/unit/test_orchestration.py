@@ -182,7 +182,7 @@ def test_a_steer_queued_behind_a_running_run_is_taken_in_at_its_next_step() -> N
     entry = w.store.sessions.get(key)
     assert entry is not None
     submit(
-        w.store,
+        w.store.runs,
         w.dispatcher,
         entry,
         {},

@@ -38,8 +38,9 @@ validate: $(STAMP)
 JOBS ?= 6
 PARALLEL = -n $(JOBS) --dist loadgroup
 
-# Then every benchmark figure at its smallest size: a figure that no longer runs fails here (a MISS of a
-# target is a finding, printed, not a failure).
+# Then every benchmark figure at its smallest size (about 2.5 min on 2 cores: real processes, forked, doing
+# less work; bench/__main__.py's QUICK): a figure that no longer runs fails here (a MISS of a target is a
+# finding, printed, not a failure).
 test: lint typecheck validate openclaw
 	$(BIN)/pytest $(PARALLEL)
 	$(BIN)/python -m bench --quick

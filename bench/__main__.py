@@ -1,8 +1,10 @@
 """``python -m bench`` (``make bench``): clawbus's figures next to bare Celery on the same Redis, same run.
 
-``--quick`` runs small sizes as a smoke test; ``--only FIGURE`` (repeatable: send, throughput, list,
-exchange, spawn, loop, model, backlog, control, ha, orchestration, busy,
-capacity, waits, redis, soak, traffic, tracing, slowlink, chains) picks figures.
+``--quick`` runs every figure at its smallest size, as a smoke test (about two and a half minutes on 2
+cores): its real processes (forked from one that has imported what they import) and real work, less of
+it; a figure that no longer runs fails it, a target missed is printed. ``--only FIGURE`` (repeatable:
+send, throughput, list, exchange, spawn, loop, model, backlog, control, ha, orchestration, busy, capacity,
+waits, redis, soak, traffic, tracing, slowlink, chains) picks figures.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from bench import (
     waits,
 )
 from bench.report import Section, render, to_json, write
-from bench.stack import Stack, stack
+from bench.stack import API_PROCESSES, Stack, forked_roles, stack, stops_in_background
 
 FIGURES = (
     "send",
@@ -69,11 +71,15 @@ FIGURES = (
 
 @dataclass(frozen=True)
 class Sizes:
+    # The run's API (figures that need their own configuration start one of their own).
+    api_processes: int
     send_calls: int
     send_warmup: int
+    send_rounds: int
     runs: int
     threads: int
     sessions: int
+    throughput_workers: tuple[int, ...]
     list_small: int
     list_large: int
     list_calls: int
@@ -101,11 +107,14 @@ class Sizes:
 
 
 FULL = Sizes(
+    api_processes=API_PROCESSES,
     send_calls=200,
     send_warmup=20,
+    send_rounds=send_latency.ROUNDS,
     runs=2000,
     threads=16,
     sessions=200,
+    throughput_workers=(1, 2),
     list_small=1_000,
     list_large=100_000,
     list_calls=200,
@@ -141,50 +150,61 @@ FULL = Sizes(
     slow_link=slow_link.Params(sends=40, warmup=2),
     chains=chain_guard.Params(sends=500, guard_calls=100_000),
 )
+# Each figure's real processes and real work, less of it: a few calls or runs a side, one round where the
+# full run alternates several (each round starts its workers again), one API process, model steps and
+# streams of a fraction of a second, two restarts, waits held for seconds, a soak of 6 s. What a figure
+# measures then means little; that it runs is what the quick run proves (about 2.5 min on 2 cores, against
+# 12-13 min before these sizes and the forked, overlapping starts and stops of bench/stack.py).
 QUICK = replace(
     FULL,
-    send_calls=50,
-    send_warmup=10,
-    runs=300,
+    api_processes=1,
+    send_calls=20,
+    send_warmup=3,
+    send_rounds=1,
+    runs=200,
     sessions=100,
-    list_large=10_000,
-    list_calls=50,
-    list_warmup=10,
-    exchanges=5,
+    throughput_workers=(1,),
+    list_large=5_000,
+    list_calls=20,
+    list_warmup=3,
+    exchanges=3,
     exchange_warmup=1,
-    spawns=5,
+    spawns=3,
     spawn_warmup=1,
-    burst=20,
-    loop_runs=20,
-    loop_warmup=3,
-    model=model_bound.Params(runs=200, sessions=100),
-    backlog=backlog.Params(sends=40, model_seconds=0.5, concurrency=2),
-    control=run_control.Params(cancels=20, first_texts=10),
-    ha=redis_ha.Params(accepts=40, warmup=5, waits=10),
-    orchestration=orchestration.Params(trees=1, warmup=0),
-    busy=busy.Params(runs=10, warmup=1),
+    burst=10,
+    loop_runs=10,
+    loop_warmup=2,
+    model=model_bound.Params(runs=100, sessions=100, stream_s=0.5),
+    backlog=backlog.Params(sends=10, model_seconds=0.2, concurrency=2),
+    control=run_control.Params(cancels=10, first_texts=1),
+    ha=redis_ha.Params(accepts=20, warmup=3, waits=10, rounds=1, restarts=2),
+    orchestration=orchestration.Params(trees=1, warmup=0, hop_calls=10, hop_warmup=1, step_ms=200),
+    busy=busy.Params(runs=4, warmup=1, step_s=0.5),
     capacity=capacity.Params(many_sessions=500, short=100, long_sessions=10, stages=(1_000, 2_500, 5_000)),
-    waits=waits.Params(waits=1_000, cancelled=50, spawn_rate=200),
-    soak=soak.Params(minutes=2, sample_s=15),
-    traffic=model_traffic.Params(runs=150, workers=2, requests_per_minute=240, leaves=60),
-    tracing=tracing_cost.Params(sends=40, warmup=5, model=model_bound.Params(runs=200, sessions=100)),
-    slow_link=slow_link.Params(sends=2, warmup=1),
+    waits=waits.Params(waits=200, cancelled=20, spawn_rate=200, held_s=10.0),
+    soak=soak.Params(minutes=0.1, sample_s=1.5),
+    traffic=model_traffic.Params(runs=30, workers=1, requests_per_minute=600, leaves=60, probes=5),
+    tracing=tracing_cost.Params(
+        sends=6, warmup=2, model=model_bound.Params(runs=100, sessions=100, stream_s=0.5), rounds=1
+    ),
+    slow_link=slow_link.Params(sends=1, warmup=1, rounds=1),
     chains=chain_guard.Params(sends=50, guard_calls=10_000),
 )
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n")[0])
-    parser.add_argument("--quick", action="store_true", help="small sizes (10k sessions), for a smoke run")
+    parser.add_argument("--quick", action="store_true", help="every figure at its smallest size: a smoke run")
     parser.add_argument("--only", action="append", choices=FIGURES, help="run only this figure (repeatable)")
     return parser.parse_args(argv)
 
 
 def measure(figure: str, running: Stack, sizes: Sizes) -> Section:
     if figure == "send":
-        return send_latency.run(running, sizes.send_calls, sizes.send_warmup)
+        return send_latency.run(running, sizes.send_calls, sizes.send_warmup, sizes.send_rounds)
     if figure == "throughput":
-        return throughput.run(running, throughput.Params(sizes.runs, sizes.threads, sizes.sessions))
+        params = throughput.Params(sizes.runs, sizes.threads, sizes.sessions)
+        return throughput.run(running, params, sizes.throughput_workers)
     if figure == "spawn":
         return spawn.run(running, sizes.spawns, sizes.spawn_warmup, sizes.burst)
     if figure == "loop":
@@ -236,7 +256,11 @@ def main(argv: list[str] | None = None) -> int:
     }
     ok = False
     try:
-        with stack(root) as running:
+        with (
+            forked_roles(args.quick),
+            stack(root, sizes.api_processes) as running,
+            stops_in_background(args.quick),
+        ):
             load = ", ".join(f"{value:.2f}" for value in document["host"]["loadStart"])
             print(
                 f"{document['mode']} run: redis {running.redis_url}, API {running.api_url}, logs in {root}\n"
@@ -248,9 +272,10 @@ def main(argv: list[str] | None = None) -> int:
                 # model's learned limits, flows in flight) must not measure in the next one.
                 with running.redis() as client:
                     client.flushdb()
+                started = time.monotonic()
                 section = measure(figure, running, sizes)
                 document["sections"].append(to_json(section))
-                print(render(section) + "\n", flush=True)
+                print(f"{render(section)}\n  ({figure}: {time.monotonic() - started:.1f} s)\n", flush=True)
         ok = True
     finally:
         document["host"]["loadEnd"] = os.getloadavg()

@@ -41,6 +41,8 @@ POLL_S = 0.01
 class Params:
     runs: int
     warmup: int
+    # A model step's time (a quick run's are shorter: a steer still lands inside the run's first step).
+    step_s: float = STEP_S
 
 
 @dataclass(frozen=True)
@@ -71,13 +73,13 @@ def _first_request(model: FakeOpenAI, session_key: str, plan: str, deadline: flo
     raise RuntimeError(f"{session_key}: its run never reached the model")
 
 
-def one_steer(model: FakeOpenAI, client: Client, i: int) -> Steer:
+def one_steer(model: FakeOpenAI, client: Client, i: int, step_s: float) -> Steer:
     session_key = f"agent:gpt:webchat:direct:fig12-{i}"
-    plan = f"plan: steps={STEPS} seconds={STEP_S:g}"
+    plan = f"plan: steps={STEPS} seconds={step_s:g}"
     sent = client.post_message(session_key, plan, timeout_seconds=0)
     assert isinstance(sent, SendResult)
     began = _first_request(model, session_key, plan, time.monotonic() + TIMEOUT_S)
-    time.sleep(max(0.0, began + random.uniform(0.05, 0.95) * STEP_S - time.monotonic()))
+    time.sleep(max(0.0, began + random.uniform(0.05, 0.95) * step_s - time.monotonic()))
     text = f"steer {i}: also cover the edge cases"
     steered = client.post_message(session_key, text, timeout_seconds=0, queue_mode="steer")
     accepted = time.monotonic()
@@ -94,7 +96,7 @@ def one_steer(model: FakeOpenAI, client: Client, i: int) -> Steer:
     own_run = any(user_texts(body)[:1] == [text] for body in list(model.requests))
     return Steer(
         latency_s=carried[0][0] - accepted,
-        ideal_s=began + STEP_S - accepted,
+        ideal_s=began + step_s - accepted,
         seen=len(carried),
         once=all(n == 1 for _, n in carried) and not own_run,
         run_ok=run is not None and run.status == "ok",
@@ -115,7 +117,7 @@ def measure(stack: Stack, params: Params) -> list[Steer]:
         def next_steer(_: int) -> Steer:
             with lock:
                 i = next(count)
-            return one_steer(model, client, i)
+            return one_steer(model, client, i, params.step_s)
 
         with ThreadPoolExecutor(max(params.warmup, 1)) as pool:
             list(pool.map(next_steer, range(params.warmup)))
@@ -131,12 +133,12 @@ def run(stack: Stack, params: Params) -> Section:
         raise RuntimeError(f"figure 12: steers not seen exactly once, or runs not ok: {broken}")
     latency = sorted(s.latency_s for s in steers)
     ideal = sorted(s.ideal_s + hop.p50_ms / 1000 for s in steers)
-    step = STEP_S + hop.p50_ms / 1000
+    step = params.step_s + hop.p50_ms / 1000
     return Section(
         title=(
             "12. busy sessions: a steer into a running run, accepted -> seen by the model; "
-            f"{params.runs} runs of {STEPS} streamed {STEP_S:g}s steps at once on {WORKERS} workers of "
-            f"{SLOTS_PER_WORKER} slots"
+            f"{params.runs} runs of {STEPS} streamed {params.step_s:g}s steps at once on {WORKERS} "
+            f"workers of {SLOTS_PER_WORKER} slots"
         ),
         measured_label="clawbus",
         baseline_label="the rest of the step + a bare hop",
@@ -152,12 +154,12 @@ def run(stack: Stack, params: Params) -> Section:
             Row("steers seen exactly once", "steers", len(steers) - len(broken), len(steers)),
         ],
         notes=[
-            f"p99 against one whole model step ({STEP_S:g}s) + a bare Celery round trip ({hop.p50_ms:.2f} ms "
-            "p50): a steer waits at most for the step it arrived in",
+            f"p99 against one whole model step ({params.step_s:g}s) + a bare Celery round trip "
+            f"({hop.p50_ms:.2f} ms p50): a steer waits at most for the step it arrived in",
             "each steer sent at a random point of its run's first step; seen in the requests of steps "
             f"2-{STEPS} ({sum(s.seen for s in steers)} requests carried the {len(steers)} steers, each once)",
             "a followup would wait for the whole run instead: "
-            f"{STEPS - 1} more steps ({(STEPS - 1) * STEP_S:g}s) past the rest of this one",
+            f"{STEPS - 1} more steps ({(STEPS - 1) * params.step_s:g}s) past the rest of this one",
         ],
         details={"steers": [asdict(s) for s in steers], "bare_hop": asdict(hop)},
     )

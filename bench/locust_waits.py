@@ -2,7 +2,8 @@
 its answer's timing. The first ``WAITS_GET`` users wait on a run of the list in ``WAITS_RUNS``
 (``GET /v1/runs/{id}/wait``); the others make a waiting ``sessions_send`` to a session of their own
 (``...:<WAITS_TAG>-send-<n>``, which ``bench/waits.py`` opened first: a send opens none). Every wait asks
-for ``WAITS_TIMEOUT`` seconds. The timings are written to ``WAITS_OUT`` (JSON) when locust quits.
+for ``WAITS_TIMEOUT`` seconds. Locust quits once every user has its answer (its ``--run-time`` is only a
+backstop), and the timings are written to ``WAITS_OUT`` (JSON) when it quits.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import gevent  # type: ignore[import-untyped]
 from locust import constant, events, task
 from locust.contrib.fasthttp import FastHttpUser
 
@@ -72,6 +74,10 @@ class Waiter(FastHttpUser):
                 "status": status,
             }
         )
+        if len(timings) == self.environment.parsed_options.num_users:
+            # Every wait answered: nothing is left to time. Quit from a greenlet of its own, as the runner
+            # stops every user's, this one's included.
+            gevent.spawn(self.environment.runner.quit)
 
 
 @events.quitting.add_listener

@@ -52,6 +52,7 @@ class Params:
     workers: int = 3
     requests_per_minute: int = 1_200
     leaves: int = 500
+    probes: int = CHAT_PROBES
 
 
 @dataclass(frozen=True)
@@ -184,7 +185,7 @@ def people_first(stack: Stack, params: Params) -> tuple[list[float], int]:
         # Saturated: leaves wait for the model, many more than a second's worth of its calls.
         saturated = max(params.requests_per_minute // 30, 10)
         _until(lambda: _waiting(bound, provider) >= saturated, 120, "the fan-out saturating the model")
-        probes = [f"agent:main:cron:fig17-probe-{tag}-{i}" for i in range(CHAT_PROBES)]
+        probes = [f"agent:main:cron:fig17-probe-{tag}-{i}" for i in range(params.probes)]
         run_ids, queued = [], []
         for i, key in enumerate(probes):
             queued.append(_waiting(bound, provider))

@@ -64,6 +64,8 @@ class Params:
     warmup: int
     hop_calls: int = 30
     hop_warmup: int = 3
+    # Every model step's time (a quick run's are shorter: the tree's shape and promises are the same).
+    step_ms: int = STEP_MS
 
 
 @dataclass(frozen=True)
@@ -95,7 +97,7 @@ def _spawn(task: str, agent_id: str) -> dict[str, Any]:
     return {"name": "sessions_spawn", "args": {"task": task, "agentId": agent_id}}
 
 
-def config() -> dict[str, Any]:
+def config(step_ms: int = STEP_MS) -> dict[str, Any]:
     """``main`` (echo) spawns ``lead``; a ``lead`` at depth 1 spawns 5 ``lead``s, each of those 5
     ``worker``s (leaves at depth 3 = maxSpawnDepth). maxConcurrent far above the 25 leaves at once, so the
     fleet's gate is not what is measured."""
@@ -115,7 +117,7 @@ def config() -> dict[str, Any]:
                 "orchestra": {
                     "type": "script",
                     "models": ["lead"],
-                    "delayMs": STEP_MS,
+                    "delayMs": step_ms,
                     "rules": [
                         # Spawn, then yield in the same step: the yield is in before any child can end.
                         {
@@ -132,7 +134,7 @@ def config() -> dict[str, Any]:
                 "leafy": {
                     "type": "script",
                     "models": ["leaf"],
-                    "delayMs": STEP_MS,
+                    "delayMs": step_ms,
                     "rules": [
                         {"match": r"^\[Subagent Task\]: leaf$", "reply": "leaf done"},
                     ],
@@ -240,7 +242,11 @@ def _count(stack: Stack, client: Client, caller: str, started_ms: float, recorde
 
 
 def clawbus_trees(stack: Stack, params: Params) -> list[Tree]:
-    with model_stack(stack, config()) as bound, clawbus_workers(bound, WORKERS), bound.client() as client:
+    with (
+        model_stack(stack, config(params.step_ms)) as bound,
+        clawbus_workers(bound, WORKERS),
+        bound.client() as client,
+    ):
         trees = [one_tree(bound, client) for _ in range(params.warmup + params.trees)]
     return trees[params.warmup :]
 
@@ -269,7 +275,8 @@ def run(stack: Stack, params: Params) -> Section:
         raise RuntimeError(f"figure 11: trees that broke the contract: {wrong}; {[asdict(t) for t in trees]}")
     seconds = sorted(tree.seconds for tree in trees)
     p50 = percentile(seconds, 50)
-    ideal = CRITICAL_STEPS * STEP_MS / 1000 + HOPS * hop.p50_ms / 1000
+    step_s = params.step_ms / 1000
+    ideal = CRITICAL_STEPS * step_s + HOPS * hop.p50_ms / 1000
     wakes = sum(tree.wakes for tree in trees)
     each = ", ".join(f"{tree.seconds:.3f}" for tree in trees)
     levels = "; ".join(
@@ -280,7 +287,7 @@ def run(stack: Stack, params: Params) -> Section:
     return Section(
         title=(
             f"11. orchestration: a tree of 1 -> {FAN_OUT} -> {LEAVES} (maxSpawnDepth 3), "
-            f"{STEP_MS / 1000:g}s a model step, {WORKERS} workers at the defaults (threads), "
+            f"{step_s:g}s a model step, {WORKERS} workers at the defaults (threads), "
             f"{len(trees)} trees one after another"
         ),
         measured_label="clawbus",
@@ -291,7 +298,7 @@ def run(stack: Stack, params: Params) -> Section:
             Row("wake-ups, all trees", "runs", wakes, ORCHESTRATORS * len(trees)),
         ],
         notes=[
-            f"each tree (s): {each}; ideal {ideal:.3f}s ({CRITICAL_STEPS} x {STEP_MS / 1000:g}s + {HOPS} x "
+            f"each tree (s): {each}; ideal {ideal:.3f}s ({CRITICAL_STEPS} x {step_s:g}s + {HOPS} x "
             f"{hop.p50_ms:.2f} ms, a bare Celery round trip's p50)",
             f"wake-ups: {', '.join(str(tree.wakes) for tree in trees)} for {ORCHESTRATORS} orchestrators "
             "a tree, each orchestrator woken exactly once",

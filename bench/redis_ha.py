@@ -39,18 +39,21 @@ class Params:
     accepts: int
     warmup: int
     waits: int
+    rounds: int = ROUNDS
+    restarts: int = RESTARTS
 
 
 def run(stack: Stack, params: Params) -> Section:
     without, with_ack = accept_latency(stack, params)
     root = Path(tempfile.mkdtemp(prefix="ha-", dir=stack.root))
     restart = restart_under_load(root / "restart", TOKEN)
-    restarts = restart_under_load(root / "restarts", TOKEN, down_s=1.0, restarts=RESTARTS)
+    restarts = restart_under_load(root / "restarts", TOKEN, down_s=1.0, restarts=params.restarts)
     failover = failover_under_load(root / "failover", TOKEN, waits=params.waits)
     return Section(
         title=(
-            f"10. Redis HA: accept latency with a replica acknowledgement (N={params.accepts} in {ROUNDS} "
-            f"alternating rounds), a restart, {RESTARTS} restarts in a row and a Sentinel failover under load"
+            f"10. Redis HA: accept latency with a replica acknowledgement (N={params.accepts} in "
+            f"{params.rounds} alternating rounds), a restart, {params.restarts} restarts in a row and a "
+            "Sentinel failover under load"
         ),
         measured_label="clawbus",
         baseline_label="baseline / bound",
@@ -58,14 +61,15 @@ def run(stack: Stack, params: Params) -> Section:
             Row("accept p50, replicaAcks 1 vs 0", "ms", with_ack.p50_ms, without.p50_ms),
             Row("accept p95, replicaAcks 1 vs 0", "ms", with_ack.p95_ms, without.p95_ms),
             *_outage_rows("restart", restart),
-            *_outage_rows(f"{RESTARTS} restarts", restarts),
+            *_outage_rows(f"{params.restarts} restarts", restarts),
             *_outage_rows("failover", failover),
         ],
         notes=[
             "accept: a fire-and-forget sessions_send over HTTP on loopback; across hosts WAIT adds the "
             "network round trip to the replica",
             f"restart: {_figures(restart)}",
-            f"{RESTARTS} restarts (kill -> back: the first kill to the last restart): {_figures(restarts)}",
+            f"{params.restarts} restarts (kill -> back: the first kill to the last restart): "
+            f"{_figures(restarts)}",
             f"failover: {_figures(failover)}",
         ],
         details={
@@ -106,12 +110,12 @@ def _figures(outage: Outage) -> str:
 
 
 def accept_latency(stack: Stack, params: Params) -> tuple[Latency, Latency]:
-    per_round = max(1, params.accepts // ROUNDS)
+    per_round = max(1, params.accepts // params.rounds)
     sessions = counter()
     samples: dict[int, list[float]] = {0: [], 1: []}
     with replica_of(stack.server), clawbus_workers(stack, 1), _acking_api(stack) as acking_url:
         urls = {0: stack.api_url, 1: acking_url}
-        for _ in range(ROUNDS):
+        for _ in range(params.rounds):
             for acks, url in urls.items():
                 samples[acks] += _accepts(url, per_round, params.warmup, sessions)
     return Latency.of(samples[0]), Latency.of(samples[1])

@@ -12,8 +12,9 @@ sends through the Python client (``clawbus_client``, built on httpx, about 0.3 m
 of their own.
 
 On a small shared machine the speed of everything drifts by tens of percent over a minute, so the sides
-take turns: ``ROUNDS`` rounds, each measuring clawbus, then bare Celery, then bare Celery with events on,
-a slice of the calls each; a drift lands on all three alike.
+take turns: ``ROUNDS`` rounds (a quick run's one: each round starts each side's worker again), each
+measuring clawbus, then bare Celery, then bare Celery with events on, a slice of the calls each; a drift
+lands on all three alike.
 """
 
 from __future__ import annotations
@@ -88,12 +89,12 @@ def bare_latency(stack: Stack, count: int, warmup: int, events: bool = False) ->
         return timed_calls(round_trip, count, warmup)
 
 
-def run(stack: Stack, count: int, warmup: int) -> Section:
-    per_round = max(1, count // ROUNDS)
+def run(stack: Stack, count: int, warmup: int, rounds: int = ROUNDS) -> Section:
+    per_round = max(1, count // rounds)
     sessions = counter()
     sides = ("clawbus", "bare", "bare_events", "python_client")
     samples: dict[str, list[float]] = {side: [] for side in sides}
-    for _ in range(ROUNDS):
+    for _ in range(rounds):
         samples["clawbus"] += clawbus_latency(stack, per_round, warmup, sessions)
         samples["bare"] += bare_latency(stack, per_round, warmup)
         samples["bare_events"] += bare_latency(stack, per_round, warmup, events=True)
@@ -101,7 +102,7 @@ def run(stack: Stack, count: int, warmup: int) -> Section:
     clawbus, bare, bare_events, python_client = (Latency.of(samples[side]) for side in sides)
     return Section(
         title=(
-            f"1. sessions_send with a wait: 1 worker at the defaults, N={per_round * ROUNDS} in {ROUNDS} "
+            f"1. sessions_send with a wait: 1 worker at the defaults, N={per_round * rounds} in {rounds} "
             f"alternating rounds, {warmup} warm-up calls each"
         ),
         measured_label="clawbus (HTTP API)",

@@ -45,6 +45,7 @@ GOAL_ROUND_TRIPS = 4
 class Params:
     sends: int
     warmup: int
+    rounds: int = ROUNDS
 
 
 @dataclass(frozen=True)
@@ -55,12 +56,12 @@ class Sent:
 
 
 def run(stack: Stack, params: Params) -> Section:
-    per_round = max(1, params.sends // ROUNDS)
+    per_round = max(1, params.sends // params.rounds)
     sessions = counter()
     sent: list[Sent] = []
     bare: list[float] = []
     with slow_clawbus(stack) as (client_api, api_redis), slow_bare(stack) as app:
-        for round_ in range(ROUNDS):
+        for round_ in range(params.rounds):
             warmup = params.warmup if round_ == 0 else 0
             sent += clawbus_sends(stack, client_api, api_redis, per_round, warmup, sessions)
             bare += bare_round_trips(app, per_round, warmup)
@@ -71,7 +72,8 @@ def run(stack: Stack, params: Params) -> Section:
     return Section(
         title=(
             f"19. sessions_send with a wait over slow links ({link_ms:.0f} ms between every pair of hosts, "
-            f"a delaying proxy), 1 worker, N={per_round * ROUNDS} in {ROUNDS} alternating rounds"
+            f"a delaying proxy), 1 worker, N={per_round * params.rounds} in {params.rounds} alternating "
+            "rounds"
         ),
         measured_label="clawbus (Python client)",
         baseline_label="bare Celery noop .delay().get()",

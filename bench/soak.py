@@ -26,7 +26,7 @@ import httpx
 
 from bench.load import open_sessions
 from bench.report import Row, Section, Target
-from bench.stack import TOKEN, Stack, api_pid, clawbus_workers, model_stack, pids_of
+from bench.stack import TOKEN, Stack, api_pid, clawbus_workers, model_stack, pid_of
 from bench.stats import percentile
 from clawbus.api.processes import wait_for
 from clawbus.shared.wire.models import RunStatus
@@ -152,10 +152,10 @@ def _one(http: httpx.Client, i: int, tally: Tally) -> None:
 def run(stack: Stack, params: Params) -> Section:
     tally = Tally()
     samples: list[Sample] = []
-    with model_stack(stack, config()) as bound, clawbus_workers(bound, 2), bound.redis() as redis:
+    with model_stack(stack, config()) as bound, clawbus_workers(bound, 2) as workers, bound.redis() as redis:
         open_sessions(bound, [f"{_key(n)}-peer" for n in range(SESSIONS)])  # what the sends go to
         api_pids = [api_pid(bound.api_url)]
-        worker_pids = pids_of(b"clawbus.api.cli\0worker\0", b"--name=bench-")
+        worker_pids = [pid_of(worker) for worker in workers]
         started = time.monotonic()
         stop = threading.Event()
         numbers = itertools.count()

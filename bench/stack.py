@@ -1,16 +1,22 @@
 """The processes a benchmark runs against, as context managers that always stop what they started.
 
 One private redis-server and one clawbus API live for the whole run; workers (clawbus's or the bare
-Celery baseline's) are started per measurement so the two never compete for the machine's cores.
+Celery baseline's) are started per measurement so the two never compete for the machine's cores. Workers
+of one measurement start together and stop together: a Celery worker's warm shutdown is a second or two of
+mostly waiting, which then overlaps instead of adding up. A quick run also forks its roles
+(``forked_roles``) and lets their stops finish in the background (``stops_in_background``).
 """
 
 from __future__ import annotations
 
 import os
+import socket
 import sys
+import time
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,7 +31,7 @@ from bench.stats import Latency, timed_calls
 from clawbus.api.processes import free_port, wait_for
 from clawbus.shared.config import Config, load_config
 from clawbus.shared.store.keys import RedisKeys
-from tests.support.processes import RedisServer, Role, role_env, write_config
+from tests.support.processes import RedisServer, Role, fork_roles, role_env, write_config
 
 TOKEN = "bench-token"
 # Echo runtime (the default model) for the one agent: the figures measure clawbus, not a model. Five
@@ -68,14 +74,14 @@ class Stack:
 
 
 @contextmanager
-def stack(root: Path) -> Iterator[Stack]:
+def stack(root: Path, api_processes: int = API_PROCESSES) -> Iterator[Stack]:
     """redis-server and the clawbus API; no workers yet."""
     server = RedisServer(root / "redis")
     try:
         server.start()
         config_path = write_config(root, CLAWBUS_CONFIG)
         env = role_env(server.url, config_path, root / "home", TOKEN)
-        with api(env, root) as url:
+        with api(env, root, api_processes) as url:
             yield Stack(root, server, env, url, load_config(config_path, env))
     finally:
         server.stop()
@@ -93,12 +99,57 @@ def model_stack(stack: Stack, config: dict[str, Any]) -> Iterator[Stack]:
 
 
 @contextmanager
-def clawbus_workers(stack: Stack, count: int) -> Iterator[None]:
-    """``count`` worker processes at the defaults a user gets (a threads pool), consuming every queue."""
-    with ExitStack() as workers:
-        for _ in range(count):
-            workers.enter_context(clawbus_worker(stack))
+def forked_roles(enabled: bool) -> Iterator[None]:
+    """While the block runs, roles (API, workers, beat) start as children of a fork server that has already
+    imported what they import (tests/support/forkserver.py), as the tests start them: a start then costs a
+    fraction of a fresh interpreter's 2 s of CPU. The quick run's choice; a full run starts each role as an
+    operator does, so the memory and CPU figures are a standalone process's."""
+    fork_roles(enabled)
+    try:
         yield
+    finally:
+        fork_roles(False)
+
+
+# The stops still going on, while a quick run's figures run (None: each stop is waited for where it is made).
+_background_stops: list[Future[None]] | None = None
+
+
+@contextmanager
+def stops_in_background(enabled: bool) -> Iterator[None]:
+    """While the block runs, the roles a measurement started are sent their stop (a warm shutdown) at its
+    end, and the run goes on without waiting for them to exit: each worker's second or two of shutting
+    down, mostly waiting, overlaps what comes next instead of adding to the run. Every stop has ended when
+    the block ends. The quick run's choice; a full run waits, so nothing of one measurement runs on into
+    the next."""
+    global _background_stops
+    if not enabled:
+        yield
+        return
+    pending: list[Future[None]] = []
+    _background_stops = pending
+    try:
+        yield
+    finally:
+        _background_stops = None
+        for stop in pending:
+            stop.result()
+
+
+@dataclass(frozen=True)
+class _Starting:
+    """A role to start, what says it is ready, and its name in errors."""
+
+    role: Role
+    ready: Callable[[], bool]
+    what: str
+
+
+@contextmanager
+def clawbus_workers(stack: Stack, count: int) -> Iterator[list[Role]]:
+    """``count`` worker processes at the defaults a user gets (a threads pool), consuming every queue."""
+    with stack.redis() as client, _running(*(_clawbus_worker(stack, client) for _ in range(count))) as roles:
+        yield roles
 
 
 @contextmanager
@@ -113,10 +164,9 @@ def bare_workers(
     """``count`` bare Celery workers (prefork pools of one); yields the app to enqueue with. ``app_url``,
     ``worker_url``: the app's and the workers' way to the run's Redis (a slow link), if not direct."""
     app = bare_celery.create_app(app_url or stack.redis_url, events)
+    url = worker_url or stack.redis_url
     try:
-        with ExitStack() as workers:
-            for _ in range(count):
-                workers.enter_context(_bare_worker(stack, app, events, worker_url or stack.redis_url))
+        with _running(*(_bare_worker(stack, app, events, url) for _ in range(count))):
             yield app
     finally:
         app.close()
@@ -132,6 +182,12 @@ def bare_hop(stack: Stack, calls: int = 30, warmup: int = 3) -> Latency:
 @contextmanager
 def clawbus_worker(stack: Stack, *options: str) -> Iterator[Role]:
     """One clawbus worker process with ``options`` (none: the defaults a user gets)."""
+    with stack.redis() as client, _running(_clawbus_worker(stack, client, *options)) as (role,):
+        yield role
+
+
+def _clawbus_worker(stack: Stack, client: redis.Redis, *options: str) -> _Starting:
+    """A clawbus worker, ready once its heartbeat is in Redis (read through ``client``)."""
     name = f"bench-{uuid.uuid4().hex[:8]}"
     argv = [
         sys.executable,
@@ -144,15 +200,12 @@ def clawbus_worker(stack: Stack, *options: str) -> Iterator[Role]:
     ]
     role = Role(argv, stack.env, stack.root / f"{name}.log")
     heartbeat = f"{stack.keys.worker_heartbeat(name)}@*"
-    with (
-        stack.redis() as client,
-        _running(role, lambda: bool(client.keys(heartbeat)), f"worker {name}") as running,
-    ):
-        yield running
+    return _Starting(role, lambda: bool(client.keys(heartbeat)), f"worker {name}")
 
 
-@contextmanager
-def _bare_worker(stack: Stack, app: Celery, events: bool, url: str) -> Iterator[None]:
+def _bare_worker(stack: Stack, app: Celery, events: bool, url: str) -> _Starting:
+    """A bare Celery worker, ready once it answers a ping. Without mingle, as clawbus's workers: it only
+    syncs with other workers at start (a second's wait for their replies), which none has to give here."""
     name = f"bare-{uuid.uuid4().hex[:8]}"
     argv = [
         sys.executable,
@@ -167,6 +220,7 @@ def _bare_worker(stack: Stack, app: Celery, events: bool, url: str) -> Iterator[
         f"--loglevel={WORKER_LOGLEVEL}",
         "-n",
         f"{name}@%h",
+        "--without-mingle",
     ]
     env = {
         **os.environ,
@@ -175,13 +229,19 @@ def _bare_worker(stack: Stack, app: Celery, events: bool, url: str) -> Iterator[
         "PYTHONUNBUFFERED": "1",
     }
     role = Role(argv, env, stack.root / f"{name}.log")
+    node = f"{name}@{socket.gethostname()}"
 
     def answers() -> bool:
-        replies: list[dict[str, Any]] = app.control.ping(timeout=1) or []
-        return any(node.startswith(f"{name}@") for reply in replies for node in reply)
+        # Addressed to this worker and over at its first reply, rather than collecting replies for the
+        # whole timeout.
+        replies: list[dict[str, Any]] = app.control.ping([node], timeout=1, limit=1) or []
+        return any(node in reply for reply in replies)
 
-    with _running(role, answers, f"bare worker {name}"):
-        yield
+    return _Starting(role, answers, f"bare worker {name}")
+
+
+# The process serving each API started here (by its URL): what api_pid answers.
+_API_PIDS: dict[str, int] = {}
 
 
 @contextmanager
@@ -199,41 +259,63 @@ def api(env: dict[str, str], root: Path, processes: int = API_PROCESSES) -> Iter
             return False
         return True
 
-    with _running(role, ready, "API"):
-        yield url
+    with _running(_Starting(role, ready, "API")) as (running,):
+        _API_PIDS[url] = pid_of(running)
+        try:
+            yield url
+        finally:
+            del _API_PIDS[url]
 
 
 @contextmanager
-def _running(role: Role, ready: Callable[[], bool], what: str) -> Iterator[Role]:
-    """Start ``role``, wait (with a deadline) until ``ready``, and stop it however the block ends."""
-    role.start()
+def _running(*starting: _Starting) -> Iterator[list[Role]]:
+    """Start every role at once, wait (with one deadline) until each is ready, and stop them all together
+    however the block ends."""
+    roles = [each.role for each in starting]
     try:
-        wait_for(lambda: ready() or role.exited(), READY_TIMEOUT_S, what=f"{what} ready")
-        if role.exited():
-            raise RuntimeError(f"{what} exited early:\n{role.output()[-3000:]}")
-        yield role
+        for each in starting:
+            each.role.start()
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        for each in starting:
+            _ready(each, deadline)
+        yield roles
     finally:
-        role.stop(STOP_GRACE_S)
+        _stop_all(roles)
 
 
-def pids_of(*patterns: bytes) -> list[int]:
-    """Processes whose command line holds every pattern (arguments NUL-separated)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                argv = (entry / "cmdline").read_bytes()
-            except OSError:
-                continue
-            if all(pattern in argv for pattern in patterns):
-                found.append(int(entry.name))
-    return found
+def _ready(starting: _Starting, deadline: float) -> None:
+    role = starting.role
+    timeout = max(deadline - time.monotonic(), 0.0)
+    wait_for(lambda: starting.ready() or role.exited(), timeout, what=f"{starting.what} ready")
+    if role.exited():
+        raise RuntimeError(f"{starting.what} exited early:\n{role.output()[-3000:]}")
+
+
+def _stop_all(roles: list[Role]) -> None:
+    """Each role's own stop (a warm shutdown, then a kill after the grace), all begun at once, each on a
+    thread of its own; waited for unless stops go on in the background."""
+    if not roles:
+        return
+    pool = ThreadPoolExecutor(len(roles), thread_name_prefix="bench-stop")
+    stops = [pool.submit(role.stop, STOP_GRACE_S) for role in roles]
+    pool.shutdown(wait=False)
+    if _background_stops is not None:
+        _background_stops.extend(stops)
+        return
+    for stop in stops:
+        stop.result()
+
+
+def pid_of(role: Role) -> int:
+    if role.process is None:
+        raise RuntimeError(f"{role.name} is not running")
+    return role.process.pid
 
 
 def api_pid(url: str) -> int:
-    """The process serving ``url``: ``clawbus api`` with one worker serves in its own process."""
-    port = url.rsplit(":", 1)[1]
-    found = pids_of(b"clawbus.api.cli\0api\0", f"--port={port}\0".encode())
-    if not found:
-        raise RuntimeError(f"no API process on port {port}")
-    return found[0]
+    """The process serving ``url`` (started by ``api``): ``clawbus api`` with one worker serves in its own
+    process. Known from its start, not from its command line, which a forked role does not have."""
+    try:
+        return _API_PIDS[url]
+    except KeyError:
+        raise RuntimeError(f"no API started here serves {url}") from None

@@ -31,6 +31,8 @@ class Params:
     sends: int
     warmup: int
     model: model_bound.Params
+    # Each round starts both sides' workers again.
+    rounds: int = ROUNDS
 
 
 @contextmanager
@@ -59,12 +61,12 @@ def _spans(receiver: Role) -> int:
 
 
 def run(stack: Stack, params: Params) -> Section:
-    per_round = max(1, params.sends // ROUNDS)
+    per_round = max(1, params.sends // params.rounds)
     sessions = counter()
     off: list[float] = []
     on: list[float] = []
     with traced(stack) as (traced_stack, receiver):
-        for _ in range(ROUNDS):
+        for _ in range(params.rounds):
             off += send_latency.clawbus_latency(stack, per_round, params.warmup, sessions)
             on += send_latency.clawbus_latency(traced_stack, per_round, params.warmup, sessions)
         model_off = model_bound.measure(stack, params.model)
@@ -75,8 +77,9 @@ def run(stack: Stack, params: Params) -> Section:
     cpu_on = 1000 * model_on.worker_cpu_s / model_on.runs
     return Section(
         title=(
-            f"18. tracing's cost: figure 1 (N={per_round * ROUNDS} in {ROUNDS} alternating rounds) and "
-            f"figure 7 ({params.model.runs} model-bound runs), every span sent over OTLP/HTTP, against off"
+            f"18. tracing's cost: figure 1 (N={per_round * params.rounds} in {params.rounds} alternating "
+            f"rounds) and figure 7 ({params.model.runs} model-bound runs), every span sent over OTLP/HTTP, "
+            "against off"
         ),
         measured_label="tracing on",
         baseline_label="tracing off",

@@ -39,6 +39,7 @@ class Params:
     waits: int
     cancelled: int  # runs (of the GET half) cancelled while waited on
     spawn_rate: int  # users locust starts a second
+    held_s: float = HELD_S
 
     @property
     def ramp_s(self) -> float:
@@ -47,7 +48,7 @@ class Params:
     @property
     def timeout_s(self) -> float:
         """What every wait asks for: past the ramp, so the first is still held when the last arrives."""
-        return self.ramp_s + HELD_S
+        return self.ramp_s + self.held_s
 
 
 def config() -> dict[str, Any]:

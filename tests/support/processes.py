@@ -38,8 +38,9 @@ _fork_lock = threading.Lock()
 
 def fork_roles(enabled: bool) -> None:
     """Roles start as children of a fork server (tests/support/forkserver.py) from now on, or (False)
-    as interpreters of their own again, the fork server stopped. The tests fork them; the benchmarks, which
-    find a role's process by its command line, do not."""
+    as interpreters of their own again, the fork server stopped. The tests fork them, and so does the quick
+    bench (``python -m bench --quick``: its job is that every figure runs); a full-size figure starts its
+    roles as interpreters of their own, as a deployment does."""
     global _fork_server, _forking
     with _fork_lock:
         _forking = enabled

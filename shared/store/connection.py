@@ -33,6 +33,11 @@ RETRIES = 3
 # A worker rides out a Redis restart or failover of this many retries (about 15 s with the backoff): a run
 # that was committing then still commits, rather than waiting for its lease to lapse.
 WORKER_RETRIES = 10
+# The most connections a store client's pool opens. redis-py 7 caps a pool at 100 by default, and a worker
+# at the defaults runs 100 threads, each holding a connection while a command of its runs, beside its lease
+# keeper and cancel listener: at full load the cap refused connections (``Too many connections``, runs
+# failed). Redis's own ``maxclients`` (10,000 by default) is the bound that matters.
+MAX_CONNECTIONS = 10_000
 # What redis-py retries a command on; once the retries are spent, the store's clients raise StoreUnavailable.
 RETRY_ON = [ConnectionError, TimeoutError]
 # The API's clients retry once: enough for the stale connection after a restart, and a partition costs a
@@ -160,7 +165,9 @@ def connect(redis: RedisConfig, retries: int = RETRIES, budget: Budget | None = 
             "socket_connect_timeout": budget.connect_s,
             "retry": Retry(Backoff(), budget.retries),
         }
-    return sync_client(redis, decode_responses=True, retry_on_error=RETRY_ON, **timeouts)
+    return sync_client(
+        redis, decode_responses=True, retry_on_error=RETRY_ON, max_connections=MAX_CONNECTIONS, **timeouts
+    )
 
 
 def answers(url: str) -> bool:

@@ -136,6 +136,8 @@ def make_room(ctx: Context, session_key: str, mode: QueueMode, held: Limits) -> 
         return Room()
     store = ctx.store
     lane = store.runs.lane(session_key)
+    if len(lane) - 1 < held.cap:  # the queued messages are at most the lane's runs after its head
+        return Room()
     queued = [
         run
         for run in (store.runs.get(run_id) for run_id in lane[1:])

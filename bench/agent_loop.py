@@ -285,9 +285,9 @@ def run(stack: Stack, runs: int, warmup: int) -> Section:
             f"{runs} runs of {STEPS} model steps each (3 agents_list tool rounds + the answer), executed "
             "in-process by the worker's code against the bench redis-server; the fake server, in a "
             "process of its own, streams (SSE).",
-            f"of which Redis round trips: {trips.count / steps:.2f} a step (the run's claim, transcript read "
-            f"and commit included), {trips.seconds / steps * 1000:.2f} ms a step in them (the wait on Redis "
-            "and the client's work on the commands)",
+            f"of which Redis round trips: {trips.count / steps:.2f} a step (the run's claim, which reads the "
+            f"transcript's tail too, and its commit included), {trips.seconds / steps * 1000:.2f} ms a step "
+            "in them (the wait on Redis and the client's work on the commands)",
             "A step's share includes its tool call, memoizing the loop state, the run's claim and commit.",
             "Baseline: the same STEPS streamed POST /chat/completions with httpx alone (the same tool "
             "schemas and replies: three tool calls, then the text), each read to its end, per step.",

@@ -259,3 +259,7 @@ class ExecutionState:
     input: Message | None
     memo: str | None
     session: SessionEntry | None
+    # The transcript's last ``tail_size`` messages (oldest first, the run's input last), read by the claim
+    # itself; None when not asked for, or when they run into the transcript's cold part (read them whole).
+    tail: list[Message] | None = None
+    tail_size: int = 0

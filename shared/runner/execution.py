@@ -18,7 +18,7 @@ from opentelemetry.trace import Span
 
 from clawbus.shared.a2a import push
 from clawbus.shared.adapters import tracing
-from clawbus.shared.adapters.runtimes.registry import runtime_for
+from clawbus.shared.adapters.runtimes.registry import history_window_of, runtime_for
 from clawbus.shared.base import session_keys
 from clawbus.shared.base.errors import ClawbusError
 from clawbus.shared.config import Config, OpenAIProvider, UnknownModel
@@ -116,6 +116,7 @@ def execute(ctx: Context, attempt: Attempt) -> AttemptResult:
             lease_ms=lease_ms,
             max_attempts=config.runs.max_attempts,
             gate_places=config.agents.defaults.subagents.max_concurrent,
+            tail=_tail_size(config, attempt.session_key),
         )
         if claim.state is None:
             return AttemptResult(claim.outcome, retry_in_ms=claim.retry_in_ms)
@@ -446,8 +447,21 @@ def _tools(config: Config, session_key: str, session: SessionEntry | None) -> li
     return sorted(TOOLS)
 
 
+def _tail_size(config: Config, session_key: str) -> int:
+    """How much of the transcript the claim reads for the run's agent: its model's window, when that reads
+    further back than the run's input (a session's own model may read another: it is read then)."""
+    try:
+        window = history_window_of(config, config.run_model(session_keys.parse(session_key).agent_id))
+    except (UnknownModel, session_keys.SessionKeyError):
+        return 0
+    return window if window > 1 else 0
+
+
 def _history(transcripts: Transcripts, state: ExecutionState, window: int) -> list[Message]:
-    """The input is on the run; only a runtime that reads further back costs a transcript read."""
+    """The input is on the run; the claim read the tail a runtime that reads further back needs (else, or
+    when it ran into the cold part, the transcript is read here)."""
     if window <= 1 and state.input is not None:
         return [state.input]
+    if state.tail is not None and state.tail_size == window:
+        return state.tail
     return transcripts.last(state.run.session_key, max(window, 1))

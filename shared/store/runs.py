@@ -186,6 +186,7 @@ class RunStore:
         lease_ms: int,
         max_attempts: int,
         gate_places: int = 0,
+        tail: int = 0,
     ) -> Claim:
         k = self._keys
         result = self._scripts.claim(
@@ -203,6 +204,7 @@ class RunStore:
                 k.runs_progress(),
                 k.runs_stalled(),
                 k.notices(session_key),
+                k.cold(session_key),
             ],
             args=[
                 run_id,
@@ -216,6 +218,7 @@ class RunStore:
                 k.run_prefix(),
                 call_id(),
                 state_events.NOTICE_LINE,
+                tail,
             ],
         )
         outcome = ClaimOutcome(result[0])
@@ -229,6 +232,8 @@ class RunStore:
             input=Message.model_validate_json(run_fields["input"]) if "input" in run_fields else None,
             memo=run_fields.get("memo"),
             session=decode(SessionEntry, session_fields) if session_fields else None,
+            tail=_tail(result[5:], tail),
+            tail_size=tail,
         )
         return Claim(outcome, token=result[1], attempts=int(result[2]), state=state)
 
@@ -532,3 +537,14 @@ def _stalled(run_id: str, raw: str) -> StalledRun:
 
 def _pairs(flat: list[str]) -> dict[str, str]:
     return dict(zip(flat[0::2], flat[1::2], strict=True))
+
+
+def _tail(read: list[Any], size: int) -> list[Message] | None:
+    """The claim's transcript tail, oldest first; None when none was read (a repeat of a claim answers
+    without one) or when it ran short with a cold part behind it."""
+    if size == 0 or not read:
+        return None
+    newest_first, has_cold = read[0], read[1]
+    if len(newest_first) < size and has_cold:
+        return None
+    return [Message.model_validate_json(raw) for raw in reversed(newest_first)]

@@ -13,6 +13,19 @@ from clawbus.shared.config import Config, EchoProvider, OpenAIProvider
 from clawbus.shared.ports.runtime import AgentRuntime
 
 
+def history_window_of(config: Config, model_ref: str) -> int:
+    """How much of its transcript a run on ``model_ref`` reads (its runtime's ``history_window``), known
+    without building the runtime: the run's claim reads that much in its own round trip."""
+    if model_ref.startswith(f"{remote.MODEL_PROVIDER}/"):
+        return remote.A2ARuntime.history_window
+    provider, _ = config.provider(model_ref)
+    if isinstance(provider, OpenAIProvider):
+        return OpenAIRuntime.history_window
+    if isinstance(provider, EchoProvider):
+        return EchoRuntime.history_window
+    return ScriptRuntime.history_window
+
+
 def runtime_for(config: Config, model_ref: str) -> AgentRuntime:
     if model_ref.startswith(f"{remote.MODEL_PROVIDER}/"):
         return remote.A2ARuntime(config.a2a_remote(model_ref))

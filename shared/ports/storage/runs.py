@@ -67,9 +67,12 @@ class Runs(Protocol):
         lease_ms: int,
         max_attempts: int,
         gate_places: int = 0,
+        tail: int = 0,
     ) -> Claim:
         """Claim the run for this attempt; a sub-agent run needs one of ``gate_places`` first (0: no gate),
-        or it waits in the gate's queue (``GATED``) and is dispatched again when a place frees."""
+        or it waits in the gate's queue (``GATED``) and is dispatched again when a place frees. ``tail``:
+        the transcript's last messages the claimed run's agent reads, read in the same round trip
+        (``ExecutionState.tail``; 0: none)."""
 
     def heartbeat(self, session_key: str, token: str, lease_ms: int) -> bool: ...
 

@@ -12,13 +12,17 @@
 -- §10, "Watches and notices"): a ``System:`` line each, ahead of the input's text, so the transcript, the
 -- model and every later attempt read the same turn; the run keeps which (``noticed``) for its commit to
 -- acknowledge.
+-- The transcript's tail the run's agent reads (ARGV 12 messages, 0: none), newest first, and whether the
+-- transcript has a cold part, come back with the claim: the attempt needs no round trip of its own to read
+-- them (a tail that runs into the cold part is read whole by the caller, as any read is).
 -- KEYS: 1 run, 2 lane, 3 lease, 4 transcript, 5 run events, 6 lanes due, 7 fence counter, 8 session,
---       9 gate running, 10 gate queue, 11 runs' progress, 12 runs stalled, 13 the session's notices
+--       9 gate running, 10 gate queue, 11 runs' progress, 12 runs stalled, 13 the session's notices,
+--       14 the transcript's cold part
 -- A claim sent again by the client's retry, its reply lost with the connection (ARGV 10, the claim's own id,
 -- names it), answers as the first one did: the attempt it began is this caller's, not someone else's.
 -- ARGV: 1 run id, 2 owner (task id), 3 attempt (task retries), 4 now ms, 5 lease ms, 6 max attempts,
 --       7 session key, 8 gate places, 9 run key prefix, 10 claim id, 11 a notice's line (a format: target,
---       target, version; shared/domain/state_events.py NOTICE_LINE)
+--       target, version; shared/domain/state_events.py NOTICE_LINE), 12 the transcript's tail to read
 -- The run, read once: the checks, the attempt's changes and the reply are all made of it.
 local run_flat = redis.call('HGETALL', KEYS[1])
 local run = hash_table(run_flat)
@@ -155,4 +159,13 @@ if run['inputAppended'] ~= '1' then
   changed['inputAppended'] = '1'
 end
 made_progress(KEYS[11], KEYS[12], ARGV[4], ARGV[1], KEYS[1], run['stalled'] or false)
-return {'claimed', tostring(token), tostring(attempts), write_run(), flat_fields(session)}
+local tail = {}
+local cold = 0
+local wanted = tonumber(ARGV[12] or '0')
+if wanted > 0 then
+  for i, entry in ipairs(redis.call('XREVRANGE', KEYS[4], '+', '-', 'COUNT', wanted)) do
+    tail[i] = hash_table(entry[2])['m']
+  end
+  cold = redis.call('HEXISTS', KEYS[14], 'count')
+end
+return {'claimed', tostring(token), tostring(attempts), write_run(), flat_fields(session), tail, cold}

@@ -24,6 +24,7 @@ from clawbus.shared.domain.runs import (
 from clawbus.shared.domain.sessions import new_entry
 from clawbus.shared.store import Store
 from clawbus.shared.store import runs as store_runs
+from clawbus.shared.store.cold import ColdTranscripts
 from clawbus.shared.wire.models import Message, Run, RunStatus
 from tests.support.replies import reply_lost
 from tests.support.runs import KEY, LEASE_MS, accept, claim, ok
@@ -310,6 +311,45 @@ def test_a_claim_returns_what_the_attempt_needs(store: Store, config: Config) ->
     assert claimed.state.session is not None
     assert claimed.state.session.key == KEY
     assert claimed.state.memo is None
+
+
+@pytest.mark.parametrize("size", [2, 3, 10])
+def test_a_claim_reads_the_transcripts_tail_as_a_read_of_its_own_would(
+    store: Store, config: Config, size: int
+) -> None:
+    first = accept(store, config, "one")
+    assert ok(store, first.run_id, claim(store, first.run_id).token, "reply one").committed
+    second = accept(store, config, "two")
+    claimed = store.runs.claim(
+        second.run_id, KEY, owner="t", attempt=0, lease_ms=LEASE_MS, max_attempts=3, tail=size
+    )
+    assert claimed.state is not None
+    assert claimed.state.tail == store.transcripts.last(KEY, size)
+    assert [m.text for m in claimed.state.tail][-1] == "two"  # the input it appended, last
+    assert claimed.state.tail_size == size
+
+
+def test_a_claim_leaves_a_tail_that_runs_into_the_cold_part_to_a_whole_read(
+    store: Store, config: Config, tmp_path: Any
+) -> None:
+    store.transcripts._cold = ColdTranscripts(str(tmp_path / "cold"))
+    for text in ("one", "two", "three"):
+        accepted = accept(store, config, text)
+        assert ok(store, accepted.run_id, claim(store, accepted.run_id).token, f"reply {text}").committed
+    assert store.transcripts.move(KEY, "main", "s1", 2) == 4  # four older messages in the cold file
+    fourth = accept(store, config, "four")
+    claimed = store.runs.claim(
+        fourth.run_id, KEY, owner="t", attempt=0, lease_ms=LEASE_MS, max_attempts=3, tail=5
+    )
+    assert claimed.state is not None
+    assert claimed.state.tail is None
+    assert [m.text for m in store.transcripts.last(KEY, 5)] == [
+        "two",
+        "reply two",
+        "three",
+        "reply three",
+        "four",
+    ]
 
 
 def test_a_memo_left_by_a_failed_commit_comes_back_with_the_next_claim(store: Store, config: Config) -> None:

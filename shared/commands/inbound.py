@@ -57,7 +57,8 @@ def receive(
         ctx = dataclasses.replace(ctx, id_seed=idempotency.natural_seed(session_key, inbound.message_id))
     run_id = ctx.new_run_id()
     now = ctx.store.clock.now_ms()
-    existing = ctx.store.sessions.get(session_key)
+    # The session and its lane in one round trip: the queue mode and the cap below are judged by both.
+    existing, lane = ctx.store.runs.session_and_lane(session_key)
     seed = new_entry(ctx.config, session_key, now)
     seed = seed.model_copy(
         update={"channel": seed.channel or inbound.channel, "chat_type": seed.chat_type or inbound.chat_type}
@@ -92,7 +93,7 @@ def receive(
     held = queueing.limits(ctx.config, existing, options, inbound.channel)
     if mode == "interrupt":
         queueing.interrupt(ctx, session_key)
-    room = queueing.make_room(ctx, session_key, mode, held)
+    room = queueing.make_room(ctx, session_key, mode, held, lane)
     if room.refused is not None:
         return ToolFailure(status="error", error=room.refused, run_id=run_id)
     text = inbound.message if room.summary is None else f"{room.summary}\n\n{inbound.message}"

@@ -494,6 +494,13 @@ class RunStore:
     def lane(self, session_key: str) -> list[str]:
         return list(self._redis.lrange(self._keys.lane(session_key), 0, -1))
 
+    def session_and_lane(self, session_key: str) -> tuple[SessionEntry | None, list[str]]:
+        pipe = self._redis.pipeline(transaction=True)
+        pipe.hgetall(self._keys.session(session_key))
+        pipe.lrange(self._keys.lane(session_key), 0, -1)
+        fields, lane = pipe.execute()
+        return (decode(SessionEntry, fields) if fields else None), list(lane)
+
     def add_event(self, run_id: str, fields: dict[str, str]) -> None:
         script, keys, args = self.add_event_call(run_id, fields)
         script(keys=keys, args=args)

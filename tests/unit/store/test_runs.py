@@ -313,6 +313,14 @@ def test_a_claim_returns_what_the_attempt_needs(store: Store, config: Config) ->
     assert claimed.state.memo is None
 
 
+def test_a_session_and_its_lane_are_read_together(store: Store, config: Config) -> None:
+    assert store.runs.session_and_lane(KEY) == (None, [])
+    first, second = accept(store, config, "one"), accept(store, config, "two")
+    session, lane = store.runs.session_and_lane(KEY)
+    assert session == store.sessions.get(KEY)
+    assert lane == [first.run_id, second.run_id] == store.runs.lane(KEY)
+
+
 @pytest.mark.parametrize("size", [2, 3, 10])
 def test_a_claim_reads_the_transcripts_tail_as_a_read_of_its_own_would(
     store: Store, config: Config, size: int

@@ -495,7 +495,8 @@ class RunStore:
         return list(self._redis.lrange(self._keys.lane(session_key), 0, -1))
 
     def session_and_lane(self, session_key: str) -> tuple[SessionEntry | None, list[str]]:
-        pipe = self._redis.pipeline(transaction=True)
+        # No MULTI: the judgment was two reads before, and a transaction would add two commands to each.
+        pipe = self._redis.pipeline(transaction=False)
         pipe.hgetall(self._keys.session(session_key))
         pipe.lrange(self._keys.lane(session_key), 0, -1)
         fields, lane = pipe.execute()

@@ -136,8 +136,8 @@ class Runs(Protocol):
     def lane(self, session_key: str) -> list[str]: ...
 
     def session_and_lane(self, session_key: str) -> tuple[SessionEntry | None, list[str]]:
-        """The session and its lane (run ids, the head first), read at one moment in one round trip: what
-        a message to it is judged by (its queue mode, its cap)."""
+        """The session and its lane (run ids, the head first), read in one round trip: what a message to
+        it is judged by (its queue mode, its cap)."""
 
     def add_event(self, run_id: str, fields: dict[str, str]) -> None:
         """Appended once, even when the call is sent again after its reply was lost. An event is the run's

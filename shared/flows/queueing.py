@@ -126,20 +126,16 @@ class Room:
     summary: str | None = None
 
 
-def make_room(
-    ctx: Context, session_key: str, mode: QueueMode, held: Limits, lane: list[str] | None = None
-) -> Room:
+def make_room(ctx: Context, session_key: str, mode: QueueMode, held: Limits, lane: list[str]) -> Room:
     """The cap (``messages.queue.cap``, or the session's): the session's queued messages (not the running
     one) may not pass it; past it ``drop`` decides. Every drop is counted
     (``clawbus_messages_dropped_total``) and said on the dropped run or in the answer. Modes that add no
     queued run of their own have nothing to make room for (``reject``, ``interrupt``, which empty the queue
     or add nothing; ``collect``, whose messages fold into one run). ``lane``: the session's lane as the
-    caller read it with the session (``Runs.session_and_lane``); else it is read here."""
+    caller read it with the session, in one round trip (``Runs.session_and_lane``)."""
     if mode not in ("followup", "steer"):
         return Room()
     store = ctx.store
-    if lane is None:  # else read with the session, in its round trip
-        lane = store.runs.lane(session_key)
     if len(lane) - 1 < held.cap:  # the queued messages are at most the lane's runs after its head
         return Room()
     queued = [
